@@ -1,0 +1,60 @@
+/*
+ * libcalib — proper-score calibration statistics (umbrella header).
+ *
+ * Pure C11: no I/O, no globals, no allocation in per-sample paths. Functions
+ * that can fail return 0 or a negative CALIB_E* code; calib_strerror() names
+ * it. See libcalib(3).
+ */
+#ifndef CALIB_CALIB_H
+#define CALIB_CALIB_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum calib_error {
+    CALIB_OK = 0,
+    CALIB_EINVAL = -1,     /* invalid argument (size, shape, option) */
+    CALIB_ENOMEM = -2,     /* allocation failed */
+    CALIB_ENONFINITE = -3, /* a number is NaN or infinite */
+    CALIB_EPROB = -4,      /* a probability lies outside [0, 1] */
+    CALIB_EPROBSUM = -5,   /* probabilities do not sum to 1 within 1e-3 */
+    CALIB_EVAR = -6,       /* a variance is not positive */
+    CALIB_ELABEL = -7,     /* a class label is out of range */
+    CALIB_EEMPTY = -8,     /* no samples */
+    CALIB_ESTALE = -9,     /* a sample is older than a window keeps */
+    CALIB_EFULL = -10,     /* a fixed-capacity store is full */
+};
+
+/* What a model outputs per prediction. */
+enum calib_form {
+    CALIB_FORM_LOGITS,   /* K logits; K >= 2 */
+    CALIB_FORM_PROBS,    /* K probabilities; K >= 2 */
+    CALIB_FORM_BINARY,   /* p = P(y = 1); K = 2 */
+    CALIB_FORM_GAUSSIAN, /* mean and variance; regression */
+};
+
+/* Number of doubles per prediction of a form with k classes. */
+static inline unsigned long calib_form_width(enum calib_form form, unsigned long k)
+{
+    return form == CALIB_FORM_BINARY ? 1 : form == CALIB_FORM_GAUSSIAN ? 2 : k;
+}
+
+/* A short, static, English description of a CALIB_E* code. */
+const char *calib_strerror(int err);
+
+/* The library version, "MAJOR.MINOR.PATCH". */
+const char *calib_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#include "calib/score.h"
+#include "calib/accum.h"
+#include "calib/bins.h"
+#include "calib/window.h"
+#include "calib/sample.h"
+#include "calib/estimators.h"
+
+#endif

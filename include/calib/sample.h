@@ -1,0 +1,93 @@
+/*
+ * Sample stores: a uniform reservoir (Li's Algorithm L, with skip counts, so
+ * a skipped sample costs one decrement) and a ring of the most recent R
+ * samples. A record is `width` doubles of model outputs (K logits or
+ * probabilities, a binary p, or mean and var), the outcome y and a time t.
+ * Storage is allocated once at init; offering and pushing never allocate.
+ *
+ * calib_rng is xoshiro256** seeded through splitmix64: the same seed gives
+ * the same stream on every platform.
+ */
+#ifndef CALIB_SAMPLE_H
+#define CALIB_SAMPLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct calib_rng {
+    uint64_t s[4];
+} calib_rng;
+
+void calib_rng_seed(calib_rng *r, uint64_t seed);
+uint64_t calib_rng_next(calib_rng *r);
+double calib_rng_uniform(calib_rng *r);  /* in (0, 1) */
+double calib_rng_normal(calib_rng *r);   /* standard normal */
+
+typedef struct calib_record {
+    const double *x; /* width outputs */
+    double y;
+    double t;
+} calib_record;
+
+typedef struct calib_store {
+    size_t width;   /* outputs per record */
+    size_t cap;     /* records */
+    size_t len;     /* records held */
+    double *data;   /* cap * (width + 2): x..., y, t */
+} calib_store;
+
+int calib_store_init(calib_store *s, size_t width, size_t cap); /* allocates */
+void calib_store_free(calib_store *s);
+/* Record i in storage order (i < len). */
+calib_record calib_store_get(const calib_store *s, size_t i);
+
+/*
+ * A read-only view of n labelled records laid out as in calib_store: record i
+ * starts at rec + i * stride, holds calib_form_width(form, k) outputs, then y
+ * (and, in a store, t). What recalibration fits and evaluates on.
+ */
+typedef struct calib_dataset {
+    int form;      /* enum calib_form */
+    size_t k;      /* classes (2 for CALIB_FORM_BINARY, 0 for GAUSSIAN) */
+    size_t n;
+    size_t stride; /* doubles from one record to the next, >= width + 1 */
+    const double *rec;
+} calib_dataset;
+
+typedef struct calib_ring {
+    calib_store s;
+    size_t head;    /* slot of the next write */
+    uint64_t total; /* records ever pushed */
+} calib_ring;
+
+int calib_ring_init(calib_ring *r, size_t width, size_t cap);
+void calib_ring_free(calib_ring *r);
+void calib_ring_push(calib_ring *r, const double *x, double y, double t);
+/* The i-th oldest record held (0 = oldest, len - 1 = newest). */
+calib_record calib_ring_get(const calib_ring *r, size_t i);
+size_t calib_ring_len(const calib_ring *r);
+
+typedef struct calib_reservoir {
+    calib_store s;
+    uint64_t seen;  /* records offered */
+    uint64_t skip;  /* records still to skip before the next replacement */
+    double w;       /* Algorithm L's W */
+    calib_rng rng;
+} calib_reservoir;
+
+int calib_reservoir_init(calib_reservoir *r, size_t width, size_t cap,
+                         uint64_t seed);
+void calib_reservoir_free(calib_reservoir *r);
+/* Offers a record; returns the slot it was stored in, or -1 if skipped. */
+long calib_reservoir_offer(calib_reservoir *r, const double *x, double y,
+                           double t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,33 @@
+/*
+ * pred_csv.h — the prediction CSV of calibctl(1): a header naming a label
+ * column y and the model's outputs (z0..z{K-1} logits, p0..p{K-1}
+ * probabilities, p for a binary classifier, or mean and var), one row per
+ * prediction.
+ */
+#ifndef CALIBCTL_PRED_CSV_H
+#define CALIBCTL_PRED_CSV_H
+
+#include <stddef.h>
+
+typedef struct pred_layout {
+    int form;      /* enum calib_form */
+    size_t k;      /* classes; 2 for binary, 0 for gaussian */
+    size_t width;  /* outputs per row */
+    size_t col_y;
+    size_t *col_x; /* [width] column of each output */
+} pred_layout;
+
+/* Maps the header. Unknown columns are warned about on stderr and ignored.
+ * Returns 0, or -1 with err set. */
+int pred_layout_init(pred_layout *l, const char *path, char *const *names,
+                     size_t ncol, char *err, size_t errlen);
+void pred_layout_free(pred_layout *l);
+
+/* Extracts and checks one row's outputs x[width] and outcome y. Returns 0,
+ * or -1 with err set. */
+int pred_row(const pred_layout *l, const double *v, double *x, double *y,
+             char *err, size_t errlen);
+
+const char *pred_form_name(int form);
+
+#endif

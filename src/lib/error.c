@@ -1,0 +1,27 @@
+/* error.c — error strings and version of libcalib. */
+#include "config.h"
+
+#include "calib/calib.h"
+
+const char *calib_strerror(int err)
+{
+    switch (err) {
+    case CALIB_OK: return "success";
+    case CALIB_EINVAL: return "invalid argument";
+    case CALIB_ENOMEM: return "out of memory";
+    case CALIB_ENONFINITE: return "number is NaN or infinite";
+    case CALIB_EPROB: return "probability outside [0, 1]";
+    case CALIB_EPROBSUM: return "probabilities do not sum to 1 within 1e-3";
+    case CALIB_EVAR: return "variance is not positive";
+    case CALIB_ELABEL: return "label out of range";
+    case CALIB_EEMPTY: return "no samples";
+    case CALIB_ESTALE: return "sample older than the window";
+    case CALIB_EFULL: return "store is full";
+    }
+    return "unknown error";
+}
+
+const char *calib_version(void)
+{
+    return PACKAGE_VERSION;
+}

@@ -1,0 +1,175 @@
+/* sample.c — seeded RNG, uniform reservoir (Algorithm L) and recent ring. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib/calib.h"
+
+/* ------------------------------------------------------------------ rng */
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void calib_rng_seed(calib_rng *r, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++)
+        r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+uint64_t calib_rng_next(calib_rng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+double calib_rng_uniform(calib_rng *r)
+{
+    /* 53 random bits, offset by half a step: never 0, never 1. */
+    return ((double)(calib_rng_next(r) >> 11) + 0.5) * 0x1.0p-53;
+}
+
+double calib_rng_normal(calib_rng *r)
+{
+    /* Box-Muller; the second variate is dropped to keep the state small. */
+    double u = calib_rng_uniform(r), v = calib_rng_uniform(r);
+    return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
+}
+
+/* ------------------------------------------------------------------ store */
+
+int calib_store_init(calib_store *s, size_t width, size_t cap)
+{
+    *s = (calib_store){0};
+    if (width == 0 || cap == 0 || width > SIZE_MAX / sizeof(double) - 2 ||
+        cap > SIZE_MAX / sizeof(double) / (width + 2))
+        return CALIB_EINVAL;
+    s->data = malloc(cap * (width + 2) * sizeof *s->data);
+    if (!s->data)
+        return CALIB_ENOMEM;
+    s->width = width;
+    s->cap = cap;
+    return CALIB_OK;
+}
+
+void calib_store_free(calib_store *s)
+{
+    free(s->data);
+    *s = (calib_store){0};
+}
+
+calib_record calib_store_get(const calib_store *s, size_t i)
+{
+    const double *rec = s->data + i * (s->width + 2);
+    return (calib_record){.x = rec, .y = rec[s->width], .t = rec[s->width + 1]};
+}
+
+static void store_put(calib_store *s, size_t slot, const double *x, double y,
+                      double t)
+{
+    double *rec = s->data + slot * (s->width + 2);
+    memcpy(rec, x, s->width * sizeof *rec);
+    rec[s->width] = y;
+    rec[s->width + 1] = t;
+}
+
+/* ------------------------------------------------------------------ ring */
+
+int calib_ring_init(calib_ring *r, size_t width, size_t cap)
+{
+    *r = (calib_ring){0};
+    return calib_store_init(&r->s, width, cap);
+}
+
+void calib_ring_free(calib_ring *r)
+{
+    calib_store_free(&r->s);
+}
+
+void calib_ring_push(calib_ring *r, const double *x, double y, double t)
+{
+    store_put(&r->s, r->head, x, y, t);
+    r->head = r->head + 1 == r->s.cap ? 0 : r->head + 1;
+    if (r->s.len < r->s.cap)
+        r->s.len++;
+    r->total++;
+}
+
+calib_record calib_ring_get(const calib_ring *r, size_t i)
+{
+    /* The oldest record sits at head once the ring has wrapped, else at 0. */
+    size_t oldest = r->s.len < r->s.cap ? 0 : r->head;
+    size_t slot = oldest + i;
+    if (slot >= r->s.cap)
+        slot -= r->s.cap;
+    return calib_store_get(&r->s, slot);
+}
+
+size_t calib_ring_len(const calib_ring *r)
+{
+    return r->s.len;
+}
+
+/* ------------------------------------------------------------------ reservoir */
+
+/* Algorithm L (Li 1994): after the reservoir fills, the gap to the next
+ * replacement is geometric with a parameter W that shrinks as W *= U^(1/k). */
+static void reservoir_draw_skip(calib_reservoir *r)
+{
+    double k = (double)r->s.cap;
+    r->w *= exp(log(calib_rng_uniform(&r->rng)) / k);
+    double g = floor(log(calib_rng_uniform(&r->rng)) / log1p(-r->w));
+    r->skip = g < 1.8e19 ? (uint64_t)g : UINT64_MAX;
+}
+
+int calib_reservoir_init(calib_reservoir *r, size_t width, size_t cap,
+                         uint64_t seed)
+{
+    *r = (calib_reservoir){0};
+    calib_rng_seed(&r->rng, seed);
+    r->w = 1;
+    return calib_store_init(&r->s, width, cap);
+}
+
+void calib_reservoir_free(calib_reservoir *r)
+{
+    calib_store_free(&r->s);
+}
+
+long calib_reservoir_offer(calib_reservoir *r, const double *x, double y,
+                           double t)
+{
+    r->seen++;
+    if (r->s.len < r->s.cap) {
+        size_t slot = r->s.len++;
+        store_put(&r->s, slot, x, y, t);
+        if (r->s.len == r->s.cap)
+            reservoir_draw_skip(r);
+        return (long)slot;
+    }
+    if (r->skip > 0) {
+        r->skip--;
+        return -1;
+    }
+    size_t slot = (size_t)(calib_rng_next(&r->rng) % r->s.cap);
+    store_put(&r->s, slot, x, y, t);
+    reservoir_draw_skip(r);
+    return (long)slot;
+}

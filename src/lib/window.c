@@ -1,0 +1,157 @@
+/* window.c — sliding windows: a ring of panes of accumulators and bins. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "calib/calib.h"
+
+#define PANE_EMPTY INT64_MIN
+
+/* ------------------------------------------------------------------ panes */
+
+int calib_pane_init(calib_pane *p, const calib_window_cfg *cfg)
+{
+    *p = (calib_pane){.index = PANE_EMPTY};
+    if (cfg->nstat > CALIB_WINDOW_MAXSTAT)
+        return CALIB_EINVAL;
+    int rc;
+    if (cfg->top_bins && (rc = calib_bins_init(&p->top, cfg->top_bins)) != 0)
+        goto err;
+    if (cfg->cw_k && (rc = calib_cwbins_init(&p->cw, cfg->cw_k, cfg->cw_bins)) != 0)
+        goto err;
+    return CALIB_OK;
+err:
+    calib_pane_free(p);
+    return rc;
+}
+
+void calib_pane_free(calib_pane *p)
+{
+    calib_bins_free(&p->top);
+    calib_cwbins_free(&p->cw);
+}
+
+void calib_pane_reset(calib_pane *p)
+{
+    p->index = PANE_EMPTY;
+    for (int i = 0; i < CALIB_WINDOW_MAXSTAT; i++)
+        calib_accum_init(&p->stat[i]);
+    if (p->top.m)
+        calib_bins_reset(&p->top);
+    if (p->cw.k)
+        calib_cwbins_reset(&p->cw);
+}
+
+int calib_pane_merge(calib_pane *dst, const calib_pane *src, uint32_t nstat)
+{
+    for (uint32_t i = 0; i < nstat && i < CALIB_WINDOW_MAXSTAT; i++)
+        calib_accum_merge(&dst->stat[i], &src->stat[i]);
+    int rc = 0;
+    if (dst->top.m && (rc = calib_bins_merge(&dst->top, &src->top)) != 0)
+        return rc;
+    if (dst->cw.k && (rc = calib_cwbins_merge(&dst->cw, &src->cw)) != 0)
+        return rc;
+    return CALIB_OK;
+}
+
+/* ------------------------------------------------------------------ window */
+
+int calib_window_init(calib_window *w, const calib_window_cfg *cfg)
+{
+    *w = (calib_window){.cfg = *cfg, .head = -1};
+    if (cfg->panes == 0 || cfg->nstat > CALIB_WINDOW_MAXSTAT ||
+        !(cfg->span > 0) || !isfinite(cfg->span) ||
+        (cfg->cw_k && !cfg->cw_bins))
+        return CALIB_EINVAL;
+    w->width = cfg->span / cfg->panes;
+    if (cfg->kind == CALIB_WINDOW_COUNT &&
+        (w->width < 1 || w->width != floor(w->width)))
+        return CALIB_EINVAL; /* a count span must be a multiple of panes */
+    if (cfg->kind != CALIB_WINDOW_COUNT && cfg->kind != CALIB_WINDOW_TIME)
+        return CALIB_EINVAL;
+    w->pane = calloc(cfg->panes, sizeof *w->pane);
+    if (!w->pane)
+        return CALIB_ENOMEM;
+    for (uint32_t i = 0; i < cfg->panes; i++) {
+        int rc = calib_pane_init(&w->pane[i], cfg);
+        if (rc != 0) {
+            calib_window_free(w);
+            return rc;
+        }
+    }
+    return CALIB_OK;
+}
+
+void calib_window_free(calib_window *w)
+{
+    if (w->pane)
+        for (uint32_t i = 0; i < w->cfg.panes; i++)
+            calib_pane_free(&w->pane[i]);
+    free(w->pane);
+    w->pane = NULL;
+}
+
+static calib_pane *slot(const calib_window *w, int64_t index)
+{
+    int64_t p = (int64_t)w->cfg.panes;
+    return &w->pane[((index % p) + p) % p];
+}
+
+/* The pane of index idx, making it the newest (and clearing what it
+ * overwrites) when idx is past the head. NULL when idx is already dropped. */
+static calib_pane *pane_for(calib_window *w, int64_t idx)
+{
+    if (w->head >= 0 && idx <= w->head - (int64_t)w->cfg.panes)
+        return NULL;
+    if (w->head < 0 || idx > w->head)
+        w->head = idx;
+    calib_pane *p = slot(w, idx);
+    if (p->index != idx) {
+        calib_pane_reset(p);
+        p->index = idx;
+    }
+    return p;
+}
+
+calib_pane *calib_window_next(calib_window *w)
+{
+    int64_t idx = (int64_t)(w->clock / (uint64_t)w->width);
+    w->clock++;
+    return pane_for(w, idx);
+}
+
+calib_pane *calib_window_at(calib_window *w, double t, int *err)
+{
+    if (!isfinite(t)) {
+        *err = CALIB_ENONFINITE;
+        return NULL;
+    }
+    double q = floor(t / w->width);
+    if (q < -9e18 || q > 9e18) {
+        *err = CALIB_EINVAL;
+        return NULL;
+    }
+    calib_pane *p = pane_for(w, (int64_t)q);
+    *err = p ? CALIB_OK : CALIB_ESTALE;
+    return p;
+}
+
+int calib_window_sum(const calib_window *w, double now, calib_pane *out)
+{
+    calib_pane_reset(out);
+    int64_t newest = w->head;
+    if (w->cfg.kind == CALIB_WINDOW_TIME && isfinite(now)) {
+        double q = floor(now / w->width);
+        if (q > (double)newest)
+            newest = q > 9e18 ? INT64_MAX : (int64_t)q;
+    }
+    for (uint32_t i = 0; i < w->cfg.panes; i++) {
+        const calib_pane *p = &w->pane[i];
+        if (p->index == PANE_EMPTY || p->index > newest ||
+            p->index <= newest - (int64_t)w->cfg.panes)
+            continue;
+        int rc = calib_pane_merge(out, p, w->cfg.nstat);
+        if (rc != 0)
+            return rc;
+    }
+    return CALIB_OK;
+}
