@@ -1,0 +1,133 @@
+/* test_sample.c — seeded RNG, recent ring, uniform reservoir. */
+#include "unit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib/calib.h"
+
+static void rng_is_seeded(void **state)
+{
+    calib_rng a, b;
+    calib_rng_seed(&a, 99);
+    calib_rng_seed(&b, 99);
+    for (int i = 0; i < 100; i++)
+        assert_true(calib_rng_next(&a) == calib_rng_next(&b));
+    calib_rng_seed(&b, 100);
+    assert_true(calib_rng_next(&a) != calib_rng_next(&b));
+    calib_accum u, z;
+    calib_accum_init(&u);
+    calib_accum_init(&z);
+    for (int i = 0; i < 200000; i++) {
+        double x = calib_rng_uniform(&a);
+        assert_true(x > 0 && x < 1);
+        calib_accum_add(&u, x);
+        calib_accum_add(&z, calib_rng_normal(&a));
+    }
+    /* 5 standard errors: deterministic for this seed, and loose enough */
+    assert_close(calib_accum_mean(&u), 0.5, 5 * sqrt(1.0 / 12 / 200000));
+    assert_close(calib_accum_var(&u), 1.0 / 12, 0.002);
+    assert_close(calib_accum_mean(&z), 0, 5 / sqrt(200000));
+    assert_close(calib_accum_var(&z), 1, 0.02);
+}
+
+static void ring_keeps_most_recent(void **state)
+{
+    calib_ring r;
+    assert_int_equal(calib_ring_init(&r, 2, 3), CALIB_OK);
+    assert_int_equal(calib_ring_len(&r), 0);
+    for (int i = 0; i < 5; i++) {
+        double x[2] = {i, -i};
+        calib_ring_push(&r, x, i % 2, 100 + i);
+        assert_int_equal(calib_ring_len(&r), i < 3 ? i + 1 : 3);
+        calib_record newest = calib_ring_get(&r, calib_ring_len(&r) - 1);
+        assert_close(newest.x[0], i, 0);
+    }
+    for (int i = 0; i < 3; i++) {
+        calib_record rec = calib_ring_get(&r, (size_t)i);
+        assert_close(rec.x[0], i + 2, 0);
+        assert_close(rec.x[1], -(i + 2), 0);
+        assert_close(rec.y, (i + 2) % 2, 0);
+        assert_close(rec.t, 102 + i, 0);
+    }
+    assert_int_equal(r.total, 5);
+    calib_ring_free(&r);
+    assert_int_equal(calib_ring_init(&r, 0, 3), CALIB_EINVAL);
+    assert_int_equal(calib_ring_init(&r, 1, 0), CALIB_EINVAL);
+    assert_int_equal(calib_ring_init(&r, SIZE_MAX / 4, 2), CALIB_EINVAL);
+}
+
+/* Inclusion frequencies of a reservoir of 10 over a stream of n items, over
+ * T seeded trials, are uniform: chi-square against T * 10 / n per item,
+ * below the 0.1% critical value for n - 1 degrees of freedom. */
+static double inclusion_chi2(size_t n, int trials)
+{
+    enum { CAP = 10 };
+    long *hits = calloc(n, sizeof *hits);
+    assert_non_null(hits);
+    for (int t = 0; t < trials; t++) {
+        calib_reservoir r;
+        assert_int_equal(calib_reservoir_init(&r, 1, CAP, (uint64_t)t + 1), CALIB_OK);
+        for (size_t i = 0; i < n; i++) {
+            double x = (double)i;
+            calib_reservoir_offer(&r, &x, 0, 0);
+        }
+        assert_int_equal(r.s.len, CAP);
+        assert_int_equal(r.seen, n);
+        for (size_t j = 0; j < CAP; j++)
+            hits[(size_t)calib_store_get(&r.s, j).x[0]]++;
+        calib_reservoir_free(&r);
+    }
+    double expect = (double)trials * CAP / (double)n, chi2 = 0;
+    for (size_t i = 0; i < n; i++)
+        chi2 += (hits[i] - expect) * (hits[i] - expect) / expect;
+    free(hits);
+    return chi2;
+}
+
+static void reservoir_uniform(void **state)
+{
+    double c1 = inclusion_chi2(100, 20000);  /* dof 99: critical 148.2 */
+    double c2 = inclusion_chi2(2000, 10000); /* dof 1999: critical 2200.1 */
+    print_message("chi2 %.1f (99 dof), %.1f (1999 dof)\n", c1, c2);
+    assert_true(c1 < 148.2);
+    assert_true(c2 < 2200.1);
+}
+
+static void reservoir_fills_then_skips(void **state)
+{
+    calib_reservoir r;
+    assert_int_equal(calib_reservoir_init(&r, 1, 4, 5), CALIB_OK);
+    long stored = 0;
+    for (int i = 0; i < 4; i++) {
+        double x = i;
+        assert_int_equal(calib_reservoir_offer(&r, &x, 1, 2), i);
+    }
+    for (int i = 4; i < 100000; i++) {
+        double x = i;
+        stored += calib_reservoir_offer(&r, &x, 1, 2) >= 0;
+    }
+    /* E[replacements] = sum_{i=5}^{N} 4/i ~= 4 ln(N/4) ~= 40 */
+    assert_true(stored > 15 && stored < 80);
+    /* same seed, same stream, same contents */
+    calib_reservoir s;
+    calib_reservoir_init(&s, 1, 4, 5);
+    for (int i = 0; i < 100000; i++) {
+        double x = i;
+        calib_reservoir_offer(&s, &x, 1, 2);
+    }
+    assert_memory_equal(r.s.data, s.s.data, 4 * 3 * sizeof(double));
+    calib_reservoir_free(&r);
+    calib_reservoir_free(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(rng_is_seeded),
+        cmocka_unit_test(ring_keeps_most_recent),
+        cmocka_unit_test(reservoir_uniform),
+        cmocka_unit_test(reservoir_fills_then_skips),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,161 @@
+/* test_score.c — per-sample scores and input checks, against hand values. */
+#include "unit.h"
+
+#include <stdlib.h>
+
+#include "calib/calib.h"
+
+static const double LOG_CAP = 34.538776394910684; /* -ln(1e-15) */
+
+static void probs_by_hand(void **state)
+{
+    calib_score s;
+    double p[3] = {0.7, 0.2, 0.1};
+    calib_score_probs(p, 3, 0, &s);
+    assert_close(s.brier, 0.09 + 0.04 + 0.01, 1e-15);
+    assert_close(s.log, -log(0.7), 1e-15);
+    calib_score_probs(p, 3, 2, &s);
+    assert_close(s.brier, 0.49 + 0.04 + 0.81, 1e-15);
+    assert_close(s.log, -log(0.1), 1e-15);
+}
+
+static void probs_exactly_zero_and_one(void **state)
+{
+    calib_score s;
+    double p[2] = {1, 0};
+    calib_score_probs(p, 2, 1, &s); /* certain and wrong */
+    assert_close(s.brier, 2, 0);
+    assert_close(s.log, LOG_CAP, 1e-15);
+    calib_score_probs(p, 2, 0, &s); /* certain and right */
+    assert_close(s.brier, 0, 0);
+    assert_close(s.log, 0, 0);
+}
+
+static void logits_uniform(void **state)
+{
+    double z[3] = {5, 5, 5}, p[3];
+    calib_score s;
+    calib_score_logits(z, 3, 1, p, &s);
+    for (int i = 0; i < 3; i++)
+        assert_close(p[i], 1.0 / 3, 1e-15);
+    assert_close(s.brier, 4.0 / 9 + 2.0 / 9, 1e-15);
+    assert_close(s.log, log(3), 1e-15);
+}
+
+static void logits_extreme_are_stable(void **state)
+{
+    double z[2] = {1000, 0}, p[2];
+    calib_score s;
+    calib_score_logits(z, 2, 1, p, &s);
+    assert_close(p[0], 1, 0);
+    assert_close(p[1], 0, 0);
+    assert_close(s.brier, 2, 0);
+    assert_close(s.log, LOG_CAP, 1e-15); /* -ln p_1 = 1000, clamped */
+    calib_score_logits(z, 2, 0, p, &s);
+    assert_close(s.log, 0, 1e-300);
+    double big[2] = {1e308, 1e308};
+    calib_score_logits(big, 2, 0, p, &s);
+    assert_close(p[0], 0.5, 0);
+    assert_close(s.log, log(2), 1e-15);
+    /* Below the clamp, the log-softmax is exact where p_y underflows. */
+    double mid[2] = {30, 0};
+    calib_score_logits(mid, 2, 1, p, &s);
+    assert_close(s.log, 30 + log1p(exp(-30)), 1e-14);
+}
+
+static void logits_k1000(void **state)
+{
+    enum { K = 1000 };
+    double *z = calloc(K, sizeof *z), *p = calloc(K, sizeof *p);
+    assert_non_null(z);
+    assert_non_null(p);
+    calib_score s;
+    calib_score_logits(z, K, 999, p, &s);
+    assert_close(s.brier, 0.999 * 0.999 + 999 * 1e-6, 1e-13);
+    assert_close(s.log, log(K), 1e-14);
+    assert_int_equal(calib_argmax(p, K), 0); /* all tied: lowest index */
+    free(z);
+    free(p);
+}
+
+static void binary_matches_k2(void **state)
+{
+    calib_score b, v;
+    calib_score_binary(0.8, 1, &b);
+    assert_close(b.brier, 2 * 0.2 * 0.2, 1e-15);
+    assert_close(b.log, -log(0.8), 1e-15);
+    calib_score_binary(0.8, 0, &b);
+    assert_close(b.brier, 2 * 0.8 * 0.8, 1e-15);
+    assert_close(b.log, -log(0.2), 1e-15);
+    for (double p = 0; p <= 1; p += 0.125)
+        for (unsigned y = 0; y < 2; y++) {
+            double pv[2] = {1 - p, p};
+            calib_score_binary(p, y, &b);
+            calib_score_probs(pv, 2, y, &v);
+            assert_close(b.brier, v.brier, 1e-15);
+            assert_close(b.log, v.log, 1e-15);
+        }
+    /* K = 2 logits [0, s] are the binary p = sigmoid(s). */
+    double z[2] = {0, 1.5}, p[2];
+    calib_score_logits(z, 2, 1, p, &v);
+    calib_score_binary(1 / (1 + exp(-1.5)), 1, &b);
+    assert_close(v.brier, b.brier, 1e-15);
+    assert_close(v.log, b.log, 1e-15);
+}
+
+static void dss_by_hand(void **state)
+{
+    assert_close(calib_score_dss(1, 2, 3), 4.0 / 2 + log(2), 1e-15);
+    assert_close(calib_score_dss(0, 1, 0), 0, 0);
+}
+
+static void argmax_ties_lowest(void **state)
+{
+    double a[3] = {0.4, 0.4, 0.2}, b[3] = {0.2, 0.4, 0.4}, c[1] = {1};
+    assert_int_equal(calib_argmax(a, 3), 0);
+    assert_int_equal(calib_argmax(b, 3), 1);
+    assert_int_equal(calib_argmax(c, 1), 0);
+}
+
+static void checks(void **state)
+{
+    double ok[3] = {0.5, 0.4995, 0}, nan3[2] = {NAN, 1}, out[2] = {-0.1, 1.1},
+           sum[2] = {0.5, 0.4}, inf2[2] = {INFINITY, 0};
+    assert_int_equal(calib_check_probs(ok, 3), CALIB_OK);
+    assert_int_equal(calib_check_probs(nan3, 2), CALIB_ENONFINITE);
+    assert_int_equal(calib_check_probs(out, 2), CALIB_EPROB);
+    assert_int_equal(calib_check_probs(sum, 2), CALIB_EPROBSUM);
+    assert_int_equal(calib_check_logits(inf2, 2), CALIB_ENONFINITE);
+    assert_int_equal(calib_check_logits(out, 2), CALIB_OK);
+    assert_int_equal(calib_check_binary(1), CALIB_OK);
+    assert_int_equal(calib_check_binary(1.0000001), CALIB_EPROB);
+    assert_int_equal(calib_check_binary(NAN), CALIB_ENONFINITE);
+    assert_int_equal(calib_check_gaussian(0, 1e-300), CALIB_OK);
+    assert_int_equal(calib_check_gaussian(0, 0), CALIB_EVAR);
+    assert_int_equal(calib_check_gaussian(0, -1), CALIB_EVAR);
+    assert_int_equal(calib_check_gaussian(INFINITY, 1), CALIB_ENONFINITE);
+    assert_int_equal(calib_check_label(0, 2), CALIB_OK);
+    assert_int_equal(calib_check_label(1, 2), CALIB_OK);
+    assert_int_equal(calib_check_label(2, 2), CALIB_ELABEL);
+    assert_int_equal(calib_check_label(-1, 2), CALIB_ELABEL);
+    assert_int_equal(calib_check_label(0.5, 2), CALIB_ELABEL);
+    assert_int_equal(calib_check_label(NAN, 2), CALIB_ENONFINITE);
+    assert_string_equal(calib_strerror(CALIB_EPROBSUM),
+                        "probabilities do not sum to 1 within 1e-3");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(probs_by_hand),
+        cmocka_unit_test(probs_exactly_zero_and_one),
+        cmocka_unit_test(logits_uniform),
+        cmocka_unit_test(logits_extreme_are_stable),
+        cmocka_unit_test(logits_k1000),
+        cmocka_unit_test(binary_matches_k2),
+        cmocka_unit_test(dss_by_hand),
+        cmocka_unit_test(argmax_ties_lowest),
+        cmocka_unit_test(checks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
