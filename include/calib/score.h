@@ -7,6 +7,8 @@
  * -ln(1e-15) ~= 34.54. From logits it is computed through a max-shifted
  * log-softmax, which is exact where p_y would underflow.
  * Dawid-Sebastiani: (y - mean)^2 / var + ln var.
+ *
+ * Every k below is >= 1 and every y < k; the scorers take checked input.
  */
 #ifndef CALIB_SCORE_H
 #define CALIB_SCORE_H

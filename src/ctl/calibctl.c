@@ -13,7 +13,9 @@ static const struct command {
     int (*run)(int argc, char **argv);
     const char *summary;
 } commands[] = {
-    {"score", cmd_score, "score FILE      audit a CSV of predictions and outcomes"},
+    {"score", cmd_score, "score FILE                    audit a CSV of predictions and outcomes"},
+    {"status", cmd_status, "status [--control EP] [MODEL] a running calibd's statistics, as JSON"},
+    {"ping", cmd_ping, "ping [--control EP]           is calibd answering?"},
 };
 
 void ctl_error(const char *file, unsigned long line, const char *fmt, ...)

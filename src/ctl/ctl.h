@@ -11,6 +11,8 @@ enum { CTL_OK = 0, CTL_FAIL = 1, CTL_BADINPUT = 2 };
 #define CTL_MAX_CLASSES 10000
 
 int cmd_score(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_ping(int argc, char **argv);
 
 /* Prints "calibctl: FILE:LINE: what" (LINE omitted when 0) to stderr. */
 void ctl_error(const char *file, unsigned long line, const char *fmt, ...)

@@ -1,0 +1,193 @@
+/*
+ * Join table: pairs each model's predictions with their labels by id.
+ *
+ * A label joins the waiting prediction of the same id; only then is the pair
+ * scored. Either side may arrive first and waits up to `ttl` seconds of the
+ * caller's clock, then expires (counted). At most `capacity` items wait; a new
+ * one arriving at a full table evicts the oldest waiting item (counted). A
+ * prediction that carries its own y needs no join: the caller scores it at
+ * once and never shows it to this table.
+ *
+ * Duplicates:
+ *  - a prediction for an id whose prediction is still waiting replaces it
+ *    (new outputs, new ts, its TTL restarts): REPLACED, duplicate_preds;
+ *  - a label for an id whose label is still waiting replaces it likewise
+ *    (the later label wins, as for predictions): REPLACED, duplicate_labels;
+ *  - a prediction or a label for an id that was joined less than `ttl` ago is
+ *    ignored: DUPLICATE, duplicate_preds or duplicate_labels. The pair was
+ *    already scored; scoring it twice would bias every statistic.
+ *
+ * Joined ids are remembered in a second bounded store of `joined_capacity`
+ * ids: one is forgotten when it is `ttl` old, or earlier (counted in
+ * `forgotten`) when the store is full and room is needed for a newer one.
+ * After that a late label for it is taken as a new orphan label.
+ *
+ * Time: `now` is the caller's clock in seconds. Items age by the `now` at
+ * which they arrived, never by the producer's `ts`: producer clocks drift,
+ * differ between hosts and can be set to anything, and one wrong clock must
+ * not expire, or keep alive, everybody's items. A `now` earlier than one
+ * already seen counts as the latest seen (so ageing is monotonic). An item
+ * arrived at t expires once now >= t + ttl: it waits strictly less than ttl.
+ * calib_join_pred and calib_join_label first expire what is due, so a join
+ * never crosses the TTL; calib_join_expire is for an idle timer.
+ *
+ * Memory: everything is allocated by calib_join_init; nothing afterwards.
+ * calib_join_bytes gives the amount. Ids are copied inline.
+ *
+ * Ids hash with a seeded 64-bit hash (calib_id_hash). It is not a keyed
+ * cryptographic hash: the seed makes colliding ids expensive to precompute,
+ * and a chain can never grow past `capacity` entries whatever the ids.
+ */
+#ifndef CALIB_JOIN_H
+#define CALIB_JOIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CALIB_ID_MAX 64 /* bytes in a string id */
+
+/* Most waiting items, or remembered joined ids, a table can hold. */
+#define CALIB_JOIN_MAX_CAPACITY ((size_t)1 << 30)
+#define CALIB_JOIN_MAX_WIDTH ((size_t)1 << 20)
+
+enum calib_id_kind {
+    CALIB_ID_STR = 1, /* 1..CALIB_ID_MAX bytes, any values */
+    CALIB_ID_U64 = 2, /* an unsigned 64-bit integer */
+};
+
+/* An id. String "5" and integer 5 are different ids. Build with
+ * calib_id_str or calib_id_u64; the bytes past len are not compared. */
+typedef struct calib_id {
+    union {
+        uint64_t u64;
+        unsigned char str[CALIB_ID_MAX];
+    } v;
+    uint8_t kind; /* enum calib_id_kind */
+    uint8_t len;  /* string bytes; 8 for CALIB_ID_U64 */
+} calib_id;
+
+/* CALIB_EINVAL unless 1 <= len <= CALIB_ID_MAX (bytes may be NULL only if
+ * len is 0, which is then rejected). */
+int calib_id_str(calib_id *id, const void *bytes, size_t len);
+void calib_id_u64(calib_id *id, uint64_t v);
+/* 1 if a and b are the same id, else 0. */
+int calib_id_equal(const calib_id *a, const calib_id *b);
+/* CALIB_OK for a well-formed id, else CALIB_EINVAL. */
+int calib_id_check(const calib_id *id);
+/* Seeded 64-bit hash of a well-formed id; its kind is part of it. */
+uint64_t calib_id_hash(const calib_id *id, uint64_t seed);
+
+typedef struct calib_join_cfg {
+    double ttl;             /* seconds an item waits; finite, > 0 */
+    size_t capacity;        /* waiting items (predictions + labels), >= 1 */
+    size_t width;           /* doubles of model outputs per prediction, >= 1 */
+    size_t joined_capacity; /* joined ids remembered; 0 remembers none */
+    uint64_t seed;          /* hash seed: take it from a random source */
+} calib_join_cfg;
+
+enum calib_join_status {
+    CALIB_JOIN_WAITING = 1,   /* stored; waits for its other half */
+    CALIB_JOIN_JOINED = 2,    /* matched a waiting item: score the pair */
+    CALIB_JOIN_REPLACED = 3,  /* replaced a waiting item of the same kind */
+    CALIB_JOIN_DUPLICATE = 4, /* id joined less than ttl ago: ignored */
+};
+
+enum calib_join_kind {
+    CALIB_JOIN_NONE = 0,
+    CALIB_JOIN_PRED = 1,
+    CALIB_JOIN_LABEL = 2,
+};
+
+typedef struct calib_join_result {
+    int status;       /* enum calib_join_status */
+    int evicted;      /* kind of the waiting item evicted for room, or NONE */
+    /* JOINED only: */
+    const double *x;  /* the prediction's width outputs (see below) */
+    double y;         /* the label */
+    double pred_ts;   /* the producer's ts of the prediction */
+    double label_ts;  /* the producer's ts of the label */
+} calib_join_result;
+
+/* One waiting item (private). */
+typedef struct calib_join_entry {
+    calib_id id;
+    double deadline; /* arrival now + ttl */
+    double ts;       /* producer's ts */
+    double y;        /* labels only */
+    uint32_t hash;   /* low bits of calib_id_hash */
+    uint32_t hnext;  /* next in the bucket chain */
+    uint32_t prev;   /* FIFO neighbours; next doubles as the free list */
+    uint32_t next;
+    uint8_t kind;    /* enum calib_join_kind; NONE when free */
+} calib_join_entry;
+
+/* One remembered joined id (private). */
+typedef struct calib_join_done {
+    calib_id id;
+    double deadline;
+    uint32_t hash;
+    uint32_t hnext;
+} calib_join_done;
+
+typedef struct calib_join {
+    /* read-only */
+    calib_join_cfg cfg;
+    uint64_t joined;           /* pairs joined */
+    uint64_t waiting_preds;    /* predictions waiting now */
+    uint64_t waiting_labels;   /* labels waiting now */
+    uint64_t expired_preds;    /* predictions that waited ttl unmatched */
+    uint64_t expired_labels;   /* labels that waited ttl unmatched */
+    uint64_t evicted;          /* waiting items evicted by a full table */
+    uint64_t duplicate_preds;  /* predictions REPLACED or DUPLICATE */
+    uint64_t duplicate_labels; /* labels REPLACED or DUPLICATE */
+    uint64_t forgotten;        /* joined ids dropped before ttl (store full) */
+    size_t nbuckets;           /* power of two; bucket = hash & (nbuckets-1) */
+    /* private */
+    double now;                /* latest now seen */
+    calib_join_entry *ent;     /* capacity waiting slots */
+    double *x;                 /* capacity * width outputs, by slot */
+    uint32_t *bucket;          /* nbuckets chain heads into ent */
+    uint32_t head, tail, free; /* FIFO oldest, newest; free list */
+    calib_join_done *done;     /* ring of joined_capacity ids, oldest first */
+    uint32_t *dbucket;         /* ndbuckets chain heads into done */
+    size_t ndbuckets;
+    size_t dhead, dlen;
+} calib_join;
+
+/* Allocates everything the table will use; CALIB_EINVAL for a bad cfg
+ * (ttl not finite and > 0, capacity or width 0 or above the maxima,
+ * joined_capacity above the maximum), CALIB_ENOMEM. */
+int calib_join_init(calib_join *j, const calib_join_cfg *cfg);
+void calib_join_free(calib_join *j);
+/* Bytes calib_join_init allocates for cfg, or 0 for a bad cfg. */
+size_t calib_join_bytes(const calib_join_cfg *cfg);
+
+/*
+ * A prediction without y: `x` holds cfg.width outputs (copied), `ts` is the
+ * producer's time (stored, not interpreted). Sets *out: JOINED (a waiting
+ * label matched: out->x is this x, out->y the label), WAITING, REPLACED or
+ * DUPLICATE. CALIB_EINVAL for a malformed id, a NULL pointer or a `now`
+ * that is not finite; the table is then unchanged.
+ */
+int calib_join_pred(calib_join *j, const calib_id *id, const double *x,
+                    double ts, double now, calib_join_result *out);
+/*
+ * A label y for id. Sets *out: JOINED (out->x points to the prediction's
+ * outputs inside the table, valid until the next call on it), WAITING,
+ * REPLACED or DUPLICATE. Errors as for calib_join_pred.
+ */
+int calib_join_label(calib_join *j, const calib_id *id, double y, double ts,
+                     double now, calib_join_result *out);
+/* Expires every item and joined id due at now; returns the number of
+ * waiting items expired. A `now` that is not finite expires nothing. */
+size_t calib_join_expire(calib_join *j, double now);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

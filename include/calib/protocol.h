@@ -1,0 +1,179 @@
+/*
+ * Protocol v1 decoder: a pure function from (topic, payload) to a decoded
+ * message or a reject reason. No sockets, no I/O, never prints; see
+ * calib_protocol(3) and the wire contract in calibd-protocol(7).
+ *
+ * Lifetime: strings and bins of a decoded message point into the payload,
+ * which must stay alive and unchanged while the message is used (keep the
+ * zmq_msg_t). A calib_msg can be decoded into again and again; it keeps its
+ * msgpack zone between messages and releases it in calib_msg_destroy().
+ *
+ * This header includes <msgpack.h>: code that includes it needs msgpack's
+ * compiler flags (pkg-config msgpack or msgpack-c). calib/calib.h does not
+ * include it.
+ */
+#ifndef CALIB_PROTOCOL_H
+#define CALIB_PROTOCOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <msgpack.h>
+
+#include "calib/calib.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CALIB_PROTO_VERSION 1
+#define CALIB_PROTO_MAX_TOPIC 128  /* bytes of [A-Za-z0-9._:-] */
+#define CALIB_PROTO_MAX_ID 64      /* bytes of a string id */
+#define CALIB_PROTO_MAX_N 65536    /* records in a batch */
+#define CALIB_PROTO_MAX_K 65536    /* classes of logits / probs */
+#define CALIB_PROTO_MAX_DEPTH 32   /* nested arrays and maps, as msgpack-c */
+
+/*
+ * Why a message or a record was rejected. Every value has a stable snake_case
+ * name (calib_reject_name) that the daemon uses as a counter label: never
+ * renumber or rename; add new reasons before CALIB_REJ_COUNT.
+ */
+enum calib_reject {
+    CALIB_REJ_NONE = 0,
+    /* the whole message (calib_msg_decode) */
+    CALIB_REJ_BAD_TOPIC,        /* topic not 1..128 bytes of [A-Za-z0-9._:-] */
+    CALIB_REJ_BAD_MSGPACK,      /* undecodable, truncated, or a count > bytes left */
+    CALIB_REJ_TOO_DEEP,         /* more than 32 nested arrays/maps */
+    CALIB_REJ_TRAILING_BYTES,   /* bytes after the payload's one object */
+    CALIB_REJ_NOT_A_MAP,        /* the payload is not a map */
+    CALIB_REJ_BAD_KEY,          /* a key of the payload map is not a string */
+    CALIB_REJ_DUPLICATE_KEY,    /* a known key appears twice */
+    CALIB_REJ_BAD_VERSION,      /* "v" missing or not the positive integer 1 */
+    CALIB_REJ_BAD_TYPE,         /* "type" missing, not a string, or unknown */
+    CALIB_REJ_MISSING_KEY,      /* a required key other than "id" is absent */
+    CALIB_REJ_MISSING_ID,       /* "id" absent (pred without "y", or label) */
+    CALIB_REJ_KEY_TYPE,         /* a known key's value has the wrong type */
+    CALIB_REJ_BIN_LENGTH,       /* a bin is not 4*N*W or 8*N*W bytes */
+    CALIB_REJ_N_RANGE,          /* "n" not in 1..CALIB_PROTO_MAX_N */
+    CALIB_REJ_K_RANGE,          /* K not in 2..CALIB_PROTO_MAX_K */
+    CALIB_REJ_AMBIGUOUS_OUTPUT, /* zero or several of logits/probs/p/mean+var */
+    CALIB_REJ_ARRAY_LENGTH,     /* an array does not hold N (or K) items */
+    CALIB_REJ_NO_MEMORY,        /* msgpack-c could not allocate */
+    /* one record (calib_msg_record) */
+    CALIB_REJ_NONFINITE,        /* a number is NaN or infinite */
+    CALIB_REJ_PROB_RANGE,       /* a probability outside [0, 1] */
+    CALIB_REJ_PROB_SUM,         /* probs not summing to 1 within 1e-3 */
+    CALIB_REJ_VAR_NONPOSITIVE,  /* var <= 0 */
+    CALIB_REJ_LABEL_RANGE,      /* y not an integer class in [0, K) */
+    CALIB_REJ_BAD_ID,           /* id empty, over 64 bytes, or not str/uint */
+    CALIB_REJ_COUNT
+};
+
+/* "bad_topic", ...; "unknown" for a value outside the enum. */
+const char *calib_reject_name(int reason);
+
+/* 1 if the reason rejects one record of a batch, 0 if the whole message. */
+int calib_reject_is_record(int reason);
+
+enum calib_msg_type {
+    CALIB_MSG_PRED = 1,
+    CALIB_MSG_LABEL = 2,
+};
+
+enum calib_msg_id_kind {
+    CALIB_MSG_ID_NONE = 0, /* no id (a pred that carries y) */
+    CALIB_MSG_ID_STR = 1,  /* id, id_len bytes, not NUL-terminated */
+    CALIB_MSG_ID_UINT = 2, /* id_num */
+};
+
+/* Private: where one column's values are. */
+typedef struct calib_msg_col {
+    int kind;                   /* CALIB_COL_* in protocol.c */
+    size_t elem;                /* bins: 4 (float32) or 8 (float64) */
+    const unsigned char *bin;   /* bins: little-endian elements */
+    const msgpack_object *obj;  /* objects, one per value (or per row) */
+} calib_msg_col;
+
+typedef struct calib_msg {
+    /* read-only after a successful calib_msg_decode */
+    int type;                 /* enum calib_msg_type */
+    int form;                 /* enum calib_form; pred only */
+    int batch;                /* 1 if the batch form ("n" given) */
+    size_t n;                 /* records: "n", or 1 in the row form */
+    size_t k;                 /* K: classes; 2 for p; 0 for mean+var */
+    size_t k_hint;            /* the caller's K for a row-form bin, or 0 */
+    size_t width;             /* doubles per record: calib_form_width() */
+    double ts;                /* scalar "ts"; NaN if absent or an array */
+    const char *topic;        /* the topic (not NUL-terminated) */
+    size_t topic_len;
+    /* private */
+    calib_msg_col id, ts_col, y, out[2];
+    msgpack_unpacked unp;
+} calib_msg;
+
+/* One record of a decoded message. */
+typedef struct calib_msg_rec {
+    int id_kind;         /* enum calib_msg_id_kind */
+    const char *id;      /* CALIB_MSG_ID_STR: into the payload */
+    size_t id_len;
+    uint64_t id_num;     /* CALIB_MSG_ID_UINT */
+    int has_y;
+    double y;            /* the outcome, if has_y */
+    double ts;           /* seconds since the epoch; NaN: use receive time */
+} calib_msg_rec;
+
+void calib_msg_init(calib_msg *m);
+void calib_msg_destroy(calib_msg *m);
+
+/*
+ * Decodes one message. Returns CALIB_REJ_NONE and fills m, or a reason that
+ * rejects the whole message (then m->n is 0). Never reads outside topic and
+ * payload, never allocates more than a small multiple of payload_len.
+ */
+int calib_msg_decode(calib_msg *m, const void *topic, size_t topic_len,
+                     const void *payload, size_t payload_len);
+
+/*
+ * As calib_msg_decode, with the K the model is known to have (0 if not yet
+ * known): a row-form bin of logits or probs without "k" is then read as K
+ * values, its element size told by its length (4K or 8K bytes).
+ */
+int calib_msg_decode_k(calib_msg *m, const void *topic, size_t topic_len,
+                       const void *payload, size_t payload_len, size_t k_hint);
+
+/*
+ * Extracts record i < m->n: fills out and, for a pred, the m->width outputs
+ * into x (logits or probs, p, or mean then var; may be NULL for a label).
+ * Returns CALIB_REJ_NONE, a record-level reason, or CALIB_EINVAL if i is out
+ * of range or m holds no decoded message. A label's y is only checked to be
+ * finite: its range depends on the model (calib_proto_check_y).
+ */
+int calib_msg_record(const calib_msg *m, size_t i, calib_msg_rec *out,
+                     double *x);
+
+/*
+ * Checks an outcome against a model of form `form` and k classes: an integer
+ * class in [0, k) (0 or 1 for CALIB_FORM_BINARY), or any finite number for
+ * CALIB_FORM_GAUSSIAN. Returns CALIB_REJ_NONE, _NONFINITE or _LABEL_RANGE.
+ */
+int calib_proto_check_y(int form, size_t k, double y);
+
+/*
+ * The value of a msgpack number (positive or negative integer, float32,
+ * float64) in *out; returns 0 for any other type.
+ */
+int calib_proto_number(const msgpack_object *o, double *out);
+
+/*
+ * Walks raw msgpack bytes without allocating: one complete object, every
+ * container's declared count no larger than the bytes left, at most
+ * CALIB_PROTO_MAX_DEPTH nested containers. Returns CALIB_REJ_NONE with *end
+ * the length of the object, or _BAD_MSGPACK / _TOO_DEEP.
+ */
+int calib_proto_scan(const void *buf, size_t len, size_t *end);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

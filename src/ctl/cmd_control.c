@@ -1,0 +1,195 @@
+/* cmd_control.c — `calibctl status` and `calibctl ping`: one request to a
+ * running calibd's control socket, its msgpack answer printed as JSON. */
+#include <getopt.h>
+#include <math.h>
+#include <msgpack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "ctl.h"
+
+#define DEFAULT_CONTROL "tcp://127.0.0.1:7452"
+
+/* ------------------------------------------------------------ msgpack -> JSON */
+
+static void json_string(FILE *f, const char *s, size_t len)
+{
+    fputc('"', f);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void print_json(FILE *f, const msgpack_object *o)
+{
+    switch (o->type) {
+    case MSGPACK_OBJECT_NIL: fputs("null", f); break;
+    case MSGPACK_OBJECT_BOOLEAN: fputs(o->via.boolean ? "true" : "false", f); break;
+    case MSGPACK_OBJECT_POSITIVE_INTEGER: fprintf(f, "%llu", (unsigned long long)o->via.u64); break;
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER: fprintf(f, "%lld", (long long)o->via.i64); break;
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64:
+        if (isfinite(o->via.f64))
+            fprintf(f, "%.17g", o->via.f64);
+        else
+            fputs("null", f);
+        break;
+    case MSGPACK_OBJECT_STR: json_string(f, o->via.str.ptr, o->via.str.size); break;
+    case MSGPACK_OBJECT_ARRAY:
+        fputc('[', f);
+        for (uint32_t i = 0; i < o->via.array.size; i++) {
+            if (i)
+                fputs(", ", f);
+            print_json(f, &o->via.array.ptr[i]);
+        }
+        fputc(']', f);
+        break;
+    case MSGPACK_OBJECT_MAP:
+        fputc('{', f);
+        for (uint32_t i = 0; i < o->via.map.size; i++) {
+            const msgpack_object_kv *kv = &o->via.map.ptr[i];
+            if (i)
+                fputs(", ", f);
+            if (kv->key.type == MSGPACK_OBJECT_STR)
+                json_string(f, kv->key.via.str.ptr, kv->key.via.str.size);
+            else
+                fputs("\"?\"", f);
+            fputs(": ", f);
+            print_json(f, &kv->val);
+        }
+        fputc('}', f);
+        break;
+    default: fputs("null", f); break; /* bin and ext do not occur in replies */
+    }
+}
+
+/* ------------------------------------------------------------ request */
+
+/* Sends one request and prints the answer. */
+static int request(const char *endpoint, int timeout_ms, const char *cmd, const char *model)
+{
+    const char *addr = endpoint[0] == '>' || endpoint[0] == '@' ? endpoint + 1 : endpoint;
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, model ? 3 : 2);
+    msgpack_pack_str(&pk, 1);
+    msgpack_pack_str_body(&pk, "v", 1);
+    msgpack_pack_uint8(&pk, 1);
+    msgpack_pack_str(&pk, 3);
+    msgpack_pack_str_body(&pk, "cmd", 3);
+    msgpack_pack_str(&pk, strlen(cmd));
+    msgpack_pack_str_body(&pk, cmd, strlen(cmd));
+    if (model) {
+        msgpack_pack_str(&pk, 5);
+        msgpack_pack_str_body(&pk, "model", 5);
+        msgpack_pack_str(&pk, strlen(model));
+        msgpack_pack_str_body(&pk, model, strlen(model));
+    }
+    int rc = CTL_FAIL, linger = 0;
+    void *ctx = zmq_ctx_new(), *s = ctx ? zmq_socket(ctx, ZMQ_REQ) : NULL;
+    zmq_msg_t reply;
+    zmq_msg_init(&reply);
+    if (!s) {
+        ctl_error(NULL, 0, "cannot create a socket: %s", zmq_strerror(zmq_errno()));
+        goto out;
+    }
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(s, ZMQ_RCVTIMEO, &timeout_ms, sizeof timeout_ms);
+    zmq_setsockopt(s, ZMQ_SNDTIMEO, &timeout_ms, sizeof timeout_ms);
+    if (zmq_connect(s, addr) != 0) {
+        ctl_error(NULL, 0, "%s: %s", addr, zmq_strerror(zmq_errno()));
+        rc = CTL_BADINPUT;
+        goto out;
+    }
+    if (!sb.data || zmq_send(s, sb.data, sb.size, 0) < 0 || zmq_msg_recv(&reply, s, 0) < 0) {
+        ctl_error(NULL, 0, "%s: no answer from calibd within %d ms", addr, timeout_ms);
+        goto out;
+    }
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    size_t off = 0;
+    if (msgpack_unpack_next(&u, zmq_msg_data(&reply), zmq_msg_size(&reply), &off) !=
+        MSGPACK_UNPACK_SUCCESS) {
+        ctl_error(NULL, 0, "%s: the answer is not msgpack", addr);
+    } else {
+        print_json(stdout, &u.data);
+        fputc('\n', stdout);
+        rc = CTL_OK;
+        /* {"ok": false, "error": ...}: the daemon refused the request */
+        for (uint32_t i = 0; u.data.type == MSGPACK_OBJECT_MAP && i < u.data.via.map.size; i++) {
+            const msgpack_object_kv *kv = &u.data.via.map.ptr[i];
+            if (kv->key.type == MSGPACK_OBJECT_STR && kv->key.via.str.size == 2 &&
+                memcmp(kv->key.via.str.ptr, "ok", 2) == 0 &&
+                kv->val.type == MSGPACK_OBJECT_BOOLEAN && !kv->val.via.boolean)
+                rc = CTL_FAIL;
+        }
+    }
+    msgpack_unpacked_destroy(&u);
+out:
+    zmq_msg_close(&reply);
+    if (s)
+        zmq_close(s);
+    if (ctx)
+        zmq_ctx_term(ctx);
+    msgpack_sbuffer_destroy(&sb);
+    return rc;
+}
+
+static int control_command(int argc, char **argv, const char *cmd, int takes_model)
+{
+    static const struct option opts[] = {
+        {"control", required_argument, NULL, 'c'},
+        {"timeout", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {0},
+    };
+    const char *endpoint = getenv("CALIBD_CONTROL");
+    double timeout = 5;
+    int o;
+    optind = 1;
+    while ((o = getopt_long(argc, argv, "c:t:h", opts, NULL)) != -1) {
+        char *end;
+        switch (o) {
+        case 'c': endpoint = optarg; break;
+        case 't':
+            timeout = strtod(optarg, &end);
+            if (*end || !(timeout > 0) || timeout > 86400) {
+                ctl_error(NULL, 0, "--timeout: expected seconds in (0, 86400]");
+                return CTL_BADINPUT;
+            }
+            break;
+        case 'h':
+            printf("usage: calibctl %s [--control EP] [--timeout SECONDS]%s\n", cmd,
+                   takes_model ? " [MODEL]" : "");
+            return CTL_OK;
+        default: return CTL_BADINPUT;
+        }
+    }
+    if (argc - optind > takes_model) {
+        ctl_error(NULL, 0, "%s: unexpected argument '%s'", cmd, argv[argc - 1]);
+        return CTL_BADINPUT;
+    }
+    const char *model = optind < argc ? argv[optind] : NULL;
+    return request(endpoint ? endpoint : DEFAULT_CONTROL, (int)(timeout * 1000), cmd, model);
+}
+
+int cmd_status(int argc, char **argv)
+{
+    return control_command(argc, argv, "status", 1);
+}
+
+int cmd_ping(int argc, char **argv)
+{
+    return control_command(argc, argv, "ping", 0);
+}

@@ -1,0 +1,49 @@
+/* calibd.h — the daemon's one context, passed explicitly everywhere. */
+#ifndef CALIBD_CALIBD_H
+#define CALIBD_CALIBD_H
+
+#include <uv.h>
+
+#include "calib/protocol.h"
+#include "cfg.h"
+#include "http.h"
+#include "log.h"
+#include "model.h"
+#include "zsock.h"
+
+typedef struct calibd {
+    daemon_cfg cfg;
+    const char *config_path; /* NULL: built-in defaults */
+    logger log;
+    uv_loop_t *loop;
+    void *zctx;
+    zsock ingest, pull, control;
+    int have_pull;
+    void *pub;
+    uv_signal_t sig[3]; /* INT, TERM, HUP */
+    uv_timer_t tick;
+    http_server http;
+    model **models;
+    size_t nmodels, cap_models;
+    calib_msg msg;      /* the decoder's reusable state */
+    double *x;          /* one record's outputs, CALIB_PROTO_MAX_K doubles */
+    uint64_t messages;  /* ingest messages received */
+    uint64_t rejected[REJ_MAX]; /* rejections whose model is unknown */
+    double started;     /* wall clock at start */
+    uint64_t hash_seed; /* from uv_random at start */
+    int stopping;
+    int handles_ready; /* signals and timer initialised */
+    int exit_code;
+} calibd;
+
+double wall_now(void);
+
+/* ingest.c */
+void ingest_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg);
+model *calibd_model(calibd *d, const char *name, size_t len, int create, int *reject);
+void calibd_free_models(calibd *d);
+
+/* control.c */
+void control_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg);
+
+#endif

@@ -1,0 +1,433 @@
+/* cfg.c — INI configuration through libinih, checked key by key. */
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "calib/calib.h"
+#include "cfg.h"
+#include "log.h"
+
+/* ------------------------------------------------------------ values */
+
+static int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (*s == '-' || *s == 0)
+        return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_seconds(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !isfinite(v) || v <= 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_bool(const char *s, int *out)
+{
+    static const char *yes[] = {"yes", "true", "on", "1"}, *no[] = {"no", "false", "off", "0"};
+    for (int i = 0; i < 4; i++) {
+        if (strcasecmp(s, yes[i]) == 0)
+            return *out = 1, 0;
+        if (strcasecmp(s, no[i]) == 0)
+            return *out = 0, 0;
+    }
+    return -1;
+}
+
+static int parse_form(const char *s, int *out)
+{
+    static const char *names[] = {"logits", "probs", "binary", "gaussian"};
+    if (strcmp(s, "auto") == 0)
+        return *out = -1, 0;
+    for (int i = 0; i < 4; i++)
+        if (strcmp(s, names[i]) == 0)
+            return *out = i, 0;
+    return -1;
+}
+
+/* ------------------------------------------------------------ model keys */
+
+enum key_type { K_UINT, K_SECONDS, K_FORM };
+
+static const struct model_key {
+    const char *name;
+    enum key_type type;
+    size_t offset;
+    uint64_t min, max;
+    const char *expect;
+} model_keys[] = {
+    {"form", K_FORM, offsetof(model_cfg, form), 0, 0, "logits, probs, binary, gaussian or auto"},
+    {"k", K_UINT, offsetof(model_cfg, k), 0, 65536, "0 (auto) or 2..65536"},
+    {"label_ttl", K_SECONDS, offsetof(model_cfg, label_ttl), 0, 0, "seconds > 0"},
+    {"max_pending", K_UINT, offsetof(model_cfg, max_pending), 1, 100000000, "1..1e8"},
+    {"joined_memory", K_UINT, offsetof(model_cfg, joined_memory), 1, 100000000, "1..1e8"},
+    {"window", K_SECONDS, offsetof(model_cfg, window), 0, 0, "seconds > 0"},
+    {"window_panes", K_UINT, offsetof(model_cfg, window_panes), 1, 3600, "1..3600"},
+    {"bins", K_UINT, offsetof(model_cfg, bins), 1, 1000, "1..1000"},
+    {"ring", K_UINT, offsetof(model_cfg, ring), 1, 10000000, "1..1e7"},
+    {"reservoir", K_UINT, offsetof(model_cfg, reservoir), 1, 10000000, "1..1e7"},
+    {"seed", K_UINT, offsetof(model_cfg, seed), 0, UINT64_MAX, "an unsigned integer"},
+};
+enum { N_MODEL_KEYS = sizeof model_keys / sizeof model_keys[0] };
+
+static int set_model_key(model_cfg *m, const char *key, const char *value,
+                         char *err, size_t errlen)
+{
+    for (size_t i = 0; i < N_MODEL_KEYS; i++) {
+        const struct model_key *k = &model_keys[i];
+        if (strcmp(key, k->name) != 0)
+            continue;
+        void *field = (char *)m + k->offset;
+        int rc = k->type == K_UINT    ? parse_uint(value, k->min, k->max, field)
+                 : k->type == K_SECONDS ? parse_seconds(value, field)
+                                        : parse_form(value, field);
+        if (rc == 0 && k->type == K_UINT && strcmp(key, "k") == 0 && m->k == 1)
+            rc = -1;
+        if (rc != 0) {
+            snprintf(err, errlen, "%s = '%s': expected %s", key, value, k->expect);
+            return -1;
+        }
+        m->set |= 1u << i;
+        return 0;
+    }
+    return 1; /* unknown */
+}
+
+/* Copies the fields src sets onto dst. */
+static void overlay(model_cfg *dst, const model_cfg *src)
+{
+    for (size_t i = 0; i < N_MODEL_KEYS; i++) {
+        if (!(src->set & (1u << i)))
+            continue;
+        size_t off = model_keys[i].offset;
+        size_t size = model_keys[i].type == K_FORM ? sizeof(int)
+                      : model_keys[i].type == K_SECONDS ? sizeof(double)
+                                                        : sizeof(uint64_t);
+        memcpy((char *)dst + off, (const char *)src + off, size);
+    }
+}
+
+/* ------------------------------------------------------------ daemon keys */
+
+static int set_string(char **field, const char *value)
+{
+    char *s = strdup(value);
+    if (!s)
+        return -1;
+    free(*field);
+    *field = s;
+    return 0;
+}
+
+/* Appends a comma-separated list of endpoints. */
+static int add_endpoints(endpoint_list *l, const char *value, char *err, size_t errlen)
+{
+    const char *p = value;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
+        if (len == 0) {
+            snprintf(err, errlen, "empty endpoint in '%s'", value);
+            return -1;
+        }
+        if (l->n == CFG_MAX_ENDPOINTS) {
+            snprintf(err, errlen, "more than %d endpoints", CFG_MAX_ENDPOINTS);
+            return -1;
+        }
+        if (!(l->ep[l->n] = strndup(p, len))) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        l->n++;
+        p += strcspn(p, ",");
+        while (*p == ',' || *p == ' ' || *p == '\t')
+            p++;
+    }
+    return 0;
+}
+
+void config_clear_endpoints(endpoint_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->ep[i]);
+    l->n = 0;
+}
+
+int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *err,
+                      size_t errlen)
+{
+    int b;
+    char **str = strcmp(key, "publish") == 0     ? &c->publish
+                 : strcmp(key, "control") == 0   ? &c->control
+                 : strcmp(key, "http") == 0      ? &c->http
+                 : strcmp(key, "state_dir") == 0 ? &c->state_dir
+                 : strcmp(key, "log_level") == 0 ? &c->log_level
+                                                 : NULL;
+    if (str) {
+        if (*value == 0) {
+            snprintf(err, errlen, "%s: empty value", key);
+            return -1;
+        }
+        if (strcmp(key, "log_level") == 0 && log_level_parse(value) < 0) {
+            snprintf(err, errlen, "log_level = '%s': expected error, warn, info or debug", value);
+            return -1;
+        }
+        if (set_string(str, value) != 0) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        return 0;
+    }
+    if (strcmp(key, "ingest") == 0)
+        return add_endpoints(&c->ingest, value, err, errlen);
+    if (strcmp(key, "ingest_pull") == 0)
+        return add_endpoints(&c->ingest_pull, value, err, errlen);
+    if (strcmp(key, "auto_models") == 0) {
+        if (parse_bool(value, &b) != 0) {
+            snprintf(err, errlen, "auto_models = '%s': expected yes or no", value);
+            return -1;
+        }
+        c->auto_models = b;
+        return 0;
+    }
+    if (strcmp(key, "tick") == 0) {
+        if (parse_seconds(value, &c->tick) != 0 || c->tick > 60) {
+            snprintf(err, errlen, "tick = '%s': expected seconds in (0, 60]", value);
+            return -1;
+        }
+        return 0;
+    }
+    static const struct {
+        const char *name;
+        size_t offset;
+        uint64_t min, max;
+    } uints[] = {
+        {"max_msg_size", offsetof(daemon_cfg, max_msg_size), 1024, (uint64_t)1 << 31},
+        {"rcvhwm", offsetof(daemon_cfg, rcvhwm), 1, 100000000},
+        {"sndhwm", offsetof(daemon_cfg, sndhwm), 1, 100000000},
+        {"drain_batch", offsetof(daemon_cfg, drain_batch), 1, 1000000},
+    };
+    for (size_t i = 0; i < sizeof uints / sizeof uints[0]; i++) {
+        if (strcmp(key, uints[i].name) != 0)
+            continue;
+        if (parse_uint(value, uints[i].min, uints[i].max,
+                       (uint64_t *)((char *)c + uints[i].offset)) != 0) {
+            snprintf(err, errlen, "%s = '%s': expected an integer in %llu..%llu", key,
+                     value, (unsigned long long)uints[i].min,
+                     (unsigned long long)uints[i].max);
+            return -1;
+        }
+        return 0;
+    }
+    return 1; /* unknown */
+}
+
+/* ------------------------------------------------------------ defaults */
+
+int config_init(daemon_cfg *c)
+{
+    char err[128];
+    memset(c, 0, sizeof *c);
+    c->auto_models = 1;
+    c->max_msg_size = 16u << 20;
+    c->rcvhwm = 100000;
+    c->sndhwm = 100000;
+    c->drain_batch = 256;
+    c->tick = 1.0;
+    c->defaults = (model_cfg){
+        .form = -1, .k = 0, .label_ttl = 3600, .max_pending = 100000,
+        .joined_memory = 100000, .window = 3600, .window_panes = 12, .bins = 15,
+        .ring = 10000, .reservoir = 10000, .seed = 1,
+    };
+    if (config_set_daemon(c, "ingest", CFG_DEFAULT_INGEST, err, sizeof err) ||
+        config_set_daemon(c, "publish", CFG_DEFAULT_PUBLISH, err, sizeof err) ||
+        config_set_daemon(c, "control", CFG_DEFAULT_CONTROL, err, sizeof err) ||
+        config_set_daemon(c, "http", CFG_DEFAULT_HTTP, err, sizeof err) ||
+        config_set_daemon(c, "state_dir", CFG_DEFAULT_STATE_DIR, err, sizeof err) ||
+        config_set_daemon(c, "log_level", "info", err, sizeof err)) {
+        config_free(c);
+        return -1;
+    }
+    return 0;
+}
+
+void config_free(daemon_cfg *c)
+{
+    config_clear_endpoints(&c->ingest);
+    config_clear_endpoints(&c->ingest_pull);
+    free(c->publish);
+    free(c->control);
+    free(c->http);
+    free(c->state_dir);
+    free(c->log_level);
+    free(c->models);
+    c->publish = c->control = c->http = c->state_dir = c->log_level = NULL;
+    c->models = NULL;
+    c->nmodels = 0;
+}
+
+/* ------------------------------------------------------------ the file */
+
+typedef struct load_state {
+    daemon_cfg *c;
+    const char *path;
+    unsigned long line; /* lines handed to inih so far */
+    FILE *f;
+    config_warn_fn warn;
+    void *arg;
+    char *err;
+    size_t errlen;
+    int ingest_seen, pull_seen;
+    model_cfg *models; /* as written, before defaults */
+    size_t nmodels;
+} load_state;
+
+/* inih's reader, counting lines so that messages can name them. */
+static char *read_line(char *str, int num, void *stream)
+{
+    load_state *s = stream;
+    char *r = fgets(str, num, s->f);
+    if (r)
+        s->line++;
+    return r;
+}
+
+static int valid_model_name(const char *n)
+{
+    size_t len = strlen(n);
+    if (len == 0 || len > CFG_NAME_MAX)
+        return 0;
+    return strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-") == len;
+}
+
+static model_cfg *model_section(load_state *s, const char *name)
+{
+    for (size_t i = 0; i < s->nmodels; i++)
+        if (strcmp(s->models[i].name, name) == 0)
+            return &s->models[i];
+    if (s->nmodels == CFG_MAX_MODELS)
+        return NULL;
+    model_cfg *m = realloc(s->models, (s->nmodels + 1) * sizeof *m);
+    if (!m)
+        return NULL;
+    s->models = m;
+    m = &s->models[s->nmodels++];
+    *m = (model_cfg){0};
+    snprintf(m->name, sizeof m->name, "%s", name);
+    return m;
+}
+
+static int fail(load_state *s, const char *msg)
+{
+    snprintf(s->err, s->errlen, "%s:%lu: %s", s->path, s->line, msg);
+    return 0; /* inih: stop, report this line */
+}
+
+static void warn_unknown(load_state *s, const char *what, const char *section,
+                         const char *key)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s:%lu: unknown %s '%s' in [%s], ignored", s->path,
+             s->line, what, key, section);
+    s->warn(s->arg, msg);
+}
+
+static int on_key(void *user, const char *section, const char *key, const char *value)
+{
+    load_state *s = user;
+    char err[300];
+    int rc;
+    if (strcmp(section, "daemon") == 0) {
+        /* the file's ingest list replaces the built-in default */
+        if (strcmp(key, "ingest") == 0 && !s->ingest_seen++)
+            config_clear_endpoints(&s->c->ingest);
+        if (strcmp(key, "ingest_pull") == 0 && !s->pull_seen++)
+            config_clear_endpoints(&s->c->ingest_pull);
+        rc = config_set_daemon(s->c, key, value, err, sizeof err);
+    } else if (strcmp(section, "defaults") == 0) {
+        rc = set_model_key(&s->c->defaults, key, value, err, sizeof err);
+    } else if (strncmp(section, "model ", 6) == 0) {
+        const char *name = section + 6;
+        while (*name == ' ')
+            name++;
+        if (!valid_model_name(name))
+            return fail(s, "a model name is 1..128 characters of [A-Za-z0-9._:-]");
+        model_cfg *m = model_section(s, name);
+        if (!m)
+            return fail(s, "too many models, or out of memory");
+        rc = set_model_key(m, key, value, err, sizeof err);
+    } else {
+        warn_unknown(s, "section", section, section);
+        return 1;
+    }
+    if (rc < 0)
+        return fail(s, err);
+    if (rc > 0)
+        warn_unknown(s, "key", section, key);
+    return 1;
+}
+
+int config_load(daemon_cfg *c, const char *path, config_warn_fn warn, void *arg,
+                char *err, size_t errlen)
+{
+    load_state s = {.c = c, .path = path, .warn = warn, .arg = arg, .err = err,
+                    .errlen = errlen};
+    err[0] = 0;
+    if (!(s.f = fopen(path, "r"))) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    int rc = ini_parse_stream(read_line, &s, on_key, &s);
+    fclose(s.f);
+    if (rc != 0) {
+        if (!err[0]) /* a syntax error inih found itself */
+            snprintf(err, errlen, "%s:%d: syntax error", path, rc);
+        free(s.models);
+        return -1;
+    }
+    /* resolve each model over the (complete) defaults */
+    free(c->models);
+    c->models = s.models;
+    c->nmodels = s.nmodels;
+    for (size_t i = 0; i < c->nmodels; i++) {
+        model_cfg own = c->models[i];
+        c->models[i] = c->defaults;
+        overlay(&c->models[i], &own);
+        memcpy(c->models[i].name, own.name, sizeof own.name);
+    }
+    return 0;
+}
+
+const model_cfg *config_find_model(const daemon_cfg *c, const char *name)
+{
+    for (size_t i = 0; i < c->nmodels; i++)
+        if (strcmp(c->models[i].name, name) == 0)
+            return &c->models[i];
+    return NULL;
+}
+
+void config_model_for(const daemon_cfg *c, const char *name, model_cfg *out)
+{
+    const model_cfg *m = config_find_model(c, name);
+    if (m) {
+        *out = *m;
+        return;
+    }
+    *out = c->defaults;
+    snprintf(out->name, sizeof out->name, "%s", name);
+}

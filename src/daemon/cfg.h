@@ -1,0 +1,72 @@
+/* cfg.h — calibd's configuration: [daemon], [defaults], [model NAME]. */
+#ifndef CALIBD_CFG_H
+#define CALIBD_CFG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CFG_MAX_ENDPOINTS 16
+#define CFG_MAX_MODELS 1024
+#define CFG_NAME_MAX 128
+
+/* Settings of one model; [defaults] then [model NAME] override the built-in
+ * values field by field. */
+typedef struct model_cfg {
+    char name[CFG_NAME_MAX + 1];
+    int form;               /* enum calib_form, or -1: the first prediction's */
+    uint64_t k;             /* 0: the first prediction's */
+    double label_ttl;       /* seconds a prediction or label waits */
+    uint64_t max_pending;   /* waiting predictions + labels */
+    uint64_t joined_memory; /* joined ids remembered to spot duplicate labels */
+    double window;          /* seconds of the sliding window */
+    uint64_t window_panes;
+    uint64_t bins;          /* equal-width bins of the reliability diagram */
+    uint64_t ring;          /* recent samples kept */
+    uint64_t reservoir;     /* uniform samples kept */
+    uint64_t seed;
+    uint32_t set;           /* bit i: field i given in this section */
+} model_cfg;
+
+typedef struct endpoint_list {
+    size_t n;
+    char *ep[CFG_MAX_ENDPOINTS];
+} endpoint_list;
+
+typedef struct daemon_cfg {
+    endpoint_list ingest, ingest_pull;
+    char *publish, *control, *http, *state_dir, *log_level;
+    int auto_models;
+    uint64_t max_msg_size, rcvhwm, sndhwm, drain_batch;
+    double tick;
+    model_cfg defaults;
+    model_cfg *models; /* [nmodels], resolved over defaults */
+    size_t nmodels;
+} daemon_cfg;
+
+#define CFG_DEFAULT_INGEST "@tcp://127.0.0.1:7450"
+#define CFG_DEFAULT_PUBLISH "@tcp://127.0.0.1:7451"
+#define CFG_DEFAULT_CONTROL "@tcp://127.0.0.1:7452"
+#define CFG_DEFAULT_HTTP "127.0.0.1:7453"
+#define CFG_DEFAULT_STATE_DIR "/var/lib/calibd"
+
+/* Built-in defaults; -1 when out of memory. */
+int config_init(daemon_cfg *c);
+void config_clear_endpoints(endpoint_list *l);
+void config_free(daemon_cfg *c);
+
+/* Reads an INI file over c. Unknown sections and keys are reported through
+ * warn (with file and line) and ignored. Returns 0, or -1 with err holding
+ * "FILE:LINE: reason". */
+typedef void (*config_warn_fn)(void *arg, const char *msg);
+int config_load(daemon_cfg *c, const char *path, config_warn_fn warn, void *arg,
+                char *err, size_t errlen);
+
+/* Sets a [daemon] key from the command line; same checks as the file. */
+int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *err,
+                      size_t errlen);
+
+/* Settings of a model named by the first message (auto_models): defaults. */
+void config_model_for(const daemon_cfg *c, const char *name, model_cfg *out);
+const model_cfg *config_find_model(const daemon_cfg *c, const char *name);
+
+#endif

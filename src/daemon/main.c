@@ -1,0 +1,392 @@
+/* main.c — calibd: command line, start-up, the loop, shut-down. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "calibd.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: calibd [OPTIONS]\n"
+          "  -c, --config FILE       configuration file (INI; see calibd.conf(5))\n"
+          "      --ingest EP         SUB endpoint for producers (repeatable)\n"
+          "      --ingest-pull EP    PULL endpoint for producers (repeatable)\n"
+          "      --publish EP        PUB endpoint for serving nodes\n"
+          "      --control EP        REP endpoint for calibctl\n"
+          "      --http ADDR:PORT    HTTP address for metrics, or 'off'\n"
+          "      --state-dir DIR     where state is kept\n"
+          "      --log-level LEVEL   error, warn, info or debug\n"
+          "      --version           print the version and exit\n"
+          "  -h, --help              this text\n"
+          "Endpoints: @tcp://host:port binds, >tcp://host:port connects, none binds.\n"
+          "Defaults: ingest " CFG_DEFAULT_INGEST ", publish " CFG_DEFAULT_PUBLISH
+          ",\n  control " CFG_DEFAULT_CONTROL ", http " CFG_DEFAULT_HTTP
+          ", state " CFG_DEFAULT_STATE_DIR ".\nSee calibd(8).\n", f);
+}
+
+static void warn_config(void *arg, const char *msg)
+{
+    calibd *d = arg;
+    log_msg(&d->log, LOG_WARN, "config", "%s", msg);
+}
+
+/* Command-line options override the file; repeated --ingest replace its list. */
+typedef struct cli {
+    const char *config;
+    endpoint_list ingest, pull;
+    const char *daemon_keys[8][2];
+    int nkeys;
+} cli;
+
+static int parse_cli(int argc, char **argv, cli *c)
+{
+    enum { O_INGEST = 256, O_PULL, O_PUBLISH, O_CONTROL, O_HTTP, O_STATE, O_LOG, O_VERSION };
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"ingest", required_argument, NULL, O_INGEST},
+        {"ingest-pull", required_argument, NULL, O_PULL},
+        {"publish", required_argument, NULL, O_PUBLISH},
+        {"control", required_argument, NULL, O_CONTROL},
+        {"http", required_argument, NULL, O_HTTP},
+        {"state-dir", required_argument, NULL, O_STATE},
+        {"log-level", required_argument, NULL, O_LOG},
+        {"version", no_argument, NULL, O_VERSION},
+        {"help", no_argument, NULL, 'h'},
+        {0},
+    };
+    static const char *keys[] = {"publish", "control", "http", "state_dir", "log_level"};
+    int o;
+    while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+        switch (o) {
+        case 'c': c->config = optarg; break;
+        case 'h': usage(stdout); exit(0);
+        case O_VERSION: printf("calibd %s\n", PACKAGE_VERSION); exit(0);
+        case O_INGEST:
+        case O_PULL: {
+            endpoint_list *l = o == O_INGEST ? &c->ingest : &c->pull;
+            if (l->n == CFG_MAX_ENDPOINTS) {
+                fprintf(stderr, "calibd: more than %d endpoints\n", CFG_MAX_ENDPOINTS);
+                return -1;
+            }
+            l->ep[l->n++] = optarg;
+            break;
+        }
+        case O_PUBLISH: case O_CONTROL: case O_HTTP: case O_STATE: case O_LOG:
+            c->daemon_keys[c->nkeys][0] = keys[o - O_PUBLISH];
+            c->daemon_keys[c->nkeys++][1] = optarg;
+            if (c->nkeys == 8) {
+                fprintf(stderr, "calibd: too many options\n");
+                return -1;
+            }
+            break;
+        default: usage(stderr); return -1;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "calibd: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    return 0;
+}
+
+static int apply_endpoints(daemon_cfg *cfg, const char *key, endpoint_list *l,
+                           const endpoint_list *from, char *err, size_t errlen)
+{
+    if (from->n == 0)
+        return 0;
+    config_clear_endpoints(l);
+    for (size_t i = 0; i < from->n; i++)
+        if (config_set_daemon(cfg, key, from->ep[i], err, errlen) != 0)
+            return -1;
+    return 0;
+}
+
+/* Built-in defaults, then the file, then the command line. */
+static int load_config(calibd *d, const cli *c, char *err, size_t errlen)
+{
+    if (config_init(&d->cfg) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    d->config_path = c->config;
+    if (c->config && config_load(&d->cfg, c->config, warn_config, d, err, errlen) != 0)
+        return -1;
+    for (int i = 0; i < c->nkeys; i++)
+        if (config_set_daemon(&d->cfg, c->daemon_keys[i][0], c->daemon_keys[i][1], err,
+                              errlen) != 0)
+            return -1;
+    if (apply_endpoints(&d->cfg, "ingest", &d->cfg.ingest, &c->ingest, err, errlen) ||
+        apply_endpoints(&d->cfg, "ingest_pull", &d->cfg.ingest_pull, &c->pull, err, errlen))
+        return -1;
+    return 0;
+}
+
+/* ------------------------------------------------------------ state dir */
+
+/* Creates the state directory and records the endpoints actually bound
+ * there (useful with port *): one "name endpoint" line each. */
+static int write_endpoints(calibd *d, const char (*bound)[2][256], int n, char *err,
+                           size_t errlen)
+{
+    const char *dir = d->cfg.state_dir;
+    if (mkdir(dir, 0750) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "state directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    char path[4096], tmp[4100];
+    snprintf(path, sizeof path, "%s/endpoints", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        snprintf(err, errlen, "cannot write %s/endpoints.tmp: %s", dir, strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s %s\n", bound[i][0], bound[i][1]);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        snprintf(err, errlen, "cannot write %s/endpoints: %s", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ sockets */
+
+static int set_int(void *sock, int opt, int64_t v)
+{
+    if (opt == ZMQ_MAXMSGSIZE)
+        return zmq_setsockopt(sock, opt, &v, sizeof v);
+    int i = (int)v;
+    return zmq_setsockopt(sock, opt, &i, sizeof i);
+}
+
+static int open_sockets(calibd *d, char *err, size_t errlen)
+{
+    const daemon_cfg *c = &d->cfg;
+    char bound[2 * CFG_MAX_ENDPOINTS + 3][2][256];
+    int nb = 0;
+    if (!(d->zctx = zmq_ctx_new())) {
+        snprintf(err, errlen, "zmq_ctx_new: %s", zmq_strerror(errno));
+        return -1;
+    }
+    if (zsock_open(&d->ingest, d->zctx, ZMQ_SUB, "ingest") != 0)
+        goto zerr;
+    set_int(d->ingest.sock, ZMQ_MAXMSGSIZE, (int64_t)c->max_msg_size);
+    set_int(d->ingest.sock, ZMQ_RCVHWM, (int64_t)c->rcvhwm);
+    /* every model: configured ones come from the topic filter too, but an
+     * unconfigured topic must be counted as rejected, so subscribe to all */
+    zmq_setsockopt(d->ingest.sock, ZMQ_SUBSCRIBE, "", 0);
+    for (size_t i = 0; i < c->ingest.n; i++) {
+        snprintf(bound[nb][0], 256, "ingest");
+        if (zsock_attach(&d->ingest, c->ingest.ep[i], bound[nb][1], 256, err, errlen))
+            return -1;
+        nb++;
+    }
+    if (c->ingest_pull.n) {
+        if (zsock_open(&d->pull, d->zctx, ZMQ_PULL, "ingest-pull") != 0)
+            goto zerr;
+        d->have_pull = 1;
+        set_int(d->pull.sock, ZMQ_MAXMSGSIZE, (int64_t)c->max_msg_size);
+        set_int(d->pull.sock, ZMQ_RCVHWM, (int64_t)c->rcvhwm);
+        for (size_t i = 0; i < c->ingest_pull.n; i++) {
+            snprintf(bound[nb][0], 256, "ingest_pull");
+            if (zsock_attach(&d->pull, c->ingest_pull.ep[i], bound[nb][1], 256, err, errlen))
+                return -1;
+            nb++;
+        }
+    }
+    if (zsock_open(&d->control, d->zctx, ZMQ_REP, "control") != 0)
+        goto zerr;
+    set_int(d->control.sock, ZMQ_MAXMSGSIZE, 1 << 16);
+    snprintf(bound[nb][0], 256, "control");
+    if (zsock_attach(&d->control, c->control, bound[nb][1], 256, err, errlen))
+        return -1;
+    nb++;
+    zsock pub;
+    if (zsock_open(&pub, d->zctx, ZMQ_PUB, "publish") != 0)
+        goto zerr;
+    d->pub = pub.sock;
+    set_int(d->pub, ZMQ_SNDHWM, (int64_t)c->sndhwm);
+    snprintf(bound[nb][0], 256, "publish");
+    if (zsock_attach(&pub, c->publish, bound[nb][1], 256, err, errlen))
+        return -1;
+    nb++;
+    if (strcmp(c->http, "off") != 0) {
+        if (http_start(&d->http, c->http, err, errlen) != 0)
+            return -1;
+        snprintf(bound[nb][0], 256, "http");
+        snprintf(bound[nb][1], 256, "http://%s/metrics", c->http);
+        nb++;
+    }
+    if (write_endpoints(d, (const char (*)[2][256])bound, nb, err, errlen) != 0)
+        return -1;
+    for (int i = 0; i < nb; i++)
+        log_msg(&d->log, LOG_INFO, "main", "%s on %s", bound[i][0], bound[i][1]);
+    return 0;
+zerr:
+    snprintf(err, errlen, "zmq_socket: %s", zmq_strerror(errno));
+    return -1;
+}
+
+/* ------------------------------------------------------------ loop */
+
+static void on_tick(uv_timer_t *t)
+{
+    calibd *d = t->data;
+    double now = wall_now();
+    for (size_t i = 0; i < d->nmodels; i++)
+        if (d->models[i]->shaped)
+            calib_join_expire(&d->models[i]->join, now);
+    http_update(&d->http, d);
+}
+
+static void close_all(calibd *d)
+{
+    zsock_close(&d->ingest);
+    if (d->have_pull)
+        zsock_close(&d->pull);
+    zsock_close(&d->control);
+    if (d->pub)
+        zmq_close(d->pub);
+    d->pub = NULL;
+    http_stop(&d->http);
+    if (!d->handles_ready)
+        return;
+    uv_timer_stop(&d->tick);
+    uv_close((uv_handle_t *)&d->tick, NULL);
+    for (int i = 0; i < 3; i++)
+        uv_close((uv_handle_t *)&d->sig[i], NULL);
+}
+
+/* SIGHUP: settings that need no new memory take effect at once (label TTL,
+ * log level, new [model] sections for models not yet seen); the others are
+ * kept until a restart, which the log says. Statistics are never lost. */
+static void reload(calibd *d)
+{
+    if (!d->config_path) {
+        log_msg(&d->log, LOG_INFO, "config", "SIGHUP: no configuration file to reload");
+        return;
+    }
+    daemon_cfg fresh;
+    char err[512];
+    if (config_init(&fresh) != 0 ||
+        config_load(&fresh, d->config_path, warn_config, d, err, sizeof err) != 0) {
+        log_msg(&d->log, LOG_ERROR, "config", "reload refused, keeping the running "
+                "configuration: %s", err);
+        config_free(&fresh);
+        return;
+    }
+    int level = log_level_parse(fresh.log_level);
+    if (level >= 0)
+        d->log.level = level;
+    for (size_t i = 0; i < d->nmodels; i++) {
+        model *m = d->models[i];
+        model_cfg mc;
+        config_model_for(&fresh, m->name, &mc);
+        m->cfg.label_ttl = mc.label_ttl;
+        if (m->shaped)
+            m->join.cfg.ttl = mc.label_ttl;
+    }
+    /* future models take the new [defaults] and [model] sections */
+    daemon_cfg old = d->cfg;
+    d->cfg.defaults = fresh.defaults;
+    d->cfg.models = fresh.models;
+    d->cfg.nmodels = fresh.nmodels;
+    d->cfg.auto_models = fresh.auto_models;
+    fresh.models = old.models;
+    config_free(&fresh);
+    log_msg(&d->log, LOG_INFO, "config", "reloaded %s (endpoints, windows and sample "
+            "sizes of existing models change at restart)", d->config_path);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    calibd *d = s->data;
+    if (signum == SIGHUP) {
+        reload(d);
+        return;
+    }
+    if (d->stopping)
+        return;
+    d->stopping = 1;
+    log_msg(&d->log, LOG_INFO, "main", "signal %d: stopping", signum);
+    /* stop ingest first; what was received has been processed in full,
+     * since each message is handled within one callback */
+    close_all(d);
+}
+
+static int start_loop(calibd *d, char *err, size_t errlen)
+{
+    int rc;
+    if ((rc = zsock_watch(&d->ingest, d->loop, (unsigned)d->cfg.drain_batch,
+                          ingest_on_message, d)) ||
+        (d->have_pull && (rc = zsock_watch(&d->pull, d->loop, (unsigned)d->cfg.drain_batch,
+                                           ingest_on_message, d))) ||
+        (rc = zsock_watch(&d->control, d->loop, 16, control_on_message, d))) {
+        snprintf(err, errlen, "uv_poll: %s", uv_strerror(rc));
+        return -1;
+    }
+    static const int signums[3] = {SIGINT, SIGTERM, SIGHUP};
+    for (int i = 0; i < 3; i++) {
+        uv_signal_init(d->loop, &d->sig[i]);
+        d->sig[i].data = d;
+        uv_signal_start(&d->sig[i], on_signal, signums[i]);
+    }
+    uv_timer_init(d->loop, &d->tick);
+    d->tick.data = d;
+    uint64_t ms = (uint64_t)(d->cfg.tick * 1000);
+    uv_timer_start(&d->tick, on_tick, ms ? ms : 1, ms ? ms : 1);
+    d->handles_ready = 1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static calibd d; /* large; zeroed; lives as long as the process */
+    cli c = {0};
+    char err[600];
+    log_init(&d.log, LOG_INFO, stderr);
+    if (parse_cli(argc, argv, &c) != 0)
+        return 2;
+    if (load_config(&d, &c, err, sizeof err) != 0) {
+        fprintf(stderr, "calibd: %s\n", err);
+        config_free(&d.cfg);
+        return 2;
+    }
+    d.log.level = log_level_parse(d.cfg.log_level);
+    d.started = wall_now();
+    d.loop = uv_default_loop();
+    if (uv_random(NULL, NULL, &d.hash_seed, sizeof d.hash_seed, 0, NULL) != 0)
+        d.hash_seed = (uint64_t)d.started ^ (uint64_t)getpid();
+    calib_msg_init(&d.msg);
+    if (!(d.x = malloc(CALIB_PROTO_MAX_K * sizeof *d.x))) {
+        fprintf(stderr, "calibd: out of memory\n");
+        return 1;
+    }
+    int code = 0;
+    if (open_sockets(&d, err, sizeof err) != 0 || start_loop(&d, err, sizeof err) != 0) {
+        log_msg(&d.log, LOG_ERROR, "main", "%s", err);
+        code = 1;
+        d.stopping = 1;
+        close_all(&d);
+    } else {
+        log_msg(&d.log, LOG_INFO, "main", "calibd %s running", PACKAGE_VERSION);
+    }
+    uv_run(d.loop, UV_RUN_DEFAULT);
+    uv_loop_close(d.loop);
+    if (d.zctx)
+        zmq_ctx_term(d.zctx);
+    calib_msg_destroy(&d.msg);
+    calibd_free_models(&d);
+    free(d.x);
+    config_free(&d.cfg);
+    log_msg(&d.log, LOG_INFO, "main", "stopped");
+    return code;
+}

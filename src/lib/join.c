@@ -1,0 +1,482 @@
+/*
+ * join.c — the per-model join table of predictions and labels.
+ *
+ * Waiting items live in a slab of `capacity` entries allocated at init, with
+ * their outputs in a parallel slab of capacity * width doubles. Two intrusive
+ * structures thread through the slab by 32-bit index:
+ *
+ *  - index-chained hash buckets (id -> slot), a power of two of them, at
+ *    least as many as slots, so the mean chain length stays below 1;
+ *  - one FIFO of waiting items in arrival order, doubly linked so that a join
+ *    or a replacement can unlink an item from the middle in O(1).
+ *
+ * Why a FIFO and not a heap: the TTL is one constant per table and arrival
+ * times are made monotonic (a clock that goes back counts as the latest
+ * seen), so deadlines = arrival + ttl are non-decreasing along the FIFO. The
+ * items due are always a prefix of it: expiry pops from the head in O(1)
+ * each, and the oldest item — the one to evict when full — is the head too.
+ * A replaced item gets a new arrival time, so it moves to the tail.
+ *
+ * Joined ids are remembered for duplicate detection in a ring of
+ * `joined_capacity` entries, oldest first, with their own hash buckets. They
+ * only ever leave from the oldest end (expired, or pushed out when full), so
+ * a ring suffices.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib/calib.h"
+#include "calib/join.h"
+
+#define NIL UINT32_MAX
+
+/* ------------------------------------------------------------------ ids */
+
+int calib_id_str(calib_id *id, const void *bytes, size_t len)
+{
+    if (len == 0 || len > CALIB_ID_MAX || !bytes)
+        return CALIB_EINVAL;
+    memcpy(id->v.str, bytes, len);
+    id->kind = CALIB_ID_STR;
+    id->len = (uint8_t)len;
+    return CALIB_OK;
+}
+
+void calib_id_u64(calib_id *id, uint64_t v)
+{
+    id->v.u64 = v;
+    id->kind = CALIB_ID_U64;
+    id->len = sizeof(uint64_t);
+}
+
+int calib_id_check(const calib_id *id)
+{
+    if (id->kind == CALIB_ID_STR)
+        return id->len >= 1 && id->len <= CALIB_ID_MAX ? CALIB_OK : CALIB_EINVAL;
+    if (id->kind == CALIB_ID_U64)
+        return id->len == sizeof(uint64_t) ? CALIB_OK : CALIB_EINVAL;
+    return CALIB_EINVAL;
+}
+
+int calib_id_equal(const calib_id *a, const calib_id *b)
+{
+    if (a->kind != b->kind || a->len != b->len)
+        return 0;
+    if (a->kind == CALIB_ID_U64)
+        return a->v.u64 == b->v.u64;
+    return memcmp(a->v.str, b->v.str, a->len) == 0;
+}
+
+/* splitmix64's finaliser: a bijection with full avalanche. */
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rotl64(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+/*
+ * The state starts from the seed, kind and length (so "a" and "a\0", or "5"
+ * and 5, differ), absorbs 8-byte words by xor, odd multiply and rotation —
+ * each step a bijection of the state, so equal-length ids that differ in one
+ * word always reach different states — and ends with a full avalanche. The
+ * last word is zero-padded: bytes past len are never read.
+ */
+uint64_t calib_id_hash(const calib_id *id, uint64_t seed)
+{
+    const uint64_t k = 0x9e3779b97f4a7c15ULL;
+    uint64_t h = mix64(seed ^ (((uint64_t)id->kind << 8 | id->len) * k));
+    if (id->kind == CALIB_ID_U64)
+        return mix64(rotl64((h ^ id->v.u64) * k, 29));
+    size_t len = id->len <= CALIB_ID_MAX ? id->len : CALIB_ID_MAX;
+    for (size_t i = 0; i < len; i += 8) {
+        uint64_t w = 0;
+        memcpy(&w, id->v.str + i, len - i < 8 ? len - i : 8);
+        h = rotl64((h ^ w) * k, 29);
+    }
+    return mix64(h);
+}
+
+/* ------------------------------------------------------------------ sizes */
+
+struct join_sizes {
+    size_t nbuckets, ndbuckets;
+    size_t ent, x, bucket, done, dbucket; /* bytes */
+};
+
+static size_t pow2_at_least(size_t n)
+{
+    size_t p = 1;
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
+/* Validates cfg and sizes every allocation; 0 if cfg is bad or the sizes
+ * overflow size_t. */
+static int join_sizes(const calib_join_cfg *cfg, struct join_sizes *s)
+{
+    if (!cfg || !isfinite(cfg->ttl) || !(cfg->ttl > 0) || cfg->capacity == 0 ||
+        cfg->capacity > CALIB_JOIN_MAX_CAPACITY || cfg->width == 0 ||
+        cfg->width > CALIB_JOIN_MAX_WIDTH ||
+        cfg->joined_capacity > CALIB_JOIN_MAX_CAPACITY)
+        return 0;
+    s->nbuckets = pow2_at_least(cfg->capacity);
+    s->ndbuckets = cfg->joined_capacity ? pow2_at_least(cfg->joined_capacity) : 0;
+    if (cfg->capacity > SIZE_MAX / sizeof(calib_join_entry) ||
+        cfg->capacity > SIZE_MAX / sizeof(double) / cfg->width ||
+        s->nbuckets > SIZE_MAX / sizeof(uint32_t) ||
+        cfg->joined_capacity > SIZE_MAX / sizeof(calib_join_done) ||
+        s->ndbuckets > SIZE_MAX / sizeof(uint32_t))
+        return 0;
+    s->ent = cfg->capacity * sizeof(calib_join_entry);
+    s->x = cfg->capacity * cfg->width * sizeof(double);
+    s->bucket = s->nbuckets * sizeof(uint32_t);
+    s->done = cfg->joined_capacity * sizeof(calib_join_done);
+    s->dbucket = s->ndbuckets * sizeof(uint32_t);
+    return 1;
+}
+
+size_t calib_join_bytes(const calib_join_cfg *cfg)
+{
+    struct join_sizes s;
+    if (!join_sizes(cfg, &s))
+        return 0;
+    size_t parts[] = {s.ent, s.x, s.bucket, s.done, s.dbucket}, sum = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        if (parts[i] > SIZE_MAX - sum)
+            return 0;
+        sum += parts[i];
+    }
+    return sum;
+}
+
+/* ------------------------------------------------------------------ init */
+
+int calib_join_init(calib_join *j, const calib_join_cfg *cfg)
+{
+    struct join_sizes s;
+    *j = (calib_join){0};
+    if (!join_sizes(cfg, &s) || calib_join_bytes(cfg) == 0)
+        return CALIB_EINVAL;
+    j->cfg = *cfg;
+    j->nbuckets = s.nbuckets;
+    j->ndbuckets = s.ndbuckets;
+    j->now = -INFINITY;
+    j->ent = malloc(s.ent);
+    j->x = malloc(s.x);
+    j->bucket = malloc(s.bucket);
+    if (!j->ent || !j->x || !j->bucket)
+        goto err;
+    if (cfg->joined_capacity) {
+        j->done = malloc(s.done);
+        j->dbucket = malloc(s.dbucket);
+        if (!j->done || !j->dbucket)
+            goto err;
+        memset(j->dbucket, 0xff, s.dbucket); /* all NIL */
+    }
+    memset(j->bucket, 0xff, s.bucket);
+    for (size_t i = 0; i < cfg->capacity; i++) {
+        j->ent[i].kind = CALIB_JOIN_NONE;
+        j->ent[i].next = i + 1 < cfg->capacity ? (uint32_t)(i + 1) : NIL;
+    }
+    j->head = j->tail = NIL;
+    j->free = 0;
+    return CALIB_OK;
+err:
+    calib_join_free(j);
+    return CALIB_ENOMEM;
+}
+
+void calib_join_free(calib_join *j)
+{
+    free(j->ent);
+    free(j->x);
+    free(j->bucket);
+    free(j->done);
+    free(j->dbucket);
+    *j = (calib_join){0};
+}
+
+/* ------------------------------------------------------------------ waiting */
+
+static uint32_t *chain_head(calib_join *j, uint32_t hash)
+{
+    return &j->bucket[hash & (j->nbuckets - 1)];
+}
+
+static uint32_t waiting_find(calib_join *j, const calib_id *id, uint32_t hash)
+{
+    for (uint32_t i = *chain_head(j, hash); i != NIL; i = j->ent[i].hnext)
+        if (j->ent[i].hash == hash && calib_id_equal(&j->ent[i].id, id))
+            return i;
+    return NIL;
+}
+
+static void chain_unlink(calib_join *j, uint32_t slot)
+{
+    uint32_t *p = chain_head(j, j->ent[slot].hash);
+    while (*p != slot)
+        p = &j->ent[*p].hnext;
+    *p = j->ent[slot].hnext;
+}
+
+static void fifo_unlink(calib_join *j, uint32_t slot)
+{
+    calib_join_entry *e = &j->ent[slot];
+    if (e->prev != NIL)
+        j->ent[e->prev].next = e->next;
+    else
+        j->head = e->next;
+    if (e->next != NIL)
+        j->ent[e->next].prev = e->prev;
+    else
+        j->tail = e->prev;
+}
+
+static void fifo_append(calib_join *j, uint32_t slot)
+{
+    calib_join_entry *e = &j->ent[slot];
+    e->prev = j->tail;
+    e->next = NIL;
+    if (j->tail != NIL)
+        j->ent[j->tail].next = slot;
+    else
+        j->head = slot;
+    j->tail = slot;
+}
+
+/* Takes a waiting item out of the table; its outputs stay readable in the
+ * slab until the slot is reused. */
+static void waiting_remove(calib_join *j, uint32_t slot)
+{
+    calib_join_entry *e = &j->ent[slot];
+    chain_unlink(j, slot);
+    fifo_unlink(j, slot);
+    if (e->kind == CALIB_JOIN_PRED)
+        j->waiting_preds--;
+    else
+        j->waiting_labels--;
+    e->kind = CALIB_JOIN_NONE;
+    e->next = j->free;
+    j->free = slot;
+}
+
+/* A free slot, evicting the oldest waiting item if there is none; *evicted
+ * receives that item's kind. */
+static uint32_t waiting_take_slot(calib_join *j, int *evicted)
+{
+    if (j->free == NIL) {
+        *evicted = j->ent[j->head].kind;
+        waiting_remove(j, j->head);
+        j->evicted++;
+    }
+    uint32_t slot = j->free;
+    j->free = j->ent[slot].next;
+    return slot;
+}
+
+/* Stamps a slot with a new arrival and puts it at the FIFO's tail. */
+static void waiting_stamp(calib_join *j, uint32_t slot, double ts, double y,
+                          const double *x)
+{
+    calib_join_entry *e = &j->ent[slot];
+    e->deadline = j->now + j->cfg.ttl;
+    e->ts = ts;
+    e->y = y;
+    /* memmove: x may be a joined prediction's outputs inside this slab. */
+    if (x)
+        memmove(j->x + (size_t)slot * j->cfg.width, x,
+               j->cfg.width * sizeof(double));
+    fifo_append(j, slot);
+}
+
+static void waiting_insert(calib_join *j, const calib_id *id, uint32_t hash,
+                           int kind, double ts, double y, const double *x,
+                           int *evicted)
+{
+    uint32_t slot = waiting_take_slot(j, evicted);
+    calib_join_entry *e = &j->ent[slot];
+    e->id = *id;
+    e->hash = hash;
+    e->kind = (uint8_t)kind;
+    uint32_t *head = chain_head(j, hash);
+    e->hnext = *head;
+    *head = slot;
+    waiting_stamp(j, slot, ts, y, x);
+    if (kind == CALIB_JOIN_PRED)
+        j->waiting_preds++;
+    else
+        j->waiting_labels++;
+}
+
+/* ------------------------------------------------------------------ joined */
+
+static uint32_t *dchain_head(calib_join *j, uint32_t hash)
+{
+    return &j->dbucket[hash & (j->ndbuckets - 1)];
+}
+
+static int done_find(calib_join *j, const calib_id *id, uint32_t hash)
+{
+    if (!j->dlen)
+        return 0;
+    for (uint32_t i = *dchain_head(j, hash); i != NIL; i = j->done[i].hnext)
+        if (j->done[i].hash == hash && calib_id_equal(&j->done[i].id, id))
+            return 1;
+    return 0;
+}
+
+static void done_pop_oldest(calib_join *j)
+{
+    uint32_t slot = (uint32_t)j->dhead;
+    uint32_t *p = dchain_head(j, j->done[slot].hash);
+    while (*p != slot)
+        p = &j->done[*p].hnext;
+    *p = j->done[slot].hnext;
+    j->dhead = j->dhead + 1 == j->cfg.joined_capacity ? 0 : j->dhead + 1;
+    j->dlen--;
+}
+
+static void done_push(calib_join *j, const calib_id *id, uint32_t hash)
+{
+    size_t cap = j->cfg.joined_capacity;
+    if (cap == 0)
+        return;
+    if (j->dlen == cap) {
+        done_pop_oldest(j);
+        j->forgotten++;
+    }
+    size_t at = j->dhead + j->dlen;
+    uint32_t slot = (uint32_t)(at >= cap ? at - cap : at);
+    calib_join_done *d = &j->done[slot];
+    d->id = *id;
+    d->hash = hash;
+    d->deadline = j->now + j->cfg.ttl;
+    uint32_t *head = dchain_head(j, hash);
+    d->hnext = *head;
+    *head = slot;
+    j->dlen++;
+}
+
+/* ------------------------------------------------------------------ time */
+
+/* A clock that goes back counts as the latest seen: deadlines then stay in
+ * FIFO order. */
+static void join_clock(calib_join *j, double now)
+{
+    if (now > j->now)
+        j->now = now;
+}
+
+static size_t join_expire_due(calib_join *j)
+{
+    size_t n = 0;
+    while (j->head != NIL && j->ent[j->head].deadline <= j->now) {
+        if (j->ent[j->head].kind == CALIB_JOIN_PRED)
+            j->expired_preds++;
+        else
+            j->expired_labels++;
+        waiting_remove(j, j->head);
+        n++;
+    }
+    while (j->dlen && j->done[j->dhead].deadline <= j->now)
+        done_pop_oldest(j);
+    return n;
+}
+
+size_t calib_join_expire(calib_join *j, double now)
+{
+    if (!isfinite(now))
+        return 0;
+    join_clock(j, now);
+    return join_expire_due(j);
+}
+
+/* ------------------------------------------------------------------ join */
+
+static int join_begin(calib_join *j, const calib_id *id, double now,
+                      calib_join_result *out, uint32_t *hash)
+{
+    if (!j || !id || !out || calib_id_check(id) != CALIB_OK || !isfinite(now))
+        return CALIB_EINVAL;
+    *out = (calib_join_result){.evicted = CALIB_JOIN_NONE};
+    join_clock(j, now);
+    join_expire_due(j);
+    *hash = (uint32_t)calib_id_hash(id, j->cfg.seed);
+    return CALIB_OK;
+}
+
+static void join_done(calib_join *j, const calib_id *id, uint32_t hash,
+                      calib_join_result *out)
+{
+    out->status = CALIB_JOIN_JOINED;
+    j->joined++;
+    done_push(j, id, hash);
+}
+
+int calib_join_pred(calib_join *j, const calib_id *id, const double *x,
+                    double ts, double now, calib_join_result *out)
+{
+    uint32_t hash;
+    if (!x || join_begin(j, id, now, out, &hash) != CALIB_OK)
+        return CALIB_EINVAL;
+    uint32_t slot = waiting_find(j, id, hash);
+    if (slot != NIL && j->ent[slot].kind == CALIB_JOIN_PRED) {
+        fifo_unlink(j, slot);
+        waiting_stamp(j, slot, ts, 0, x);
+        j->duplicate_preds++;
+        out->status = CALIB_JOIN_REPLACED;
+    } else if (slot != NIL) {
+        out->x = x;
+        out->y = j->ent[slot].y;
+        out->pred_ts = ts;
+        out->label_ts = j->ent[slot].ts;
+        waiting_remove(j, slot);
+        join_done(j, id, hash, out);
+    } else if (done_find(j, id, hash)) {
+        j->duplicate_preds++;
+        out->status = CALIB_JOIN_DUPLICATE;
+    } else {
+        waiting_insert(j, id, hash, CALIB_JOIN_PRED, ts, 0, x, &out->evicted);
+        out->status = CALIB_JOIN_WAITING;
+    }
+    return CALIB_OK;
+}
+
+int calib_join_label(calib_join *j, const calib_id *id, double y, double ts,
+                     double now, calib_join_result *out)
+{
+    uint32_t hash;
+    if (join_begin(j, id, now, out, &hash) != CALIB_OK)
+        return CALIB_EINVAL;
+    uint32_t slot = waiting_find(j, id, hash);
+    if (slot != NIL && j->ent[slot].kind == CALIB_JOIN_LABEL) {
+        fifo_unlink(j, slot);
+        waiting_stamp(j, slot, ts, y, NULL);
+        j->duplicate_labels++;
+        out->status = CALIB_JOIN_REPLACED;
+    } else if (slot != NIL) {
+        /* waiting_remove leaves the outputs in place until the slot is
+         * reused, which no call before the caller's next one can do. */
+        out->x = j->x + (size_t)slot * j->cfg.width;
+        out->y = y;
+        out->pred_ts = j->ent[slot].ts;
+        out->label_ts = ts;
+        waiting_remove(j, slot);
+        join_done(j, id, hash, out);
+    } else if (done_find(j, id, hash)) {
+        j->duplicate_labels++;
+        out->status = CALIB_JOIN_DUPLICATE;
+    } else {
+        waiting_insert(j, id, hash, CALIB_JOIN_LABEL, ts, y, NULL, &out->evicted);
+        out->status = CALIB_JOIN_WAITING;
+    }
+    return CALIB_OK;
+}
