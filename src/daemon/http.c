@@ -3,6 +3,7 @@
 #include <math.h>
 #include <microhttpd.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,108 +59,170 @@ static void put_value(text *t, double x)
 
 /* ------------------------------------------------------------ metrics */
 
+/* One model as the metrics see it: its window is summed once per render. */
+typedef struct snap {
+    const model *m;
+    calib_pane w;
+    int have_w;
+} snap;
+
 static void help(text *t, const char *name, const char *type, const char *what)
 {
     put(t, "# HELP %s %s\n# TYPE %s %s\n", name, what, name, type);
 }
 
-static void scores(text *t, const model *m, const char *scope, const calib_accum *acc,
-                   const char *view)
+static void counters(text *t, const snap *s, size_t n)
 {
-    static const char *names[2][2] = {{"brier", "log"}, {"dss", ""}};
-    int reg = m->form == CALIB_FORM_GAUSSIAN;
-    for (int s = 0; s < (reg ? 1 : 2); s++) {
-        double ci[2];
-        calib_accum_ci95(&acc[s], ci);
-        const char *score = names[reg][s];
-        put(t, "calibd_score_mean{model=\"%s\",view=\"%s\",scope=\"%s\",score=\"%s\"} ",
-            m->name, view, scope, score);
-        put_value(t, calib_accum_mean(&acc[s]));
-        put(t, "calibd_score_ci_low{model=\"%s\",view=\"%s\",scope=\"%s\",score=\"%s\"} ",
-            m->name, view, scope, score);
-        put_value(t, ci[0]);
-        put(t, "calibd_score_ci_high{model=\"%s\",view=\"%s\",scope=\"%s\",score=\"%s\"} ",
-            m->name, view, scope, score);
-        put_value(t, ci[1]);
+    static const struct {
+        const char *name, *what;
+        size_t offset;
+    } fam[] = {
+        {"calibd_predictions_total", "Predictions accepted.", offsetof(model, predictions)},
+        {"calibd_labels_total", "Labels accepted.", offsetof(model, labels)},
+        {"calibd_scored_total", "Prediction-outcome pairs scored.", offsetof(model, scored)},
+    };
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        help(t, fam[f].name, "counter", fam[f].what);
+        for (size_t i = 0; i < n; i++)
+            put(t, "%s{model=\"%s\"} %llu\n", fam[f].name, s[i].m->name,
+                *(const unsigned long long *)((const char *)s[i].m + fam[f].offset));
     }
+    help(t, "calibd_params_version", "gauge", "Version of the current parameters.");
+    for (size_t i = 0; i < n; i++)
+        put(t, "calibd_params_version{model=\"%s\"} %llu\n", s[i].m->name,
+            (unsigned long long)s[i].m->params.version);
 }
 
-static void model_metrics(text *t, const model *m, double now)
+static void rejections(text *t, const calibd *d, const snap *s, size_t n)
 {
-    static const char *views[VIEWS] = {"raw", "calibrated"};
-    put(t, "calibd_predictions_total{model=\"%s\"} %llu\n", m->name,
-        (unsigned long long)m->predictions);
-    put(t, "calibd_labels_total{model=\"%s\"} %llu\n", m->name, (unsigned long long)m->labels);
-    put(t, "calibd_scored_total{model=\"%s\"} %llu\n", m->name, (unsigned long long)m->scored);
-    put(t, "calibd_params_version{model=\"%s\"} %llu\n", m->name,
-        (unsigned long long)m->params.version);
-    for (int r = 0; r < REJ_MAX; r++)
-        if (m->rejected[r])
-            put(t, "calibd_rejected_total{model=\"%s\",reason=\"%s\"} %llu\n", m->name,
-                reject_name(r), (unsigned long long)m->rejected[r]);
-    if (!m->shaped)
-        return;
-    const calib_join *j = &m->join;
-    put(t, "calibd_join_waiting{model=\"%s\",kind=\"prediction\"} %llu\n", m->name,
-        (unsigned long long)j->waiting_preds);
-    put(t, "calibd_join_waiting{model=\"%s\",kind=\"label\"} %llu\n", m->name,
-        (unsigned long long)j->waiting_labels);
-    put(t, "calibd_join_expired_total{model=\"%s\",kind=\"prediction\"} %llu\n", m->name,
-        (unsigned long long)j->expired_preds);
-    put(t, "calibd_join_expired_total{model=\"%s\",kind=\"label\"} %llu\n", m->name,
-        (unsigned long long)j->expired_labels);
-    put(t, "calibd_join_evicted_total{model=\"%s\"} %llu\n", m->name,
-        (unsigned long long)j->evicted);
-    put(t, "calibd_join_duplicates_total{model=\"%s\",kind=\"prediction\"} %llu\n", m->name,
-        (unsigned long long)j->duplicate_preds);
-    put(t, "calibd_join_duplicates_total{model=\"%s\",kind=\"label\"} %llu\n", m->name,
-        (unsigned long long)j->duplicate_labels);
-    for (int v = 0; v < VIEWS; v++) {
-        scores(t, m, "cumulative", m->cum[v], views[v]);
-        if (m->form != CALIB_FORM_GAUSSIAN) {
-            put(t, "calibd_ece{model=\"%s\",view=\"%s\",scope=\"cumulative\"} ", m->name,
-                views[v]);
-            put_value(t, calib_bins_ece(&m->top[v]));
-        }
-    }
-    calib_pane w;
-    if (model_window_pane(m, &w) == CALIB_OK && calib_window_sum(&m->win, now, &w) == CALIB_OK) {
-        for (int v = 0; v < VIEWS; v++)
-            scores(t, m, "window", &w.stat[v * WS_PER_VIEW], views[v]);
-        if (m->form != CALIB_FORM_GAUSSIAN) {
-            put(t, "calibd_ece{model=\"%s\",view=\"raw\",scope=\"window\"} ", m->name);
-            put_value(t, calib_bins_ece(&w.top));
-        }
-    }
-    calib_pane_free(&w);
-}
-
-static void render(text *t, calibd *d)
-{
-    double now = wall_now();
-    help(t, "calibd_messages_total", "counter", "Messages received on the ingest sockets.");
-    put(t, "calibd_messages_total %llu\n", (unsigned long long)d->messages);
     help(t, "calibd_rejected_total", "counter",
          "Rejected messages or records, by model (empty when unknown) and reason.");
     for (int r = 0; r < REJ_MAX; r++)
         if (d->rejected[r])
             put(t, "calibd_rejected_total{model=\"\",reason=\"%s\"} %llu\n", reject_name(r),
                 (unsigned long long)d->rejected[r]);
-    help(t, "calibd_score_mean", "gauge",
-         "Mean proper score: for brier and log, the calibration upper bound U.");
-    help(t, "calibd_score_ci_low", "gauge", "Lower end of the 95% interval of the mean score.");
-    help(t, "calibd_score_ci_high", "gauge", "Upper end of the 95% interval of the mean score.");
+    for (size_t i = 0; i < n; i++)
+        for (int r = 0; r < REJ_MAX; r++)
+            if (s[i].m->rejected[r])
+                put(t, "calibd_rejected_total{model=\"%s\",reason=\"%s\"} %llu\n",
+                    s[i].m->name, reject_name(r), (unsigned long long)s[i].m->rejected[r]);
+}
+
+static void joins(text *t, const snap *s, size_t n)
+{
+    static const struct {
+        const char *name, *type, *what;
+    } fam[] = {
+        {"calibd_join_waiting", "gauge", "Predictions or labels waiting to be joined."},
+        {"calibd_join_expired_total", "counter", "Items that waited the label TTL unmatched."},
+        {"calibd_join_evicted_total", "counter", "Waiting items evicted by the memory bound."},
+        {"calibd_join_duplicates_total", "counter", "Duplicate predictions or labels."},
+    };
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        help(t, fam[f].name, fam[f].type, fam[f].what);
+        for (size_t i = 0; i < n; i++) {
+            const calib_join *j = &s[i].m->join;
+            const char *name = s[i].m->name;
+            if (!s[i].m->shaped)
+                continue;
+            uint64_t v[4][2] = {{j->waiting_preds, j->waiting_labels},
+                                {j->expired_preds, j->expired_labels},
+                                {j->evicted, 0},
+                                {j->duplicate_preds, j->duplicate_labels}};
+            if (f == 2) {
+                put(t, "%s{model=\"%s\"} %llu\n", fam[f].name, name,
+                    (unsigned long long)v[f][0]);
+                continue;
+            }
+            put(t, "%s{model=\"%s\",kind=\"prediction\"} %llu\n", fam[f].name, name,
+                (unsigned long long)v[f][0]);
+            put(t, "%s{model=\"%s\",kind=\"label\"} %llu\n", fam[f].name, name,
+                (unsigned long long)v[f][1]);
+        }
+    }
+}
+
+
+/* The accumulators of one model, view and scope; NULL if not available. */
+static const calib_accum *accums(const snap *s, int view, int window)
+{
+    if (!window)
+        return s->m->cum[view];
+    return s->have_w ? &s->w.stat[view * WS_PER_VIEW] : NULL;
+}
+
+/* which 0: mean, 1: lower end of the interval, 2: upper end */
+static void score_family(text *t, const snap *s, size_t n, int which)
+{
+    static const char *names[3] = {"calibd_score_mean", "calibd_score_ci_low",
+                                   "calibd_score_ci_high"};
+    static const char *whats[3] = {
+        "Mean proper score: for brier and log, the calibration upper bound U.",
+        "Lower end of the 95% interval of the mean score.",
+        "Upper end of the 95% interval of the mean score."};
+    static const char *views[VIEWS] = {"raw", "calibrated"}, *scopes[2] = {"cumulative", "window"};
+    help(t, names[which], "gauge", whats[which]);
+    for (size_t i = 0; i < n; i++) {
+        if (!s[i].m->shaped)
+            continue;
+        int reg = s[i].m->form == CALIB_FORM_GAUSSIAN;
+        for (int v = 0; v < VIEWS; v++)
+            for (int w = 0; w < 2; w++) {
+                const calib_accum *acc = accums(&s[i], v, w);
+                for (int k = 0; acc && k < (reg ? 1 : 2); k++) {
+                    double ci[2];
+                    calib_accum_ci95(&acc[k], ci);
+                    put(t, "%s{model=\"%s\",view=\"%s\",scope=\"%s\",score=\"%s\"} ",
+                        names[which], s[i].m->name, views[v], scopes[w],
+                        reg ? "dss" : k ? "log" : "brier");
+                    put_value(t, which == 0 ? calib_accum_mean(&acc[k]) : ci[which - 1]);
+                }
+            }
+    }
+}
+
+static void ece_family(text *t, const snap *s, size_t n)
+{
     help(t, "calibd_ece", "gauge", "Expected calibration error (binned lower bound).");
-    help(t, "calibd_predictions_total", "counter", "Predictions accepted.");
-    help(t, "calibd_labels_total", "counter", "Labels accepted.");
-    help(t, "calibd_scored_total", "counter", "Prediction-outcome pairs scored.");
-    help(t, "calibd_params_version", "gauge", "Version of the current parameters.");
-    help(t, "calibd_join_waiting", "gauge", "Predictions or labels waiting to be joined.");
-    help(t, "calibd_join_expired_total", "counter", "Items that waited the label TTL unmatched.");
-    help(t, "calibd_join_evicted_total", "counter", "Waiting items evicted by the memory bound.");
-    help(t, "calibd_join_duplicates_total", "counter", "Duplicate predictions or labels.");
+    for (size_t i = 0; i < n; i++) {
+        const model *m = s[i].m;
+        if (!m->shaped || m->form == CALIB_FORM_GAUSSIAN)
+            continue;
+        put(t, "calibd_ece{model=\"%s\",view=\"raw\",scope=\"cumulative\"} ", m->name);
+        put_value(t, calib_bins_ece(&m->top[VIEW_RAW]));
+        put(t, "calibd_ece{model=\"%s\",view=\"calibrated\",scope=\"cumulative\"} ", m->name);
+        put_value(t, calib_bins_ece(&m->top[VIEW_CAL]));
+        if (s[i].have_w) {
+            put(t, "calibd_ece{model=\"%s\",view=\"raw\",scope=\"window\"} ", m->name);
+            put_value(t, calib_bins_ece(&s[i].w.top));
+        }
+    }
+}
+
+static void render(text *t, calibd *d)
+{
+    double now = wall_now();
+    snap *s = calloc(d->nmodels ? d->nmodels : 1, sizeof *s);
+    if (!s) {
+        t->failed = 1;
+        return;
+    }
+    for (size_t i = 0; i < d->nmodels; i++) {
+        s[i].m = d->models[i];
+        s[i].have_w = s[i].m->shaped && model_window_pane(s[i].m, &s[i].w) == CALIB_OK &&
+                      calib_window_sum(&s[i].m->win, now, &s[i].w) == CALIB_OK;
+    }
+    help(t, "calibd_messages_total", "counter", "Messages received on the ingest sockets.");
+    put(t, "calibd_messages_total %llu\n", (unsigned long long)d->messages);
+    rejections(t, d, s, d->nmodels);
+    counters(t, s, d->nmodels);
+    joins(t, s, d->nmodels);
+    for (int which = 0; which < 3; which++)
+        score_family(t, s, d->nmodels, which);
+    ece_family(t, s, d->nmodels);
     for (size_t i = 0; i < d->nmodels; i++)
-        model_metrics(t, d->models[i], now);
+        calib_pane_free(&s[i].w);
+    free(s);
 }
 
 /* ------------------------------------------------------------ server */
@@ -227,7 +290,8 @@ int http_start(http_server *h, const char *addr, char *err, size_t errlen)
         snprintf(err, errlen, "http: cannot listen on %s", addr);
         return -1;
     }
-    return 0;
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    return info && info->port ? info->port : (int)port;
 }
 
 void http_update(http_server *h, calibd *d)

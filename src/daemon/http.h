@@ -16,7 +16,8 @@ typedef struct http_server {
     size_t len;
 } http_server;
 
-/* Starts serving on "ADDR:PORT" (IPv4). Returns 0, or -1 with err set. */
+/* Starts serving on "ADDR:PORT" (IPv4; port 0 picks one). Returns the port
+ * bound, or -1 with err set. */
 int http_start(http_server *h, const char *addr, char *err, size_t errlen);
 /* Replaces the snapshot with the metrics of d (loop thread). */
 void http_update(http_server *h, struct calibd *d);

@@ -219,10 +219,12 @@ static int open_sockets(calibd *d, char *err, size_t errlen)
         return -1;
     nb++;
     if (strcmp(c->http, "off") != 0) {
-        if (http_start(&d->http, c->http, err, errlen) != 0)
+        int port = http_start(&d->http, c->http, err, errlen);
+        if (port < 0)
             return -1;
         snprintf(bound[nb][0], 256, "http");
-        snprintf(bound[nb][1], 256, "http://%s/metrics", c->http);
+        snprintf(bound[nb][1], 256, "http://%.*s:%d/metrics",
+                 (int)(strrchr(c->http, ':') - c->http), c->http, port);
         nb++;
     }
     if (write_endpoints(d, (const char (*)[2][256])bound, nb, err, errlen) != 0)
