@@ -70,8 +70,8 @@ typedef struct calib_id {
     uint8_t len;  /* string bytes; 8 for CALIB_ID_U64 */
 } calib_id;
 
-/* CALIB_EINVAL unless 1 <= len <= CALIB_ID_MAX (bytes may be NULL only if
- * len is 0, which is then rejected). */
+/* Copies len bytes; CALIB_EINVAL unless bytes is not NULL and
+ * 1 <= len <= CALIB_ID_MAX. */
 int calib_id_str(calib_id *id, const void *bytes, size_t len);
 void calib_id_u64(calib_id *id, uint64_t v);
 /* 1 if a and b are the same id, else 0. */

@@ -133,11 +133,14 @@ static int set_string(char **field, const char *value)
     return 0;
 }
 
-/* Appends a comma-separated list of endpoints. */
+/* Appends a comma-separated list of endpoints; blanks around each are
+ * ignored, an empty one is an error. */
 static int add_endpoints(endpoint_list *l, const char *value, char *err, size_t errlen)
 {
     const char *p = value;
-    while (*p) {
+    for (;;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
         size_t len = strcspn(p, ",");
         while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
             len--;
@@ -155,10 +158,10 @@ static int add_endpoints(endpoint_list *l, const char *value, char *err, size_t 
         }
         l->n++;
         p += strcspn(p, ",");
-        while (*p == ',' || *p == ' ' || *p == '\t')
-            p++;
+        if (*p == 0)
+            return 0;
+        p++; /* the comma: another endpoint must follow */
     }
-    return 0;
 }
 
 void config_clear_endpoints(endpoint_list *l)
@@ -342,8 +345,8 @@ static void warn_unknown(load_state *s, const char *what, const char *section,
                          const char *key)
 {
     char msg[512];
-    snprintf(msg, sizeof msg, "%s:%lu: unknown %s '%s' in [%s], ignored", s->path,
-             s->line, what, key, section);
+    snprintf(msg, sizeof msg, "%s:%lu: unknown %s [%s], key '%s' ignored", s->path,
+             s->line, what, section, key);
     s->warn(s->arg, msg);
 }
 
@@ -372,7 +375,7 @@ static int on_key(void *user, const char *section, const char *key, const char *
             return fail(s, "too many models, or out of memory");
         rc = set_model_key(m, key, value, err, sizeof err);
     } else {
-        warn_unknown(s, "section", section, section);
+        warn_unknown(s, "section", section, key);
         return 1;
     }
     if (rc < 0)

@@ -237,6 +237,21 @@ zerr:
     return -1;
 }
 
+/* Configured models exist from the start (shaped, if form and K are set),
+ * so that status shows them and early labels can wait for their predictions. */
+static int create_models(calibd *d, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < d->cfg.nmodels; i++) {
+        const char *name = d->cfg.models[i].name;
+        int why = 0;
+        if (!calibd_model(d, name, strlen(name), 1, &why)) {
+            snprintf(err, errlen, "model %s: %s", name, reject_name(why));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------ loop */
 
 static void on_tick(uv_timer_t *t)
@@ -373,7 +388,8 @@ int main(int argc, char **argv)
         return 1;
     }
     int code = 0;
-    if (open_sockets(&d, err, sizeof err) != 0 || start_loop(&d, err, sizeof err) != 0) {
+    if (create_models(&d, err, sizeof err) != 0 || open_sockets(&d, err, sizeof err) != 0 ||
+        start_loop(&d, err, sizeof err) != 0) {
         log_msg(&d.log, LOG_ERROR, "main", "%s", err);
         code = 1;
         d.stopping = 1;

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# config.sh — calibd refuses a bad configuration at start with the file, the
+# line and the reason (exit 2), warns about unknown keys with their line,
+# lets the command line override the file, and reloads on SIGHUP.
+. "$(dirname "$0")/lib.sh"
+
+# refuse NAME LINE PATTERN CONTENT
+refuse() {
+    local f="$work/$1.conf"
+    printf '%b' "$4" > "$f"
+    "$CALIBD" -c "$f" --state-dir "$work/s-$1" > /dev/null 2> "$work/err"
+    local rc=$?
+    if [ $rc -eq 2 ] && grep -q "calibd: $f:$2: .*$3" "$work/err"; then
+        ok "$1"
+    else
+        bad "$1 (rc $rc: $(cat "$work/err"))"
+    fi
+}
+
+refuse bad_uint 3 "max_pending = 'lots': expected 1..1e8" '[defaults]\nwindow = 60\nmax_pending = lots\n'
+refuse zero_ttl 2 "label_ttl = '0': expected seconds > 0" '[model a]\nlabel_ttl = 0\n'
+refuse bad_form 2 "form = 'bits'" '[model a]\nform = bits\n'
+refuse k_one 3 "k = '1'" '[model a]\nform = logits\nk = 1\n'
+refuse bad_bool 2 "auto_models = 'maybe'" '[daemon]\nauto_models = maybe\n'
+refuse bad_level 2 "log_level = 'loud'" '[daemon]\nlog_level = loud\n'
+refuse bad_tick 2 "tick = '120'" '[daemon]\ntick = 120\n'
+refuse bad_name 2 "a model name is" '[model bad/name]\nk = 3\n'
+refuse syntax 2 "syntax error" '[daemon]\nthis line has no equals sign\n'
+refuse empty_endpoint 2 "empty endpoint" '[daemon]\ningest = tcp://127.0.0.1:1,,\n'
+refuse trailing_comma 2 "empty endpoint" '[daemon]\ningest_pull = tcp://127.0.0.1:1,\n'
+
+"$CALIBD" -c "$work/missing.conf" > /dev/null 2> "$work/err"
+check missing_file '[ $? -eq 2 ] && grep -q "missing.conf: No such file" "$work/err"'
+"$CALIBD" --bogus > /dev/null 2>&1
+check bad_option '[ $? -eq 2 ]'
+"$CALIBD" --version | grep -q '^calibd ' && ok version || bad version
+
+# unknown section and key: warned with the line, not fatal; CLI overrides
+printf '[daemon]\ncontrol = tcp://127.0.0.1:1\ncolour = blue\n[extras]\nx = 1\n[model m]\nform = probs\nk = 3\nlabel_ttl = 60\n' > "$work/ok.conf"
+start_calibd -c "$work/ok.conf"
+check warn_unknown_key 'grep -q "ok.conf:3: unknown key \[daemon\], key .colour. ignored" "$work/calibd.log"'
+check warn_unknown_section 'grep -q "ok.conf:5: unknown section \[extras\], key .x. ignored" "$work/calibd.log"'
+check cli_overrides_file '[ "$CONTROL" != "tcp://127.0.0.1:1" ]'
+# a configured model with form and k exists, shaped, before any message
+status > "$work/s.json"
+check configured_model_shaped '[ "$(json_get "$work/s.json" "r[\"models\"][\"m\"][\"k\"]")" = 3 ]'
+# SIGHUP with a broken file keeps running; with a good one reloads
+printf '[model m]\nlabel_ttl = -1\n' > "$work/ok.conf"
+kill -HUP "$calibd_pid"
+sleep 0.3
+check reload_refused 'grep -q "reload refused" "$work/calibd.log" && status > /dev/null'
+printf '[daemon]\nlog_level = info\n[model m]\nform = probs\nk = 3\nlabel_ttl = 120\n' > "$work/ok.conf"
+kill -HUP "$calibd_pid"
+sleep 0.3
+check reload_ok 'grep -q "reloaded" "$work/calibd.log" && status > /dev/null'
+stop_calibd
+check sigterm_exit_0 '[ $? -eq 0 ]'
+finish

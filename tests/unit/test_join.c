@@ -1,0 +1,725 @@
+/* test_join.c — join table of predictions and labels: semantics, TTL,
+ * eviction, duplicates, ids, colliding ids, and a randomized check against
+ * an O(n) reference model. */
+#include "unit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib/calib.h"
+#include "calib/join.h"
+
+static calib_id sid(const char *s)
+{
+    calib_id id;
+    assert_int_equal(calib_id_str(&id, s, strlen(s)), CALIB_OK);
+    return id;
+}
+
+static calib_id uid(uint64_t v)
+{
+    calib_id id;
+    calib_id_u64(&id, v);
+    return id;
+}
+
+static void table(calib_join *j, double ttl, size_t cap, size_t width,
+                  size_t joined_cap)
+{
+    calib_join_cfg cfg = {.ttl = ttl, .capacity = cap, .width = width,
+                          .joined_capacity = joined_cap, .seed = 42};
+    assert_int_equal(calib_join_init(j, &cfg), CALIB_OK);
+}
+
+static int pred(calib_join *j, calib_id id, double x0, double now,
+                calib_join_result *r)
+{
+    /* static: a JOINED result points to the caller's outputs */
+    static double x[2];
+    x[0] = x0;
+    x[1] = -x0;
+    assert_int_equal(calib_join_pred(j, &id, x, x0 + 0.25, now, r), CALIB_OK);
+    return r->status;
+}
+
+static int label(calib_join *j, calib_id id, double y, double now,
+                 calib_join_result *r)
+{
+    assert_int_equal(calib_join_label(j, &id, y, y + 0.5, now, r), CALIB_OK);
+    return r->status;
+}
+
+/* ------------------------------------------------------------------ basics */
+
+static void pred_then_label(void **state)
+{
+    calib_join j;
+    calib_join_result r;
+    table(&j, 60, 8, 2, 8);
+    assert_int_equal(pred(&j, sid("a"), 3, 1, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(r.evicted, CALIB_JOIN_NONE);
+    assert_int_equal(j.waiting_preds, 1);
+    assert_int_equal(label(&j, sid("a"), 1, 2, &r), CALIB_JOIN_JOINED);
+    assert_close(r.x[0], 3, 0);
+    assert_close(r.x[1], -3, 0);
+    assert_close(r.y, 1, 0);
+    assert_close(r.pred_ts, 3.25, 0);
+    assert_close(r.label_ts, 1.5, 0);
+    assert_int_equal(j.joined, 1);
+    assert_int_equal(j.waiting_preds, 0);
+    assert_int_equal(j.waiting_labels, 0);
+    calib_join_free(&j);
+}
+
+static void label_then_pred(void **state)
+{
+    calib_join j;
+    calib_join_result r;
+    table(&j, 60, 8, 2, 8);
+    assert_int_equal(label(&j, uid(7), 0, 1, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(j.waiting_labels, 1);
+    double x[2] = {0.5, 9};
+    calib_id id = uid(7);
+    assert_int_equal(calib_join_pred(&j, &id, x, 4, 2, &r), CALIB_OK);
+    assert_int_equal(r.status, CALIB_JOIN_JOINED);
+    assert_ptr_equal(r.x, x); /* the caller's own outputs */
+    assert_close(r.y, 0, 0);
+    assert_close(r.pred_ts, 4, 0);
+    assert_close(r.label_ts, 0.5, 0);
+    assert_int_equal(j.joined, 1);
+    assert_int_equal(j.waiting_labels, 0);
+    calib_join_free(&j);
+}
+
+/* A batch of predictions, then their labels shuffled, plus labels that come
+ * before their predictions: everything joins with the right partner. */
+static void out_of_order_batches(void **state)
+{
+    enum { N = 500 };
+    calib_join j;
+    calib_join_result r;
+    table(&j, 1000, 2 * N, 2, 2 * N);
+    int order[N];
+    for (int i = 0; i < N; i++)
+        order[i] = i;
+    calib_rng rng;
+    calib_rng_seed(&rng, 3);
+    for (int i = N - 1; i > 0; i--) {
+        int k = (int)(calib_rng_next(&rng) % (uint64_t)(i + 1)), t = order[i];
+        order[i] = order[k];
+        order[k] = t;
+    }
+    for (int i = 0; i < N; i++) /* ids 0..N-1: prediction first */
+        assert_int_equal(pred(&j, uid((uint64_t)i), i, 1, &r), CALIB_JOIN_WAITING);
+    for (int i = 0; i < N; i++) /* ids N..2N-1: label first */
+        assert_int_equal(label(&j, uid((uint64_t)(N + i)), i % 2, 2, &r),
+                         CALIB_JOIN_WAITING);
+    assert_int_equal(j.waiting_preds, N);
+    assert_int_equal(j.waiting_labels, N);
+    for (int i = 0; i < N; i++) {
+        int k = order[i];
+        assert_int_equal(label(&j, uid((uint64_t)k), k % 3, 3, &r), CALIB_JOIN_JOINED);
+        assert_close(r.x[0], k, 0);
+        assert_close(r.y, k % 3, 0);
+        assert_int_equal(pred(&j, uid((uint64_t)(N + k)), 1000 + k, 3, &r),
+                         CALIB_JOIN_JOINED);
+        assert_close(r.x[0], 1000 + k, 0);
+        assert_close(r.y, k % 2, 0);
+    }
+    assert_int_equal(j.joined, 2 * N);
+    assert_int_equal(j.waiting_preds + j.waiting_labels, 0);
+    assert_int_equal(j.evicted + j.expired_preds + j.expired_labels, 0);
+    calib_join_free(&j);
+}
+
+static void duplicates(void **state)
+{
+    calib_join j;
+    calib_join_result r;
+    table(&j, 60, 8, 2, 8);
+    /* a second prediction replaces the first */
+    assert_int_equal(pred(&j, sid("p"), 1, 1, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(pred(&j, sid("p"), 2, 2, &r), CALIB_JOIN_REPLACED);
+    assert_int_equal(j.duplicate_preds, 1);
+    assert_int_equal(j.waiting_preds, 1);
+    assert_int_equal(label(&j, sid("p"), 1, 3, &r), CALIB_JOIN_JOINED);
+    assert_close(r.x[0], 2, 0);
+    assert_close(r.pred_ts, 2.25, 0);
+    /* after the join, both sides are duplicates and ignored */
+    assert_int_equal(label(&j, sid("p"), 0, 4, &r), CALIB_JOIN_DUPLICATE);
+    assert_int_equal(pred(&j, sid("p"), 5, 4, &r), CALIB_JOIN_DUPLICATE);
+    assert_int_equal(j.duplicate_labels, 1);
+    assert_int_equal(j.duplicate_preds, 2);
+    assert_int_equal(j.waiting_preds + j.waiting_labels, 0);
+    assert_int_equal(j.joined, 1);
+    /* a second waiting label replaces the first: the later one wins */
+    assert_int_equal(label(&j, sid("q"), 0, 5, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(label(&j, sid("q"), 1, 6, &r), CALIB_JOIN_REPLACED);
+    assert_int_equal(j.duplicate_labels, 2);
+    assert_int_equal(j.waiting_labels, 1);
+    assert_int_equal(pred(&j, sid("q"), 8, 7, &r), CALIB_JOIN_JOINED);
+    assert_close(r.y, 1, 0);
+    assert_close(r.label_ts, 1.5, 0);
+    assert_int_equal(j.joined, 2);
+    calib_join_free(&j);
+}
+
+/* ------------------------------------------------------------------ time */
+
+/* An item that arrived at t expires at now >= t + ttl, not before. */
+static void ttl_boundary(void **state)
+{
+    calib_join j;
+    calib_join_result r;
+    table(&j, 10, 8, 2, 8);
+    assert_int_equal(pred(&j, sid("a"), 1, 100, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(label(&j, sid("b"), 1, 100, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(calib_join_expire(&j, nextafter(110, 0)), 0);
+    assert_int_equal(j.waiting_preds, 1);
+    assert_int_equal(calib_join_expire(&j, 110), 2);
+    assert_int_equal(j.expired_preds, 1);
+    assert_int_equal(j.expired_labels, 1);
+    assert_int_equal(j.waiting_preds + j.waiting_labels, 0);
+    /* pred and label calls expire first: no join across the TTL */
+    assert_int_equal(pred(&j, sid("c"), 1, 200, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(label(&j, sid("c"), 1, 210, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(j.expired_preds, 2);
+    assert_int_equal(j.waiting_labels, 1);
+    assert_int_equal(pred(&j, sid("d"), 1, 300, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(label(&j, sid("d"), 1, nextafter(310, 0), &r), CALIB_JOIN_JOINED);
+    /* a joined id is remembered for exactly ttl too */
+    assert_int_equal(pred(&j, sid("g"), 1, 311, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(label(&j, sid("g"), 1, 312, &r), CALIB_JOIN_JOINED);
+    assert_int_equal(label(&j, sid("g"), 1, nextafter(322, 0), &r),
+                     CALIB_JOIN_DUPLICATE);
+    assert_int_equal(label(&j, sid("g"), 1, 322, &r), CALIB_JOIN_WAITING);
+    /* a replaced item restarts its TTL */
+    assert_int_equal(pred(&j, sid("e"), 1, 400, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(pred(&j, sid("e"), 2, 405, &r), CALIB_JOIN_REPLACED);
+    assert_int_equal(calib_join_expire(&j, 414), 0);
+    assert_int_equal(label(&j, sid("e"), 1, 414.5, &r), CALIB_JOIN_JOINED);
+    assert_close(r.x[0], 2, 0);
+    /* a non-finite clock is refused */
+    assert_int_equal(calib_join_expire(&j, NAN), 0);
+    calib_id id = sid("f");
+    double x[2] = {0};
+    assert_int_equal(calib_join_pred(&j, &id, x, 0, INFINITY, &r), CALIB_EINVAL);
+    assert_int_equal(calib_join_label(&j, &id, 0, 0, NAN, &r), CALIB_EINVAL);
+    calib_join_free(&j);
+}
+
+/* A clock that goes back counts as the latest seen. */
+static void clock_going_back(void **state)
+{
+    calib_join j;
+    calib_join_result r;
+    table(&j, 10, 8, 2, 8);
+    assert_int_equal(pred(&j, sid("a"), 1, 100, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(pred(&j, sid("b"), 1, 50, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(calib_join_expire(&j, 60), 0);
+    assert_int_equal(calib_join_expire(&j, 109), 0);
+    assert_int_equal(calib_join_expire(&j, 110), 2);
+    calib_join_free(&j);
+}
+
+/* ------------------------------------------------------------------ memory */
+
+static void eviction_oldest_first(void **state)
+{
+    calib_join j;
+    calib_join_result r;
+    table(&j, 100, 3, 2, 8);
+    assert_int_equal(pred(&j, sid("a"), 1, 1, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(label(&j, sid("b"), 1, 2, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(pred(&j, sid("c"), 3, 3, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(r.evicted, CALIB_JOIN_NONE);
+    /* full: the oldest (prediction a) goes */
+    assert_int_equal(label(&j, sid("d"), 1, 4, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(r.evicted, CALIB_JOIN_PRED);
+    assert_int_equal(j.evicted, 1);
+    assert_int_equal(j.waiting_preds, 1);
+    assert_int_equal(j.waiting_labels, 2);
+    /* then label b */
+    assert_int_equal(pred(&j, sid("e"), 5, 5, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(r.evicted, CALIB_JOIN_LABEL);
+    assert_int_equal(j.evicted, 2);
+    /* a's label is now an orphan; it evicts c */
+    assert_int_equal(label(&j, sid("a"), 1, 6, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(r.evicted, CALIB_JOIN_PRED);
+    /* replacing moves an item to the back: d (oldest) is refreshed, so e
+     * is evicted next; joins and replacements evict nothing */
+    assert_int_equal(label(&j, sid("d"), 0, 7, &r), CALIB_JOIN_REPLACED);
+    assert_int_equal(r.evicted, CALIB_JOIN_NONE);
+    assert_int_equal(pred(&j, sid("f"), 6, 8, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(r.evicted, CALIB_JOIN_PRED);
+    assert_int_equal(label(&j, sid("e"), 1, 9, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(r.evicted, CALIB_JOIN_LABEL); /* a's label */
+    assert_int_equal(pred(&j, sid("d"), 7, 10, &r), CALIB_JOIN_JOINED);
+    assert_int_equal(r.evicted, CALIB_JOIN_NONE);
+    assert_close(r.y, 0, 0);
+    assert_int_equal(j.evicted, 5);
+    assert_int_equal(j.waiting_preds, 1);
+    assert_int_equal(j.waiting_labels, 1);
+    assert_int_equal(j.expired_preds + j.expired_labels, 0);
+    calib_join_free(&j);
+}
+
+/* Joined ids are forgotten after ttl, or oldest first once joined_capacity
+ * are remembered. */
+static void joined_memory_bounded(void **state)
+{
+    calib_join j;
+    calib_join_result r;
+    table(&j, 100, 8, 2, 2);
+    const char *ids[] = {"a", "b", "c"};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(pred(&j, sid(ids[i]), 1, i, &r), CALIB_JOIN_WAITING);
+        assert_int_equal(label(&j, sid(ids[i]), 1, i, &r), CALIB_JOIN_JOINED);
+    }
+    assert_int_equal(j.forgotten, 1);
+    assert_int_equal(label(&j, sid("a"), 1, 5, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(label(&j, sid("b"), 1, 5, &r), CALIB_JOIN_DUPLICATE);
+    assert_int_equal(pred(&j, sid("c"), 1, 5, &r), CALIB_JOIN_DUPLICATE);
+    /* b was joined at 1, c at 2 */
+    assert_int_equal(label(&j, sid("b"), 1, 101, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(label(&j, sid("c"), 1, nextafter(102, 0), &r),
+                     CALIB_JOIN_DUPLICATE);
+    assert_int_equal(j.forgotten, 1);
+    calib_join_free(&j);
+
+    /* joined_capacity 0 remembers nothing */
+    table(&j, 100, 8, 2, 0);
+    assert_int_equal(pred(&j, uid(1), 1, 0, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(label(&j, uid(1), 1, 0, &r), CALIB_JOIN_JOINED);
+    assert_int_equal(label(&j, uid(1), 1, 0, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(j.forgotten, 0);
+    calib_join_free(&j);
+}
+
+static void init_checks_config(void **state)
+{
+    calib_join j;
+    calib_join_cfg ok = {.ttl = 1, .capacity = 4, .width = 3,
+                         .joined_capacity = 5, .seed = 1};
+    calib_join_cfg bad[] = {
+        {.ttl = 0, .capacity = 4, .width = 3},
+        {.ttl = -1, .capacity = 4, .width = 3},
+        {.ttl = NAN, .capacity = 4, .width = 3},
+        {.ttl = INFINITY, .capacity = 4, .width = 3},
+        {.ttl = 1, .capacity = 0, .width = 3},
+        {.ttl = 1, .capacity = 4, .width = 0},
+        {.ttl = 1, .capacity = CALIB_JOIN_MAX_CAPACITY + 1, .width = 1},
+        {.ttl = 1, .capacity = 4, .width = CALIB_JOIN_MAX_WIDTH + 1},
+        {.ttl = 1, .capacity = 4, .width = 1,
+         .joined_capacity = CALIB_JOIN_MAX_CAPACITY + 1},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(calib_join_init(&j, &bad[i]), CALIB_EINVAL);
+        assert_int_equal(calib_join_bytes(&bad[i]), 0);
+        calib_join_free(&j); /* safe after a failed init */
+    }
+    assert_int_equal(calib_join_init(&j, NULL), CALIB_EINVAL);
+    assert_int_equal(calib_join_init(&j, &ok), CALIB_OK);
+    assert_int_equal(j.nbuckets, 4);
+    size_t want = 4 * sizeof(calib_join_entry) + 4 * 3 * sizeof(double) +
+                  4 * sizeof(uint32_t) + 5 * sizeof(calib_join_done) +
+                  8 * sizeof(uint32_t);
+    assert_int_equal(calib_join_bytes(&ok), want);
+    calib_join_free(&j);
+}
+
+/* ------------------------------------------------------------------ ids */
+
+static void id_kinds_are_distinct(void **state)
+{
+    calib_join j;
+    calib_join_result r;
+    table(&j, 100, 16, 2, 16);
+    assert_int_equal(pred(&j, sid("5"), 1, 0, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(label(&j, uid(5), 1, 0, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(label(&j, uid('5'), 1, 0, &r), CALIB_JOIN_WAITING);
+    calib_id a, b;
+    assert_int_equal(calib_id_str(&a, "ab\0", 3), CALIB_OK);
+    assert_int_equal(calib_id_str(&b, "ab", 2), CALIB_OK);
+    assert_false(calib_id_equal(&a, &b));
+    assert_int_equal(pred(&j, a, 1, 0, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(label(&j, b, 1, 0, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(j.waiting_preds, 2);
+    assert_int_equal(j.waiting_labels, 3);
+    assert_int_equal(label(&j, sid("5"), 1, 0, &r), CALIB_JOIN_JOINED);
+    assert_int_equal(label(&j, a, 1, 0, &r), CALIB_JOIN_JOINED);
+
+    /* 64 bytes, all values, and ids that differ only in their last byte */
+    unsigned char bytes[CALIB_ID_MAX + 1];
+    for (int i = 0; i < CALIB_ID_MAX + 1; i++)
+        bytes[i] = (unsigned char)(i * 37);
+    calib_id l1, l2;
+    assert_int_equal(calib_id_str(&l1, bytes, CALIB_ID_MAX), CALIB_OK);
+    bytes[CALIB_ID_MAX - 1] ^= 1;
+    assert_int_equal(calib_id_str(&l2, bytes, CALIB_ID_MAX), CALIB_OK);
+    assert_int_equal(pred(&j, l1, 64, 0, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(label(&j, l2, 1, 0, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(pred(&j, l2, 65, 0, &r), CALIB_JOIN_JOINED);
+    assert_int_equal(label(&j, l1, 0, 0, &r), CALIB_JOIN_JOINED);
+    assert_close(r.x[0], 64, 0);
+
+    /* malformed ids are refused and change nothing */
+    calib_id bad;
+    assert_int_equal(calib_id_str(&bad, bytes, CALIB_ID_MAX + 1), CALIB_EINVAL);
+    assert_int_equal(calib_id_str(&bad, bytes, 0), CALIB_EINVAL);
+    assert_int_equal(calib_id_str(&bad, NULL, 3), CALIB_EINVAL);
+    calib_join copy = j;
+    double x[2] = {0};
+    bad = l1;
+    bad.len = CALIB_ID_MAX + 1;
+    assert_int_equal(calib_join_pred(&j, &bad, x, 0, 1e9, &r), CALIB_EINVAL);
+    bad.len = 0;
+    assert_int_equal(calib_join_label(&j, &bad, 0, 0, 1e9, &r), CALIB_EINVAL);
+    bad = uid(1);
+    bad.len = 4;
+    assert_int_equal(calib_join_label(&j, &bad, 0, 0, 1e9, &r), CALIB_EINVAL);
+    bad.kind = 9;
+    assert_int_equal(calib_join_pred(&j, &bad, x, 0, 1e9, &r), CALIB_EINVAL);
+    assert_int_equal(calib_join_pred(&j, &l1, NULL, 0, 1e9, &r), CALIB_EINVAL);
+    assert_int_equal(calib_join_pred(&j, &l1, x, 0, 1e9, NULL), CALIB_EINVAL);
+    assert_int_equal(calib_join_label(&j, NULL, 0, 0, 1e9, &r), CALIB_EINVAL);
+    assert_memory_equal(&copy, &j, sizeof j);
+    calib_join_free(&j);
+}
+
+/* Bytes past len never matter: not to equality, not to the hash. */
+static void id_ignores_bytes_past_len(void **state)
+{
+    calib_id a, b;
+    memset(&a, 0xaa, sizeof a);
+    memset(&b, 0x55, sizeof b);
+    assert_int_equal(calib_id_str(&a, "hello", 5), CALIB_OK);
+    assert_int_equal(calib_id_str(&b, "hello", 5), CALIB_OK);
+    assert_true(calib_id_equal(&a, &b));
+    assert_true(calib_id_hash(&a, 9) == calib_id_hash(&b, 9));
+    assert_true(calib_id_hash(&a, 9) != calib_id_hash(&a, 10));
+    calib_id u = uid(0), s8;
+    assert_int_equal(calib_id_str(&s8, "\0\0\0\0\0\0\0\0", 8), CALIB_OK);
+    assert_false(calib_id_equal(&u, &s8));
+    assert_true(calib_id_hash(&u, 1) != calib_id_hash(&s8, 1));
+}
+
+/* Similar ids (a counter in text, sequential integers) spread evenly. */
+static void hash_spreads_similar_ids(void **state)
+{
+    enum { N = 1 << 16, B = 1 << 12 };
+    static unsigned count[B];
+    for (int kind = 0; kind < 2; kind++) {
+        memset(count, 0, sizeof count);
+        for (int i = 0; i < N; i++) {
+            calib_id id;
+            char buf[32];
+            if (kind == 0)
+                id = uid((uint64_t)i);
+            else
+                id = sid((snprintf(buf, sizeof buf, "req-%08d", i), buf));
+            count[calib_id_hash(&id, 77) & (B - 1)]++;
+        }
+        /* mean 16 per bucket: chi-square against B - 1 dof ~ 4095 +- 90 */
+        double chi2 = 0;
+        unsigned max = 0;
+        for (int b = 0; b < B; b++) {
+            chi2 += (count[b] - 16.0) * (count[b] - 16.0) / 16.0;
+            max = count[b] > max ? count[b] : max;
+        }
+        print_message("kind %d: chi2 %.0f (4095 dof), max %u\n", kind, chi2, max);
+        assert_true(chi2 < 4500);
+        assert_true(max < 45);
+    }
+}
+
+/* Ids all chained in one bucket of the table: lookups, removals from the
+ * middle of the chain, replacement, eviction and expiry still work. */
+static void colliding_ids(void **state)
+{
+    enum { CAP = 64 };
+    calib_join j;
+    calib_join_result r;
+    table(&j, 100, CAP, 2, CAP);
+    calib_id ids[CAP];
+    int n = 0;
+    for (uint64_t i = 0; n < CAP; i++) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "c%llu", (unsigned long long)i);
+        calib_id id = sid(buf);
+        if ((calib_id_hash(&id, j.cfg.seed) & (j.nbuckets - 1)) == 0)
+            ids[n++] = id;
+        assert_true(i < 1000000);
+    }
+    for (int i = 0; i < CAP; i++)
+        assert_int_equal(pred(&j, ids[i], i, 1, &r), CALIB_JOIN_WAITING);
+    /* replace every third: moves them to the FIFO's back */
+    for (int i = 0; i < CAP; i += 3)
+        assert_int_equal(pred(&j, ids[i], 100 + i, 2, &r), CALIB_JOIN_REPLACED);
+    /* join the odd ones, from the middle of the chain */
+    for (int i = 1; i < CAP; i += 2) {
+        assert_int_equal(label(&j, ids[i], 1, 3, &r), CALIB_JOIN_JOINED);
+        assert_close(r.x[0], i % 3 == 0 ? 100 + i : i, 0);
+    }
+    for (int i = 1; i < CAP; i += 2)
+        assert_int_equal(label(&j, ids[i], 1, 4, &r), CALIB_JOIN_DUPLICATE);
+    assert_int_equal(j.waiting_preds, CAP / 2);
+    /* the even ones still join with their own outputs */
+    for (int i = 0; i < CAP; i += 2) {
+        assert_int_equal(label(&j, ids[i], 0, 5, &r), CALIB_JOIN_JOINED);
+        assert_close(r.x[0], i % 3 == 0 ? 100 + i : i, 0);
+    }
+    /* fill with labels, overflow by a quarter: the first quarter is evicted */
+    for (int i = 0; i < CAP; i++) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "fresh%d", i);
+        assert_int_equal(label(&j, sid(buf), 1, 6, &r), CALIB_JOIN_WAITING);
+    }
+    assert_int_equal(calib_join_expire(&j, 106), CAP);
+    assert_int_equal(j.waiting_labels, 0);
+    calib_join_free(&j);
+}
+
+/* ------------------------------------------------------------------ model */
+
+/* The reference: items in arrival order in a plain array, found by linear
+ * search; expiry scans everything (so it does not rely on FIFO order). */
+enum { RW = 3, RMAX = 512 };
+
+typedef struct ref_item {
+    calib_id id;
+    int kind;
+    double deadline, ts, y, x[RW];
+} ref_item;
+
+typedef struct ref {
+    double ttl, now;
+    size_t cap, dcap, n, dn;
+    ref_item it[RMAX];
+    ref_item done[RMAX];
+    uint64_t joined, expired_preds, expired_labels, evicted, dup_preds,
+        dup_labels, forgotten;
+} ref;
+
+static void ref_del(ref_item *a, size_t *n, size_t i)
+{
+    memmove(a + i, a + i + 1, (*n - i - 1) * sizeof *a);
+    (*n)--;
+}
+
+static long ref_find(const ref_item *a, size_t n, const calib_id *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (calib_id_equal(&a[i].id, id))
+            return (long)i;
+    return -1;
+}
+
+static void ref_time(ref *m, double now)
+{
+    if (now > m->now)
+        m->now = now;
+    for (size_t i = 0; i < m->n;) {
+        if (m->it[i].deadline <= m->now) {
+            if (m->it[i].kind == CALIB_JOIN_PRED)
+                m->expired_preds++;
+            else
+                m->expired_labels++;
+            ref_del(m->it, &m->n, i);
+        } else {
+            i++;
+        }
+    }
+    for (size_t i = 0; i < m->dn;) {
+        if (m->done[i].deadline <= m->now)
+            ref_del(m->done, &m->dn, i);
+        else
+            i++;
+    }
+}
+
+static void ref_joined(ref *m, const calib_id *id, calib_join_result *out)
+{
+    out->status = CALIB_JOIN_JOINED;
+    m->joined++;
+    if (m->dcap == 0)
+        return;
+    if (m->dn == m->dcap) {
+        ref_del(m->done, &m->dn, 0);
+        m->forgotten++;
+    }
+    m->done[m->dn++] = (ref_item){.id = *id, .deadline = m->now + m->ttl};
+}
+
+static void ref_op(ref *m, int kind, const calib_id *id, const double *x,
+                   double y, double ts, double now, calib_join_result *out)
+{
+    *out = (calib_join_result){0};
+    ref_time(m, now);
+    ref_item item = {.id = *id, .kind = kind, .deadline = m->now + m->ttl,
+                     .ts = ts, .y = y};
+    if (x)
+        memcpy(item.x, x, sizeof item.x);
+    long i = ref_find(m->it, m->n, id);
+    if (i >= 0 && m->it[i].kind == kind) {
+        ref_del(m->it, &m->n, (size_t)i);
+        m->it[m->n++] = item;
+        out->status = CALIB_JOIN_REPLACED;
+        *(kind == CALIB_JOIN_PRED ? &m->dup_preds : &m->dup_labels) += 1;
+    } else if (i >= 0) {
+        ref_item *w = &m->it[i];
+        ref_item *p = kind == CALIB_JOIN_PRED ? &item : w;
+        ref_item *l = kind == CALIB_JOIN_PRED ? w : &item;
+        out->y = l->y;
+        out->pred_ts = p->ts;
+        out->label_ts = l->ts;
+        static double px[RW];
+        memcpy(px, p->x, sizeof px);
+        out->x = px;
+        ref_del(m->it, &m->n, (size_t)i);
+        ref_joined(m, id, out);
+    } else if (ref_find(m->done, m->dn, id) >= 0) {
+        out->status = CALIB_JOIN_DUPLICATE;
+        *(kind == CALIB_JOIN_PRED ? &m->dup_preds : &m->dup_labels) += 1;
+    } else {
+        if (m->n == m->cap) {
+            out->evicted = m->it[0].kind;
+            ref_del(m->it, &m->n, 0);
+            m->evicted++;
+        }
+        m->it[m->n++] = item;
+        out->status = CALIB_JOIN_WAITING;
+    }
+}
+
+static void ref_compare(const ref *m, const calib_join *j)
+{
+    uint64_t wp = 0, wl = 0;
+    for (size_t i = 0; i < m->n; i++)
+        *(m->it[i].kind == CALIB_JOIN_PRED ? &wp : &wl) += 1;
+    assert_int_equal(j->waiting_preds, wp);
+    assert_int_equal(j->waiting_labels, wl);
+    assert_int_equal(j->joined, m->joined);
+    assert_int_equal(j->expired_preds, m->expired_preds);
+    assert_int_equal(j->expired_labels, m->expired_labels);
+    assert_int_equal(j->evicted, m->evicted);
+    assert_int_equal(j->duplicate_preds, m->dup_preds);
+    assert_int_equal(j->duplicate_labels, m->dup_labels);
+    assert_int_equal(j->forgotten, m->forgotten);
+}
+
+/* Id k of a pool: even k are strings, odd k integers, with the same digits
+ * (string "3" and integer 3 both occur); every 7th string is 64 bytes long
+ * and differs from its neighbours only at the end. */
+static calib_id pool_id(uint64_t k)
+{
+    if (k % 2)
+        return uid(k / 2);
+    char buf[CALIB_ID_MAX + 1];
+    if (k % 7 == 0)
+        snprintf(buf, sizeof buf, "%054d%010llu", 0, (unsigned long long)(k / 2));
+    else
+        snprintf(buf, sizeof buf, "%llu", (unsigned long long)(k / 2));
+    return sid(buf);
+}
+
+static void model_run(size_t cap, size_t dcap, uint64_t pool, int ops,
+                      uint64_t tick, uint64_t seed)
+{
+    static ref m;
+    calib_join j;
+    calib_join_cfg cfg = {.ttl = 8, .capacity = cap, .width = RW,
+                          .joined_capacity = dcap, .seed = seed};
+    assert_true(cap <= RMAX && dcap <= RMAX);
+    assert_int_equal(calib_join_init(&j, &cfg), CALIB_OK);
+    m = (ref){.ttl = 8, .now = -INFINITY, .cap = cap, .dcap = dcap};
+    calib_rng rng;
+    calib_rng_seed(&rng, seed);
+    double now = 0;
+    for (int op = 0; op < ops; op++) {
+        uint64_t r = calib_rng_next(&rng);
+        /* time mostly creeps in half-steps, so deadlines are hit exactly;
+         * sometimes it jumps, sometimes it goes back; a larger tick slows it */
+        switch (r % tick) {
+        case 0: now += 9; break;
+        case 1: now -= 3; break;
+        case 2: case 3: case 4: now += 0.5; break;
+        default: break;
+        }
+        r >>= 8;
+        calib_id id = pool_id((r >> 8) % pool);
+        double x[RW] = {(double)op, (double)(r & 0xff), -(double)op};
+        double y = (double)(r % 3), ts = (double)op * 0.001;
+        calib_join_result got, want;
+        int which = (int)(r % 21);
+        if (which == 20) {
+            size_t before = j.expired_preds + j.expired_labels;
+            ref_time(&m, now);
+            size_t n = calib_join_expire(&j, now);
+            assert_int_equal(n, j.expired_preds + j.expired_labels - before);
+            ref_compare(&m, &j);
+            continue;
+        }
+        int kind = which < 10 ? CALIB_JOIN_PRED : CALIB_JOIN_LABEL;
+        ref_op(&m, kind, &id, kind == CALIB_JOIN_PRED ? x : NULL, y, ts, now, &want);
+        if (kind == CALIB_JOIN_PRED)
+            assert_int_equal(calib_join_pred(&j, &id, x, ts, now, &got), CALIB_OK);
+        else
+            assert_int_equal(calib_join_label(&j, &id, y, ts, now, &got), CALIB_OK);
+        if (got.status != want.status)
+            fail_msg("op %d: status %d, reference %d", op, got.status, want.status);
+        assert_int_equal(got.evicted, want.evicted);
+        if (want.status == CALIB_JOIN_JOINED) {
+            assert_memory_equal(got.x, want.x, sizeof x);
+            assert_true(got.y == want.y);
+            assert_true(got.pred_ts == want.pred_ts);
+            assert_true(got.label_ts == want.label_ts);
+        }
+        ref_compare(&m, &j);
+    }
+    print_message("cap %zu, joined cap %zu, pool %llu: joined %llu, expired "
+                  "%llu+%llu, evicted %llu, dup %llu+%llu, forgotten %llu\n",
+                  cap, dcap, (unsigned long long)pool,
+                  (unsigned long long)m.joined,
+                  (unsigned long long)m.expired_preds,
+                  (unsigned long long)m.expired_labels,
+                  (unsigned long long)m.evicted, (unsigned long long)m.dup_preds,
+                  (unsigned long long)m.dup_labels,
+                  (unsigned long long)m.forgotten);
+    /* each path must have been exercised */
+    assert_true(m.joined > 0 && m.expired_preds > 0 && m.expired_labels > 0);
+    assert_true(m.dup_preds > 0 && m.dup_labels > 0);
+    calib_join_free(&j);
+}
+
+/* 200,000 random operations in all, across shapes that stress different
+ * paths: a one-slot table, eviction-heavy, expiry-heavy, forgetting-heavy. */
+static void model_check(void **state)
+{
+    model_run(1, 0, 4, 20000, 16, 1);
+    model_run(16, 8, 40, 60000, 16, 2);
+    model_run(64, 256, 150, 60000, 16, 3);
+    model_run(300, 32, 1000, 60000, 256, 4);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(pred_then_label),
+        cmocka_unit_test(label_then_pred),
+        cmocka_unit_test(out_of_order_batches),
+        cmocka_unit_test(duplicates),
+        cmocka_unit_test(ttl_boundary),
+        cmocka_unit_test(clock_going_back),
+        cmocka_unit_test(eviction_oldest_first),
+        cmocka_unit_test(joined_memory_bounded),
+        cmocka_unit_test(init_checks_config),
+        cmocka_unit_test(id_kinds_are_distinct),
+        cmocka_unit_test(id_ignores_bytes_past_len),
+        cmocka_unit_test(hash_spreads_similar_ids),
+        cmocka_unit_test(colliding_ids),
+        cmocka_unit_test(model_check),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
