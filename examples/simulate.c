@@ -1,0 +1,1000 @@
+/*
+ * simulate.c — the bundled producer: protocol v1 predictions and labels of a
+ * simulated model, after the appendix of Gruber & Buettner (NeurIPS 2022).
+ *
+ * A K-class model reports softmax(z) for logits z ~ N(0, sigma^2) per class
+ * while the outcome is drawn from softmax(z / T*): T* > 1 makes the reported
+ * probabilities overconfident, and temperature scaling with T = T* would
+ * calibrate them. A binary model reports p = sigmoid(s), s ~ N(0, sigma^2),
+ * with y ~ Bernoulli(sigmoid(s / T*)); a regression model reports N(mean, 1)
+ * with mean ~ N(0, 1) while y ~ N(mean, T*^2). --temperature-after and
+ * --switch-after change T* mid-run: a drift for calibd to detect.
+ *
+ * Labels go inline (`y` in the prediction) or, with a delay, duplicates,
+ * drops or shuffling, as separate label messages from a FIFO of pending
+ * labels. --dump writes every pair whose label is sent as calibctl(1) CSV, so
+ * `calibctl score` on the dump is the offline truth calibd should reproduce.
+ * See calibd-simulate(1) and calibd-protocol(7).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <msgpack.h>
+#include <zmq.h>
+
+#include "calib/calib.h"
+
+#define PROG "simulate"
+#define MAX_K 65536
+#define MAX_BATCH 65536
+/* outputs (doubles) per message: keeps a message and its scratch < 512 MiB */
+#define MAX_BATCH_VALUES ((size_t)1 << 25)
+
+enum sim_encoding { ENC_F32, ENC_F64, ENC_ARRAY };
+
+typedef struct sim_opts {
+    const char *endpoint;
+    int push;
+    const char *model;
+    unsigned long k;
+    double sigma;
+    double temp, temp_after;
+    uint64_t switch_after;
+    int drift;               /* --temperature-after and --switch-after given */
+    double rate;             /* predictions per second; 0: unpaced */
+    uint64_t count;          /* predictions; 0: until a signal */
+    size_t batch;
+    int form;                /* enum calib_form */
+    int enc;                 /* enum sim_encoding */
+    int int_ids;
+    double label_delay;
+    int shuffle;
+    double dup, drop;
+    uint64_t seed;
+    const char *dump;
+    int linger_ms, sndhwm, warmup_ms;
+    int flush_now;
+} sim_opts;
+
+/* ------------------------------------------------------------ packing */
+
+/* A growing buffer behind a msgpack_packer. An allocation failure sets oom
+ * and makes every later write fail, so a message is checked once, at the
+ * end, instead of after each of its hundreds of pack calls. */
+typedef struct pack_buf {
+    char *data;
+    size_t len, cap;
+    int oom;
+} pack_buf;
+
+static int pack_buf_write(void *data, const char *buf, size_t len)
+{
+    pack_buf *b = data;
+    if (b->oom)
+        return -1;
+    if (len > b->cap - b->len) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap - b->len < len) {
+            if (cap > SIZE_MAX / 2) {
+                b->oom = 1;
+                return -1;
+            }
+            cap *= 2;
+        }
+        char *d = realloc(b->data, cap);
+        if (!d) {
+            b->oom = 1;
+            return -1;
+        }
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, buf, len);
+    b->len += len;
+    return 0;
+}
+
+static void pack_key(msgpack_packer *pk, const char *s)
+{
+    size_t n = strlen(s);
+    msgpack_pack_str(pk, n);
+    msgpack_pack_str_body(pk, s, n);
+}
+
+/* Little-endian stores that do not depend on the host's byte order. */
+static void store_le32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void store_le64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* ------------------------------------------------------------ labels FIFO */
+
+typedef struct pending_label {
+    double due;   /* CLOCK_MONOTONIC seconds */
+    uint64_t seq; /* the prediction's id */
+    double y;
+} pending_label;
+
+/* A ring that doubles when full. Dues are pushed in time order (one delay
+ * for all), so the head is always the next label due. */
+typedef struct label_fifo {
+    pending_label *v;
+    size_t head, len, cap;
+} label_fifo;
+
+static int fifo_push(label_fifo *f, const pending_label *l)
+{
+    if (f->len == f->cap) {
+        size_t cap = f->cap ? 2 * f->cap : 1024;
+        if (cap > SIZE_MAX / sizeof *f->v)
+            return -1;
+        pending_label *v = malloc(cap * sizeof *v);
+        if (!v)
+            return -1;
+        for (size_t i = 0; i < f->len; i++)
+            v[i] = f->v[(f->head + i) % f->cap];
+        free(f->v);
+        f->v = v;
+        f->cap = cap;
+        f->head = 0;
+    }
+    f->v[(f->head + f->len) % f->cap] = *l;
+    f->len++;
+    return 0;
+}
+
+static const pending_label *fifo_front(const label_fifo *f)
+{
+    return f->len ? &f->v[f->head] : NULL;
+}
+
+static void fifo_pop(label_fifo *f)
+{
+    f->head = (f->head + 1) % f->cap;
+    f->len--;
+}
+
+/* ------------------------------------------------------------ state */
+
+typedef struct sim {
+    sim_opts o;
+    void *ctx, *sock;
+    calib_rng rng;
+    size_t k;            /* classes; 2 binary, 0 gaussian */
+    size_t width;        /* outputs per prediction */
+    int inline_y;        /* labels ride in the predictions as `y` */
+    double *x;           /* batch * width outputs, as sent */
+    double *y;           /* batch outcomes */
+    uint64_t *seq;       /* batch ids */
+    double *z, *q;       /* k scratch */
+    unsigned char *bin;  /* batch * width * 8 bytes */
+    pending_label *lab;  /* batch labels of one label message */
+    pack_buf pb;
+    label_fifo fifo;
+    FILE *dump;
+    uint64_t made, pred_msgs, label_msgs, labels, dropped, dups;
+    double t0;
+} sim;
+
+static volatile sig_atomic_t g_signals;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_signals++;
+}
+
+static double clock_at(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double mono_now(void) { return clock_at(CLOCK_MONOTONIC); }
+static double wall_now(void) { return clock_at(CLOCK_REALTIME); }
+
+/* Sleeps until monotonic time t, or less when a signal interrupts. */
+static void sleep_until(double t)
+{
+    double dt = t - mono_now();
+    if (dt <= 0)
+        return;
+    if (dt > 1)
+        dt = 1; /* wake up now and then to notice signals and new dues */
+    struct timespec ts = {.tv_sec = (time_t)dt,
+                          .tv_nsec = (long)((dt - floor(dt)) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* ------------------------------------------------------------ the model */
+
+static double sigmoid(double s)
+{
+    /* split so exp never overflows */
+    if (s >= 0)
+        return 1 / (1 + exp(-s));
+    double e = exp(s);
+    return e / (1 + e);
+}
+
+/* A class drawn from probabilities q (summing to 1 up to rounding). */
+static size_t draw_class(calib_rng *r, const double *q, size_t k)
+{
+    double u = calib_rng_uniform(r), acc = 0;
+    size_t last = 0;
+    for (size_t j = 0; j < k; j++) {
+        if (q[j] <= 0)
+            continue;
+        acc += q[j];
+        last = j;
+        if (u < acc)
+            return j;
+    }
+    return last; /* rounding left u above the total */
+}
+
+static double true_temperature(const sim *s, uint64_t seq)
+{
+    return s->o.drift && seq >= s->o.switch_after ? s->o.temp_after : s->o.temp;
+}
+
+/* One prediction into x (width outputs, as they will be sent) and its y. */
+static void simulate_one(sim *s, uint64_t seq, double *x, double *y)
+{
+    double t = true_temperature(s, seq);
+    switch (s->o.form) {
+    case CALIB_FORM_LOGITS:
+    case CALIB_FORM_PROBS:
+        for (size_t j = 0; j < s->k; j++) {
+            s->z[j] = s->o.sigma * calib_rng_normal(&s->rng);
+            s->q[j] = s->z[j] / t;
+        }
+        calib_softmax(s->q, s->k, s->q);
+        *y = (double)draw_class(&s->rng, s->q, s->k);
+        if (s->o.form == CALIB_FORM_LOGITS)
+            memcpy(x, s->z, s->k * sizeof *x);
+        else
+            calib_softmax(s->z, s->k, x);
+        break;
+    case CALIB_FORM_BINARY: {
+        double sc = s->o.sigma * calib_rng_normal(&s->rng);
+        x[0] = sigmoid(sc);
+        *y = calib_rng_uniform(&s->rng) < sigmoid(sc / t) ? 1 : 0;
+        break;
+    }
+    default:
+        x[0] = calib_rng_normal(&s->rng);
+        x[1] = 1;
+        *y = x[0] + t * calib_rng_normal(&s->rng);
+        break;
+    }
+    /* what the receiver decodes is the float32 value: keep that one, so the
+     * dump and the receiver agree bit for bit */
+    if (s->o.enc == ENC_F32)
+        for (size_t j = 0; j < s->width; j++)
+            x[j] = (double)(float)x[j];
+}
+
+/* ------------------------------------------------------------ dump */
+
+static const char *const output_prefix[] = {
+    [CALIB_FORM_LOGITS] = "z", [CALIB_FORM_PROBS] = "p",
+};
+
+static void dump_header(sim *s)
+{
+    fputs("y", s->dump);
+    if (s->o.form == CALIB_FORM_BINARY)
+        fputs(",p", s->dump);
+    else if (s->o.form == CALIB_FORM_GAUSSIAN)
+        fputs(",mean,var", s->dump);
+    else
+        for (size_t j = 0; j < s->k; j++)
+            fprintf(s->dump, ",%s%zu", output_prefix[s->o.form], j);
+    fputc('\n', s->dump);
+}
+
+static void dump_row(sim *s, const double *x, double y)
+{
+    /* 9 significant digits round-trip a float32, 17 a double */
+    int digits = s->o.enc == ENC_F32 ? 9 : 17;
+    if (s->o.form == CALIB_FORM_GAUSSIAN)
+        fprintf(s->dump, "%.17g", y);
+    else
+        fprintf(s->dump, "%lu", (unsigned long)y);
+    for (size_t j = 0; j < s->width; j++)
+        fprintf(s->dump, ",%.*g", digits, x[j]);
+    fputc('\n', s->dump);
+}
+
+/* ------------------------------------------------------------ messages */
+
+static void pack_id(sim *s, msgpack_packer *pk, uint64_t seq)
+{
+    if (s->o.int_ids) {
+        msgpack_pack_uint64(pk, seq);
+        return;
+    }
+    char id[64];
+    int n = snprintf(id, sizeof id, "p-%" PRIu64 "-%" PRIu64, s->o.seed, seq);
+    msgpack_pack_str(pk, (size_t)n);
+    msgpack_pack_str_body(pk, id, (size_t)n);
+}
+
+static void pack_y(sim *s, msgpack_packer *pk, double y)
+{
+    if (s->o.form == CALIB_FORM_GAUSSIAN)
+        msgpack_pack_double(pk, y);
+    else
+        msgpack_pack_uint64(pk, (uint64_t)y);
+}
+
+static void pack_number(sim *s, msgpack_packer *pk, double v)
+{
+    if (s->o.enc == ENC_F32)
+        msgpack_pack_float(pk, (float)v);
+    else
+        msgpack_pack_double(pk, v);
+}
+
+/* Outputs off..off+per-1 of records 0..n-1 as one bin, row-major. */
+static void pack_bin(sim *s, msgpack_packer *pk, size_t n, size_t off, size_t per)
+{
+    size_t elem = s->o.enc == ENC_F32 ? 4 : 8, at = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < per; j++, at += elem) {
+            double v = s->x[i * s->width + off + j];
+            if (elem == 4) {
+                float f = (float)v;
+                uint32_t u;
+                memcpy(&u, &f, sizeof u);
+                store_le32(s->bin + at, u);
+            } else {
+                uint64_t u;
+                memcpy(&u, &v, sizeof u);
+                store_le64(s->bin + at, u);
+            }
+        }
+    msgpack_pack_bin(pk, at);
+    msgpack_pack_bin_body(pk, s->bin, at);
+}
+
+/*
+ * One output column of n records, `per` values each starting at output off:
+ * a bin (f32/f64) unless the value is a row form's single number; with
+ * --encoding array, a number, an array of per numbers (row), an array of n
+ * numbers or of n arrays (batch, columnar as protocol.md asks).
+ */
+static void pack_outputs(sim *s, msgpack_packer *pk, size_t n, size_t off,
+                         size_t per, int batch)
+{
+    if (s->o.enc != ENC_ARRAY && (batch || per > 1)) {
+        pack_bin(s, pk, n, off, per);
+        return;
+    }
+    if (batch)
+        msgpack_pack_array(pk, n);
+    for (size_t i = 0; i < n; i++) {
+        const double *x = s->x + i * s->width + off;
+        if (per > 1)
+            msgpack_pack_array(pk, per);
+        for (size_t j = 0; j < per; j++)
+            pack_number(s, pk, x[j]);
+    }
+}
+
+static void pack_pred(sim *s, msgpack_packer *pk, size_t n, double ts)
+{
+    int batch = s->o.batch > 1, vec = s->k && s->o.form != CALIB_FORM_BINARY;
+    size_t entries = 4 + (size_t)batch + (vec ? 2 : s->width) + (size_t)s->inline_y;
+
+    msgpack_pack_map(pk, entries);
+    pack_key(pk, "v");
+    msgpack_pack_uint64(pk, 1);
+    pack_key(pk, "type");
+    pack_key(pk, "pred");
+    if (batch) {
+        pack_key(pk, "n");
+        msgpack_pack_uint64(pk, n);
+    }
+    pack_key(pk, "ts");
+    msgpack_pack_double(pk, ts);
+    pack_key(pk, "id");
+    if (batch)
+        msgpack_pack_array(pk, n);
+    for (size_t i = 0; i < n; i++)
+        pack_id(s, pk, s->seq[i]);
+    if (vec) {
+        /* "k" in the row form too: a bin of 4K bytes could otherwise be K
+         * float32 or K/2 float64 to a daemon that does not know K yet */
+        pack_key(pk, "k");
+        msgpack_pack_uint64(pk, s->k);
+        pack_key(pk, s->o.form == CALIB_FORM_LOGITS ? "logits" : "probs");
+        pack_outputs(s, pk, n, 0, s->k, batch);
+    } else if (s->o.form == CALIB_FORM_BINARY) {
+        pack_key(pk, "p");
+        pack_outputs(s, pk, n, 0, 1, batch);
+    } else {
+        pack_key(pk, "mean");
+        pack_outputs(s, pk, n, 0, 1, batch);
+        pack_key(pk, "var");
+        pack_outputs(s, pk, n, 1, 1, batch);
+    }
+    if (s->inline_y) {
+        pack_key(pk, "y");
+        if (batch)
+            msgpack_pack_array(pk, n);
+        for (size_t i = 0; i < n; i++)
+            pack_y(s, pk, s->y[i]);
+    }
+}
+
+static void pack_labels(sim *s, msgpack_packer *pk, const pending_label *l,
+                        size_t n, double ts)
+{
+    int batch = s->o.batch > 1;
+    msgpack_pack_map(pk, 5 + (size_t)batch);
+    pack_key(pk, "v");
+    msgpack_pack_uint64(pk, 1);
+    pack_key(pk, "type");
+    pack_key(pk, "label");
+    if (batch) {
+        pack_key(pk, "n");
+        msgpack_pack_uint64(pk, n);
+    }
+    pack_key(pk, "ts");
+    msgpack_pack_double(pk, ts);
+    pack_key(pk, "id");
+    if (batch)
+        msgpack_pack_array(pk, n);
+    for (size_t i = 0; i < n; i++)
+        pack_id(s, pk, l[i].seq);
+    pack_key(pk, "y");
+    if (batch)
+        msgpack_pack_array(pk, n);
+    for (size_t i = 0; i < n; i++)
+        pack_y(s, pk, l[i].y);
+}
+
+/* Sends one frame; a signal interrupts a blocking PUSH send, which is then
+ * retried unless the user insists (a second signal). */
+static int send_frame(sim *s, const void *data, size_t len, int flags)
+{
+    for (;;) {
+        if (zmq_send(s->sock, data, len, flags) >= 0)
+            return 0;
+        if (zmq_errno() != EINTR || g_signals >= 2) {
+            fprintf(stderr, PROG ": send: %s\n", zmq_strerror(zmq_errno()));
+            return -1;
+        }
+    }
+}
+
+/* Sends the topic and the packed payload in s->pb. */
+static int send_payload(sim *s)
+{
+    if (s->pb.oom) {
+        fprintf(stderr, PROG ": out of memory packing a message\n");
+        return -1;
+    }
+    if (send_frame(s, s->o.model, strlen(s->o.model), ZMQ_SNDMORE) ||
+        send_frame(s, s->pb.data, s->pb.len, 0))
+        return -1;
+    return 0;
+}
+
+/* ------------------------------------------------------------ the run */
+
+/* Decides a label's fate and queues it: dropped, sent, or sent twice. */
+static int queue_label(sim *s, uint64_t seq, double y, double due)
+{
+    if (calib_rng_uniform(&s->rng) < s->o.drop) {
+        s->dropped++;
+        return 0;
+    }
+    pending_label l = {.due = due, .seq = seq, .y = y};
+    int copies = calib_rng_uniform(&s->rng) < s->o.dup ? 2 : 1;
+    for (int c = 0; c < copies; c++)
+        if (fifo_push(&s->fifo, &l)) {
+            fprintf(stderr, PROG ": out of memory for pending labels\n");
+            return -1;
+        }
+    s->labels++;
+    s->dups += (uint64_t)(copies - 1);
+    return 1;
+}
+
+static int send_predictions(sim *s, size_t n)
+{
+    msgpack_packer pk;
+    double due = mono_now() + s->o.label_delay;
+
+    for (size_t i = 0; i < n; i++) {
+        s->seq[i] = s->made + i;
+        simulate_one(s, s->seq[i], s->x + i * s->width, &s->y[i]);
+        int sent = 1;
+        if (!s->inline_y && (sent = queue_label(s, s->seq[i], s->y[i], due)) < 0)
+            return -1;
+        if (s->dump && sent)
+            dump_row(s, s->x + i * s->width, s->y[i]);
+    }
+    s->pb.len = 0;
+    msgpack_packer_init(&pk, &s->pb, pack_buf_write);
+    pack_pred(s, &pk, n, wall_now());
+    if (send_payload(s))
+        return -1;
+    s->made += n;
+    s->pred_msgs++;
+    if (s->inline_y)
+        s->labels += n;
+    return 0;
+}
+
+/* Sends, in messages of up to --batch labels, every label due by `now`. */
+static int flush_labels(sim *s, double now)
+{
+    const pending_label *l;
+    msgpack_packer pk;
+
+    while ((l = fifo_front(&s->fifo)) && l->due <= now) {
+        size_t n = 0;
+        while (n < s->o.batch && (l = fifo_front(&s->fifo)) && l->due <= now) {
+            s->lab[n++] = *l;
+            fifo_pop(&s->fifo);
+        }
+        if (s->o.shuffle) /* Fisher-Yates */
+            for (size_t i = n; i > 1; i--) {
+                size_t j = (size_t)(calib_rng_next(&s->rng) % i);
+                pending_label t = s->lab[i - 1];
+                s->lab[i - 1] = s->lab[j];
+                s->lab[j] = t;
+            }
+        s->pb.len = 0;
+        msgpack_packer_init(&pk, &s->pb, pack_buf_write);
+        pack_labels(s, &pk, s->lab, n, wall_now());
+        if (send_payload(s))
+            return -1;
+        s->label_msgs++;
+    }
+    return 0;
+}
+
+static double next_due(const sim *s)
+{
+    const pending_label *l = fifo_front(&s->fifo);
+    return l ? l->due : INFINITY;
+}
+
+/* Pending labels after the last prediction: on their time, or all at once
+ * with --flush-labels-now or when a signal arrives meanwhile. */
+static int drain_labels(sim *s)
+{
+    sig_atomic_t seen = g_signals;
+    while (s->fifo.len) {
+        int now_all = s->o.flush_now || g_signals != seen;
+        if (flush_labels(s, now_all ? INFINITY : mono_now()))
+            return -1;
+        if (s->fifo.len)
+            sleep_until(next_due(s));
+    }
+    return 0;
+}
+
+static int run(sim *s)
+{
+    s->t0 = mono_now();
+    while (!g_signals && (s->o.count == 0 || s->made < s->o.count)) {
+        double now = mono_now();
+        if (flush_labels(s, now))
+            return -1;
+        /* pace whole messages: message m waits for its first prediction's
+         * slot, so a slow sleep is caught up, not accumulated */
+        double slot = s->o.rate > 0 ? s->t0 + (double)s->made / s->o.rate : now;
+        if (slot > now) {
+            double wake = next_due(s);
+            sleep_until(wake < slot ? wake : slot);
+            continue;
+        }
+        size_t n = s->o.batch;
+        if (s->o.count && s->o.count - s->made < n)
+            n = (size_t)(s->o.count - s->made);
+        if (send_predictions(s, n))
+            return -1;
+        /* labels without delay follow their predictions at once */
+        if (s->o.label_delay == 0 && flush_labels(s, mono_now()))
+            return -1;
+    }
+    return drain_labels(s);
+}
+
+/* ------------------------------------------------------------ setup */
+
+static int open_socket(sim *s)
+{
+    const char *ep = s->o.endpoint;
+    int bind = ep[0] == '@';
+    if (ep[0] == '@' || ep[0] == '>')
+        ep++;
+    if (!(s->ctx = zmq_ctx_new()) ||
+        !(s->sock = zmq_socket(s->ctx, s->o.push ? ZMQ_PUSH : ZMQ_PUB))) {
+        fprintf(stderr, PROG ": zmq: %s\n", zmq_strerror(zmq_errno()));
+        return -1;
+    }
+    if (zmq_setsockopt(s->sock, ZMQ_SNDHWM, &s->o.sndhwm, sizeof s->o.sndhwm)) {
+        fprintf(stderr, PROG ": ZMQ_SNDHWM: %s\n", zmq_strerror(zmq_errno()));
+        return -1;
+    }
+    if ((bind ? zmq_bind(s->sock, ep) : zmq_connect(s->sock, ep)) != 0) {
+        fprintf(stderr, PROG ": %s %s: %s\n", bind ? "bind" : "connect", ep,
+                zmq_strerror(zmq_errno()));
+        return -1;
+    }
+    /* PUB drops whatever it sends before the subscription has arrived (the
+     * slow joiner): give the subscriber time to connect and subscribe */
+    if (!s->o.push && s->o.warmup_ms > 0)
+        sleep_until(mono_now() + s->o.warmup_ms / 1000.0);
+    return 0;
+}
+
+static void close_socket(sim *s)
+{
+    if (s->sock) {
+        /* linger so the queued tail is delivered, not discarded */
+        zmq_setsockopt(s->sock, ZMQ_LINGER, &s->o.linger_ms, sizeof s->o.linger_ms);
+        zmq_close(s->sock);
+    }
+    if (s->ctx)
+        zmq_ctx_term(s->ctx);
+}
+
+static int sim_alloc(sim *s)
+{
+    size_t b = s->o.batch, w = s->width, kk = s->k ? s->k : 1;
+    s->x = malloc(b * w * sizeof *s->x);
+    s->y = malloc(b * sizeof *s->y);
+    s->seq = malloc(b * sizeof *s->seq);
+    s->z = malloc(kk * sizeof *s->z);
+    s->q = malloc(kk * sizeof *s->q);
+    s->bin = malloc(b * w * 8);
+    s->lab = malloc(b * sizeof *s->lab);
+    if (!s->x || !s->y || !s->seq || !s->z || !s->q || !s->bin || !s->lab) {
+        fprintf(stderr, PROG ": out of memory\n");
+        return -1;
+    }
+    return 0;
+}
+
+static void sim_free(sim *s)
+{
+    free(s->x);
+    free(s->y);
+    free(s->seq);
+    free(s->z);
+    free(s->q);
+    free(s->bin);
+    free(s->lab);
+    free(s->pb.data);
+    free(s->fifo.v);
+}
+
+/* ------------------------------------------------------------ options */
+
+static void usage(FILE *f)
+{
+    fputs(
+"usage: simulate [OPTIONS]\n"
+"Sends simulated predictions and labels to calibd (protocol v1). The model\n"
+"reports softmax(z), z ~ N(0, sigma^2) per class; labels come from\n"
+"softmax(z / T*). See calibd-simulate(1).\n"
+"\n"
+"  -e, --endpoint EP          >EP connects, @EP binds, no prefix connects\n"
+"                             (default >tcp://127.0.0.1:7450)\n"
+"      --push                 a PUSH socket (back-pressure) instead of PUB\n"
+"  -m, --model NAME           topic: the model name (default sim)\n"
+"  -k, --k K                  classes, 2..65536 (default 10; logits, probs)\n"
+"      --sigma S              logits' standard deviation (default 1.5)\n"
+"  -t, --temperature T        true temperature T* (default 1; > 1: the\n"
+"                             reported outputs are overconfident)\n"
+"      --temperature-after T2 T* after --switch-after predictions (drift)\n"
+"      --switch-after N       predictions before T* becomes T2\n"
+"  -r, --rate R               predictions per second; 0 = unpaced (default 0)\n"
+"  -n, --count N              predictions; 0 = until SIGINT/SIGTERM (default 1000)\n"
+"  -b, --batch B              predictions per message, 1..65536; 1 = row form\n"
+"                             (default 1)\n"
+"  -f, --form F               logits|probs|binary|gaussian (default logits)\n"
+"      --encoding E           f32|f64|array: bins of float32 or float64, or\n"
+"                             msgpack arrays of numbers (default f32)\n"
+"      --ids KIND             str|int (default str: \"p-SEED-COUNTER\")\n"
+"      --label-delay SECONDS  send labels that long after their prediction;\n"
+"                             0 = inline y (default 0)\n"
+"      --label-shuffle        send each batch of labels in random order\n"
+"      --label-dup FRAC       fraction of labels sent twice (default 0)\n"
+"      --label-drop FRAC      fraction of labels never sent (default 0)\n"
+"      --flush-labels-now     at the end, send pending labels at once\n"
+"  -s, --seed S               random seed (default 1)\n"
+"  -d, --dump FILE            write the pairs whose label is sent as\n"
+"                             calibctl CSV ('-' is stdout)\n"
+"      --warmup-ms MS         PUB: wait after connecting (default 500)\n"
+"      --linger-ms MS         ZMQ_LINGER at exit (default 2000)\n"
+"      --sndhwm N             ZMQ_SNDHWM in messages (default 100000)\n"
+"  -h, --help                 this help\n", f);
+}
+
+static int bad_option(const char *opt, const char *val, const char *want)
+{
+    fprintf(stderr, PROG ": --%s '%s': expected %s\n", opt, val, want);
+    return -1;
+}
+
+static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi,
+                     uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*s == '-' || *s == '\0' || *end || errno || v < lo || v > hi) {
+        char want[96];
+        snprintf(want, sizeof want, "an integer in %" PRIu64 "..%" PRIu64, lo, hi);
+        return bad_option(opt, s, want);
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_int(const char *opt, const char *s, int lo, int hi, int *out)
+{
+    uint64_t v;
+    if (parse_u64(opt, s, (uint64_t)lo, (uint64_t)hi, &v))
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* A finite number in [lo, hi]; > lo instead when open_lo. */
+static int parse_double(const char *opt, const char *s, double lo, double hi,
+                        int open_lo, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (*s == '\0' || *end || errno || !isfinite(v) || v < lo || v > hi ||
+        (open_lo && v == lo)) {
+        char want[96];
+        snprintf(want, sizeof want, "a number %s %g%s", open_lo ? ">" : ">=", lo,
+                 isinf(hi) ? "" : hi == 1 ? " and <= 1" : "");
+        return bad_option(opt, s, want);
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_choice(const char *opt, const char *s, const char *const *names,
+                        int n, const char *want, int *out)
+{
+    for (int i = 0; i < n; i++)
+        if (names[i] && strcmp(s, names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    return bad_option(opt, s, want);
+}
+
+enum {
+    OPT_PUSH = 256, OPT_SIGMA, OPT_TEMP_AFTER, OPT_SWITCH_AFTER, OPT_ENCODING,
+    OPT_IDS, OPT_DELAY, OPT_SHUFFLE, OPT_DUP, OPT_DROP, OPT_FLUSH_NOW,
+    OPT_WARMUP, OPT_LINGER, OPT_SNDHWM,
+};
+
+static const struct option long_opts[] = {
+    {"endpoint", required_argument, NULL, 'e'},
+    {"push", no_argument, NULL, OPT_PUSH},
+    {"model", required_argument, NULL, 'm'},
+    {"k", required_argument, NULL, 'k'},
+    {"sigma", required_argument, NULL, OPT_SIGMA},
+    {"temperature", required_argument, NULL, 't'},
+    {"temperature-after", required_argument, NULL, OPT_TEMP_AFTER},
+    {"switch-after", required_argument, NULL, OPT_SWITCH_AFTER},
+    {"rate", required_argument, NULL, 'r'},
+    {"count", required_argument, NULL, 'n'},
+    {"batch", required_argument, NULL, 'b'},
+    {"form", required_argument, NULL, 'f'},
+    {"encoding", required_argument, NULL, OPT_ENCODING},
+    {"ids", required_argument, NULL, OPT_IDS},
+    {"label-delay", required_argument, NULL, OPT_DELAY},
+    {"label-shuffle", no_argument, NULL, OPT_SHUFFLE},
+    {"label-dup", required_argument, NULL, OPT_DUP},
+    {"label-drop", required_argument, NULL, OPT_DROP},
+    {"flush-labels-now", no_argument, NULL, OPT_FLUSH_NOW},
+    {"seed", required_argument, NULL, 's'},
+    {"dump", required_argument, NULL, 'd'},
+    {"warmup-ms", required_argument, NULL, OPT_WARMUP},
+    {"linger-ms", required_argument, NULL, OPT_LINGER},
+    {"sndhwm", required_argument, NULL, OPT_SNDHWM},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static const char *const form_names[] = {
+    [CALIB_FORM_LOGITS] = "logits", [CALIB_FORM_PROBS] = "probs",
+    [CALIB_FORM_BINARY] = "binary", [CALIB_FORM_GAUSSIAN] = "gaussian",
+};
+static const char *const enc_names[] = {
+    [ENC_F32] = "f32", [ENC_F64] = "f64", [ENC_ARRAY] = "array",
+};
+static const char *const id_names[] = {"str", "int"};
+
+/* One option into o; -1 on a bad value (already reported). */
+static int parse_one(sim_opts *o, int c, const char *a, int *have_after,
+                     int *have_switch)
+{
+    uint64_t u;
+    double inf = INFINITY;
+    switch (c) {
+    case 'e': o->endpoint = a; return 0;
+    case OPT_PUSH: o->push = 1; return 0;
+    case 'm':
+        /* the topic rules of protocol.md, so a typo fails here, not silently
+         * in the daemon's rejection counters */
+        if (!*a || strlen(a) > 128 || strspn(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+            "abcdefghijklmnopqrstuvwxyz0123456789._:-") != strlen(a))
+            return bad_option("model", a, "1..128 characters of [A-Za-z0-9._:-]");
+        o->model = a;
+        return 0;
+    case 'k':
+        if (parse_u64("k", a, 2, MAX_K, &u))
+            return -1;
+        o->k = (unsigned long)u;
+        return 0;
+    case OPT_SIGMA: return parse_double("sigma", a, 0, inf, 1, &o->sigma);
+    case 't': return parse_double("temperature", a, 0, inf, 1, &o->temp);
+    case OPT_TEMP_AFTER:
+        *have_after = 1;
+        return parse_double("temperature-after", a, 0, inf, 1, &o->temp_after);
+    case OPT_SWITCH_AFTER:
+        *have_switch = 1;
+        return parse_u64("switch-after", a, 0, UINT64_MAX, &o->switch_after);
+    case 'r': return parse_double("rate", a, 0, inf, 0, &o->rate);
+    case 'n': return parse_u64("count", a, 0, UINT64_MAX, &o->count);
+    case 'b':
+        if (parse_u64("batch", a, 1, MAX_BATCH, &u))
+            return -1;
+        o->batch = (size_t)u;
+        return 0;
+    case 'f':
+        return parse_choice("form", a, form_names, 4,
+                            "logits, probs, binary or gaussian", &o->form);
+    case OPT_ENCODING:
+        return parse_choice("encoding", a, enc_names, 3, "f32, f64 or array", &o->enc);
+    case OPT_IDS: return parse_choice("ids", a, id_names, 2, "str or int", &o->int_ids);
+    case OPT_DELAY: return parse_double("label-delay", a, 0, inf, 0, &o->label_delay);
+    case OPT_SHUFFLE: o->shuffle = 1; return 0;
+    case OPT_DUP: return parse_double("label-dup", a, 0, 1, 0, &o->dup);
+    case OPT_DROP: return parse_double("label-drop", a, 0, 1, 0, &o->drop);
+    case OPT_FLUSH_NOW: o->flush_now = 1; return 0;
+    case 's': return parse_u64("seed", a, 0, UINT64_MAX, &o->seed);
+    case 'd': o->dump = a; return 0;
+    case OPT_WARMUP: return parse_int("warmup-ms", a, 0, 3600000, &o->warmup_ms);
+    case OPT_LINGER: return parse_int("linger-ms", a, 0, 3600000, &o->linger_ms);
+    case OPT_SNDHWM: return parse_int("sndhwm", a, 0, 100000000, &o->sndhwm);
+    }
+    return -1;
+}
+
+/* Returns 0 to run, 1 after --help, -1 on bad options (reported). */
+static int parse_options(sim_opts *o, int argc, char **argv)
+{
+    int c, have_after = 0, have_switch = 0;
+    *o = (sim_opts){
+        .endpoint = ">tcp://127.0.0.1:7450", .model = "sim", .k = 10,
+        .sigma = 1.5, .temp = 1, .count = 1000, .batch = 1,
+        .form = CALIB_FORM_LOGITS, .enc = ENC_F32, .seed = 1,
+        .linger_ms = 2000, .sndhwm = 100000, .warmup_ms = 500,
+    };
+    while ((c = getopt_long(argc, argv, "e:m:k:t:r:n:b:f:s:d:h", long_opts, NULL)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return 1;
+        }
+        if (c == '?' || parse_one(o, c, optarg, &have_after, &have_switch))
+            return -1;
+    }
+    if (optind < argc) {
+        fprintf(stderr, PROG ": unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    if (have_after != have_switch) {
+        fprintf(stderr, PROG ": --temperature-after and --switch-after go together\n");
+        return -1;
+    }
+    o->drift = have_after;
+    size_t width = calib_form_width(o->form, o->k);
+    if (o->batch > MAX_BATCH_VALUES / width) {
+        fprintf(stderr, PROG ": --batch %zu times %zu outputs is over %zu values "
+                "per message\n", o->batch, width, MAX_BATCH_VALUES);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ main */
+
+static int open_dump(sim *s)
+{
+    if (!s->o.dump)
+        return 0;
+    s->dump = strcmp(s->o.dump, "-") == 0 ? stdout : fopen(s->o.dump, "w");
+    if (!s->dump) {
+        fprintf(stderr, PROG ": %s: %s\n", s->o.dump, strerror(errno));
+        return -1;
+    }
+    dump_header(s);
+    return 0;
+}
+
+static int close_dump(sim *s)
+{
+    if (!s->dump)
+        return 0;
+    int bad = ferror(s->dump) != 0;
+    bad |= s->dump == stdout ? fflush(s->dump) != 0 : fclose(s->dump) != 0;
+    if (bad)
+        fprintf(stderr, PROG ": %s: write failed\n", s->o.dump);
+    return bad ? -1 : 0;
+}
+
+static void install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal; /* no SA_RESTART: sleeps end early */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    sim s;
+    memset(&s, 0, sizeof s);
+    int r = parse_options(&s.o, argc, argv);
+    if (r)
+        return r > 0 ? 0 : 2;
+
+    s.k = s.o.form == CALIB_FORM_BINARY ? 2 : s.o.form == CALIB_FORM_GAUSSIAN ? 0 : s.o.k;
+    s.width = calib_form_width(s.o.form, s.k);
+    /* inline y cannot be dropped, duplicated or reordered record by record
+     * in the columnar form, so those options send label messages */
+    s.inline_y = s.o.label_delay == 0 && s.o.drop == 0 && s.o.dup == 0 && !s.o.shuffle;
+    calib_rng_seed(&s.rng, s.o.seed);
+    install_signals();
+
+    int rc = 1;
+    if (sim_alloc(&s) == 0 && open_dump(&s) == 0 && open_socket(&s) == 0 &&
+        run(&s) == 0)
+        rc = 0;
+    if (close_dump(&s))
+        rc = 1;
+    fprintf(stderr, PROG ": %" PRIu64 " predictions in %" PRIu64 " messages, "
+            "%" PRIu64 " labels sent (%s) in %" PRIu64 " messages, %" PRIu64
+            " dropped, %" PRIu64 " duplicated\n", s.made, s.pred_msgs, s.labels,
+            s.inline_y ? "inline" : "separately", s.label_msgs, s.dropped, s.dups);
+    close_socket(&s);
+    sim_free(&s);
+    return rc;
+}

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# ingest.sh — calibd driven by the C producer (examples/simulate) through
+# every form and encoding, row and batch, string and integer ids, with labels
+# inline, delayed, shuffled, duplicated and never arriving, over SUB and PULL.
+# The figures of `calibctl status` must equal libcalib's offline results
+# (`calibctl score`) on the same pairs, which the producer dumps.
+. "$(dirname "$0")/lib.sh"
+
+printf '[daemon]\ningest_pull = tcp://127.0.0.1:*\n[model ttl]\nlabel_ttl = 1\n' > "$work/calibd.conf"
+start_calibd -c "$work/calibd.conf"
+
+# run NAME SIMULATE-OPTIONS...: sends, then compares status with the dump
+run() {
+    local name=$1
+    shift
+    local dump="$work/$name.csv" summary
+    "$SIMULATE" --endpoint ">$INGEST" --model "$name" --seed "${#name}" --count 300 \
+        --warmup-ms 300 --linger-ms 1000 --dump "$dump" "$@" 2> "$work/$name.err" ||
+        { bad "$name: simulate failed: $(cat "$work/$name.err")"; return; }
+    summary=$(tail -1 "$work/$name.err")
+    local pairs=$(( $(wc -l < "$dump") - 1 ))
+    if ! wait_for "$work/$name.json" "r['models']['$name']['scored'] >= $pairs"; then
+        bad "$name: scored $(json_get "$work/$name.json" "r['models'].get('$name', {}).get('scored')") of $pairs pairs ($summary)"
+        return
+    fi
+    "$CALIBCTL" score "$dump" > "$work/$name.ref" || { bad "$name: calibctl score"; return; }
+    # f32 outputs are dumped with 9 significant digits: equal to ~1e-9
+    local tol=1e-8
+    case "$*" in *"--encoding f64"*|*"--encoding array"*) tol=1e-12 ;; esac
+    python3 - "$work/$name.json" "$work/$name.ref" "$name" "$tol" "$summary" <<'PY' && ok "$name" || bad "$name"
+import json, re, sys
+status, ref, name, tol, summary = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5]
+m = json.load(open(status))["models"][name]
+r = json.load(open(ref))
+def close(a, b, what):
+    if not abs(a - b) <= tol * max(1.0, abs(b)):
+        sys.exit(f"{name}: {what}: calibd {a!r} vs calibctl score {b!r}")
+assert m["scored"] == r["n"], (m["scored"], r["n"])
+assert not m["rejected"], m["rejected"]
+if r["form"] == "gaussian":
+    close(m["raw"]["dss"]["mean"], r["dss"], "dss")
+    close(m["raw"]["dss"]["ci"][0], r["dss_ci"][0], "dss ci")
+else:
+    for key in ("brier", "log"):
+        close(m["raw"][key]["mean"], r[key], key)
+        close(m["raw"][key]["ci"][1], r[key + "_ci"][1], key + " ci")
+    close(m["raw"]["rbs"], r["rbs"], "rbs")
+    close(m["raw"]["ece"], r["ece"], "ece")
+    close(m["raw"]["tce2"], r["tce2_15"], "tce2")
+    # identity parameters: the calibrated view is the raw one
+    close(m["calibrated"]["brier"]["mean"], r["brier"], "calibrated brier")
+    close(m["window"]["raw"]["brier"]["mean"], r["brier"], "window brier")
+j = m["join"]
+dropped = int(re.search(r"(\d+) dropped", summary).group(1)) if "dropped" in summary else 0
+duplicated = int(re.search(r"(\d+) duplicated", summary).group(1)) if "duplicated" in summary else 0
+assert j["duplicate_labels"] == duplicated, (j, summary)
+if name != "ttl":
+    assert j["waiting_predictions"] == dropped, (j, summary)
+assert m["scored"] == j["joined"] + m["scored_inline"], m
+PY
+}
+
+run logits_f32_batch_delayed --form logits --encoding f32 --batch 50 --label-delay 0.2 \
+    --label-shuffle --label-dup 0.1 --label-drop 0.1
+run logits_f64_row_intids --form logits --encoding f64 --ids int --label-delay 0.1
+run logits_array_batch_inline --form logits --encoding array --batch 20 --k 5
+run probs_f64_batch_shuffled --form probs --encoding f64 --batch 25 --label-delay 0.1 --label-shuffle
+run probs_array_row_inline --form probs --encoding array --ids int --k 3
+run probs_f32_k1000 --form probs --encoding f32 --batch 10 --k 1000 --count 50 --label-delay 0.1
+run binary_f32_batch_dup --form binary --encoding f32 --ids int --batch 10 --label-delay 0.1 --label-dup 0.3
+run binary_array_row_inline --form binary --encoding array
+run gaussian_f64_batch_dropped --form gaussian --encoding f64 --batch 30 --label-delay 0.1 --label-drop 0.2
+run gaussian_array_row_inline --form gaussian --encoding array --ids int
+
+# PUSH to the PULL socket: back-pressure instead of drops
+dump="$work/pull.csv"
+"$SIMULATE" --push --endpoint ">$PULL" --model pull --count 500 --batch 7 --label-delay 0.1 \
+    --dump "$dump" --linger-ms 1000 2> /dev/null
+pairs=$(( $(wc -l < "$dump") - 1 ))
+check pull_socket 'wait_for "$work/pull.json" "r[\"models\"][\"pull\"][\"scored\"] == $pairs"'
+
+# labels that never arrive expire after the model's TTL (1 s here)
+"$SIMULATE" --endpoint ">$INGEST" --model ttl --count 200 --batch 10 --label-delay 0.1 \
+    --label-drop 0.25 --warmup-ms 300 --linger-ms 1000 2> "$work/ttl.err"
+dropped=$(sed -n 's/.* \([0-9]*\) dropped.*/\1/p' "$work/ttl.err")
+check ttl_expiry 'wait_for "$work/ttl.json" "r[\"models\"][\"ttl\"][\"join\"][\"expired_predictions\"] == $dropped and r[\"models\"][\"ttl\"][\"join\"][\"waiting_predictions\"] == 0"'
+
+# a model's shape is fixed: another K or regression is rejected, counted
+"$SIMULATE" --endpoint ">$INGEST" --model logits_f64_row_intids --k 4 --count 5 \
+    --warmup-ms 300 --linger-ms 500 2> /dev/null
+"$SIMULATE" --endpoint ">$INGEST" --model logits_f64_row_intids --form gaussian --count 3 \
+    --warmup-ms 300 --linger-ms 500 2> /dev/null
+check shape_mismatch 'wait_for "$work/shape.json" "r[\"models\"][\"logits_f64_row_intids\"][\"rejected\"].get(\"shape_mismatch\") == 8"'
+# but probabilities for a logits model of the same K are the same shape
+"$SIMULATE" --endpoint ">$INGEST" --model logits_f64_row_intids --form probs --count 4 \
+    --ids int --seed 99 --warmup-ms 300 --linger-ms 500 2> /dev/null
+check mixed_forms_same_k 'wait_for "$work/mixed.json" "r[\"models\"][\"logits_f64_row_intids\"][\"scored_inline\"] == 4"'
+
+stop_calibd
+check sigterm_exit_0 '[ $? -eq 0 ]'
+finish
