@@ -65,7 +65,7 @@ static void pack_rejected(msgpack_packer *pk, const uint64_t *counts)
 /* {"brier": est, "rbs": x, "log": est, "ece": x, "tce2": x} or {"dss": est}
  * for one view, from accumulators acc[WS_PER_VIEW] and bins b (may be NULL) */
 static void pack_view(msgpack_packer *pk, const model *m, const calib_accum *acc,
-                      const calib_bins *b)
+                      const calib_bins *b, const calib_cwbins *cw)
 {
     if (m->form == CALIB_FORM_GAUSSIAN) {
         msgpack_pack_map(pk, 1);
@@ -73,7 +73,7 @@ static void pack_view(msgpack_packer *pk, const model *m, const calib_accum *acc
         pack_estimate(pk, &acc[WS_MAIN]);
         return;
     }
-    msgpack_pack_map(pk, b ? 5 : 3);
+    msgpack_pack_map(pk, (b ? 5 : 3) + (cw != NULL));
     pack_str(pk, "brier");
     pack_estimate(pk, &acc[WS_MAIN]);
     pack_str(pk, "rbs");
@@ -85,6 +85,10 @@ static void pack_view(msgpack_packer *pk, const model *m, const calib_accum *acc
         pack_num(pk, calib_bins_ece(b));
         pack_str(pk, "tce2");
         pack_num(pk, calib_bins_tce2(b));
+    }
+    if (cw) {
+        pack_str(pk, "cwce2");
+        pack_num(pk, calib_cwbins_cwce2(cw));
     }
 }
 
@@ -148,9 +152,10 @@ static void pack_model(msgpack_packer *pk, const model *m, double now)
         return;
     int bins = m->form != CALIB_FORM_GAUSSIAN;
     pack_str(pk, "raw");
-    pack_view(pk, m, m->cum[VIEW_RAW], bins ? &m->top[VIEW_RAW] : NULL);
+    pack_view(pk, m, m->cum[VIEW_RAW], bins ? &m->top[VIEW_RAW] : NULL,
+              m->cw.k ? &m->cw : NULL);
     pack_str(pk, "calibrated");
-    pack_view(pk, m, m->cum[VIEW_CAL], bins ? &m->top[VIEW_CAL] : NULL);
+    pack_view(pk, m, m->cum[VIEW_CAL], bins ? &m->top[VIEW_CAL] : NULL, NULL);
     calib_pane w;
     int have_window = model_window_pane(m, &w) == CALIB_OK &&
                       calib_window_sum(&m->win, now, &w) == CALIB_OK;
@@ -161,9 +166,9 @@ static void pack_model(msgpack_packer *pk, const model *m, double now)
         pack_num(pk, m->cfg.window);
         pack_counter(pk, "scored", w.stat[WS_MAIN].n);
         pack_str(pk, "raw");
-        pack_view(pk, m, &w.stat[VIEW_RAW * WS_PER_VIEW], bins ? &w.top : NULL);
+        pack_view(pk, m, &w.stat[VIEW_RAW * WS_PER_VIEW], bins ? &w.top : NULL, NULL);
         pack_str(pk, "calibrated");
-        pack_view(pk, m, &w.stat[VIEW_CAL * WS_PER_VIEW], NULL);
+        pack_view(pk, m, &w.stat[VIEW_CAL * WS_PER_VIEW], NULL, NULL);
     } else {
         msgpack_pack_nil(pk);
     }

@@ -53,6 +53,9 @@ int model_shape(model *m, int form, size_t k, uint64_t seed)
     for (int v = 0; v < VIEWS && form != CALIB_FORM_GAUSSIAN; v++)
         if ((rc = calib_bins_init(&m->top[v], (uint32_t)c->bins)) != 0)
             goto err;
+    if (form != CALIB_FORM_GAUSSIAN && k * c->bins <= MODEL_CW_MAX_CELLS &&
+        (rc = calib_cwbins_init(&m->cw, (uint32_t)k, (uint32_t)c->bins)) != 0)
+        goto err;
     m->p = calloc(pk, sizeof *m->p);
     m->pcal = calloc(pk, sizeof *m->pcal);
     m->xcal = calloc(m->width, sizeof *m->xcal);
@@ -75,6 +78,7 @@ void model_free(model *m)
     calib_ring_free(&m->ring);
     for (int v = 0; v < VIEWS; v++)
         calib_bins_free(&m->top[v]);
+    calib_cwbins_free(&m->cw);
     free(m->p);
     free(m->pcal);
     free(m->xcal);
@@ -132,14 +136,12 @@ void model_canonical(const model *m, int form, const double *x, double *out)
     }
 }
 
-/* The outputs after the current parameters. Until a recalibration is
- * published the parameters are the identity. */
-static const double *calibrated(model *m, const double *x)
+/* The outputs after the current parameters. Nothing publishes parameters
+ * yet, so they are the identity and both views see the raw outputs. */
+static const double *calibrated(const model *m, const double *x)
 {
-    if (strcmp(m->params.method, "identity") == 0)
-        return x;
-    memcpy(m->xcal, x, m->width * sizeof *x);
-    return m->xcal;
+    (void)m;
+    return x;
 }
 
 /* Scores of outputs x for outcome y; fills p for classification. */
@@ -195,6 +197,8 @@ void model_observe(model *m, const double *x, double y, double now)
         }
         if (m->form != CALIB_FORM_GAUSSIAN) {
             add_bins(&m->top[v], p[v], m->k, y);
+            if (v == VIEW_RAW && m->cw.k)
+                calib_cwbins_add(&m->cw, p[v], (size_t)y);
             if (pane && v == VIEW_RAW)
                 add_bins(&pane->top, p[v], m->k, y);
         }

@@ -30,6 +30,9 @@ enum { VIEW_RAW, VIEW_CAL, VIEWS };
 enum { WS_MAIN, WS_LOG, WS_PER_VIEW };
 
 #define PARAMS_MAX 8
+/* Class-wise bins cost K x bins cells of 32 bytes: kept up to 2^20 cells
+ * (32 MiB), e.g. K = 1000 with 15 bins; larger models go without CWCE. */
+#define MODEL_CW_MAX_CELLS ((size_t)1 << 20)
 
 typedef struct model_params {
     char method[32];   /* "identity" until something is published */
@@ -48,6 +51,8 @@ typedef struct model {
     calib_join join;
     calib_accum cum[VIEWS][WS_PER_VIEW];
     calib_bins top[VIEWS];  /* cumulative top-label bins */
+    calib_cwbins cw;        /* cumulative class-wise bins of the raw outputs;
+                               k = 0 when K x bins > MODEL_CW_MAX_CELLS */
     calib_window win;       /* time window: stats and raw top-label bins */
     calib_reservoir reservoir;
     calib_ring ring;

@@ -47,6 +47,7 @@ else:
     close(m["raw"]["rbs"], r["rbs"], "rbs")
     close(m["raw"]["ece"], r["ece"], "ece")
     close(m["raw"]["tce2"], r["tce2_15"], "tce2")
+    close(m["raw"]["cwce2"], r["cwce2_15"], "cwce2")
     # identity parameters: the calibrated view is the raw one
     close(m["calibrated"]["brier"]["mean"], r["brier"], "calibrated brier")
     close(m["window"]["raw"]["brier"]["mean"], r["brier"], "window brier")
