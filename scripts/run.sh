@@ -21,7 +21,7 @@ pids+=($!)
 "$dir/calibctl" ping --timeout 5 > /dev/null ||
     { echo "calibd did not start:"; cat "$state/calibd.log"; exit 1; }
 # predictions at 2000/s in batches of 100; labels follow 3 s later, 2% never
-"$dir/examples/simulate" --model sim --k 10 --temperature 2 --rate 2000 --batch 100 \
+"$dir/examples/simulate" --model sim --k 10 --temperature 2 --rate 2000 --batch 100 --count 0 \
     --label-delay 3 --label-drop 0.02 --seed 7 2> "$state/simulate.log" &
 pids+=($!)
 
@@ -29,23 +29,7 @@ echo "calibd on its defaults (log: $state/calibd.log), fed by examples/simulate;
 start=$(date +%s)
 while :; do
     sleep 2
-    "$dir/calibctl" status sim 2>/dev/null | python3 -c '
-import json, sys
-r = json.load(sys.stdin)
-m = r["models"].get("sim")
-if not m or m.get("raw") is None:
-    print("waiting for the first labelled predictions..."); sys.exit()
-def est(e):
-    ci = e["ci"] or [float("nan")] * 2
-    return f"{e[\"mean\"]:.4f} [{ci[0]:.4f}, {ci[1]:.4f}]"
-raw, win, j = m["raw"], m["window"]["raw"], m["join"]
-print(f"\n{r[\"messages\"]} messages  predictions {m[\"predictions\"]}  labels {m[\"labels\"]}  "
-      f"scored {m[\"scored\"]}  waiting {j[\"waiting_predictions\"]}  rejected {sum(m[\"rejected\"].values())}")
-print(f"  upper bound U (mean Brier)  {est(raw[\"brier\"])}   RBS {raw[\"rbs\"]:.4f}")
-print(f"  mean log score              {est(raw[\"log\"])}")
-print(f"  window: U {est(win[\"brier\"])}   ECE {win[\"ece\"]:.4f} (binned lower bound)")
-print(f"  cumulative ECE {raw[\"ece\"]:.4f}  TCE2 {raw[\"tce2\"]:.4f}   parameters: {m[\"params\"][\"method\"]} v{m[\"params\"][\"version\"]}")
-'
+    "$dir/calibctl" status sim 2>/dev/null | python3 scripts/live_status.py sim || true
     if [ "$seconds" -gt 0 ] && [ $(( $(date +%s) - start )) -ge "$seconds" ]; then
         break
     fi
