@@ -51,11 +51,17 @@ status() { "$CALIBCTL" status --control "$CONTROL" "$@"; }
 json_get() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 # wait_for FILE EXPR: polls status into FILE until the python EXPR on r holds
+# (10 s at most); gives up at once if calibd has died
 wait_for() {
     local f=$1 expr=$2
     for _ in $(seq 200); do
-        status > "$f" 2>/dev/null && [ "$(json_get "$f" "bool($expr)" 2>/dev/null)" = True ] &&
-            return 0
+        if ! kill -0 "$calibd_pid" 2>/dev/null; then
+            echo "calibd is not running; its log:"
+            cat "$work/calibd.log"
+            return 1
+        fi
+        status --timeout 1 > "$f" 2>/dev/null &&
+            [ "$(json_get "$f" "bool($expr)" 2>/dev/null)" = True ] && return 0
         sleep 0.05
     done
     return 1
