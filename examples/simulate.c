@@ -31,6 +31,7 @@
 #include <zmq.h>
 
 #include "calib/calib.h"
+#include "producer.h"
 
 #define PROG "simulate"
 #define MAX_K 65536
@@ -65,62 +66,6 @@ typedef struct sim_opts {
 } sim_opts;
 
 /* ------------------------------------------------------------ packing */
-
-/* A growing buffer behind a msgpack_packer. An allocation failure sets oom
- * and makes every later write fail, so a message is checked once, at the
- * end, instead of after each of its hundreds of pack calls. */
-typedef struct pack_buf {
-    char *data;
-    size_t len, cap;
-    int oom;
-} pack_buf;
-
-static int pack_buf_write(void *data, const char *buf, size_t len)
-{
-    pack_buf *b = data;
-    if (b->oom)
-        return -1;
-    if (len > b->cap - b->len) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap - b->len < len) {
-            if (cap > SIZE_MAX / 2) {
-                b->oom = 1;
-                return -1;
-            }
-            cap *= 2;
-        }
-        char *d = realloc(b->data, cap);
-        if (!d) {
-            b->oom = 1;
-            return -1;
-        }
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, buf, len);
-    b->len += len;
-    return 0;
-}
-
-static void pack_key(msgpack_packer *pk, const char *s)
-{
-    size_t n = strlen(s);
-    msgpack_pack_str(pk, n);
-    msgpack_pack_str_body(pk, s, n);
-}
-
-/* Little-endian stores that do not depend on the host's byte order. */
-static void store_le32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void store_le64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
 
 /* ------------------------------------------------------------ labels FIFO */
 
@@ -405,17 +350,17 @@ static void pack_pred(sim *s, msgpack_packer *pk, size_t n, double ts)
     size_t entries = 4 + (size_t)batch + (vec ? 2 : s->width) + (size_t)s->inline_y;
 
     msgpack_pack_map(pk, entries);
-    pack_key(pk, "v");
+    pack_str(pk, "v");
     msgpack_pack_uint64(pk, 1);
-    pack_key(pk, "type");
-    pack_key(pk, "pred");
+    pack_str(pk, "type");
+    pack_str(pk, "pred");
     if (batch) {
-        pack_key(pk, "n");
+        pack_str(pk, "n");
         msgpack_pack_uint64(pk, n);
     }
-    pack_key(pk, "ts");
+    pack_str(pk, "ts");
     msgpack_pack_double(pk, ts);
-    pack_key(pk, "id");
+    pack_str(pk, "id");
     if (batch)
         msgpack_pack_array(pk, n);
     for (size_t i = 0; i < n; i++)
@@ -423,21 +368,21 @@ static void pack_pred(sim *s, msgpack_packer *pk, size_t n, double ts)
     if (vec) {
         /* "k" in the row form too: a bin of 4K bytes could otherwise be K
          * float32 or K/2 float64 to a daemon that does not know K yet */
-        pack_key(pk, "k");
+        pack_str(pk, "k");
         msgpack_pack_uint64(pk, s->k);
-        pack_key(pk, s->o.form == CALIB_FORM_LOGITS ? "logits" : "probs");
+        pack_str(pk, s->o.form == CALIB_FORM_LOGITS ? "logits" : "probs");
         pack_outputs(s, pk, n, 0, s->k, batch);
     } else if (s->o.form == CALIB_FORM_BINARY) {
-        pack_key(pk, "p");
+        pack_str(pk, "p");
         pack_outputs(s, pk, n, 0, 1, batch);
     } else {
-        pack_key(pk, "mean");
+        pack_str(pk, "mean");
         pack_outputs(s, pk, n, 0, 1, batch);
-        pack_key(pk, "var");
+        pack_str(pk, "var");
         pack_outputs(s, pk, n, 1, 1, batch);
     }
     if (s->inline_y) {
-        pack_key(pk, "y");
+        pack_str(pk, "y");
         if (batch)
             msgpack_pack_array(pk, n);
         for (size_t i = 0; i < n; i++)
@@ -450,22 +395,22 @@ static void pack_labels(sim *s, msgpack_packer *pk, const pending_label *l,
 {
     int batch = s->o.batch > 1;
     msgpack_pack_map(pk, 5 + (size_t)batch);
-    pack_key(pk, "v");
+    pack_str(pk, "v");
     msgpack_pack_uint64(pk, 1);
-    pack_key(pk, "type");
-    pack_key(pk, "label");
+    pack_str(pk, "type");
+    pack_str(pk, "label");
     if (batch) {
-        pack_key(pk, "n");
+        pack_str(pk, "n");
         msgpack_pack_uint64(pk, n);
     }
-    pack_key(pk, "ts");
+    pack_str(pk, "ts");
     msgpack_pack_double(pk, ts);
-    pack_key(pk, "id");
+    pack_str(pk, "id");
     if (batch)
         msgpack_pack_array(pk, n);
     for (size_t i = 0; i < n; i++)
         pack_id(s, pk, l[i].seq);
-    pack_key(pk, "y");
+    pack_str(pk, "y");
     if (batch)
         msgpack_pack_array(pk, n);
     for (size_t i = 0; i < n; i++)

@@ -99,6 +99,7 @@
 #include <zmq.h>
 
 #include "calib/calib.h"
+#include "producer.h"
 
 #define PROG "hostile"
 #define TOPIC "hostile"
@@ -106,41 +107,6 @@
 #define MIN_MAX_BYTES 256
 
 /* ------------------------------------------------------------ packing */
-
-/* A growing buffer behind a msgpack_packer; a failed allocation sets oom and
- * fails every later write, checked once per message in send_msg(). */
-typedef struct pack_buf {
-    char *data;
-    size_t len, cap;
-    int oom;
-} pack_buf;
-
-static int pack_buf_write(void *data, const char *buf, size_t len)
-{
-    pack_buf *b = data;
-    if (b->oom)
-        return -1;
-    if (len > b->cap - b->len) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap - b->len < len) {
-            if (cap > SIZE_MAX / 2) {
-                b->oom = 1;
-                return -1;
-            }
-            cap *= 2;
-        }
-        char *d = realloc(b->data, cap);
-        if (!d) {
-            b->oom = 1;
-            return -1;
-        }
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, buf, len);
-    b->len += len;
-    return 0;
-}
 
 typedef struct hostile {
     void *ctx, *sock;
@@ -158,23 +124,16 @@ static msgpack_packer *begin(hostile *h)
     return &h->pk;
 }
 
-static void str(msgpack_packer *pk, const char *s)
-{
-    size_t n = strlen(s);
-    msgpack_pack_str(pk, n);
-    msgpack_pack_str_body(pk, s, n);
-}
-
 static void kv_uint(msgpack_packer *pk, const char *k, uint64_t v)
 {
-    str(pk, k);
+    pack_str(pk, k);
     msgpack_pack_uint64(pk, v);
 }
 
 static void kv_str(msgpack_packer *pk, const char *k, const char *v)
 {
-    str(pk, k);
-    str(pk, v);
+    pack_str(pk, k);
+    pack_str(pk, v);
 }
 
 static void doubles(msgpack_packer *pk, const double *v, size_t n)
@@ -191,7 +150,7 @@ static void row_body(msgpack_packer *pk)
 {
     kv_str(pk, "id", "h-row");
     kv_uint(pk, "k", 3);
-    str(pk, "logits");
+    pack_str(pk, "logits");
     doubles(pk, good_logits, 3);
     kv_uint(pk, "y", 0);
 }
@@ -305,7 +264,7 @@ static int not_a_map(hostile *h)
     msgpack_packer *pk = begin(h);
     msgpack_pack_array(pk, 2);
     msgpack_pack_uint64(pk, 1);
-    str(pk, "pred");
+    pack_str(pk, "pred");
     return send_on(h, TOPIC);
 }
 
@@ -319,7 +278,7 @@ static int huge_count(hostile *h)
     kv_uint(pk, "v", 1);
     kv_str(pk, "type", "pred");
     kv_str(pk, "id", "h-huge");
-    str(pk, "logits");
+    pack_str(pk, "logits");
     pack_buf_write(&h->pb, (const char *)hdr, sizeof hdr);
     return send_on(h, TOPIC);
 }
@@ -331,7 +290,7 @@ static int depth_40(hostile *h)
     kv_uint(pk, "v", 1);
     kv_str(pk, "type", "pred");
     row_body(pk);
-    str(pk, "deep");
+    pack_str(pk, "deep");
     for (int i = 0; i < 39; i++)
         msgpack_pack_array(pk, 1);
     msgpack_pack_array(pk, 0);
@@ -351,7 +310,7 @@ static int send_v(hostile *h, int kind)
     case V_STRING: kv_str(pk, "v", "1"); break;
     case V_0: kv_uint(pk, "v", 0); break;
     case V_NEGATIVE:
-        str(pk, "v");
+        pack_str(pk, "v");
         msgpack_pack_int64(pk, -1);
         break;
     }
@@ -416,7 +375,7 @@ static int pred_no_id_no_y(hostile *h)
     msgpack_packer *pk = begin(h);
     head(pk, 4, "pred");
     kv_uint(pk, "k", 3);
-    str(pk, "logits");
+    pack_str(pk, "logits");
     doubles(pk, good_logits, 3);
     return send_on(h, TOPIC);
 }
@@ -425,7 +384,7 @@ static int label_no_id_no_y(hostile *h)
 {
     msgpack_packer *pk = begin(h);
     head(pk, 3, "label");
-    str(pk, "ts");
+    pack_str(pk, "ts");
     msgpack_pack_double(pk, 1.7e9);
     return send_on(h, TOPIC);
 }
@@ -439,21 +398,21 @@ static int send_batch(hostile *h, size_t ids, size_t bin_len,
 {
     msgpack_packer *pk = begin(h);
     head(pk, 6, "pred");
-    str(pk, "n");
+    pack_str(pk, "n");
     put_n(pk);
     kv_uint(pk, "k", 3);
-    str(pk, "id");
+    pack_str(pk, "id");
     msgpack_pack_array(pk, ids);
     for (size_t i = 0; i < ids; i++)
         msgpack_pack_uint64(pk, 1000 + i);
-    str(pk, "logits");
+    pack_str(pk, "logits");
     msgpack_pack_bin(pk, bin_len);
     for (size_t i = 0; i < bin_len; i++)
         pack_buf_write(&h->pb, "\0", 1); /* 0.0f: valid logits */
     return send_on(h, TOPIC);
 }
 
-static void n_as_string(msgpack_packer *pk) { str(pk, "3"); }
+static void n_as_string(msgpack_packer *pk) { pack_str(pk, "3"); }
 static void n_two(msgpack_packer *pk) { msgpack_pack_uint64(pk, 2); }
 static void n_as_zero(msgpack_packer *pk) { msgpack_pack_uint64(pk, 0); }
 static void n_too_big(msgpack_packer *pk) { msgpack_pack_uint64(pk, 65537); }
@@ -480,11 +439,11 @@ static int k_mismatch_row(hostile *h)
     head(pk, 6, "pred");
     kv_uint(pk, "n", 3);
     kv_uint(pk, "k", 3);
-    str(pk, "id");
+    pack_str(pk, "id");
     msgpack_pack_array(pk, 3);
     for (uint64_t i = 0; i < 3; i++)
         msgpack_pack_uint64(pk, 2000 + i);
-    str(pk, "logits");
+    pack_str(pk, "logits");
     msgpack_pack_array(pk, 3);
     doubles(pk, good_logits, 3);
     doubles(pk, good_logits, 2);
@@ -503,18 +462,18 @@ enum rec_fault {
 static void rec_ids(msgpack_packer *pk, int fault, uint64_t base)
 {
     char id[66];
-    str(pk, "id");
+    pack_str(pk, "id");
     msgpack_pack_array(pk, 3);
     for (uint64_t i = 0; i < 3; i++) {
         if (i != 1 || fault < REC_ID_EMPTY) {
             snprintf(id, sizeof id, "h-%" PRIu64, base + i);
-            str(pk, id);
+            pack_str(pk, id);
         } else if (fault == REC_ID_EMPTY) {
-            str(pk, "");
+            pack_str(pk, "");
         } else if (fault == REC_ID_65) {
             memset(id, 'i', 65);
             id[65] = 0;
-            str(pk, id);
+            pack_str(pk, id);
         } else {
             msgpack_pack_double(pk, 1.5);
         }
@@ -528,7 +487,7 @@ static void rec_outputs(msgpack_packer *pk, int fault)
     int probs = fault == REC_PROB_RANGE || fault == REC_PROB_SUM;
 
     kv_uint(pk, "k", 3);
-    str(pk, probs ? "probs" : "logits");
+    pack_str(pk, probs ? "probs" : "logits");
     msgpack_pack_array(pk, 3);
     for (int i = 0; i < 3; i++) {
         if (i == 1 && fault == REC_PROB_RANGE)
@@ -548,20 +507,20 @@ static int send_rec(hostile *h, int fault)
     int gauss = fault == REC_VAR;
     head(pk, 8, "pred");
     kv_uint(pk, "n", 3);
-    str(pk, "ts");
+    pack_str(pk, "ts");
     msgpack_pack_double(pk, 1.7e9);
     rec_ids(pk, fault, 100 * (uint64_t)fault);
     if (gauss) {
         static const double mean[3] = {0, 1, 2}, var[3] = {1, 0, 1};
-        str(pk, "mean");
+        pack_str(pk, "mean");
         doubles(pk, mean, 3);
-        str(pk, "var");
+        pack_str(pk, "var");
         doubles(pk, var, 3);
-        str(pk, "y");
+        pack_str(pk, "y");
         doubles(pk, mean, 3);
     } else {
         rec_outputs(pk, fault);
-        str(pk, "y");
+        pack_str(pk, "y");
         msgpack_pack_array(pk, 3);
         for (uint64_t i = 0; i < 3; i++)
             msgpack_pack_uint64(pk, i == 1 && fault == REC_LABEL ? 3 : i);
@@ -602,7 +561,7 @@ static int oversize(hostile *h)
     kv_uint(pk, "v", 1);
     kv_str(pk, "type", "pred");
     row_body(pk);
-    str(pk, "pad");
+    pack_str(pk, "pad");
     /* max_bytes >= MIN_MAX_BYTES leaves room for the ~60 bytes above */
     size_t pad = (size_t)h->max_bytes - h->pb.len - 5;
     unsigned char hdr[5] = {0xc6, (unsigned char)(pad >> 24), (unsigned char)(pad >> 16),

@@ -1,0 +1,30 @@
+/* producer.h — what the example producers (examples/simulate and the
+ * integration tests' hostile sender) share to build protocol v1 payloads. */
+#ifndef CALIBD_PRODUCER_H
+#define CALIBD_PRODUCER_H
+
+#include <msgpack.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A growing buffer behind a msgpack_packer. An allocation failure sets oom
+ * and makes every later write fail, so a message is checked once, at the
+ * end, instead of after each of its hundreds of pack calls. */
+typedef struct pack_buf {
+    char *data;
+    size_t len, cap;
+    int oom;
+} pack_buf;
+
+/* msgpack_packer_write callback: appends len bytes; 0, or -1 when out of
+ * memory. */
+int pack_buf_write(void *data, const char *buf, size_t len);
+
+/* Packs a string (a map key, usually). */
+void pack_str(msgpack_packer *pk, const char *s);
+
+/* Little-endian stores that do not depend on the host's byte order. */
+void store_le32(unsigned char *p, uint32_t v);
+void store_le64(unsigned char *p, uint64_t v);
+
+#endif
