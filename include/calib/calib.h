@@ -57,4 +57,7 @@ const char *calib_version(void);
 #include "calib/sample.h"
 #include "calib/estimators.h"
 
+/* calib/recal.h, calib/plugin.h, calib/protocol.h and calib/join.h are
+ * included on their own (they include this header). */
+
 #endif

@@ -1,0 +1,1251 @@
+/*
+ * recal.c — recalibration maps: temperature, Platt and variance scaling;
+ * their fits, their apply functions and the paired improvement of one map
+ * over another. The mathematics is in calib_recal(3); comments here say why
+ * the code looks the way it does.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib/recal.h"
+
+#define LOG_FLOOR CALIB_LOG_FLOOR  /* probabilities are clamped at 1e-15 */
+#define RECAL_MAX_ITER 100u
+#define RECAL_MAX_ITER_SLOW 200u   /* bisection and Brent */
+#define TEMP_TOL_NEWTON 1e-7       /* relative Newton step */
+#define TEMP_TOL_BISECT 1e-10      /* relative bracket width */
+#define TEMP_TOL_BRENT 1e-6        /* Brent's relative interval */
+#define NEWTON2_TOL 1e-15          /* half the squared Newton decrement */
+#define ARMIJO_C 1e-4
+#define STEP_MIN 1e-10             /* smallest backtracking factor */
+#define WARMUP_ROWS 1024           /* rows of the temperature warm-up stage */
+#define VAR_W_MIN 1e-8             /* variance scaling keeps w >= this */
+#define PLATT_SIGMA 1e-12          /* Lin-Lin-Weng's Hessian ridge */
+#define EXP_ARG_MIN (-708.0)       /* exp(-708) ~ 3e-308, still normal */
+
+/* ================================================================== options */
+
+static int objective_valid(int obj)
+{
+    return obj >= CALIB_RECAL_OBJ_DEFAULT && obj <= CALIB_RECAL_OBJ_DSS;
+}
+
+/* Copies *in (or zeros) to *out with every zero field replaced by its
+ * default; CALIB_EINVAL for values no default can mend. */
+static int opts_resolve(const calib_recal_opts *in, calib_recal_opts *out,
+                        unsigned def_iter, double def_tol)
+{
+    if (in)
+        *out = *in;
+    else
+        memset(out, 0, sizeof *out);
+    if (!objective_valid(out->objective))
+        return CALIB_EINVAL;
+    if (out->flags & ~(CALIB_RECAL_BISECT | CALIB_RECAL_NO_WARMUP))
+        return CALIB_EINVAL;
+    if (out->t_min == 0)
+        out->t_min = CALIB_RECAL_T_MIN;
+    if (out->t_max == 0)
+        out->t_max = CALIB_RECAL_T_MAX;
+    if (!(out->t_min > 0 && out->t_max > out->t_min && isfinite(out->t_max)))
+        return CALIB_EINVAL;
+    if (out->max_iter == 0)
+        out->max_iter = def_iter;
+    if (out->tol == 0)
+        out->tol = def_tol;
+    if (!(out->tol > 0 && out->tol < 1))
+        return CALIB_EINVAL;
+    return CALIB_OK;
+}
+
+static void result_reset(calib_recal_result *res, int objective,
+                         unsigned nparams)
+{
+    memset(res, 0, sizeof *res);
+    res->objective = objective;
+    res->nparams = nparams;
+    res->objective_before = NAN;
+    res->objective_after = NAN;
+}
+
+/* ================================================================== dataset */
+
+static int form_valid(int form)
+{
+    return form >= CALIB_FORM_LOGITS && form <= CALIB_FORM_GAUSSIAN;
+}
+
+static const double *row_at(const calib_dataset *ds, size_t i)
+{
+    return ds->rec + i * ds->stride;
+}
+
+static int check_record(const calib_dataset *ds, const double *x, double y)
+{
+    int rc;
+    switch (ds->form) {
+    case CALIB_FORM_LOGITS: rc = calib_check_logits(x, ds->k); break;
+    case CALIB_FORM_PROBS: rc = calib_check_probs(x, ds->k); break;
+    case CALIB_FORM_BINARY: rc = calib_check_binary(x[0]); break;
+    default:
+        rc = calib_check_gaussian(x[0], x[1]);
+        return rc ? rc : isfinite(y) ? CALIB_OK : CALIB_ENONFINITE;
+    }
+    return rc ? rc : calib_check_label(y, ds->k);
+}
+
+int calib_recal_check_dataset(const calib_dataset *ds, unsigned forms)
+{
+    if (!ds || !form_valid(ds->form) || !(forms & CALIB_FORM_BIT(ds->form)))
+        return CALIB_EINVAL;
+    if (ds->form == CALIB_FORM_BINARY ? ds->k != 2
+        : ds->form != CALIB_FORM_GAUSSIAN && ds->k < 2)
+        return CALIB_EINVAL;
+    size_t width = calib_form_width(ds->form, ds->k);
+    if (ds->stride < width + 1)
+        return CALIB_EINVAL;
+    if (ds->n == 0)
+        return CALIB_EEMPTY;
+    /* every offset i * stride must be representable */
+    if (!ds->rec || ds->n > SIZE_MAX / sizeof(double) / ds->stride)
+        return CALIB_EINVAL;
+    for (size_t i = 0; i < ds->n; i++) {
+        const double *x = row_at(ds, i);
+        int rc = check_record(ds, x, x[width]);
+        if (rc)
+            return rc;
+    }
+    return CALIB_OK;
+}
+
+static double clamp_prob(double p)
+{
+    return p < LOG_FLOOR ? LOG_FLOOR : p > 1 - LOG_FLOOR ? 1 - LOG_FLOOR : p;
+}
+
+const double *calib_recal_row_logits(int form, size_t k, const double *x,
+                                     double *buf)
+{
+    if (form == CALIB_FORM_LOGITS)
+        return x;
+    if (form == CALIB_FORM_BINARY) {
+        double p = x[0];
+        buf[0] = log(1 - p > LOG_FLOOR ? 1 - p : LOG_FLOOR);
+        buf[1] = log(p > LOG_FLOOR ? p : LOG_FLOOR);
+        return buf;
+    }
+    for (size_t j = 0; j < k; j++)
+        buf[j] = log(x[j] > LOG_FLOOR ? x[j] : LOG_FLOOR);
+    return buf;
+}
+
+/* ================================================================== exp kernels */
+
+/*
+ * The temperature fit spends nearly all its time in exp(beta d) over n * K
+ * elements, two or three sweeps per fit (10^7 elements in the benchmark). A
+ * libm call per element costs 3-7 ns on the project machine and forces the
+ * loop's accumulators through memory; the inline exp below keeps them in
+ * registers and, with GCC/Clang vector extensions, runs two lanes at a time
+ * on baseline x86-64 and four where the CPU has AVX2 (chosen at run time;
+ * the paths differ only in summation order, ~1e-16 relative).
+ *
+ * It is used only for arguments in [EXP_ARG_MIN, 0] (callers clamp):
+ * x = n ln2 + r, |r| <= ln2/2 (Cody-Waite split of ln2, n by the 1.5*2^52
+ * rounding trick), exp(r) by its degree-12 Taylor polynomial in Estrin form
+ * (truncation < 2e-16), 2^n assembled in the exponent bits. Measured
+ * relative error against glibc exp over [-708, 0]: <= 4.5e-16 (2 ulp).
+ */
+#define EXP_SHIFT 0x1.8p52
+#define EXP_LOG2E 0x1.71547652b82fep0
+#define EXP_LN2_HI 0x1.62e42fee00000p-1 /* n * hi is exact for |n| < 2^21 */
+#define EXP_LN2_LO 0x1.a39ef35793c76p-33
+
+/* exp(x) for x in [EXP_ARG_MIN, 0], on a double or a vector of doubles;
+ * U is the matching unsigned 64-bit type. A macro, so that each vector
+ * width expands inside a function compiled for it. */
+#define EXP_NEG(x, out, T, U)                                               \
+    do {                                                                    \
+        T t_ = (x) * EXP_LOG2E + EXP_SHIFT;                                 \
+        T n_ = t_ - EXP_SHIFT;                                              \
+        T r_ = (x) - n_ * EXP_LN2_HI - n_ * EXP_LN2_LO;                     \
+        T r2_ = r_ * r_, r4_ = r2_ * r2_, r8_ = r4_ * r4_;                  \
+        T p03_ = (1 + r_) + r2_ * (1.0 / 2 + r_ * (1.0 / 6));               \
+        T p47_ = (1.0 / 24 + r_ * (1.0 / 120))                              \
+                 + r2_ * (1.0 / 720 + r_ * (1.0 / 5040));                   \
+        T p8c_ = (1.0 / 40320 + r_ * (1.0 / 362880))                        \
+                 + r2_ * (1.0 / 3628800 + r_ * (1.0 / 39916800))            \
+                 + r4_ * (1.0 / 479001600);                                 \
+        U b_;                                                               \
+        memcpy(&b_, &t_, sizeof b_);                                        \
+        /* the low mantissa bits of t_ hold n in two's complement */        \
+        b_ = (b_ + 1023) << 52;                                             \
+        T s_;                                                               \
+        memcpy(&s_, &b_, sizeof s_);                                        \
+        (out) = (p03_ + r4_ * p47_ + r8_ * p8c_) * s_;                      \
+    } while (0)
+
+static inline double exp_neg(double x)
+{
+    double e;
+    EXP_NEG(x, e, double, uint64_t);
+    return e;
+}
+
+/*
+ * The kernels sum, over one row z, the weights w_j = exp(beta d_j) of
+ * d_j = max(z_j - zmax, dmin), dmin <= 0 chosen so that beta d_j stays in
+ * range. A clamped element weighs <= 1e-307 against the 1 of the maximum:
+ * nothing in any sum (and its clamped d keeps d^3 w from overflowing).
+ *   KERNEL_SUM:     s[0] = sum w
+ *   KERNEL_MOMENTS: s[0..3] = sum w, sum d w, sum d^2 w, sum d^3 w
+ *   KERNEL_SQUARES: s[0] = sum w, s[1] = sum w^2
+ */
+enum { KERNEL_SUM, KERNEL_MOMENTS, KERNEL_SQUARES };
+
+typedef void (*exp_kernel_fn)(const double *z, size_t k, double zmax,
+                              double dmin, double beta, double *s);
+
+typedef struct exp_kernels {
+    exp_kernel_fn sum, moments, squares;
+} exp_kernels;
+
+static inline void kernel_tail(const double *z, size_t j, size_t k,
+                               double zmax, double dmin, double beta, int mode,
+                               double *s)
+{
+    for (; j < k; j++) {
+        double d = z[j] - zmax, w;
+        d = d < dmin ? dmin : d;
+        w = exp_neg(beta * d);
+        s[0] += w;
+        if (mode == KERNEL_MOMENTS) {
+            double dw = d * w;
+            s[1] += dw;
+            s[2] += d * dw;
+            s[3] += d * d * dw;
+        } else if (mode == KERNEL_SQUARES) {
+            s[1] += w * w;
+        }
+    }
+}
+
+/* CALIB_NO_VECTOR and CALIB_NO_AVX2 (compile-time) select the narrower
+ * paths, for porting and for testing them on a machine that has more. */
+#if defined(__GNUC__) && !defined(CALIB_NO_VECTOR)
+/* One vector of W elements at z + j into the accumulators a0..a3. */
+#define KERNEL_STEP(T, U, MODE, J, a0, a1, a2, a3)                          \
+    do {                                                                    \
+        T d, w;                                                             \
+        memcpy(&d, z + (J), sizeof d);                                      \
+        d -= vmax;                                                          \
+        U lowm = (U)(d < vmin);                                             \
+        d = (T)(((U)d & ~lowm) | ((U)vmin & lowm));                         \
+        EXP_NEG(d * beta, w, T, U);                                         \
+        a0 += w;                                                            \
+        if ((MODE) == KERNEL_MOMENTS) {                                     \
+            T dw = d * w;                                                   \
+            a1 += dw;                                                       \
+            a2 += d * dw;                                                   \
+            a3 += d * d * dw;                                               \
+        } else if ((MODE) == KERNEL_SQUARES) {                              \
+            a1 += w * w;                                                    \
+        }                                                                   \
+    } while (0)
+
+/* UNROLL (1 or 2) vectors per iteration, each with its own accumulators:
+ * with two, the exp's long dependency chains overlap -- a gain with 16-byte
+ * vectors, a loss with 32-byte ones, where the eight accumulators no
+ * longer fit the registers (measured: 150 -> 140 ms and 65 -> 84 ms). */
+#define KERNEL_BODY(T, U, W, UNROLL, MODE)                                  \
+    const T vmax = (T){0} + zmax, vmin = (T){0} + dmin;                     \
+    T a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};                               \
+    T b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};                               \
+    size_t j = 0;                                                           \
+    for (; (UNROLL) == 2 && j + 2 * (W) <= k; j += 2 * (W)) {               \
+        KERNEL_STEP(T, U, MODE, j, a0, a1, a2, a3);                         \
+        KERNEL_STEP(T, U, MODE, j + (W), b0, b1, b2, b3);                   \
+    }                                                                       \
+    for (; j + (W) <= k; j += (W))                                          \
+        KERNEL_STEP(T, U, MODE, j, a0, a1, a2, a3);                         \
+    a0 += b0;                                                               \
+    a1 += b1;                                                               \
+    a2 += b2;                                                               \
+    a3 += b3;                                                               \
+    s[0] = s[1] = s[2] = s[3] = 0;                                          \
+    for (int l = 0; l < (W); l++) {                                         \
+        s[0] += a0[l];                                                      \
+        s[1] += a1[l];                                                      \
+        s[2] += a2[l];                                                      \
+        s[3] += a3[l];                                                      \
+    }                                                                       \
+    kernel_tail(z, j, k, zmax, dmin, beta, (MODE), s)
+
+#define DEFINE_KERNEL(name, T, U, W, UNROLL, MODE, ATTR)                    \
+    ATTR static void name(const double *z, size_t k, double zmax,          \
+                          double dmin, double beta, double *s)              \
+    {                                                                       \
+        KERNEL_BODY(T, U, W, UNROLL, MODE);                                 \
+    }
+
+typedef double v2d __attribute__((vector_size(16)));
+typedef uint64_t v2u __attribute__((vector_size(16)));
+DEFINE_KERNEL(kernel_sum_v2, v2d, v2u, 2, 2, KERNEL_SUM, )
+DEFINE_KERNEL(kernel_moments_v2, v2d, v2u, 2, 2, KERNEL_MOMENTS, )
+DEFINE_KERNEL(kernel_squares_v2, v2d, v2u, 2, 2, KERNEL_SQUARES, )
+static const exp_kernels kernels_generic = {
+    kernel_sum_v2, kernel_moments_v2, kernel_squares_v2,
+};
+
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(CALIB_NO_AVX2)
+#define RECAL_AVX2 1
+#define AVX2 __attribute__((target("avx2")))
+typedef double v4d __attribute__((vector_size(32)));
+typedef uint64_t v4u __attribute__((vector_size(32)));
+DEFINE_KERNEL(kernel_sum_v4, v4d, v4u, 4, 1, KERNEL_SUM, AVX2)
+DEFINE_KERNEL(kernel_moments_v4, v4d, v4u, 4, 1, KERNEL_MOMENTS, AVX2)
+DEFINE_KERNEL(kernel_squares_v4, v4d, v4u, 4, 1, KERNEL_SQUARES, AVX2)
+static const exp_kernels kernels_avx2 = {
+    kernel_sum_v4, kernel_moments_v4, kernel_squares_v4,
+};
+#endif
+
+#else /* no vector extensions: the scalar loop alone */
+#define DEFINE_SCALAR_KERNEL(name, MODE)                                    \
+    static void name(const double *z, size_t k, double zmax, double dmin,   \
+                     double beta, double *s)                                \
+    {                                                                       \
+        s[0] = s[1] = s[2] = s[3] = 0;                                      \
+        kernel_tail(z, 0, k, zmax, dmin, beta, (MODE), s);                  \
+    }
+DEFINE_SCALAR_KERNEL(kernel_sum_s, KERNEL_SUM)
+DEFINE_SCALAR_KERNEL(kernel_moments_s, KERNEL_MOMENTS)
+DEFINE_SCALAR_KERNEL(kernel_squares_s, KERNEL_SQUARES)
+static const exp_kernels kernels_generic = {
+    kernel_sum_s, kernel_moments_s, kernel_squares_s,
+};
+#endif
+
+static const exp_kernels *kernels_select(void)
+{
+#ifdef RECAL_AVX2
+    if (__builtin_cpu_supports("avx2"))
+        return &kernels_avx2;
+#endif
+    return &kernels_generic;
+}
+
+/* ================================================================== temperature: passes */
+
+/*
+ * Per sample, with d = z - max z and p = softmax(beta d), the NLL is
+ * l(beta) = ln sum_j exp(beta d_j) - beta d_y, and its derivatives in beta
+ * are the cumulants of d under p: l' = E[d] - d_y, l'' = Var[d] >= 0 (so the
+ * mean NLL is convex in beta), and the third derivative is the third
+ * central moment. One O(K) sweep per sample gives all of them, from the raw
+ * moments: d lies in [dmin, 0] with the maximum's weight 1 in every sum, so
+ * the cancellation in E[d^2] - E[d]^2 costs at most a few digits of a
+ * quantity that only sets the Newton step length, never the optimum (where
+ * E[d] - d_y = 0).
+ */
+typedef struct temp_ctx {
+    const calib_dataset *ds;
+    size_t k;
+    const exp_kernels *kern; /* the widest kernels this CPU runs */
+    double dmin;  /* d clamp: beta d >= EXP_ARG_MIN for every beta used */
+    double *zbuf; /* k: logits of a probability row */
+} temp_ctx;
+
+typedef struct temp_eval {
+    double f;   /* mean NLL (or Brier) */
+    double g;   /* its first three derivatives in beta (NLL only) */
+    double h;
+    double t3;
+    double f2;  /* mean NLL at a second beta, when asked for */
+} temp_eval;
+
+static double row_max(const double *z, size_t k)
+{
+    /* four independent maxima: a single chain is latency-bound */
+    double m[4] = {z[0], z[0], z[0], z[0]};
+    size_t j = 0;
+    for (; j + 4 <= k; j += 4)
+        for (int l = 0; l < 4; l++)
+            m[l] = z[j + l] > m[l] ? z[j + l] : m[l];
+    for (; j < k; j++)
+        m[0] = z[j] > m[0] ? z[j] : m[0];
+    m[0] = m[1] > m[0] ? m[1] : m[0];
+    m[2] = m[3] > m[2] ? m[3] : m[2];
+    return m[2] > m[0] ? m[2] : m[0];
+}
+
+enum { TEMP_NLL, TEMP_BRIER };
+
+/*
+ * One pass over the samples at beta: the mean NLL with its derivatives, or
+ * the mean Brier score; with beta2 > 0 also the mean NLL at beta2 (the
+ * objective "before", folded into the first pass to save a sweep).
+ */
+static void temp_pass(const temp_ctx *c, const calib_dataset *ds, double beta,
+                      int what, double beta2, temp_eval *ev)
+{
+    size_t k = c->k, width = calib_form_width(ds->form, k);
+    calib_ksum f = {0}, g = {0}, h = {0}, t3 = {0}, f2 = {0};
+    double s[4];
+    for (size_t i = 0; i < ds->n; i++) {
+        const double *x = row_at(ds, i);
+        size_t y = (size_t)x[width];
+        const double *z = calib_recal_row_logits(ds->form, k, x, c->zbuf);
+        double zmax = row_max(z, k), dy = z[y] - zmax;
+        if (what == TEMP_BRIER) {
+            c->kern->squares(z, k, zmax, c->dmin, beta, s);
+            double wy = exp_neg(beta * (dy < c->dmin ? c->dmin : dy));
+            /* sum_j (p_j - [j = y])^2 = sum p^2 - 2 p_y + 1 */
+            calib_ksum_add(&f, s[1] / (s[0] * s[0]) - 2 * wy / s[0] + 1);
+        } else {
+            c->kern->moments(z, k, zmax, c->dmin, beta, s);
+            double mu = s[1] / s[0], e2 = s[2] / s[0], e3 = s[3] / s[0];
+            calib_ksum_add(&f, log(s[0]) - beta * dy);
+            calib_ksum_add(&g, mu - dy);
+            calib_ksum_add(&h, e2 - mu * mu);
+            calib_ksum_add(&t3, e3 - 3 * mu * e2 + 2 * mu * mu * mu);
+        }
+        if (beta2 > 0) {
+            c->kern->sum(z, k, zmax, c->dmin, beta2, s);
+            calib_ksum_add(&f2, log(s[0]) - beta2 * dy);
+        }
+    }
+    double n = (double)ds->n;
+    ev->f = calib_ksum_value(&f) / n;
+    ev->g = calib_ksum_value(&g) / n;
+    ev->h = calib_ksum_value(&h) / n;
+    ev->t3 = calib_ksum_value(&t3) / n;
+    ev->f2 = calib_ksum_value(&f2) / n;
+}
+
+/* ================================================================== temperature: NLL solver */
+
+typedef struct temp_solve {
+    double lo, hi;      /* bracket of beta */
+    double tol;
+    unsigned max_iter;
+    int bisect_only;
+    double beta_before; /* > 0: also evaluate the NLL here in the first pass */
+    /* out */
+    double beta, f, f_before;
+    unsigned iterations, fallbacks;
+    int converged, at_bound;
+} temp_solve;
+
+/*
+ * Newton step on the convex mean NLL, with Halley's third-order correction
+ * from the third cumulant (computed in the same pass, it turns three sweeps
+ * into two near the optimum). The correction is dropped when it would change
+ * the step by more than a factor of two, i.e. far from the optimum where
+ * the Taylor model says little.
+ */
+static double newton_halley_step(const temp_eval *ev)
+{
+    if (!(ev->h > 0))
+        return NAN;
+    double dn = -ev->g / ev->h;
+    double corr = 1 + dn * ev->t3 / (2 * ev->h);
+    return corr >= 0.5 && corr <= 2 ? dn / corr : dn;
+}
+
+/*
+ * Safeguarded Newton inside a bracket [blo, bhi] that shrinks with the sign
+ * of the gradient (the NLL is convex in beta). A step leaving the bracket
+ * first probes the bound of the original bracket on that side -- the
+ * optimum sits there when the data are separable -- and afterwards falls
+ * back to bisection. Stops when the step is below tol * beta (then takes
+ * it), or when a bound is the optimum (gradient pointing outward there).
+ */
+static void temp_newton(const temp_ctx *c, const calib_dataset *ds, double b,
+                        temp_solve *s)
+{
+    double blo = s->lo, bhi = s->hi;
+    int probed_lo = 0, probed_hi = 0;
+    temp_eval ev;
+    s->converged = s->at_bound = 0;
+    for (unsigned it = 0; it < s->max_iter; it++) {
+        double extra = it == 0 && s->beta_before > 0 && s->beta_before != b
+                           ? s->beta_before : 0;
+        temp_pass(c, ds, b, TEMP_NLL, extra, &ev);
+        s->iterations++;
+        probed_lo |= b == s->lo;
+        probed_hi |= b == s->hi;
+        if (it == 0 && s->beta_before > 0)
+            s->f_before = extra > 0 ? ev.f2 : ev.f;
+        s->beta = b;
+        s->f = ev.f;
+        if ((b == s->hi && ev.g <= 0) || (b == s->lo && ev.g >= 0)) {
+            s->converged = s->at_bound = 1;
+            return;
+        }
+        if (ev.g > 0)
+            bhi = b;
+        else if (ev.g < 0)
+            blo = b;
+        else {
+            s->converged = 1;
+            return;
+        }
+        double step = s->bisect_only ? NAN : newton_halley_step(&ev);
+        if (fabs(step) <= s->tol * b) {
+            /* take the last step; its objective by the cubic Taylor model,
+             * exact far below the rounding of the mean itself */
+            double nb = b + step;
+            nb = nb < blo ? blo : nb > bhi ? bhi : nb;
+            double dd = nb - b;
+            s->f = ev.f + dd * (ev.g + dd * (ev.h / 2 + dd * ev.t3 / 6));
+            s->beta = nb;
+            s->converged = 1;
+            return;
+        }
+        if (bhi - blo <= s->tol * b) {
+            s->converged = 1;
+            return;
+        }
+        double cand = b + step;
+        if (!(cand > blo && cand < bhi)) {
+            /* no step (bisection mode) heads where the gradient points */
+            int up = isnan(cand) ? ev.g < 0 : cand >= bhi;
+            if (up && bhi == s->hi && !probed_hi) {
+                cand = s->hi;
+                probed_hi = 1;
+            } else if (!up && blo == s->lo && !probed_lo) {
+                cand = s->lo;
+                probed_lo = 1;
+            } else {
+                cand = 0.5 * (blo + bhi);
+                if (!s->bisect_only)
+                    s->fallbacks++;
+            }
+        }
+        b = cand;
+    }
+}
+
+/* ================================================================== temperature: fit */
+
+static int temp_ctx_init(temp_ctx *c, const calib_dataset *ds, double beta_max)
+{
+    c->ds = ds;
+    c->k = ds->k;
+    c->kern = kernels_select();
+    c->dmin = EXP_ARG_MIN / beta_max;
+    c->zbuf = malloc(ds->k * sizeof(double));
+    return c->zbuf ? CALIB_OK : CALIB_ENOMEM;
+}
+
+/* About `rows` evenly spaced records: a strided view, no copy. */
+static calib_dataset subsample(const calib_dataset *ds, size_t rows)
+{
+    calib_dataset sub = *ds;
+    size_t step = ds->n / rows;
+    sub.stride = ds->stride * step;
+    sub.n = ds->n / step;
+    return sub;
+}
+
+static int fit_temperature_nll(const temp_ctx *c, const calib_dataset *ds,
+                               const calib_recal_opts *o, double beta_init,
+                               double beta_before, calib_recal_result *res)
+{
+    temp_solve s = {
+        .lo = 1 / o->t_max, .hi = 1 / o->t_min, .tol = o->tol,
+        .max_iter = o->max_iter, .bisect_only = !!(o->flags & CALIB_RECAL_BISECT),
+    };
+    double b = beta_init < s.lo ? s.lo : beta_init > s.hi ? s.hi : beta_init;
+    /*
+     * Warm-up: the same solver on ~WARMUP_ROWS strided rows finds a start
+     * within a few percent of the optimum for a fraction of one full sweep,
+     * so the full-data stage needs two or three sweeps. It only chooses the
+     * start: the stopping test is on the full data.
+     */
+    if (!s.bisect_only && !(o->flags & CALIB_RECAL_NO_WARMUP)
+        && ds->n >= 4 * WARMUP_ROWS) {
+        calib_dataset sub = subsample(ds, WARMUP_ROWS);
+        temp_solve w = s;
+        w.tol = 1e-4;
+        w.beta_before = 0;
+        temp_newton(c, &sub, b, &w);
+        if (isfinite(w.beta))
+            b = w.beta;
+    }
+    s.beta_before = beta_before;
+    s.iterations = s.fallbacks = 0;
+    temp_newton(c, ds, b, &s);
+    if (!isfinite(s.f) || !isfinite(s.beta) || !isfinite(s.f_before))
+        return CALIB_ENONFINITE;
+    res->params[0] = 1 / s.beta;
+    res->iterations = s.iterations;
+    res->fallbacks = s.fallbacks;
+    res->converged = s.converged;
+    res->at_bound = s.at_bound;
+    res->objective_before = s.f_before;
+    res->objective_after = s.f;
+    return CALIB_OK;
+}
+
+typedef struct brier_fn_ctx {
+    const temp_ctx *c;
+    unsigned evals;
+} brier_fn_ctx;
+
+static double temp_brier_at(double beta, void *ctx)
+{
+    brier_fn_ctx *b = ctx;
+    temp_eval ev;
+    temp_pass(b->c, b->c->ds, beta, TEMP_BRIER, 0, &ev);
+    b->evals++;
+    return ev.f;
+}
+
+/*
+ * Mean Brier in beta is not convex: Brent's method on the bracket finds a
+ * local minimum; the two ends are then evaluated too, so a monotone
+ * objective (separable data) returns its bound with at_bound set.
+ */
+static int fit_temperature_brier(const temp_ctx *c, const calib_recal_opts *o,
+                                 double beta_before, calib_recal_result *res)
+{
+    double lo = 1 / o->t_max, hi = 1 / o->t_min;
+    brier_fn_ctx bc = {c, 0};
+    calib_recal_min1d m;
+    int rc = calib_recal_minimize_1d(temp_brier_at, &bc, lo, hi, o->tol,
+                                     o->max_iter, &m);
+    if (rc)
+        return rc;
+    double flo = temp_brier_at(lo, &bc), fhi = temp_brier_at(hi, &bc);
+    res->converged = m.converged;
+    if (flo < m.fx || fhi < m.fx) {
+        m.x = flo < fhi ? lo : hi;
+        m.fx = flo < fhi ? flo : fhi;
+        res->at_bound = 1;
+    }
+    res->objective_before = temp_brier_at(beta_before, &bc);
+    res->objective_after = m.fx;
+    res->params[0] = 1 / m.x;
+    res->iterations = bc.evals;
+    if (!isfinite(m.fx) || !isfinite(res->objective_before))
+        return CALIB_ENONFINITE;
+    return CALIB_OK;
+}
+
+static const unsigned temperature_forms = CALIB_FORM_BIT(CALIB_FORM_LOGITS)
+    | CALIB_FORM_BIT(CALIB_FORM_PROBS) | CALIB_FORM_BIT(CALIB_FORM_BINARY);
+
+int calib_recal_fit_temperature(const calib_dataset *ds,
+                                const calib_recal_opts *opts,
+                                calib_recal_result *res)
+{
+    calib_recal_opts o;
+    temp_ctx c = {0};
+    int rc;
+    if (!res)
+        return CALIB_EINVAL;
+    result_reset(res, CALIB_RECAL_OBJ_NLL, 1);
+    int brier = opts && opts->objective == CALIB_RECAL_OBJ_BRIER;
+    int bisect = opts && (opts->flags & CALIB_RECAL_BISECT);
+    rc = opts_resolve(opts, &o, brier || bisect ? RECAL_MAX_ITER_SLOW : RECAL_MAX_ITER,
+                      brier ? TEMP_TOL_BRENT : bisect ? TEMP_TOL_BISECT : TEMP_TOL_NEWTON);
+    if (rc)
+        return rc;
+    if (o.objective != CALIB_RECAL_OBJ_DEFAULT && o.objective != CALIB_RECAL_OBJ_NLL
+        && !brier)
+        return CALIB_EINVAL;
+    res->objective = brier ? CALIB_RECAL_OBJ_BRIER : CALIB_RECAL_OBJ_NLL;
+    if (o.init && !(o.init[0] > 0 && isfinite(o.init[0])))
+        return CALIB_EINVAL;
+    rc = calib_recal_check_dataset(ds, temperature_forms);
+    if (rc)
+        return rc;
+    double beta_before = o.init ? 1 / o.init[0] : 1;
+    double beta_max = 1 / o.t_min > beta_before ? 1 / o.t_min : beta_before;
+    rc = temp_ctx_init(&c, ds, beta_max);
+    if (rc)
+        return rc;
+    if (brier)
+        rc = fit_temperature_brier(&c, &o, beta_before, res);
+    else
+        rc = fit_temperature_nll(&c, ds, &o, beta_before, beta_before, res);
+    free(c.zbuf);
+    return rc;
+}
+
+/* ================================================================== Platt */
+
+/* The score s of a binary prediction (see recal.h). */
+static double platt_s(int form, const double *x)
+{
+    if (form == CALIB_FORM_BINARY) {
+        double p = clamp_prob(x[0]);
+        return log(p) - log1p(-p);
+    }
+    if (form == CALIB_FORM_LOGITS)
+        return x[1] - x[0];
+    return log(clamp_prob(x[1])) - log(clamp_prob(x[0]));
+}
+
+/* sigmoid(u) without overflow for either sign of u. */
+static double sigmoid(double u)
+{
+    if (u >= 0)
+        return 1 / (1 + exp(-u));
+    double e = exp(u);
+    return e / (1 + e);
+}
+
+/* ln(1 + e^u) without overflow. */
+static double softplus(double u)
+{
+    return (u > 0 ? u : 0) + log1p(exp(-fabs(u)));
+}
+
+typedef struct platt_eval {
+    double f;    /* mean cross-entropy against the targets */
+    double g[2]; /* gradient in (a, b) */
+    double h[3]; /* Hessian: aa, ab, bb */
+} platt_eval;
+
+/* One pass at (a, b): cross-entropy against Platt's targets t+ and t-. */
+static void platt_pass(const calib_dataset *ds, double a, double b,
+                       double tpos, double tneg, platt_eval *ev)
+{
+    size_t width = calib_form_width(ds->form, ds->k);
+    calib_ksum f = {0}, ga = {0}, gb = {0}, haa = {0}, hab = {0}, hbb = {0};
+    for (size_t i = 0; i < ds->n; i++) {
+        const double *x = row_at(ds, i);
+        double s = platt_s(ds->form, x), t = x[width] != 0 ? tpos : tneg;
+        double u = a * s + b, q = sigmoid(u), w = q * (1 - q);
+        /* -t ln q - (1 - t) ln(1 - q) = t softplus(-u) + (1 - t) softplus(u) */
+        calib_ksum_add(&f, t * softplus(-u) + (1 - t) * softplus(u));
+        calib_ksum_add(&ga, (q - t) * s);
+        calib_ksum_add(&gb, q - t);
+        calib_ksum_add(&haa, w * s * s);
+        calib_ksum_add(&hab, w * s);
+        calib_ksum_add(&hbb, w);
+    }
+    double n = (double)ds->n;
+    ev->f = calib_ksum_value(&f) / n;
+    ev->g[0] = calib_ksum_value(&ga) / n;
+    ev->g[1] = calib_ksum_value(&gb) / n;
+    ev->h[0] = calib_ksum_value(&haa) / n;
+    ev->h[1] = calib_ksum_value(&hab) / n;
+    ev->h[2] = calib_ksum_value(&hbb) / n;
+}
+
+/* Solves [h0 h1; h1 h2] d = -g; 0, or -1 if the matrix is not positive
+ * definite. */
+static int newton_dir2(const double h[3], const double g[2], double d[2])
+{
+    double det = h[0] * h[2] - h[1] * h[1];
+    if (!(h[0] > 0 && det > 0))
+        return -1;
+    d[0] = -(h[2] * g[0] - h[1] * g[1]) / det;
+    d[1] = -(h[0] * g[1] - h[1] * g[0]) / det;
+    return 0;
+}
+
+static const unsigned platt_forms = CALIB_FORM_BIT(CALIB_FORM_LOGITS)
+    | CALIB_FORM_BIT(CALIB_FORM_PROBS) | CALIB_FORM_BIT(CALIB_FORM_BINARY);
+
+static void count_classes(const calib_dataset *ds, size_t *npos, size_t *nneg)
+{
+    size_t width = calib_form_width(ds->form, ds->k), pos = 0;
+    for (size_t i = 0; i < ds->n; i++)
+        pos += row_at(ds, i)[width] != 0;
+    *npos = pos;
+    *nneg = ds->n - pos;
+}
+
+/*
+ * Lin, Lin & Weng (2007): Newton's method with backtracking (Armijo) on the
+ * cross-entropy against Platt's smoothed targets (N+ + 1)/(N+ + 2) and
+ * 1/(N- + 2), which stay inside (0, 1) and so keep (a, b) finite even on
+ * separable data; a ridge of 1e-12 on the Hessian as in their code.
+ */
+int calib_recal_fit_platt(const calib_dataset *ds, const calib_recal_opts *opts,
+                          calib_recal_result *res)
+{
+    calib_recal_opts o;
+    platt_eval ev, tr;
+    size_t npos, nneg;
+    int rc;
+    if (!res)
+        return CALIB_EINVAL;
+    result_reset(res, CALIB_RECAL_OBJ_NLL, 2);
+    rc = opts_resolve(opts, &o, RECAL_MAX_ITER, NEWTON2_TOL);
+    if (rc)
+        return rc;
+    if (o.objective != CALIB_RECAL_OBJ_DEFAULT && o.objective != CALIB_RECAL_OBJ_NLL)
+        return CALIB_EINVAL;
+    if (o.init && !(isfinite(o.init[0]) && isfinite(o.init[1])))
+        return CALIB_EINVAL;
+    if (ds && ds->k != 2)
+        return CALIB_EINVAL; /* before the scan: a shape error, not data */
+    rc = calib_recal_check_dataset(ds, platt_forms);
+    if (rc)
+        return rc;
+    count_classes(ds, &npos, &nneg);
+    double tpos = (npos + 1.0) / (npos + 2.0), tneg = 1.0 / (nneg + 2.0);
+    /* start: the current map, else LLW's a = 0, b = prior log-odds */
+    double x[2] = {0, log((npos + 1.0) / (nneg + 1.0))};
+    if (o.init) {
+        x[0] = o.init[0];
+        x[1] = o.init[1];
+    }
+    platt_pass(ds, o.init ? o.init[0] : 1, o.init ? o.init[1] : 0, tpos, tneg, &ev);
+    res->objective_before = ev.f;
+    platt_pass(ds, x[0], x[1], tpos, tneg, &ev);
+    for (unsigned it = 0; it < o.max_iter; it++) {
+        double h[3] = {ev.h[0] + PLATT_SIGMA, ev.h[1], ev.h[2] + PLATT_SIGMA}, d[2];
+        if (newton_dir2(h, ev.g, d))
+            break;
+        double slope = ev.g[0] * d[0] + ev.g[1] * d[1];
+        if (-slope / 2 <= o.tol) {
+            res->converged = 1;
+            break;
+        }
+        res->iterations++;
+        double step = 1;
+        for (;;) {
+            platt_pass(ds, x[0] + step * d[0], x[1] + step * d[1], tpos, tneg, &tr);
+            if (tr.f <= ev.f + ARMIJO_C * step * slope)
+                break;
+            step /= 2;
+            res->fallbacks++;
+            if (step < STEP_MIN)
+                break;
+        }
+        if (step < STEP_MIN)
+            break; /* no descent left at this precision */
+        x[0] += step * d[0];
+        x[1] += step * d[1];
+        ev = tr;
+    }
+    res->params[0] = x[0];
+    res->params[1] = x[1];
+    res->objective_after = ev.f;
+    if (!isfinite(ev.f) || !isfinite(x[0]) || !isfinite(x[1]))
+        return CALIB_ENONFINITE;
+    return CALIB_OK;
+}
+
+/* ================================================================== variance */
+
+typedef struct var_eval {
+    double f;    /* mean Dawid-Sebastiani score */
+    double g[2]; /* gradient in (w, b) */
+    double h[3]; /* Fisher information: ww, wb, bb */
+} var_eval;
+
+/*
+ * One pass at (w, b), var' = w var + b. Per sample with r = (y - mean)^2:
+ * S = r / var' + ln var', dS/dvar' = 1/var' - r/var'^2, and the expected
+ * second derivative (E r = var') is 1/var'^2 > 0: Fisher scoring has a
+ * positive-definite matrix even where the DSS is locally concave.
+ */
+static void var_pass(const calib_dataset *ds, double w, double b, var_eval *ev)
+{
+    calib_ksum f = {0}, gw = {0}, gb = {0}, hww = {0}, hwb = {0}, hbb = {0};
+    for (size_t i = 0; i < ds->n; i++) {
+        const double *x = row_at(ds, i);
+        double v = x[1], e = x[2] - x[0], r = e * e;
+        double vp = w * v + b, iv = 1 / vp, ds1 = iv - r * iv * iv;
+        calib_ksum_add(&f, r * iv + log(vp));
+        calib_ksum_add(&gw, ds1 * v);
+        calib_ksum_add(&gb, ds1);
+        calib_ksum_add(&hww, v * v * iv * iv);
+        calib_ksum_add(&hwb, v * iv * iv);
+        calib_ksum_add(&hbb, iv * iv);
+    }
+    double n = (double)ds->n;
+    ev->f = calib_ksum_value(&f) / n;
+    ev->g[0] = calib_ksum_value(&gw) / n;
+    ev->g[1] = calib_ksum_value(&gb) / n;
+    ev->h[0] = calib_ksum_value(&hww) / n;
+    ev->h[1] = calib_ksum_value(&hwb) / n;
+    ev->h[2] = calib_ksum_value(&hbb) / n;
+}
+
+/* The closed-form w for b = 0: mean (y - mean)^2 / var. */
+static double var_w0(const calib_dataset *ds)
+{
+    calib_ksum s = {0};
+    for (size_t i = 0; i < ds->n; i++) {
+        const double *x = row_at(ds, i);
+        double e = x[2] - x[0];
+        calib_ksum_add(&s, e * e / x[1]);
+    }
+    double w = calib_ksum_value(&s) / (double)ds->n;
+    return w > VAR_W_MIN ? w : VAR_W_MIN;
+}
+
+/*
+ * Projected scoring direction (Bertsekas): a variable on its bound whose
+ * gradient points outward is held there; the others take the scoring step.
+ * Returns the number of free variables.
+ */
+static int var_direction(const var_eval *ev, const double x[2], double d[2])
+{
+    int fw = !(x[0] <= VAR_W_MIN && ev->g[0] > 0);
+    int fb = !(x[1] <= 0 && ev->g[1] > 0);
+    d[0] = d[1] = 0;
+    if (fw && fb) {
+        if (newton_dir2(ev->h, ev->g, d) == 0)
+            return 2;
+        fb = 0; /* singular: all variances equal; w and b are confounded */
+    }
+    if (fw)
+        d[0] = -ev->g[0] / ev->h[0];
+    else if (fb)
+        d[1] = -ev->g[1] / ev->h[2];
+    return fw + fb;
+}
+
+static const unsigned variance_forms = CALIB_FORM_BIT(CALIB_FORM_GAUSSIAN);
+
+int calib_recal_fit_variance(const calib_dataset *ds,
+                             const calib_recal_opts *opts,
+                             calib_recal_result *res)
+{
+    calib_recal_opts o;
+    var_eval ev, tr;
+    int rc;
+    if (!res)
+        return CALIB_EINVAL;
+    result_reset(res, CALIB_RECAL_OBJ_DSS, 2);
+    rc = opts_resolve(opts, &o, RECAL_MAX_ITER, NEWTON2_TOL);
+    if (rc)
+        return rc;
+    if (o.objective != CALIB_RECAL_OBJ_DEFAULT && o.objective != CALIB_RECAL_OBJ_DSS)
+        return CALIB_EINVAL;
+    if (o.init && !(o.init[0] > 0 && o.init[1] >= 0 && isfinite(o.init[0])
+                    && isfinite(o.init[1])))
+        return CALIB_EINVAL;
+    rc = calib_recal_check_dataset(ds, variance_forms);
+    if (rc)
+        return rc;
+    var_pass(ds, o.init ? o.init[0] : 1, o.init ? o.init[1] : 0, &ev);
+    res->objective_before = ev.f;
+    double x[2] = {o.init ? o.init[0] : var_w0(ds), o.init ? o.init[1] : 0};
+    x[0] = x[0] > VAR_W_MIN ? x[0] : VAR_W_MIN;
+    var_pass(ds, x[0], x[1], &ev);
+    for (unsigned it = 0; it < o.max_iter; it++) {
+        double d[2];
+        if (var_direction(&ev, x, d) == 0) {
+            res->converged = 1; /* every variable held on its bound */
+            break;
+        }
+        double dec = -(ev.g[0] * d[0] + ev.g[1] * d[1]);
+        if (dec / 2 <= o.tol) {
+            res->converged = 1;
+            break;
+        }
+        res->iterations++;
+        double step = 1, nx[2];
+        for (;;) {
+            nx[0] = x[0] + step * d[0];
+            nx[1] = x[1] + step * d[1];
+            nx[0] = nx[0] > VAR_W_MIN ? nx[0] : VAR_W_MIN;
+            nx[1] = nx[1] > 0 ? nx[1] : 0;
+            var_pass(ds, nx[0], nx[1], &tr);
+            /* Armijo along the projection arc */
+            double lin = ev.g[0] * (nx[0] - x[0]) + ev.g[1] * (nx[1] - x[1]);
+            if (tr.f <= ev.f + ARMIJO_C * lin)
+                break;
+            step /= 2;
+            res->fallbacks++;
+            if (step < STEP_MIN)
+                break;
+        }
+        if (step < STEP_MIN)
+            break;
+        x[0] = nx[0];
+        x[1] = nx[1];
+        ev = tr;
+    }
+    res->params[0] = x[0];
+    res->params[1] = x[1];
+    res->at_bound = (x[1] <= 0 && ev.g[1] >= 0) || (x[0] <= VAR_W_MIN && ev.g[0] >= 0);
+    res->objective_after = ev.f;
+    if (!isfinite(ev.f))
+        return CALIB_ENONFINITE;
+    return CALIB_OK;
+}
+
+/* ================================================================== apply */
+
+/* out = softmax(beta z); out may equal z. */
+static void softmax_scaled(const double *z, size_t k, double beta, double *out)
+{
+    double zmax = row_max(z, k), s = 0;
+    for (size_t j = 0; j < k; j++) {
+        out[j] = exp(beta * (z[j] - zmax));
+        s += out[j];
+    }
+    for (size_t j = 0; j < k; j++)
+        out[j] /= s;
+}
+
+int calib_recal_apply_temperature(const double *params, int form, size_t k,
+                                  const double *x, double *out)
+{
+    double beta = 1 / params[0];
+    switch (form) {
+    case CALIB_FORM_LOGITS:
+        softmax_scaled(x, k, beta, out);
+        return CALIB_OK;
+    case CALIB_FORM_PROBS:
+        /* out = ln p first, then its softmax: safe when out == x */
+        calib_recal_row_logits(form, k, x, out);
+        softmax_scaled(out, k, beta, out);
+        return CALIB_OK;
+    case CALIB_FORM_BINARY: {
+        double p = clamp_prob(x[0]);
+        out[0] = sigmoid(beta * (log(p) - log1p(-p)));
+        return CALIB_OK;
+    }
+    }
+    return CALIB_EINVAL;
+}
+
+int calib_recal_apply_platt(const double *params, int form, size_t k,
+                            const double *x, double *out)
+{
+    if (form == CALIB_FORM_GAUSSIAN || !form_valid(form)
+        || (form != CALIB_FORM_BINARY && k != 2))
+        return CALIB_EINVAL;
+    double u = params[0] * platt_s(form, x) + params[1];
+    if (form == CALIB_FORM_BINARY) {
+        out[0] = sigmoid(u);
+    } else {
+        out[0] = sigmoid(-u); /* not 1 - q: keeps a tiny p0 exact */
+        out[1] = sigmoid(u);
+    }
+    return CALIB_OK;
+}
+
+int calib_recal_apply_variance(const double *params, int form, size_t k,
+                               const double *x, double *out)
+{
+    if (form != CALIB_FORM_GAUSSIAN)
+        return CALIB_EINVAL;
+    out[0] = x[0];
+    out[1] = params[0] * x[1] + params[1];
+    return CALIB_OK;
+}
+
+/* ================================================================== paired improvement */
+
+/* The raw outputs as a prediction of the output form. */
+static int apply_identity(int form, size_t k, const double *x, double *out)
+{
+    if (form == CALIB_FORM_LOGITS)
+        calib_softmax(x, k, out);
+    else
+        memmove(out, x, calib_form_width(form, k) * sizeof *out);
+    return CALIB_OK;
+}
+
+typedef struct pair_scores {
+    double brier, log, dss;
+} pair_scores;
+
+/* Scores of one recalibrated prediction; CALIB_ENONFINITE or CALIB_EVAR
+ * when a map produced something no score is defined for. */
+static int score_out(int form, size_t k, const double *p, double y,
+                     pair_scores *s)
+{
+    calib_score sc;
+    switch (calib_recal_out_form(form)) {
+    case CALIB_FORM_PROBS:
+        calib_score_probs(p, k, (size_t)y, &sc);
+        break;
+    case CALIB_FORM_BINARY:
+        calib_score_binary(p[0], y != 0, &sc);
+        break;
+    default:
+        if (!(p[1] > 0))
+            return isnan(p[1]) ? CALIB_ENONFINITE : CALIB_EVAR;
+        s->dss = calib_score_dss(p[0], p[1], y);
+        return isfinite(s->dss) ? CALIB_OK : CALIB_ENONFINITE;
+    }
+    s->brier = sc.brier;
+    s->log = sc.log;
+    return isfinite(sc.brier) && isfinite(sc.log) ? CALIB_OK : CALIB_ENONFINITE;
+}
+
+typedef struct pair_accum {
+    calib_accum before, after, diff;
+} pair_accum;
+
+static void pair_init(pair_accum *a)
+{
+    calib_accum_init(&a->before);
+    calib_accum_init(&a->after);
+    calib_accum_init(&a->diff);
+}
+
+static void pair_add(pair_accum *a, double s0, double s1)
+{
+    calib_accum_add(&a->before, s0);
+    calib_accum_add(&a->after, s1);
+    calib_accum_add(&a->diff, s0 - s1);
+}
+
+static void pair_summary(const pair_accum *a, calib_recal_delta *d)
+{
+    d->before = calib_accum_mean(&a->before);
+    d->after = calib_accum_mean(&a->after);
+    d->mean = calib_accum_mean(&a->diff);
+    d->se = calib_accum_se(&a->diff);
+    calib_accum_ci95(&a->diff, d->ci);
+}
+
+static void delta_nan(calib_recal_delta *d)
+{
+    d->before = d->after = d->mean = d->se = d->ci[0] = d->ci[1] = NAN;
+}
+
+static int apply_or_identity(calib_recal_apply_fn fn, const double *params,
+                             int form, size_t k, const double *x, double *out)
+{
+    return fn ? fn(params, form, k, x, out) : apply_identity(form, k, x, out);
+}
+
+int calib_recal_compare(const calib_dataset *ds, calib_recal_apply_fn apply0,
+                        const double *params0, calib_recal_apply_fn apply1,
+                        const double *params1, calib_recal_improvement *imp)
+{
+    if (!imp || !apply1 || !params1 || (apply0 && !params0))
+        return CALIB_EINVAL;
+    int rc = calib_recal_check_dataset(ds, ~0u);
+    if (rc)
+        return rc;
+    size_t width = calib_form_width(ds->form, ds->k);
+    double *buf = malloc(2 * width * sizeof *buf);
+    if (!buf)
+        return CALIB_ENOMEM;
+    pair_accum brier, logs, dss;
+    pair_init(&brier);
+    pair_init(&logs);
+    pair_init(&dss);
+    for (size_t i = 0; i < ds->n; i++) {
+        const double *x = row_at(ds, i);
+        double y = x[width];
+        pair_scores s0, s1;
+        rc = apply_or_identity(apply0, params0, ds->form, ds->k, x, buf);
+        if (!rc)
+            rc = apply1(params1, ds->form, ds->k, x, buf + width);
+        if (!rc)
+            rc = score_out(ds->form, ds->k, buf, y, &s0);
+        if (!rc)
+            rc = score_out(ds->form, ds->k, buf + width, y, &s1);
+        if (rc)
+            goto out;
+        if (ds->form == CALIB_FORM_GAUSSIAN) {
+            pair_add(&dss, s0.dss, s1.dss);
+        } else {
+            pair_add(&brier, s0.brier, s1.brier);
+            pair_add(&logs, s0.log, s1.log);
+        }
+    }
+    imp->n = ds->n;
+    delta_nan(&imp->brier);
+    delta_nan(&imp->log);
+    delta_nan(&imp->dss);
+    if (ds->form == CALIB_FORM_GAUSSIAN) {
+        pair_summary(&dss, &imp->dss);
+    } else {
+        pair_summary(&brier, &imp->brier);
+        pair_summary(&logs, &imp->log);
+    }
+out:
+    free(buf);
+    return rc;
+}
+
+/* ================================================================== 1-D minimisation */
+
+/* Brent's localmin, as in his book (ch. 5) and netlib's fmin. */
+int calib_recal_minimize_1d(double (*f)(double x, void *ctx), void *ctx,
+                            double lo, double hi, double tol,
+                            unsigned max_iter, calib_recal_min1d *out)
+{
+    const double cgold = 0.3819660112501051; /* (3 - sqrt 5) / 2 */
+    if (!f || !out || !(lo < hi) || !isfinite(lo) || !isfinite(hi)
+        || !(tol > 0) || max_iter == 0)
+        return CALIB_EINVAL;
+    double a = lo, b = hi, d = 0, e = 0;
+    double x = a + cgold * (b - a), w = x, v = x;
+    double fx = f(x, ctx), fw = fx, fv = fx;
+    unsigned evals = 1;
+    int converged = 0;
+    if (isnan(fx))
+        return CALIB_ENONFINITE;
+    while (evals < max_iter) {
+        double m = 0.5 * (a + b), tol1 = tol * fabs(x) + 1e-12, tol2 = 2 * tol1;
+        if (fabs(x - m) <= tol2 - 0.5 * (b - a)) {
+            converged = 1;
+            break;
+        }
+        double p = 0, q = 0, r = 0;
+        if (fabs(e) > tol1) { /* parabola through x, w, v */
+            r = (x - w) * (fx - fv);
+            q = (x - v) * (fx - fw);
+            p = (x - v) * q - (x - w) * r;
+            q = 2 * (q - r);
+            if (q > 0)
+                p = -p;
+            else
+                q = -q;
+            r = e;
+            e = d;
+        }
+        if (fabs(p) < fabs(0.5 * q * r) && p > q * (a - x) && p < q * (b - x)) {
+            d = p / q;
+            double u = x + d;
+            if (u - a < tol2 || b - u < tol2)
+                d = x < m ? tol1 : -tol1;
+        } else {
+            e = x < m ? b - x : a - x;
+            d = cgold * e;
+        }
+        double u = x + (fabs(d) >= tol1 ? d : d > 0 ? tol1 : -tol1);
+        double fu = f(u, ctx);
+        evals++;
+        if (isnan(fu))
+            return CALIB_ENONFINITE;
+        if (fu <= fx) {
+            if (u < x)
+                b = x;
+            else
+                a = x;
+            v = w, fv = fw;
+            w = x, fw = fx;
+            x = u, fx = fu;
+        } else {
+            if (u < x)
+                a = u;
+            else
+                b = u;
+            if (fu <= fw || w == x) {
+                v = w, fv = fw;
+                w = u, fw = fu;
+            } else if (fu <= fv || v == x || v == w) {
+                v = u, fv = fu;
+            }
+        }
+    }
+    out->x = x;
+    out->fx = fx;
+    out->evals = evals;
+    out->converged = converged;
+    return CALIB_OK;
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# fit_cli.sh — `calibctl fit`: recovers a known temperature, Platt and
+# variance map from simulated files, measures a positive paired improvement
+# on a held-out file, loads the ETS plugin, and refuses bad requests.
+set -u
+: "${CALIBCTL:?}" "${srcdir:?}" "${BUILDDIR:?}"
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok()  { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+gen="$srcdir/examples/make_example.py"
+python3 "$gen" --n 20000 --k 10 --t 2 --seed 11 > "$tmp/train.csv"
+python3 "$gen" --n 20000 --k 10 --t 2 --seed 12 > "$tmp/test.csv"
+# binary and regression files with known maps, written by a few lines here
+python3 - "$tmp" <<'PY'
+import math, random, sys
+d = sys.argv[1]
+r = random.Random(5)
+with open(d + "/binary.csv", "w") as f:
+    f.write("y,p\n")
+    for _ in range(20000):
+        s = r.gauss(0, 2)                       # the model's logit
+        q = 1 / (1 + math.exp(-(0.5 * s - 0.7)))  # truth: sigmoid(a s + b)
+        f.write("%d,%.17g\n" % (r.random() < q, 1 / (1 + math.exp(-s))))
+with open(d + "/gauss.csv", "w") as f:
+    f.write("y,mean,var\n")
+    for _ in range(20000):
+        mu, var = r.gauss(0, 1), r.uniform(0.5, 2)
+        f.write("%.17g,%.17g,%.17g\n" % (r.gauss(mu, math.sqrt(3 * var + 0.5)), mu, var))
+PY
+
+# expect NAME PYTHON-ASSERTIONS ARGS...: exit 0 and JSON checked
+expect() {
+    local name=$1 py=$2
+    shift 2
+    if "$CALIBCTL" fit "$@" > "$tmp/out" 2> "$tmp/err" &&
+       python3 -c "import json, sys; r = json.load(open(sys.argv[1])); $py" "$tmp/out"; then
+        ok "$name"
+    else
+        bad "$name ($(cat "$tmp/err") $(cat "$tmp/out"))"
+    fi
+}
+
+# n = 20000: the standard error of T is about 0.02; allow 5%
+expect temperature_recovers "assert abs(r['params']['T'] - 2) < 0.1 and r['converged'] and not r['at_bound']; assert r['objective_after'] < r['objective_before']" \
+    --method temperature "$tmp/train.csv"
+expect paired_improvement "t = r['test']; assert t['n'] == 20000; b = t['brier']; assert b['ci'][0] > 0 and abs(b['improvement'] - (b['before'] - b['after'])) < 1e-12; assert t['log']['ci'][0] > 0" \
+    --method temperature --test "$tmp/test.csv" "$tmp/train.csv"
+expect temperature_brier "assert r['objective'] == 'brier' and abs(r['params']['T'] - 2) < 0.1" \
+    --method temperature --loss brier "$tmp/train.csv"
+expect platt_recovers "assert abs(r['params']['a'] - 0.5) < 0.05 and abs(r['params']['b'] + 0.7) < 0.07" \
+    --method platt "$tmp/binary.csv"
+expect variance_recovers "assert abs(r['params']['w'] - 3) < 0.25 and abs(r['params']['b'] - 0.5) < 0.3; assert r['objective'] == 'dss'" \
+    --method variance "$tmp/gauss.csv"
+expect ets_plugin "assert r['method'] == 'ets' and r['test']['brier']['ci'][0] > 0; assert abs(sum(r['params'][w] for w in ('w1', 'w2', 'w3')) - 1) < 1e-9" \
+    --method ets --plugin-dir "$BUILDDIR/plugins/.libs" --test "$tmp/test.csv" "$tmp/train.csv"
+
+# refusals: exit 2 and a message
+refuse() {
+    local name=$1 pattern=$2
+    shift 2
+    "$CALIBCTL" fit "$@" > "$tmp/out" 2> "$tmp/err"
+    local rc=$?
+    if [ $rc -eq 2 ] && [ ! -s "$tmp/out" ] && grep -q -e "$pattern" "$tmp/err"; then
+        ok "$name"
+    else
+        bad "$name (rc $rc: $(cat "$tmp/err"))"
+    fi
+}
+refuse unknown_method "unknown method 'nope'" --method nope --plugin-dir "$tmp" "$tmp/train.csv"
+refuse bad_loss "--loss: expected nll or brier" --method temperature --loss hinge "$tmp/train.csv"
+refuse wrong_form "method variance does not take logits" --method variance "$tmp/train.csv"
+refuse test_differs "outputs differ" --method temperature --test "$tmp/binary.csv" "$tmp/train.csv"
+refuse no_method "usage" "$tmp/train.csv"
+printf 'y,z0,z1\n0,1\n' > "$tmp/ragged.csv"
+refuse bad_file "ragged.csv:2: row has 2 fields" --method temperature "$tmp/ragged.csv"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
