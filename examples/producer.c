@@ -1,6 +1,11 @@
 /* producer.c — payload building shared by the example producers. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <zmq.h>
 
 #include "producer.h"
 
@@ -48,4 +53,48 @@ void store_le64(unsigned char *p, uint64_t v)
 {
     for (int i = 0; i < 8; i++)
         p[i] = (unsigned char)(v >> (8 * i));
+}
+
+int producer_parse_u64(const char *prog, const char *opt, const char *s, uint64_t lo,
+                       uint64_t hi, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*s == '-' || *s == '\0' || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "%s: --%s '%s': expected an integer in %" PRIu64 "..%" PRIu64 "\n",
+                prog, opt, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int producer_open(const char *prog, const char *endpoint, int push, int sndhwm,
+                  int warmup_ms, void **ctx, void **sock)
+{
+    const char *ep = endpoint;
+    int bind = ep[0] == '@';
+    if (ep[0] == '@' || ep[0] == '>')
+        ep++;
+    if (!(*ctx = zmq_ctx_new()) || !(*sock = zmq_socket(*ctx, push ? ZMQ_PUSH : ZMQ_PUB))) {
+        fprintf(stderr, "%s: zmq: %s\n", prog, zmq_strerror(zmq_errno()));
+        return -1;
+    }
+    if (sndhwm > 0 && zmq_setsockopt(*sock, ZMQ_SNDHWM, &sndhwm, sizeof sndhwm) != 0) {
+        fprintf(stderr, "%s: ZMQ_SNDHWM: %s\n", prog, zmq_strerror(zmq_errno()));
+        return -1;
+    }
+    if ((bind ? zmq_bind(*sock, ep) : zmq_connect(*sock, ep)) != 0) {
+        fprintf(stderr, "%s: %s %s: %s\n", prog, bind ? "bind" : "connect", ep,
+                zmq_strerror(zmq_errno()));
+        return -1;
+    }
+    if (!push && warmup_ms > 0) {
+        struct timespec ts = {.tv_sec = warmup_ms / 1000,
+                              .tv_nsec = (long)(warmup_ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
+    return 0;
 }

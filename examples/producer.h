@@ -27,4 +27,16 @@ void pack_str(msgpack_packer *pk, const char *s);
 void store_le32(unsigned char *p, uint32_t v);
 void store_le64(unsigned char *p, uint64_t v);
 
+/* Parses option --opt's value s as an integer in [lo, hi]; on failure says
+ * so on stderr, prefixed by prog, and returns -1. */
+int producer_parse_u64(const char *prog, const char *opt, const char *s, uint64_t lo,
+                       uint64_t hi, uint64_t *out);
+
+/* A PUB (or, with push, PUSH) socket on endpoint ("@ep" binds, ">ep" or "ep"
+ * connects), with ZMQ_SNDHWM sndhwm when > 0. A PUB then waits warmup_ms,
+ * since it drops what it sends before the subscriber has joined (the slow
+ * joiner). Returns 0, or -1 after saying why on stderr. */
+int producer_open(const char *prog, const char *endpoint, int push, int sndhwm,
+                  int warmup_ms, void **ctx, void **sock);
+
 #endif

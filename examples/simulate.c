@@ -572,29 +572,8 @@ static int run(sim *s)
 
 static int open_socket(sim *s)
 {
-    const char *ep = s->o.endpoint;
-    int bind = ep[0] == '@';
-    if (ep[0] == '@' || ep[0] == '>')
-        ep++;
-    if (!(s->ctx = zmq_ctx_new()) ||
-        !(s->sock = zmq_socket(s->ctx, s->o.push ? ZMQ_PUSH : ZMQ_PUB))) {
-        fprintf(stderr, PROG ": zmq: %s\n", zmq_strerror(zmq_errno()));
-        return -1;
-    }
-    if (zmq_setsockopt(s->sock, ZMQ_SNDHWM, &s->o.sndhwm, sizeof s->o.sndhwm)) {
-        fprintf(stderr, PROG ": ZMQ_SNDHWM: %s\n", zmq_strerror(zmq_errno()));
-        return -1;
-    }
-    if ((bind ? zmq_bind(s->sock, ep) : zmq_connect(s->sock, ep)) != 0) {
-        fprintf(stderr, PROG ": %s %s: %s\n", bind ? "bind" : "connect", ep,
-                zmq_strerror(zmq_errno()));
-        return -1;
-    }
-    /* PUB drops whatever it sends before the subscription has arrived (the
-     * slow joiner): give the subscriber time to connect and subscribe */
-    if (!s->o.push && s->o.warmup_ms > 0)
-        sleep_until(mono_now() + s->o.warmup_ms / 1000.0);
-    return 0;
+    return producer_open(PROG, s->o.endpoint, s->o.push, s->o.sndhwm, s->o.warmup_ms,
+                         &s->ctx, &s->sock);
 }
 
 static void close_socket(sim *s)
@@ -690,16 +669,7 @@ static int bad_option(const char *opt, const char *val, const char *want)
 static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi,
                      uint64_t *out)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*s == '-' || *s == '\0' || *end || errno || v < lo || v > hi) {
-        char want[96];
-        snprintf(want, sizeof want, "an integer in %" PRIu64 "..%" PRIu64, lo, hi);
-        return bad_option(opt, s, want);
-    }
-    *out = v;
-    return 0;
+    return producer_parse_u64(PROG, opt, s, lo, hi, out);
 }
 
 static int parse_int(const char *opt, const char *s, int lo, int hi, int *out)

@@ -656,16 +656,7 @@ static void usage(FILE *f)
 static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi,
                      uint64_t *out)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*s == '-' || *s == '\0' || *end || errno || v < lo || v > hi) {
-        fprintf(stderr, PROG ": --%s '%s': expected an integer in %" PRIu64
-                "..%" PRIu64 "\n", opt, s, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
+    return producer_parse_u64(PROG, opt, s, lo, hi, out);
 }
 
 /* 0 to run, 1 after --help, -1 on a bad option (reported). */
@@ -732,28 +723,7 @@ static int parse_options(hostile_opts *o, int argc, char **argv)
 
 static int open_socket(hostile *h, const hostile_opts *o)
 {
-    const char *ep = o->endpoint;
-    int bind = ep[0] == '@';
-    if (ep[0] == '@' || ep[0] == '>')
-        ep++;
-    if (!(h->ctx = zmq_ctx_new()) ||
-        !(h->sock = zmq_socket(h->ctx, o->push ? ZMQ_PUSH : ZMQ_PUB))) {
-        fprintf(stderr, PROG ": zmq: %s\n", zmq_strerror(zmq_errno()));
-        return -1;
-    }
-    if ((bind ? zmq_bind(h->sock, ep) : zmq_connect(h->sock, ep)) != 0) {
-        fprintf(stderr, PROG ": %s %s: %s\n", bind ? "bind" : "connect", ep,
-                zmq_strerror(zmq_errno()));
-        return -1;
-    }
-    /* PUB drops what it sends before the subscriber has joined */
-    if (!o->push && o->warmup_ms > 0) {
-        struct timespec ts = {.tv_sec = o->warmup_ms / 1000,
-                              .tv_nsec = (long)(o->warmup_ms % 1000) * 1000000L};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-            ;
-    }
-    return 0;
+    return producer_open(PROG, o->endpoint, o->push, 0, o->warmup_ms, &h->ctx, &h->sock);
 }
 
 static void close_socket(hostile *h)
