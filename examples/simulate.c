@@ -179,21 +179,6 @@ static double sigmoid(double s)
 }
 
 /* A class drawn from probabilities q (summing to 1 up to rounding). */
-static size_t draw_class(calib_rng *r, const double *q, size_t k)
-{
-    double u = calib_rng_uniform(r), acc = 0;
-    size_t last = 0;
-    for (size_t j = 0; j < k; j++) {
-        if (q[j] <= 0)
-            continue;
-        acc += q[j];
-        last = j;
-        if (u < acc)
-            return j;
-    }
-    return last; /* rounding left u above the total */
-}
-
 static double true_temperature(const sim *s, uint64_t seq)
 {
     return s->o.drift && seq >= s->o.switch_after ? s->o.temp_after : s->o.temp;
@@ -211,7 +196,7 @@ static void simulate_one(sim *s, uint64_t seq, double *x, double *y)
             s->q[j] = s->z[j] / t;
         }
         calib_softmax(s->q, s->k, s->q);
-        *y = (double)draw_class(&s->rng, s->q, s->k);
+        *y = (double)calib_rng_categorical(&s->rng, s->q, s->k);
         if (s->o.form == CALIB_FORM_LOGITS)
             memcpy(x, s->z, s->k * sizeof *x);
         else

@@ -26,6 +26,9 @@ void calib_rng_seed(calib_rng *r, uint64_t seed);
 uint64_t calib_rng_next(calib_rng *r);
 double calib_rng_uniform(calib_rng *r);  /* in (0, 1) */
 double calib_rng_normal(calib_rng *r);   /* standard normal */
+/* A class drawn with probabilities p[0..k) (summing to 1 up to rounding);
+ * never one whose p is 0, even when rounding leaves the total below 1. */
+size_t calib_rng_categorical(calib_rng *r, const double *p, size_t k);
 
 typedef struct calib_record {
     const double *x; /* width outputs */

@@ -53,6 +53,21 @@ double calib_rng_normal(calib_rng *r)
     return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
 }
 
+size_t calib_rng_categorical(calib_rng *r, const double *p, size_t k)
+{
+    double u = calib_rng_uniform(r), acc = 0;
+    size_t last = 0;
+    for (size_t j = 0; j < k; j++) {
+        if (!(p[j] > 0))
+            continue;
+        acc += p[j];
+        last = j;
+        if (u < acc)
+            return j;
+    }
+    return last; /* rounding left u above the total */
+}
+
 /* ------------------------------------------------------------------ store */
 
 int calib_store_init(calib_store *s, size_t width, size_t cap)

@@ -27,17 +27,6 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static size_t draw(calib_rng *r, const double *p, size_t k)
-{
-    double u = calib_rng_uniform(r), c = 0;
-    for (size_t j = 0; j < k; j++) {
-        c += p[j];
-        if (u < c)
-            return j;
-    }
-    return k - 1;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -68,7 +57,7 @@ int main(int argc, char **argv)
         for (size_t j = 0; j < k; j++)
             p[j] = z[j] / T_TRUE;
         calib_softmax(p, k, p);
-        z[k] = (double)draw(&rng, p, k);
+        z[k] = (double)calib_rng_categorical(&rng, p, k);
     }
     calib_dataset ds = {CALIB_FORM_LOGITS, k, n, stride, rec};
     for (size_t r = 0; r < reps; r++) {

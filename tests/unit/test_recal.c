@@ -28,17 +28,6 @@ static void data_free(data *d)
     free(d->rec);
 }
 
-static size_t draw(calib_rng *r, const double *p, size_t k)
-{
-    double u = calib_rng_uniform(r), c = 0;
-    for (size_t j = 0; j < k; j++) {
-        c += p[j];
-        if (u < c)
-            return j;
-    }
-    return k - 1;
-}
-
 /* Logits z ~ N(0, 1.5^2) per class, y ~ softmax(z / t); with mix > 0 the
  * label is instead uniform with probability mix. */
 static void gen_logits(data *d, size_t n, size_t k, double t, double mix,
@@ -59,7 +48,7 @@ static void gen_logits(data *d, size_t n, size_t k, double t, double mix,
         if (mix > 0 && calib_rng_uniform(&r) < mix)
             z[k] = (double)(calib_rng_next(&r) % k);
         else
-            z[k] = (double)draw(&r, p, k);
+            z[k] = (double)calib_rng_categorical(&r, p, k);
     }
     free(p);
 }

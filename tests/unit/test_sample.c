@@ -31,6 +31,25 @@ static void rng_is_seeded(void **state)
     assert_close(calib_accum_var(&z), 1, 0.02);
 }
 
+/* Frequencies follow p; a class of probability 0 is never drawn, even when
+ * the p given sum to a little less than 1. */
+static void categorical_draws(void **state)
+{
+    calib_rng r;
+    calib_rng_seed(&r, 17);
+    const double p[4] = {0.5, 0, 0.3, 0.2 - 1e-9};
+    long hits[4] = {0};
+    enum { N = 200000 };
+    for (int i = 0; i < N; i++)
+        hits[calib_rng_categorical(&r, p, 4)]++;
+    assert_int_equal(hits[1], 0);
+    for (int j = 0; j < 4; j++) /* 5 standard errors */
+        assert_close((double)hits[j] / N, p[j], 5 * sqrt(p[j] * (1 - p[j]) / N) + 1e-12);
+    const double last_zero[3] = {0.25, 0.25, 0};
+    for (int i = 0; i < 1000; i++) /* u above 0.5: the last class with p > 0 */
+        assert_true(calib_rng_categorical(&r, last_zero, 3) < 2);
+}
+
 static void ring_keeps_most_recent(void **state)
 {
     calib_ring r;
@@ -125,6 +144,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(rng_is_seeded),
+        cmocka_unit_test(categorical_draws),
         cmocka_unit_test(ring_keeps_most_recent),
         cmocka_unit_test(reservoir_uniform),
         cmocka_unit_test(reservoir_fills_then_skips),
