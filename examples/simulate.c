@@ -329,16 +329,17 @@ static void pack_outputs(sim *s, msgpack_packer *pk, size_t n, size_t off,
     }
 }
 
-static void pack_pred(sim *s, msgpack_packer *pk, size_t n, double ts)
+/* The head every message shares: the map of `entries` keys, then "v",
+ * "type", "n" (batch form), "ts", and the key "id" with, in the batch form,
+ * its array header; the caller packs the ids. */
+static void pack_head(msgpack_packer *pk, size_t entries, const char *type, int batch,
+                      size_t n, double ts)
 {
-    int batch = s->o.batch > 1, vec = s->k && s->o.form != CALIB_FORM_BINARY;
-    size_t entries = 4 + (size_t)batch + (vec ? 2 : s->width) + (size_t)s->inline_y;
-
     msgpack_pack_map(pk, entries);
     pack_str(pk, "v");
     msgpack_pack_uint64(pk, 1);
     pack_str(pk, "type");
-    pack_str(pk, "pred");
+    pack_str(pk, type);
     if (batch) {
         pack_str(pk, "n");
         msgpack_pack_uint64(pk, n);
@@ -348,6 +349,14 @@ static void pack_pred(sim *s, msgpack_packer *pk, size_t n, double ts)
     pack_str(pk, "id");
     if (batch)
         msgpack_pack_array(pk, n);
+}
+
+static void pack_pred(sim *s, msgpack_packer *pk, size_t n, double ts)
+{
+    int batch = s->o.batch > 1, vec = s->k && s->o.form != CALIB_FORM_BINARY;
+    size_t entries = 4 + (size_t)batch + (vec ? 2 : s->width) + (size_t)s->inline_y;
+
+    pack_head(pk, entries, "pred", batch, n, ts);
     for (size_t i = 0; i < n; i++)
         pack_id(s, pk, s->seq[i]);
     if (vec) {
@@ -379,20 +388,7 @@ static void pack_labels(sim *s, msgpack_packer *pk, const pending_label *l,
                         size_t n, double ts)
 {
     int batch = s->o.batch > 1;
-    msgpack_pack_map(pk, 5 + (size_t)batch);
-    pack_str(pk, "v");
-    msgpack_pack_uint64(pk, 1);
-    pack_str(pk, "type");
-    pack_str(pk, "label");
-    if (batch) {
-        pack_str(pk, "n");
-        msgpack_pack_uint64(pk, n);
-    }
-    pack_str(pk, "ts");
-    msgpack_pack_double(pk, ts);
-    pack_str(pk, "id");
-    if (batch)
-        msgpack_pack_array(pk, n);
+    pack_head(pk, 5 + (size_t)batch, "label", batch, n, ts);
     for (size_t i = 0; i < n; i++)
         pack_id(s, pk, l[i].seq);
     pack_str(pk, "y");
