@@ -706,16 +706,91 @@ static double softplus(double u)
     return (u > 0 ? u : 0) + log1p(exp(-fabs(u)));
 }
 
-typedef struct platt_eval {
-    double f;    /* mean cross-entropy against the targets */
-    double g[2]; /* gradient in (a, b) */
-    double h[3]; /* Hessian: aa, ab, bb */
-} platt_eval;
+/* A two-parameter objective at one point: its mean, gradient and (for
+ * Platt the Hessian, for variance scaling the Fisher information) the
+ * symmetric matrix 00, 01, 11. */
+typedef struct eval2 {
+    double f;
+    double g[2];
+    double h[3];
+} eval2;
 
-/* One pass at (a, b): cross-entropy against Platt's targets t+ and t-. */
-static void platt_pass(const calib_dataset *ds, double a, double b,
-                       double tpos, double tneg, platt_eval *ev)
+/* One evaluation of the objective at x (a full pass over the data). */
+typedef void (*pass2_fn)(const calib_dataset *ds, const double x[2], const void *ctx,
+                         eval2 *ev);
+/* The search direction at x: returns the number of free variables (0: all
+ * held on their bounds, converged) or -1 when there is none. */
+typedef int (*dir2_fn)(const eval2 *ev, const double x[2], double d[2]);
+
+/* Solves [h0 h1; h1 h2] d = -g; 0, or -1 if the matrix is not positive
+ * definite. */
+static int newton_dir2(const double h[3], const double g[2], double d[2])
 {
+    double det = h[0] * h[2] - h[1] * h[1];
+    if (!(h[0] > 0 && det > 0))
+        return -1;
+    d[0] = -(h[2] * g[0] - h[1] * g[1]) / det;
+    d[1] = -(h[0] * g[1] - h[1] * g[0]) / det;
+    return 0;
+}
+
+/*
+ * Damped Newton (or Fisher scoring) in two variables with lower bounds lo
+ * (-INFINITY: none), from x with ev its evaluation: each step is projected
+ * onto the bounds and halved until the Armijo condition holds along the
+ * projection arc (Bertsekas); without active bounds this is the plain
+ * backtracking of Lin, Lin & Weng. Stops when the predicted decrease is
+ * below opts->tol. Leaves the result in x and ev.
+ */
+static void newton2_run(const calib_dataset *ds, pass2_fn pass, dir2_fn dir,
+                        const void *ctx, const double lo[2],
+                        const calib_recal_opts *o, double x[2], eval2 *ev,
+                        calib_recal_result *res)
+{
+    eval2 tr;
+    for (unsigned it = 0; it < o->max_iter; it++) {
+        double d[2];
+        int free_vars = dir(ev, x, d);
+        if (free_vars < 0)
+            break;
+        double dec = -(ev->g[0] * d[0] + ev->g[1] * d[1]);
+        if (free_vars == 0 || dec / 2 <= o->tol) {
+            res->converged = 1;
+            break;
+        }
+        res->iterations++;
+        double step = 1, nx[2];
+        for (;;) {
+            for (int j = 0; j < 2; j++) {
+                nx[j] = x[j] + step * d[j];
+                nx[j] = nx[j] > lo[j] ? nx[j] : lo[j];
+            }
+            pass(ds, nx, ctx, &tr);
+            double lin = ev->g[0] * (nx[0] - x[0]) + ev->g[1] * (nx[1] - x[1]);
+            if (tr.f <= ev->f + ARMIJO_C * lin)
+                break;
+            step /= 2;
+            res->fallbacks++;
+            if (step < STEP_MIN)
+                return; /* no descent left at this precision */
+        }
+        x[0] = nx[0];
+        x[1] = nx[1];
+        *ev = tr;
+    }
+}
+
+/* Platt's smoothed targets for y = 1 and y = 0. */
+typedef struct platt_targets {
+    double tpos, tneg;
+} platt_targets;
+
+/* One pass at x = (a, b): cross-entropy against Platt's targets t+ and t-. */
+static void platt_pass(const calib_dataset *ds, const double x2[2], const void *ctx,
+                       eval2 *ev)
+{
+    const platt_targets *tg = ctx;
+    double a = x2[0], b = x2[1], tpos = tg->tpos, tneg = tg->tneg;
     size_t width = calib_form_width(ds->form, ds->k);
     calib_ksum f = {0}, ga = {0}, gb = {0}, haa = {0}, hab = {0}, hbb = {0};
     for (size_t i = 0; i < ds->n; i++) {
@@ -739,16 +814,12 @@ static void platt_pass(const calib_dataset *ds, double a, double b,
     ev->h[2] = calib_ksum_value(&hbb) / n;
 }
 
-/* Solves [h0 h1; h1 h2] d = -g; 0, or -1 if the matrix is not positive
- * definite. */
-static int newton_dir2(const double h[3], const double g[2], double d[2])
+/* Newton's direction on the Hessian with LLW's ridge; -1 if none. */
+static int platt_direction(const eval2 *ev, const double x[2], double d[2])
 {
-    double det = h[0] * h[2] - h[1] * h[1];
-    if (!(h[0] > 0 && det > 0))
-        return -1;
-    d[0] = -(h[2] * g[0] - h[1] * g[1]) / det;
-    d[1] = -(h[0] * g[1] - h[1] * g[0]) / det;
-    return 0;
+    double h[3] = {ev->h[0] + PLATT_SIGMA, ev->h[1], ev->h[2] + PLATT_SIGMA};
+    (void)x;
+    return newton_dir2(h, ev->g, d) == 0 ? 2 : -1;
 }
 
 static const unsigned platt_forms = CALIB_FORM_BIT(CALIB_FORM_LOGITS)
@@ -773,7 +844,7 @@ int calib_recal_fit_platt(const calib_dataset *ds, const calib_recal_opts *opts,
                           calib_recal_result *res)
 {
     calib_recal_opts o;
-    platt_eval ev, tr;
+    eval2 ev;
     size_t npos, nneg;
     int rc;
     if (!res)
@@ -792,42 +863,18 @@ int calib_recal_fit_platt(const calib_dataset *ds, const calib_recal_opts *opts,
     if (rc)
         return rc;
     count_classes(ds, &npos, &nneg);
-    double tpos = (npos + 1.0) / (npos + 2.0), tneg = 1.0 / (nneg + 2.0);
+    const platt_targets t = {(npos + 1.0) / (npos + 2.0), 1.0 / (nneg + 2.0)};
     /* start: the current map, else LLW's a = 0, b = prior log-odds */
     double x[2] = {0, log((npos + 1.0) / (nneg + 1.0))};
+    const double identity[2] = {1, 0}, lo[2] = {-INFINITY, -INFINITY};
     if (o.init) {
         x[0] = o.init[0];
         x[1] = o.init[1];
     }
-    platt_pass(ds, o.init ? o.init[0] : 1, o.init ? o.init[1] : 0, tpos, tneg, &ev);
+    platt_pass(ds, o.init ? o.init : identity, &t, &ev);
     res->objective_before = ev.f;
-    platt_pass(ds, x[0], x[1], tpos, tneg, &ev);
-    for (unsigned it = 0; it < o.max_iter; it++) {
-        double h[3] = {ev.h[0] + PLATT_SIGMA, ev.h[1], ev.h[2] + PLATT_SIGMA}, d[2];
-        if (newton_dir2(h, ev.g, d))
-            break;
-        double slope = ev.g[0] * d[0] + ev.g[1] * d[1];
-        if (-slope / 2 <= o.tol) {
-            res->converged = 1;
-            break;
-        }
-        res->iterations++;
-        double step = 1;
-        for (;;) {
-            platt_pass(ds, x[0] + step * d[0], x[1] + step * d[1], tpos, tneg, &tr);
-            if (tr.f <= ev.f + ARMIJO_C * step * slope)
-                break;
-            step /= 2;
-            res->fallbacks++;
-            if (step < STEP_MIN)
-                break;
-        }
-        if (step < STEP_MIN)
-            break; /* no descent left at this precision */
-        x[0] += step * d[0];
-        x[1] += step * d[1];
-        ev = tr;
-    }
+    platt_pass(ds, x, &t, &ev);
+    newton2_run(ds, platt_pass, platt_direction, &t, lo, &o, x, &ev, res);
     res->params[0] = x[0];
     res->params[1] = x[1];
     res->objective_after = ev.f;
@@ -838,20 +885,17 @@ int calib_recal_fit_platt(const calib_dataset *ds, const calib_recal_opts *opts,
 
 /* ================================================================== variance */
 
-typedef struct var_eval {
-    double f;    /* mean Dawid-Sebastiani score */
-    double g[2]; /* gradient in (w, b) */
-    double h[3]; /* Fisher information: ww, wb, bb */
-} var_eval;
-
 /*
  * One pass at (w, b), var' = w var + b. Per sample with r = (y - mean)^2:
  * S = r / var' + ln var', dS/dvar' = 1/var' - r/var'^2, and the expected
  * second derivative (E r = var') is 1/var'^2 > 0: Fisher scoring has a
  * positive-definite matrix even where the DSS is locally concave.
  */
-static void var_pass(const calib_dataset *ds, double w, double b, var_eval *ev)
+static void var_pass(const calib_dataset *ds, const double x2[2], const void *ctx,
+                     eval2 *ev)
 {
+    double w = x2[0], b = x2[1];
+    (void)ctx;
     calib_ksum f = {0}, gw = {0}, gb = {0}, hww = {0}, hwb = {0}, hbb = {0};
     for (size_t i = 0; i < ds->n; i++) {
         const double *x = row_at(ds, i);
@@ -891,7 +935,7 @@ static double var_w0(const calib_dataset *ds)
  * gradient points outward is held there; the others take the scoring step.
  * Returns the number of free variables.
  */
-static int var_direction(const var_eval *ev, const double x[2], double d[2])
+static int var_direction(const eval2 *ev, const double x[2], double d[2])
 {
     int fw = !(x[0] <= VAR_W_MIN && ev->g[0] > 0);
     int fb = !(x[1] <= 0 && ev->g[1] > 0);
@@ -915,7 +959,7 @@ int calib_recal_fit_variance(const calib_dataset *ds,
                              calib_recal_result *res)
 {
     calib_recal_opts o;
-    var_eval ev, tr;
+    eval2 ev;
     int rc;
     if (!res)
         return CALIB_EINVAL;
@@ -931,45 +975,13 @@ int calib_recal_fit_variance(const calib_dataset *ds,
     rc = calib_recal_check_dataset(ds, variance_forms);
     if (rc)
         return rc;
-    var_pass(ds, o.init ? o.init[0] : 1, o.init ? o.init[1] : 0, &ev);
+    const double identity[2] = {1, 0}, lo[2] = {VAR_W_MIN, 0};
+    var_pass(ds, o.init ? o.init : identity, NULL, &ev);
     res->objective_before = ev.f;
     double x[2] = {o.init ? o.init[0] : var_w0(ds), o.init ? o.init[1] : 0};
     x[0] = x[0] > VAR_W_MIN ? x[0] : VAR_W_MIN;
-    var_pass(ds, x[0], x[1], &ev);
-    for (unsigned it = 0; it < o.max_iter; it++) {
-        double d[2];
-        if (var_direction(&ev, x, d) == 0) {
-            res->converged = 1; /* every variable held on its bound */
-            break;
-        }
-        double dec = -(ev.g[0] * d[0] + ev.g[1] * d[1]);
-        if (dec / 2 <= o.tol) {
-            res->converged = 1;
-            break;
-        }
-        res->iterations++;
-        double step = 1, nx[2];
-        for (;;) {
-            nx[0] = x[0] + step * d[0];
-            nx[1] = x[1] + step * d[1];
-            nx[0] = nx[0] > VAR_W_MIN ? nx[0] : VAR_W_MIN;
-            nx[1] = nx[1] > 0 ? nx[1] : 0;
-            var_pass(ds, nx[0], nx[1], &tr);
-            /* Armijo along the projection arc */
-            double lin = ev.g[0] * (nx[0] - x[0]) + ev.g[1] * (nx[1] - x[1]);
-            if (tr.f <= ev.f + ARMIJO_C * lin)
-                break;
-            step /= 2;
-            res->fallbacks++;
-            if (step < STEP_MIN)
-                break;
-        }
-        if (step < STEP_MIN)
-            break;
-        x[0] = nx[0];
-        x[1] = nx[1];
-        ev = tr;
-    }
+    var_pass(ds, x, NULL, &ev);
+    newton2_run(ds, var_pass, var_direction, NULL, lo, &o, x, &ev, res);
     res->params[0] = x[0];
     res->params[1] = x[1];
     res->at_bound = (x[1] <= 0 && ev.g[1] >= 0) || (x[0] <= VAR_W_MIN && ev.g[0] >= 0);
