@@ -187,7 +187,13 @@ void model_observe(model *m, const double *x, double y, double now)
     if (!pane)
         m->stale++; /* a clock step back past the window: cumulative only */
     for (int v = 0; v < VIEWS; v++) {
-        score(m, xs[v], y, p[v], s[v]);
+        if (v == VIEW_CAL && xs[v] == xs[VIEW_RAW]) {
+            /* identity parameters: the raw view's scores, not computed twice */
+            memcpy(s[v], s[VIEW_RAW], sizeof s[v]);
+            p[v] = p[VIEW_RAW];
+        } else {
+            score(m, xs[v], y, p[v], s[v]);
+        }
         for (int i = 0; i < WS_PER_VIEW; i++) {
             if (isnan(s[v][i]))
                 continue;
