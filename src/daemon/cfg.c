@@ -61,7 +61,16 @@ static int parse_form(const char *s, int *out)
 
 /* ------------------------------------------------------------ model keys */
 
-enum key_type { K_UINT, K_SECONDS, K_FORM };
+enum key_type {
+    K_UINT,     /* in [min, max] */
+    K_SECONDS,  /* > 0 */
+    K_SECONDS0, /* >= 0; 0 turns the feature off */
+    K_NONNEG,   /* a finite number >= 0 */
+    K_PROB,     /* in (0, 1) */
+    K_FORM,
+    K_BOOL,
+    K_METHOD,
+};
 
 static const struct model_key {
     const char *name;
@@ -70,19 +79,96 @@ static const struct model_key {
     uint64_t min, max;
     const char *expect;
 } model_keys[] = {
-    {"form", K_FORM, offsetof(model_cfg, form), 0, 0, "logits, probs, binary, gaussian or auto"},
-    {"k", K_UINT, offsetof(model_cfg, k), 0, 65536, "0 (auto) or 2..65536"},
-    {"label_ttl", K_SECONDS, offsetof(model_cfg, label_ttl), 0, 0, "seconds > 0"},
-    {"max_pending", K_UINT, offsetof(model_cfg, max_pending), 1, 100000000, "1..1e8"},
-    {"joined_memory", K_UINT, offsetof(model_cfg, joined_memory), 1, 100000000, "1..1e8"},
-    {"window", K_SECONDS, offsetof(model_cfg, window), 0, 0, "seconds > 0"},
-    {"window_panes", K_UINT, offsetof(model_cfg, window_panes), 1, 3600, "1..3600"},
-    {"bins", K_UINT, offsetof(model_cfg, bins), 1, 1000, "1..1000"},
-    {"ring", K_UINT, offsetof(model_cfg, ring), 1, 10000000, "1..1e7"},
-    {"reservoir", K_UINT, offsetof(model_cfg, reservoir), 1, 10000000, "1..1e7"},
-    {"seed", K_UINT, offsetof(model_cfg, seed), 0, UINT64_MAX, "an unsigned integer"},
+#define F(field) offsetof(model_cfg, field)
+    {"form", K_FORM, F(form), 0, 0, "logits, probs, binary, gaussian or auto"},
+    {"k", K_UINT, F(k), 0, 65536, "0 (auto) or 2..65536"},
+    {"label_ttl", K_SECONDS, F(label_ttl), 0, 0, "seconds > 0"},
+    {"max_pending", K_UINT, F(max_pending), 1, 100000000, "1..1e8"},
+    {"joined_memory", K_UINT, F(joined_memory), 1, 100000000, "1..1e8"},
+    {"window", K_SECONDS, F(window), 0, 0, "seconds > 0"},
+    {"window_panes", K_UINT, F(window_panes), 1, 3600, "1..3600"},
+    {"bins", K_UINT, F(bins), 1, 1000, "1..1000"},
+    {"ring", K_UINT, F(ring), 1, 10000000, "1..1e7"},
+    {"reservoir", K_UINT, F(reservoir), 1, 10000000, "1..1e7"},
+    {"seed", K_UINT, F(seed), 0, UINT64_MAX, "an unsigned integer"},
+    {"method", K_METHOD, F(method), 0, 0,
+     "auto, temperature, platt, variance or a plugin's name ([A-Za-z0-9._-], 1..31)"},
+    {"drift", K_BOOL, F(drift), 0, 0, "yes or no"},
+    {"drift_alpha", K_PROB, F(drift_alpha), 0, 0, "a level in (0, 1)"},
+    {"drift_min_effect", K_NONNEG, F(drift_min_effect), 0, 0, "a number >= 0"},
+    {"drift_quantile", K_PROB, F(drift_quantile), 0, 0, "a quantile in (0, 1)"},
+    {"drift_reference", K_UINT, F(drift_reference), 10, 10000000, "10..1e7"},
+    {"refit_interval", K_SECONDS0, F(refit_interval), 0, 0, "seconds >= 0 (0: never)"},
+    {"refit_min_samples", K_UINT, F(refit_min_samples), 10, 10000000, "10..1e7"},
+    {"refit_samples", K_UINT, F(refit_samples), 10, 10000000, "10..1e7"},
+    {"auto_publish", K_BOOL, F(auto_publish), 0, 0, "yes or no"},
+    {"gate_alpha", K_PROB, F(gate_alpha), 0, 0, "a level in (0, 1)"},
+    {"min_improvement", K_NONNEG, F(min_improvement), 0, 0, "a number >= 0"},
+    {"gate_dss_clip", K_SECONDS, F(gate_dss_clip), 0, 0, "a number > 0"},
+    {"gate_max_samples", K_UINT, F(gate_max_samples), 1, 100000000, "1..1e8"},
+    {"alert_brier", K_NONNEG, F(alert_brier), 0, 0, "a level >= 0 (0: off)"},
+    {"alert_rbs", K_NONNEG, F(alert_rbs), 0, 0, "a level >= 0 (0: off)"},
+    {"alert_ece", K_NONNEG, F(alert_ece), 0, 0, "a level >= 0 (0: off)"},
+    {"alert_dss", K_NONNEG, F(alert_dss), 0, 0, "a level >= 0 (0: off)"},
+    {"alert_min_samples", K_UINT, F(alert_min_samples), 1, 100000000, "1..1e8"},
+    {"alert_hysteresis", K_PROB, F(alert_hysteresis), 0, 0, "a fraction in (0, 1)"},
+    {"alert_cooldown", K_SECONDS0, F(alert_cooldown), 0, 0, "seconds >= 0"},
+    {"label_starvation", K_SECONDS0, F(label_starvation), 0, 0, "seconds >= 0 (0: off)"},
+#undef F
 };
 enum { N_MODEL_KEYS = sizeof model_keys / sizeof model_keys[0] };
+_Static_assert(N_MODEL_KEYS <= 64, "model_cfg.set has 64 bits");
+
+static int parse_number(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_method(const char *s, char *out)
+{
+    size_t len = strlen(s);
+    if (len == 0 || len > CFG_METHOD_MAX ||
+        strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != len)
+        return -1;
+    memcpy(out, s, len + 1);
+    return 0;
+}
+
+static int parse_key(const struct model_key *k, const char *value, void *field)
+{
+    double v;
+    switch (k->type) {
+    case K_UINT: return parse_uint(value, k->min, k->max, field);
+    case K_SECONDS: return parse_seconds(value, field);
+    case K_FORM: return parse_form(value, field);
+    case K_BOOL: return parse_bool(value, field);
+    case K_METHOD: return parse_method(value, field);
+    case K_SECONDS0:
+    case K_NONNEG:
+    case K_PROB:
+        if (parse_number(value, &v) != 0 || v < 0 || (k->type == K_PROB && (v <= 0 || v >= 1)))
+            return -1;
+        *(double *)field = v;
+        return 0;
+    }
+    return -1;
+}
+
+static size_t key_size(enum key_type t)
+{
+    switch (t) {
+    case K_FORM:
+    case K_BOOL: return sizeof(int);
+    case K_UINT: return sizeof(uint64_t);
+    case K_METHOD: return CFG_METHOD_MAX + 1;
+    default: return sizeof(double);
+    }
+}
 
 static int set_model_key(model_cfg *m, const char *key, const char *value,
                          char *err, size_t errlen)
@@ -91,17 +177,14 @@ static int set_model_key(model_cfg *m, const char *key, const char *value,
         const struct model_key *k = &model_keys[i];
         if (strcmp(key, k->name) != 0)
             continue;
-        void *field = (char *)m + k->offset;
-        int rc = k->type == K_UINT    ? parse_uint(value, k->min, k->max, field)
-                 : k->type == K_SECONDS ? parse_seconds(value, field)
-                                        : parse_form(value, field);
+        int rc = parse_key(k, value, (char *)m + k->offset);
         if (rc == 0 && k->type == K_UINT && strcmp(key, "k") == 0 && m->k == 1)
             rc = -1;
         if (rc != 0) {
             snprintf(err, errlen, "%s = '%s': expected %s", key, value, k->expect);
             return -1;
         }
-        m->set |= 1u << i;
+        m->set |= (uint64_t)1 << i;
         return 0;
     }
     return 1; /* unknown */
@@ -111,13 +194,10 @@ static int set_model_key(model_cfg *m, const char *key, const char *value,
 static void overlay(model_cfg *dst, const model_cfg *src)
 {
     for (size_t i = 0; i < N_MODEL_KEYS; i++) {
-        if (!(src->set & (1u << i)))
+        if (!(src->set & ((uint64_t)1 << i)))
             continue;
         size_t off = model_keys[i].offset;
-        size_t size = model_keys[i].type == K_FORM ? sizeof(int)
-                      : model_keys[i].type == K_SECONDS ? sizeof(double)
-                                                        : sizeof(uint64_t);
-        memcpy((char *)dst + off, (const char *)src + off, size);
+        memcpy((char *)dst + off, (const char *)src + off, key_size(model_keys[i].type));
     }
 }
 
@@ -180,6 +260,8 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
                  : strcmp(key, "http") == 0      ? &c->http
                  : strcmp(key, "state_dir") == 0 ? &c->state_dir
                  : strcmp(key, "log_level") == 0 ? &c->log_level
+                 : strcmp(key, "alert_exec") == 0 ? &c->alert_exec
+                 : strcmp(key, "plugin_dir") == 0 ? &c->plugin_dir
                                                  : NULL;
     if (str) {
         if (*value == 0) {
@@ -188,6 +270,11 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
         }
         if (strcmp(key, "log_level") == 0 && log_level_parse(value) < 0) {
             snprintf(err, errlen, "log_level = '%s': expected error, warn, info or debug", value);
+            return -1;
+        }
+        if (strcmp(key, "alert_exec") == 0 && value[0] != '/') {
+            snprintf(err, errlen, "alert_exec = '%s': expected an absolute path (it is run "
+                     "without a shell)", value);
             return -1;
         }
         if (set_string(str, value) != 0) {
@@ -206,6 +293,14 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
             return -1;
         }
         c->auto_models = b;
+        return 0;
+    }
+    if (strcmp(key, "params_interval") == 0 || strcmp(key, "alert_exec_timeout") == 0) {
+        double *f = key[0] == 'p' ? &c->params_interval : &c->alert_exec_timeout;
+        if (parse_seconds(value, f) != 0 || *f > 86400) {
+            snprintf(err, errlen, "%s = '%s': expected seconds in (0, 86400]", key, value);
+            return -1;
+        }
         return 0;
     }
     if (strcmp(key, "tick") == 0) {
@@ -256,13 +351,22 @@ int config_init(daemon_cfg *c)
         .form = -1, .k = 0, .label_ttl = 3600, .max_pending = 100000,
         .joined_memory = 100000, .window = 3600, .window_panes = 12, .bins = 15,
         .ring = 10000, .reservoir = 10000, .seed = 1,
+        .method = "auto", .drift = 1, .drift_alpha = 0.01, .drift_min_effect = 0.01,
+        .drift_quantile = 0.9, .drift_reference = 2000, .refit_interval = 0,
+        .refit_min_samples = 1000, .refit_samples = 10000, .auto_publish = 1,
+        .gate_alpha = 0.01, .min_improvement = 0.001, .gate_dss_clip = 10,
+        .gate_max_samples = 20000, .alert_min_samples = 1000, .alert_hysteresis = 0.1,
+        .alert_cooldown = 300, .label_starvation = 0,
     };
+    c->params_interval = 10;
+    c->alert_exec_timeout = 5;
     if (config_set_daemon(c, "ingest", CFG_DEFAULT_INGEST, err, sizeof err) ||
         config_set_daemon(c, "publish", CFG_DEFAULT_PUBLISH, err, sizeof err) ||
         config_set_daemon(c, "control", CFG_DEFAULT_CONTROL, err, sizeof err) ||
         config_set_daemon(c, "http", CFG_DEFAULT_HTTP, err, sizeof err) ||
         config_set_daemon(c, "state_dir", CFG_DEFAULT_STATE_DIR, err, sizeof err) ||
-        config_set_daemon(c, "log_level", "info", err, sizeof err)) {
+        config_set_daemon(c, "log_level", "info", err, sizeof err) ||
+        config_set_daemon(c, "plugin_dir", PKGLIBDIR, err, sizeof err)) {
         config_free(c);
         return -1;
     }
@@ -278,8 +382,11 @@ void config_free(daemon_cfg *c)
     free(c->http);
     free(c->state_dir);
     free(c->log_level);
+    free(c->alert_exec);
+    free(c->plugin_dir);
     free(c->models);
     c->publish = c->control = c->http = c->state_dir = c->log_level = NULL;
+    c->alert_exec = c->plugin_dir = NULL;
     c->models = NULL;
     c->nmodels = 0;
 }
@@ -299,16 +406,6 @@ typedef struct load_state {
     model_cfg *models; /* as written, before defaults */
     size_t nmodels;
 } load_state;
-
-/* inih's reader, counting lines so that messages can name them. */
-static char *read_line(char *str, int num, void *stream)
-{
-    load_state *s = stream;
-    char *r = fgets(str, num, s->f);
-    if (r)
-        s->line++;
-    return r;
-}
 
 static int valid_model_name(const char *n)
 {
@@ -339,6 +436,53 @@ static int fail(load_state *s, const char *msg)
 {
     snprintf(s->err, s->errlen, "%s:%lu: %s", s->path, s->line, msg);
     return 0; /* inih: stop, report this line */
+}
+
+/* A "[model NAME]" header creates the model even when no key follows:
+ * inih reports keys only, and an empty section must not vanish. Returns -1
+ * (with the error set) for a bad name. */
+static int note_section(load_state *s, const char *line)
+{
+    while (*line == ' ' || *line == '\t')
+        line++;
+    if (strncmp(line, "[model ", 7) != 0)
+        return 0;
+    const char *name = line + 7, *end = strchr(name, ']');
+    while (*name == ' ')
+        name++;
+    if (!end)
+        return 0; /* inih reports the syntax error */
+    char buf[CFG_NAME_MAX + 2];
+    size_t len = (size_t)(end - name);
+    while (len && name[len - 1] == ' ')
+        len--;
+    if (len > CFG_NAME_MAX)
+        len = CFG_NAME_MAX + 1; /* too long: refused below */
+    memcpy(buf, name, len);
+    buf[len] = 0;
+    if (!valid_model_name(buf)) {
+        fail(s, "a model name is 1..128 characters of [A-Za-z0-9._:-]");
+        return -1;
+    }
+    if (!model_section(s, buf)) {
+        fail(s, "too many models, or out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* inih's reader, counting lines so that messages can name them; it ends
+ * the parse early (an error is then set) on a bad section header. */
+static char *read_line(char *str, int num, void *stream)
+{
+    load_state *s = stream;
+    char *r = fgets(str, num, s->f);
+    if (r) {
+        s->line++;
+        if (note_section(s, r) != 0)
+            return NULL;
+    }
+    return r;
 }
 
 static void warn_unknown(load_state *s, const char *what, const char *section,
@@ -397,7 +541,7 @@ int config_load(daemon_cfg *c, const char *path, config_warn_fn warn, void *arg,
     }
     int rc = ini_parse_stream(read_line, &s, on_key, &s);
     fclose(s.f);
-    if (rc != 0) {
+    if (rc != 0 || err[0]) {
         if (!err[0]) /* a syntax error inih found itself */
             snprintf(err, errlen, "%s:%d: syntax error", path, rc);
         free(s.models);

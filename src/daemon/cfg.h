@@ -8,6 +8,7 @@
 #define CFG_MAX_ENDPOINTS 16
 #define CFG_MAX_MODELS 1024
 #define CFG_NAME_MAX 128
+#define CFG_METHOD_MAX 31
 
 /* Settings of one model; [defaults] then [model NAME] override the built-in
  * values field by field. */
@@ -24,7 +25,22 @@ typedef struct model_cfg {
     uint64_t ring;          /* recent samples kept */
     uint64_t reservoir;     /* uniform samples kept */
     uint64_t seed;
-    uint32_t set;           /* bit i: field i given in this section */
+    /* the closed loop (calibd(8), LOOP) */
+    char method[CFG_METHOD_MAX + 1]; /* "auto": temperature, or variance
+                                        for a Gaussian model */
+    int drift;              /* detect drift of the calibrated score */
+    double drift_alpha, drift_min_effect, drift_quantile;
+    uint64_t drift_reference;
+    double refit_interval;  /* seconds between scheduled refits, 0: never */
+    uint64_t refit_min_samples, refit_samples;
+    int auto_publish;       /* no: candidates are tested, never published */
+    double gate_alpha, min_improvement, gate_dss_clip;
+    uint64_t gate_max_samples;
+    /* alerts; a level of 0 turns its rule off */
+    double alert_brier, alert_rbs, alert_ece, alert_dss;
+    uint64_t alert_min_samples;
+    double alert_hysteresis, alert_cooldown, label_starvation;
+    uint64_t set;           /* bit i: field i given in this section */
 } model_cfg;
 
 typedef struct endpoint_list {
@@ -38,6 +54,10 @@ typedef struct daemon_cfg {
     int auto_models;
     uint64_t max_msg_size, rcvhwm, sndhwm, drain_batch;
     double tick;
+    double params_interval;   /* seconds between republished parameters */
+    char *alert_exec;         /* absolute path of the exec sink, or NULL */
+    double alert_exec_timeout;
+    char *plugin_dir;         /* where method NAME is NAME.so */
     model_cfg defaults;
     model_cfg *models; /* [nmodels], resolved over defaults */
     size_t nmodels;

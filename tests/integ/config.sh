@@ -24,10 +24,14 @@ refuse k_one 3 "k = '1'" '[model a]\nform = logits\nk = 1\n'
 refuse bad_bool 2 "auto_models = 'maybe'" '[daemon]\nauto_models = maybe\n'
 refuse bad_level 2 "log_level = 'loud'" '[daemon]\nlog_level = loud\n'
 refuse bad_tick 2 "tick = '120'" '[daemon]\ntick = 120\n'
-refuse bad_name 2 "a model name is" '[model bad/name]\nk = 3\n'
+refuse bad_name 1 "a model name is" '[model bad/name]\nk = 3\n'
 refuse syntax 2 "syntax error" '[daemon]\nthis line has no equals sign\n'
 refuse empty_endpoint 2 "empty endpoint" '[daemon]\ningest = tcp://127.0.0.1:1,,\n'
 refuse trailing_comma 2 "empty endpoint" '[daemon]\ningest_pull = tcp://127.0.0.1:1,\n'
+refuse bad_method 2 "method = 'te mp'" '[model a]\nmethod = te mp\n'
+refuse bad_alpha 2 "drift_alpha = '1'" '[defaults]\ndrift_alpha = 1\n'
+refuse bad_exec 2 "alert_exec = 'sink.sh': expected an absolute path" '[daemon]\nalert_exec = sink.sh\n'
+refuse bad_interval 2 "params_interval = '0'" '[daemon]\nparams_interval = 0\n'
 
 "$CALIBD" -c "$work/missing.conf" > /dev/null 2> "$work/err"
 check missing_file '[ $? -eq 2 ] && grep -q "missing.conf: No such file" "$work/err"'
@@ -36,7 +40,7 @@ check bad_option '[ $? -eq 2 ]'
 "$CALIBD" --version | grep -q '^calibd ' && ok version || bad version
 
 # unknown section and key: warned with the line, not fatal; CLI overrides
-printf '[daemon]\ncontrol = tcp://127.0.0.1:1\ncolour = blue\n[extras]\nx = 1\n[model m]\nform = probs\nk = 3\nlabel_ttl = 60\n' > "$work/ok.conf"
+printf '[daemon]\ncontrol = tcp://127.0.0.1:1\ncolour = blue\n[extras]\nx = 1\n[model m]\nform = probs\nk = 3\nlabel_ttl = 60\n[defaults]\nform = binary\n[model empty]\n' > "$work/ok.conf"
 start_calibd -c "$work/ok.conf"
 check warn_unknown_key 'grep -q "ok.conf:3: unknown key \[daemon\], key .colour. ignored" "$work/calibd.log"'
 check warn_unknown_section 'grep -q "ok.conf:5: unknown section \[extras\], key .x. ignored" "$work/calibd.log"'
@@ -44,6 +48,8 @@ check cli_overrides_file '[ "$CONTROL" != "tcp://127.0.0.1:1" ]'
 # a configured model with form and k exists, shaped, before any message
 status > "$work/s.json"
 check configured_model_shaped '[ "$(json_get "$work/s.json" "r[\"models\"][\"m\"][\"k\"]")" = 3 ]'
+# a [model] section without keys still configures its model (from [defaults])
+check empty_model_section '[ "$(json_get "$work/s.json" "r[\"models\"][\"empty\"][\"form\"]")" = binary ]'
 # SIGHUP with a broken file keeps running; with a good one reloads
 printf '[model m]\nlabel_ttl = -1\n' > "$work/ok.conf"
 kill -HUP "$calibd_pid"
