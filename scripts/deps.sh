@@ -3,7 +3,8 @@
 # only those missing. Used by run.sh and test.sh.
 set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config
-      libuv1-dev libzmq3-dev libmsgpack-dev libinih-dev libmicrohttpd-dev libcsv-dev libcmocka-dev python3)
+      libuv1-dev libzmq3-dev libmsgpack-dev libinih-dev libmicrohttpd-dev libcsv-dev libcmocka-dev python3
+      python3-zmq python3-msgpack)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Prints a few lines from `calibctl status MODEL` JSON on standard input:
 the calibration upper bound U with its interval, beside the binned lower
-bounds. Used by run.sh."""
+bounds, for the raw outputs and after the published parameters, and the
+closed loop's state; with a second argument, the last line of the serving
+node's log. Used by run.sh."""
 import json
 import math
 import sys
 
 
 def est(e):
+    if e["mean"] is None:
+        return "-"
     ci = e["ci"] or [math.nan, math.nan]
     return "%.4f [%.4f, %.4f]" % (e["mean"], ci[0], ci[1])
 
@@ -27,9 +31,25 @@ def main():
     print("  upper bound U = mean Brier  %s   RBS %.4f" % (est(raw["brier"]), raw["rbs"]))
     print("  mean log score              %s" % est(raw["log"]))
     print("  window (%gs): U %s   ECE %.4f" % (m["window"]["seconds"], est(win["brier"]), win["ece"]))
-    print("  binned lower bounds: ECE %.4f  TCE2 %.4f  CWCE2 %.4f   parameters: %s v%d"
-          % (raw["ece"], raw["tce2"], raw.get("cwce2", math.nan), m["params"]["method"],
-             m["params"]["version"]))
+    print("  binned lower bounds: ECE %.4f  TCE2 %.4f  CWCE2 %.4f"
+          % (raw["ece"], raw["tce2"], raw.get("cwce2", math.nan)))
+    p, loop, since = m["params"], m["loop"], m["calibrated_since_params"]
+    values = " ".join("%s=%.4f" % kv for kv in p["values"].items())
+    print("  parameters v%d %s %s; calibrated since: U %s"
+          % (p["version"], p["method"], values, est(since["brier"])))
+    d = loop["drift"] or {}
+    shadow = loop["shadow"]
+    print("  loop: drift %s (log e %.2f, alarms %d)  candidates %d: published %d, rejected %d%s"
+          % (d.get("state", "off"), d.get("log_e") or 0, d.get("alarms", 0), loop["candidates"],
+             loop["published"], loop["rejected"],
+             "  [one in shadow: improvement %s]" % est(shadow["improvement"]) if shadow else ""))
+    if len(sys.argv) > 2:
+        try:
+            lines = open(sys.argv[2]).read().split("\n")
+            last = [l for l in lines if l.strip()]
+            print("  serving node holds: %s" % (last[-1] if last else "nothing yet"))
+        except OSError:
+            pass
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # run.sh — the main job: builds calibd, starts it on its default endpoints,
-# feeds it with the bundled simulator (a 10-class model whose softmax is
-# overconfident: outcomes follow softmax(z / 2)), and shows calibctl status
-# live. Ctrl-C stops everything. `run.sh --seconds N` stops after N seconds.
+# feeds it with the bundled simulator (a 10-class model, calibrated for the
+# first 20 s; then its outcomes follow softmax(z / 2), so its softmax is
+# overconfident), runs the example serving node, and shows calibctl status
+# live: calibd detects the drift, refits a temperature, proves it in shadow
+# and publishes it, and the serving node applies it. Ctrl-C stops
+# everything. `run.sh --seconds N` stops after N seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=0
@@ -20,8 +23,13 @@ trap 'exit 0' INT TERM
 pids+=($!)
 "$dir/calibctl" ping --timeout 5 > /dev/null ||
     { echo "calibd did not start:"; cat "$state/calibd.log"; exit 1; }
-# predictions at 2000/s in batches of 100; labels follow 3 s later, 2% never
-"$dir/examples/simulate" --model sim --k 10 --temperature 2 --rate 2000 --batch 100 --count 0 \
+"$dir/examples/serving_node" --connect tcp://127.0.0.1:7451 --model sim \
+    > "$state/serving_node.log" 2>&1 &
+pids+=($!)
+# predictions at 2000/s in batches of 100; labels follow 3 s later, 2% never;
+# the true temperature moves from 1 to 2 after 40000 predictions (20 s)
+"$dir/examples/simulate" --model sim --k 10 --temperature 1 --temperature-after 2 \
+    --switch-after 40000 --rate 2000 --batch 100 --count 0 \
     --label-delay 3 --label-drop 0.02 --seed 7 2> "$state/simulate.log" &
 pids+=($!)
 
@@ -29,7 +37,8 @@ echo "calibd on its defaults (log: $state/calibd.log), fed by examples/simulate;
 start=$(date +%s)
 while :; do
     sleep 2
-    "$dir/calibctl" status sim 2>/dev/null | python3 scripts/live_status.py sim || true
+    "$dir/calibctl" status sim 2>/dev/null |
+        python3 scripts/live_status.py sim "$state/serving_node.log" || true
     if [ "$seconds" -gt 0 ] && [ $(( $(date +%s) - start )) -ge "$seconds" ]; then
         break
     fi

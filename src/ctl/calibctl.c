@@ -16,6 +16,7 @@ static const struct command {
     {"score", cmd_score, "score FILE                    audit a CSV of predictions and outcomes"},
     {"fit", cmd_fit, "fit --method M FILE [--test F2] fit a recalibration map"},
     {"status", cmd_status, "status [--control EP] [MODEL] a running calibd's statistics, as JSON"},
+    {"refit", cmd_refit, "refit [--control EP] MODEL     refit MODEL on its recent samples now"},
     {"ping", cmd_ping, "ping [--control EP]           is calibd answering?"},
 };
 

@@ -9,68 +9,9 @@
 #include <zmq.h>
 
 #include "ctl.h"
+#include "msgpack_json.h"
 
 #define DEFAULT_CONTROL "tcp://127.0.0.1:7452"
-
-/* ------------------------------------------------------------ msgpack -> JSON */
-
-static void json_string(FILE *f, const char *s, size_t len)
-{
-    fputc('"', f);
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
-static void print_json(FILE *f, const msgpack_object *o)
-{
-    switch (o->type) {
-    case MSGPACK_OBJECT_NIL: fputs("null", f); break;
-    case MSGPACK_OBJECT_BOOLEAN: fputs(o->via.boolean ? "true" : "false", f); break;
-    case MSGPACK_OBJECT_POSITIVE_INTEGER: fprintf(f, "%llu", (unsigned long long)o->via.u64); break;
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER: fprintf(f, "%lld", (long long)o->via.i64); break;
-    case MSGPACK_OBJECT_FLOAT32:
-    case MSGPACK_OBJECT_FLOAT64:
-        if (isfinite(o->via.f64))
-            fprintf(f, "%.17g", o->via.f64);
-        else
-            fputs("null", f);
-        break;
-    case MSGPACK_OBJECT_STR: json_string(f, o->via.str.ptr, o->via.str.size); break;
-    case MSGPACK_OBJECT_ARRAY:
-        fputc('[', f);
-        for (uint32_t i = 0; i < o->via.array.size; i++) {
-            if (i)
-                fputs(", ", f);
-            print_json(f, &o->via.array.ptr[i]);
-        }
-        fputc(']', f);
-        break;
-    case MSGPACK_OBJECT_MAP:
-        fputc('{', f);
-        for (uint32_t i = 0; i < o->via.map.size; i++) {
-            const msgpack_object_kv *kv = &o->via.map.ptr[i];
-            if (i)
-                fputs(", ", f);
-            if (kv->key.type == MSGPACK_OBJECT_STR)
-                json_string(f, kv->key.via.str.ptr, kv->key.via.str.size);
-            else
-                fputs("\"?\"", f);
-            fputs(": ", f);
-            print_json(f, &kv->val);
-        }
-        fputc('}', f);
-        break;
-    default: fputs("null", f); break; /* bin and ext do not occur in replies */
-    }
-}
 
 /* ------------------------------------------------------------ request */
 
@@ -123,7 +64,7 @@ static int request(const char *endpoint, int timeout_ms, const char *cmd, const 
         MSGPACK_UNPACK_SUCCESS) {
         ctl_error(NULL, 0, "%s: the answer is not msgpack", addr);
     } else {
-        print_json(stdout, &u.data);
+        msgpack_print_json(stdout, &u.data);
         fputc('\n', stdout);
         rc = CTL_OK;
         /* {"ok": false, "error": ...}: the daemon refused the request */
@@ -146,6 +87,7 @@ out:
     return rc;
 }
 
+/* takes_model: 0 none, 1 optional, 2 required */
 static int control_command(int argc, char **argv, const char *cmd, int takes_model)
 {
     static const struct option opts[] = {
@@ -171,13 +113,17 @@ static int control_command(int argc, char **argv, const char *cmd, int takes_mod
             break;
         case 'h':
             printf("usage: calibctl %s [--control EP] [--timeout SECONDS]%s\n", cmd,
-                   takes_model ? " [MODEL]" : "");
+                   takes_model == 2 ? " MODEL" : takes_model ? " [MODEL]" : "");
             return CTL_OK;
         default: return CTL_BADINPUT;
         }
     }
-    if (argc - optind > takes_model) {
+    if (argc - optind > (takes_model ? 1 : 0)) {
         ctl_error(NULL, 0, "%s: unexpected argument '%s'", cmd, argv[argc - 1]);
+        return CTL_BADINPUT;
+    }
+    if (takes_model == 2 && optind == argc) {
+        ctl_error(NULL, 0, "%s: which model?", cmd);
         return CTL_BADINPUT;
     }
     const char *model = optind < argc ? argv[optind] : NULL;
@@ -192,4 +138,9 @@ int cmd_status(int argc, char **argv)
 int cmd_ping(int argc, char **argv)
 {
     return control_command(argc, argv, "ping", 0);
+}
+
+int cmd_refit(int argc, char **argv)
+{
+    return control_command(argc, argv, "refit", 2);
 }

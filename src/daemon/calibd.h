@@ -4,6 +4,7 @@
 
 #include <uv.h>
 
+#include "calib/plugin.h"
 #include "calib/protocol.h"
 #include "cfg.h"
 #include "http.h"
@@ -28,9 +29,15 @@ typedef struct calibd {
     calib_msg msg;      /* the decoder's reusable state */
     double *x;          /* one record's outputs, CALIB_PROTO_MAX_K doubles */
     uint64_t messages;  /* ingest messages received */
+    uint64_t publish_errors; /* PUB sends that failed */
     uint64_t rejected[REJ_MAX]; /* rejections whose model is unknown */
     double started;     /* wall clock at start */
     uint64_t hash_seed; /* from uv_random at start */
+    calib_plugin_registry plugins; /* methods loaded from plugin_dir */
+    double next_republish;         /* wall time of the next params round */
+    uint64_t alerts, alerts_suppressed;
+    int sinks_running;
+    uint64_t sinks_failed, sinks_killed, sinks_dropped;
     int stopping;
     int handles_ready; /* signals and timer initialised */
     int exit_code;
@@ -42,6 +49,12 @@ double wall_now(void);
 void ingest_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg);
 model *calibd_model(calibd *d, const char *name, size_t len, int create, int *reject);
 void calibd_free_models(calibd *d);
+
+#define SINKS_MAX 8 /* exec sinks running at once */
+
+/* loop.c: the closed loop; see loop.h */
+/* Sends a two-frame message (topic, payload) on the PUB socket. */
+void publish(calibd *d, const char *topic, const void *buf, size_t len);
 
 /* control.c */
 void control_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg);

@@ -6,50 +6,8 @@
 #include <string.h>
 
 #include "calibd.h"
-
-/* ------------------------------------------------------------ packing */
-
-static void pack_str(msgpack_packer *pk, const char *s)
-{
-    size_t len = strlen(s);
-    msgpack_pack_str(pk, len);
-    msgpack_pack_str_body(pk, s, len);
-}
-
-/* NaN and infinities are packed as nil. */
-static void pack_num(msgpack_packer *pk, double x)
-{
-    if (isfinite(x))
-        msgpack_pack_double(pk, x);
-    else
-        msgpack_pack_nil(pk);
-}
-
-/* {"mean": m, "ci": [lo, hi], "n": n} */
-static void pack_estimate(msgpack_packer *pk, const calib_accum *a)
-{
-    double ci[2];
-    calib_accum_ci95(a, ci);
-    msgpack_pack_map(pk, 3);
-    pack_str(pk, "mean");
-    pack_num(pk, calib_accum_mean(a));
-    pack_str(pk, "ci");
-    if (isfinite(ci[0]) && isfinite(ci[1])) {
-        msgpack_pack_array(pk, 2);
-        pack_num(pk, ci[0]);
-        pack_num(pk, ci[1]);
-    } else {
-        msgpack_pack_nil(pk);
-    }
-    pack_str(pk, "n");
-    msgpack_pack_uint64(pk, a->n);
-}
-
-static void pack_counter(msgpack_packer *pk, const char *name, uint64_t v)
-{
-    pack_str(pk, name);
-    msgpack_pack_uint64(pk, v);
-}
+#include "loop.h"
+#include "pack.h"
 
 static void pack_rejected(msgpack_packer *pk, const uint64_t *counts)
 {
@@ -114,22 +72,28 @@ static void pack_join(msgpack_packer *pk, const calib_join *j)
 
 static void pack_params(msgpack_packer *pk, const model_params *p)
 {
-    msgpack_pack_map(pk, 3);
+    msgpack_pack_map(pk, 6);
     pack_str(pk, "method");
     pack_str(pk, p->method);
     pack_counter(pk, "version", p->version);
     pack_str(pk, "values");
-    msgpack_pack_map(pk, p->n);
-    for (size_t i = 0; i < p->n; i++) {
-        pack_str(pk, p->names[i]);
+    msgpack_pack_map(pk, p->desc ? p->n : 0);
+    for (size_t i = 0; p->desc && i < p->n; i++) {
+        pack_str(pk, p->desc->param_names[i]);
         pack_num(pk, p->values[i]);
     }
+    pack_str(pk, "published");
+    pack_num(pk, p->version ? p->ts : NAN);
+    pack_str(pk, "improvement");
+    pack_num(pk, p->version ? p->improvement : NAN);
+    pack_str(pk, "ci");
+    pack_pair(pk, p->ci);
 }
 
 static void pack_model(msgpack_packer *pk, const model *m, double now)
 {
     int shaped = m->shaped;
-    msgpack_pack_map(pk, shaped ? 14 : 8);
+    msgpack_pack_map(pk, shaped ? 17 : 9);
     pack_str(pk, "form");
     if (shaped)
         pack_str(pk, form_name(m->form));
@@ -148,14 +112,19 @@ static void pack_model(msgpack_packer *pk, const model *m, double now)
     pack_rejected(pk, m->rejected);
     pack_str(pk, "params");
     pack_params(pk, &m->params);
+    pack_counter(pk, "alerts", m->alerts);
     if (!shaped)
         return;
+    pack_str(pk, "loop");
+    loop_pack_status(pk, m);
     int bins = m->form != CALIB_FORM_GAUSSIAN;
     pack_str(pk, "raw");
     pack_view(pk, m, m->cum[VIEW_RAW], bins ? &m->top[VIEW_RAW] : NULL,
               m->cw.k ? &m->cw : NULL);
     pack_str(pk, "calibrated");
     pack_view(pk, m, m->cum[VIEW_CAL], bins ? &m->top[VIEW_CAL] : NULL, NULL);
+    pack_str(pk, "calibrated_since_params");
+    pack_view(pk, m, m->since_params, NULL, NULL);
     calib_pane w;
     int have_window = model_window_pane(m, &w) == CALIB_OK &&
                       calib_window_sum(&m->win, now, &w) == CALIB_OK;
@@ -168,7 +137,12 @@ static void pack_model(msgpack_packer *pk, const model *m, double now)
         pack_str(pk, "raw");
         pack_view(pk, m, &w.stat[VIEW_RAW * WS_PER_VIEW], bins ? &w.top : NULL, NULL);
         pack_str(pk, "calibrated");
-        pack_view(pk, m, &w.stat[VIEW_CAL * WS_PER_VIEW], NULL, NULL);
+        calib_pane wc = {0};
+        calib_window_cfg cfg = m->win_cal.cfg;
+        int have_cal = bins && calib_pane_init(&wc, &cfg) == CALIB_OK &&
+                       calib_window_sum(&m->win_cal, now, &wc) == CALIB_OK;
+        pack_view(pk, m, &w.stat[VIEW_CAL * WS_PER_VIEW], have_cal ? &wc.top : NULL, NULL);
+        calib_pane_free(&wc);
     } else {
         msgpack_pack_nil(pk);
     }
@@ -204,7 +178,7 @@ static void reply_status(calibd *d, msgpack_packer *pk, const char *only, size_t
         reply_error(pk, "no such model");
         return;
     }
-    msgpack_pack_map(pk, 6);
+    msgpack_pack_map(pk, 8);
     pack_str(pk, "ok");
     msgpack_pack_true(pk);
     pack_str(pk, "version");
@@ -214,6 +188,14 @@ static void reply_status(calibd *d, msgpack_packer *pk, const char *only, size_t
     pack_counter(pk, "messages", d->messages);
     pack_str(pk, "rejected");
     pack_rejected(pk, d->rejected);
+    pack_counter(pk, "publish_errors", d->publish_errors);
+    pack_str(pk, "alerts");
+    msgpack_pack_map(pk, 5);
+    pack_counter(pk, "sent", d->alerts);
+    pack_counter(pk, "suppressed", d->alerts_suppressed);
+    pack_counter(pk, "sink_failed", d->sinks_failed);
+    pack_counter(pk, "sink_killed", d->sinks_killed);
+    pack_counter(pk, "sink_dropped", d->sinks_dropped);
     pack_str(pk, "models");
     msgpack_pack_map(pk, n);
     for (size_t i = 0; i < d->nmodels; i++) {
@@ -236,6 +218,31 @@ static const msgpack_object *map_get(const msgpack_object *o, const char *key)
             return &kv->val;
     }
     return NULL;
+}
+
+/* {"cmd": "refit", "model": NAME}: starts a refit of NAME on its ring. */
+static void reply_refit(calibd *d, msgpack_packer *pk, const msgpack_object *name)
+{
+    if (!name || name->type != MSGPACK_OBJECT_STR) {
+        reply_error(pk, "\"model\" must be a string");
+        return;
+    }
+    model *m = calibd_model(d, name->via.str.ptr, name->via.str.size, 0, NULL);
+    char why[200];
+    if (!m) {
+        reply_error(pk, "no such model");
+        return;
+    }
+    if (loop_refit_now(d, m, why, sizeof why) != 0) {
+        reply_error(pk, why);
+        return;
+    }
+    msgpack_pack_map(pk, 3);
+    pack_str(pk, "ok");
+    msgpack_pack_true(pk);
+    pack_counter(pk, "refit", m->loop.refits);
+    pack_counter(pk, "samples", m->cfg.refit_samples < calib_ring_len(&m->ring)
+                                    ? m->cfg.refit_samples : calib_ring_len(&m->ring));
 }
 
 static void handle(calibd *d, const void *buf, size_t len, msgpack_packer *pk)
@@ -276,6 +283,8 @@ static void handle(calibd *d, const void *buf, size_t len, msgpack_packer *pk)
             reply_error(pk, "\"model\" must be a string");
         else
             reply_status(d, pk, only ? only->via.str.ptr : NULL, only ? only->via.str.size : 0);
+    } else if (clen == 5 && memcmp(c, "refit", 5) == 0) {
+        reply_refit(d, pk, map_get(&u.data, "model"));
     } else {
         reply_error(pk, "unknown command");
     }

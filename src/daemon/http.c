@@ -80,6 +80,17 @@ static void counters(text *t, const snap *s, size_t n)
         {"calibd_predictions_total", "Predictions accepted.", offsetof(model, predictions)},
         {"calibd_labels_total", "Labels accepted.", offsetof(model, labels)},
         {"calibd_scored_total", "Prediction-outcome pairs scored.", offsetof(model, scored)},
+        {"calibd_drift_alarms_total", "Drift alarms of the calibrated score.",
+         offsetof(model, loop.drift_alarms)},
+        {"calibd_refits_total", "Refits started.", offsetof(model, loop.refits)},
+        {"calibd_refit_errors_total", "Refits whose fit failed.", offsetof(model, loop.refit_errors)},
+        {"calibd_candidates_total", "Candidate parameters put in shadow.",
+         offsetof(model, loop.candidates)},
+        {"calibd_candidates_published_total", "Candidates that passed the gate and were published.",
+         offsetof(model, loop.published)},
+        {"calibd_candidates_rejected_total", "Candidates the gate did not pass.",
+         offsetof(model, loop.rejected)},
+        {"calibd_alerts_total", "Alerts sent.", offsetof(model, alerts)},
     };
     for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
         help(t, fam[f].name, "counter", fam[f].what);

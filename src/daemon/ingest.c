@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "calibd.h"
+#include "loop.h"
 
 double wall_now(void)
 {
@@ -19,6 +20,18 @@ double wall_now(void)
 static uint64_t model_seed(const calibd *d)
 {
     return d->hash_seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(d->nmodels + 1);
+}
+
+/* Fixes a model's form and K, and starts its closed loop. */
+static int shape(calibd *d, model *m, int form, size_t k)
+{
+    if (model_shape(m, form, k, model_seed(d)) != CALIB_OK)
+        return REJ_NO_MEMORY;
+    if (loop_attach(d, m) != 0) {
+        model_free(m);
+        return REJ_NO_MEMORY;
+    }
+    return 0;
 }
 
 static model *new_model(calibd *d, const char *name, int *reject)
@@ -49,7 +62,7 @@ static model *new_model(calibd *d, const char *name, int *reject)
      * that come before its first prediction can wait for it */
     if (mc.form >= 0 && (mc.form == CALIB_FORM_GAUSSIAN || mc.form == CALIB_FORM_BINARY || mc.k)) {
         size_t k = mc.form == CALIB_FORM_BINARY ? 2 : mc.form == CALIB_FORM_GAUSSIAN ? 0 : mc.k;
-        if (model_shape(m, mc.form, k, model_seed(d)) != 0) {
+        if (shape(d, m, mc.form, k) != 0) {
             free(m);
             *reject = REJ_NO_MEMORY;
             return NULL;
@@ -174,7 +187,7 @@ static int check_shape(calibd *d, model *m, const calib_msg *msg)
         return REJ_SHAPE;
     if (m->cfg.k && msg->k != m->cfg.k)
         return REJ_SHAPE;
-    if (model_shape(m, msg->form, msg->k, model_seed(d)) != CALIB_OK)
+    if (shape(d, m, msg->form, msg->k) != 0)
         return REJ_NO_MEMORY;
     log_msg(&d->log, LOG_INFO, "model", "%s: form %s, K = %zu", m->name,
             msg->form == CALIB_FORM_LOGITS ? "logits" : msg->form == CALIB_FORM_PROBS ? "probs"

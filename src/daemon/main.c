@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "calibd.h"
+#include "loop.h"
 
 static void usage(FILE *f)
 {
@@ -261,6 +262,8 @@ static void on_tick(uv_timer_t *t)
     for (size_t i = 0; i < d->nmodels; i++)
         if (d->models[i]->shaped)
             calib_join_expire(&d->models[i]->join, now);
+    if (!d->stopping)
+        loop_tick(d, now);
     http_update(&d->http, d);
 }
 
@@ -274,6 +277,7 @@ static void close_all(calibd *d)
         zmq_close(d->pub);
     d->pub = NULL;
     http_stop(&d->http);
+    alert_sinks_kill(d);
     if (!d->handles_ready)
         return;
     uv_timer_stop(&d->tick);
@@ -383,6 +387,8 @@ int main(int argc, char **argv)
     if (uv_random(NULL, NULL, &d.hash_seed, sizeof d.hash_seed, 0, NULL) != 0)
         d.hash_seed = (uint64_t)d.started ^ (uint64_t)getpid();
     calib_msg_init(&d.msg);
+    calib_plugin_registry_init(&d.plugins);
+    signal(SIGPIPE, SIG_IGN); /* an exec sink that exits early must not kill us */
     if (!(d.x = malloc(CALIB_PROTO_MAX_K * sizeof *d.x))) {
         fprintf(stderr, "calibd: out of memory\n");
         return 1;
@@ -403,6 +409,7 @@ int main(int argc, char **argv)
         zmq_ctx_term(d.zctx);
     calib_msg_destroy(&d.msg);
     calibd_free_models(&d);
+    calib_plugin_registry_free(&d.plugins);
     free(d.x);
     config_free(&d.cfg);
     log_msg(&d.log, LOG_INFO, "main", "stopped");

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "calib/protocol.h"
+#include "calib/recal.h"
 #include "model.h"
 
 const char *reject_name(int reason)
@@ -25,9 +26,12 @@ void model_init(model *m, const model_cfg *cfg)
     memcpy(m->name, cfg->name, sizeof m->name);
     m->cfg = *cfg;
     snprintf(m->params.method, sizeof m->params.method, "identity");
+    m->params.identity = 1;
     for (int v = 0; v < VIEWS; v++)
         for (int s = 0; s < WS_PER_VIEW; s++)
             calib_accum_init(&m->cum[v][s]);
+    for (int s = 0; s < WS_PER_VIEW; s++)
+        calib_accum_init(&m->since_params[s]);
 }
 
 int model_shape(model *m, int form, size_t k, uint64_t seed)
@@ -45,8 +49,11 @@ int model_shape(model *m, int form, size_t k, uint64_t seed)
                            .nstat = VIEWS * WS_PER_VIEW,
                            .top_bins = form == CALIB_FORM_GAUSSIAN ? 0 : (uint32_t)c->bins};
     int rc;
+    calib_window_cfg wcal = wc;
+    wcal.nstat = 0;
     if ((rc = calib_join_init(&m->join, &jc)) ||
         (rc = calib_window_init(&m->win, &wc)) ||
+        (wcal.top_bins && (rc = calib_window_init(&m->win_cal, &wcal))) ||
         (rc = calib_reservoir_init(&m->reservoir, m->width, c->reservoir, c->seed)) ||
         (rc = calib_ring_init(&m->ring, m->width, c->ring)))
         goto err;
@@ -59,7 +66,8 @@ int model_shape(model *m, int form, size_t k, uint64_t seed)
     m->p = calloc(pk, sizeof *m->p);
     m->pcal = calloc(pk, sizeof *m->pcal);
     m->xcal = calloc(m->width, sizeof *m->xcal);
-    if (!m->p || !m->pcal || !m->xcal) {
+    m->loop.xcand = calloc(m->width, sizeof *m->loop.xcand);
+    if (!m->p || !m->pcal || !m->xcal || !m->loop.xcand) {
         rc = CALIB_ENOMEM;
         goto err;
     }
@@ -74,6 +82,7 @@ void model_free(model *m)
 {
     calib_join_free(&m->join);
     calib_window_free(&m->win);
+    calib_window_free(&m->win_cal);
     calib_reservoir_free(&m->reservoir);
     calib_ring_free(&m->ring);
     for (int v = 0; v < VIEWS; v++)
@@ -82,7 +91,10 @@ void model_free(model *m)
     free(m->p);
     free(m->pcal);
     free(m->xcal);
-    m->p = m->pcal = m->xcal = NULL;
+    free(m->loop.xcand);
+    calib_drift_free(&m->loop.drift);
+    m->p = m->pcal = m->xcal = m->loop.xcand = NULL;
+    m->loop.ready = 0;
     m->shaped = 0;
 }
 
@@ -136,20 +148,24 @@ void model_canonical(const model *m, int form, const double *x, double *out)
     }
 }
 
-/* The outputs after the current parameters. Nothing publishes parameters
- * yet, so they are the identity and both views see the raw outputs. */
-static const double *calibrated(const model *m, const double *x)
+/* Outputs x after parameters p, in out; returns what to score (x itself
+ * for the identity) and sets *form to its form. */
+static const double *apply_params(const model *m, const model_params *p, const double *x,
+                                  double *out, int *form)
 {
-    (void)m;
-    return x;
+    *form = m->form;
+    if (p->identity || !p->desc)
+        return x;
+    p->desc->apply(p->values, m->form, m->k, x, out); /* form checked at install */
+    *form = calib_recal_out_form(m->form);
+    return out;
 }
 
-/* Scores of outputs x for outcome y; fills p for classification. */
-static void score(const model *m, const double *x, double y, double *p, double s[2])
+void model_score(const model *m, int form, const double *x, double y, double *p, double s[2])
 {
     calib_score sc;
     size_t label = (size_t)y;
-    switch (m->form) {
+    switch (form) {
     case CALIB_FORM_LOGITS:
         calib_score_logits(x, m->k, label, p, &sc);
         break;
@@ -177,13 +193,32 @@ static void add_bins(calib_bins *b, const double *p, size_t k, double y)
     calib_bins_add(b, p[top], top == (size_t)y);
 }
 
+/* The candidate in shadow, scored against the current parameters' scores
+ * cur; the gate decides, the loop's tick acts on its decision. */
+static void shadow_observe(model *m, const double *x, double y, const double cur[2])
+{
+    model_loop *l = &m->loop;
+    double s[2];
+    int form;
+    const double *xc = apply_params(m, &l->candidate, x, l->xcand, &form);
+    model_score(m, form, xc, y, m->pcal, s);
+    calib_gate_add(&l->gate, cur[WS_MAIN], s[WS_MAIN]);
+    if (!isnan(s[WS_LOG])) {
+        calib_accum_add(&l->shadow_log[0], cur[WS_LOG]);
+        calib_accum_add(&l->shadow_log[1], s[WS_LOG]);
+    }
+}
+
 void model_observe(model *m, const double *x, double y, double now)
 {
     double s[VIEWS][WS_PER_VIEW];
     double *p[VIEWS] = {m->p, m->pcal};
-    const double *xs[VIEWS] = {x, calibrated(m, x)};
+    int form[VIEWS];
+    const double *xs[VIEWS] = {x, apply_params(m, &m->params, x, m->xcal, &form[VIEW_CAL])};
+    form[VIEW_RAW] = m->form;
     int err;
     calib_pane *pane = calib_window_at(&m->win, now, &err);
+    calib_pane *pane_cal = m->win_cal.pane ? calib_window_at(&m->win_cal, now, &err) : NULL;
     if (!pane)
         m->stale++; /* a clock step back past the window: cumulative only */
     for (int v = 0; v < VIEWS; v++) {
@@ -192,12 +227,14 @@ void model_observe(model *m, const double *x, double y, double now)
             memcpy(s[v], s[VIEW_RAW], sizeof s[v]);
             p[v] = p[VIEW_RAW];
         } else {
-            score(m, xs[v], y, p[v], s[v]);
+            model_score(m, form[v], xs[v], y, p[v], s[v]);
         }
         for (int i = 0; i < WS_PER_VIEW; i++) {
             if (isnan(s[v][i]))
                 continue;
             calib_accum_add(&m->cum[v][i], s[v][i]);
+            if (v == VIEW_CAL)
+                calib_accum_add(&m->since_params[i], s[v][i]);
             if (pane)
                 calib_accum_add(&pane->stat[v * WS_PER_VIEW + i], s[v][i]);
         }
@@ -205,13 +242,29 @@ void model_observe(model *m, const double *x, double y, double now)
             add_bins(&m->top[v], p[v], m->k, y);
             if (v == VIEW_RAW && m->cw.k)
                 calib_cwbins_add(&m->cw, p[v], (size_t)y);
-            if (pane && v == VIEW_RAW)
-                add_bins(&pane->top, p[v], m->k, y);
+            calib_pane *pb = v == VIEW_RAW ? pane : pane_cal;
+            if (pb)
+                add_bins(&pb->top, p[v], m->k, y);
         }
     }
     calib_reservoir_offer(&m->reservoir, x, y, now);
     calib_ring_push(&m->ring, x, y, now);
     m->scored++;
+    model_loop *l = &m->loop;
+    if (!l->ready)
+        return;
+    if (l->shadow && l->gate.state == CALIB_GATE_RUNNING)
+        shadow_observe(m, x, y, s[VIEW_CAL]);
+    if (l->drift_on && calib_drift_add(&l->drift, s[VIEW_CAL][WS_MAIN]))
+        l->drift_alarm = 1;
+}
+
+int model_params_is_identity(const model_params *p)
+{
+    for (unsigned i = 0; p->desc && i < p->n; i++)
+        if (p->values[i] != p->desc->identity[i])
+            return 0;
+    return 1;
 }
 
 int model_window_pane(const model *m, calib_pane *out)

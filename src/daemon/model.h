@@ -7,7 +7,10 @@
 #include <stdint.h>
 
 #include "calib/calib.h"
+#include "calib/drift.h"
 #include "calib/join.h"
+#include "calib/plugin.h"
+#include "alert.h"
 #include "cfg.h"
 
 /* Reasons the daemon adds to the decoder's (calib_reject). */
@@ -29,18 +32,53 @@ enum { VIEW_RAW, VIEW_CAL, VIEWS };
  * regression) then the log score (unused for regression). */
 enum { WS_MAIN, WS_LOG, WS_PER_VIEW };
 
-#define PARAMS_MAX 8
+#define PARAMS_MAX CALIB_RECAL_MAX_PARAMS
 /* Class-wise bins cost K x bins cells of 32 bytes: kept up to 2^20 cells
  * (32 MiB), e.g. K = 1000 with 15 bins; larger models go without CWCE. */
 #define MODEL_CW_MAX_CELLS ((size_t)1 << 20)
 
+/* A recalibration map and what is known of it. Version 0 is the method's
+ * identity; a published version carries the figures of the shadow run that
+ * admitted it, republished unchanged. */
 typedef struct model_params {
-    char method[32];   /* "identity" until something is published */
+    const calib_plugin *desc; /* NULL: no usable method (identity) */
+    char method[32];
     uint64_t version;
-    size_t n;
-    char names[PARAMS_MAX][16];
+    unsigned n;
     double values[PARAMS_MAX];
+    int identity;             /* values are desc->identity */
+    double ts;                /* publish time; 0 for version 0 */
+    uint64_t fit_n;           /* samples the fit used */
+    uint64_t shadow_n;        /* samples of the shadow run */
+    double before[2], after[2]; /* main and log score; NaN when unknown */
+    double improvement, ci[2];  /* main score: before - after */
 } model_params;
+
+/* Why a refit started. */
+enum refit_reason { REFIT_NONE, REFIT_DRIFT, REFIT_SCHEDULE, REFIT_MANUAL };
+
+/* The closed loop of one model (loop.c). Updated per sample by
+ * model_observe, acted on by the loop's tick. */
+typedef struct model_loop {
+    int ready;              /* method resolved, detectors initialised */
+    int drift_on;           /* the drift detector runs */
+    calib_drift drift;
+    uint64_t drift_base;    /* ring.total at the last drift reset */
+    int drift_alarm;        /* the detector alarmed; cleared by the tick */
+    int pending;            /* enum refit_reason waiting to start */
+    int running;            /* a worker holds a refit job */
+    int shadow;             /* a candidate in shadow */
+    int shadow_reason;
+    model_params candidate;
+    calib_gate gate;
+    calib_accum shadow_log[2]; /* log scores of current and candidate */
+    double *xcand;          /* scratch: the candidate's outputs */
+    double next_refit;      /* schedule: wall time of the next refit */
+    double started;         /* when the model's loop began (starvation) */
+    /* counters */
+    uint64_t drift_alarms, refits, refit_errors, candidates, published, rejected;
+    uint64_t withheld; /* passed the gate with auto_publish = no */
+} model_loop;
 
 typedef struct model {
     char name[CFG_NAME_MAX + 1];
@@ -50,14 +88,20 @@ typedef struct model {
     size_t k, width;
     calib_join join;
     calib_accum cum[VIEWS][WS_PER_VIEW];
+    calib_accum since_params[WS_PER_VIEW]; /* calibrated view, since the
+                                              current parameters took over */
     calib_bins top[VIEWS];  /* cumulative top-label bins */
     calib_cwbins cw;        /* cumulative class-wise bins of the raw outputs;
                                k = 0 when K x bins > MODEL_CW_MAX_CELLS */
     calib_window win;       /* time window: stats and raw top-label bins */
+    calib_window win_cal;   /* the same window's calibrated top-label bins */
     calib_reservoir reservoir;
     calib_ring ring;
     double *p, *pcal, *xcal; /* scratch: probabilities and calibrated outputs */
-    model_params params;
+    model_params params;    /* current: what the calibrated view applies */
+    model_loop loop;
+    alert_state alert[RULES];
+    uint64_t alerts;        /* alerts sent */
     /* counters */
     uint64_t predictions, labels, scored, inline_scored, stale;
     uint64_t rejected[REJ_MAX];
@@ -77,8 +121,19 @@ int model_accepts(const model *m, int form, size_t k);
  * one shape. */
 void model_canonical(const model *m, int form, const double *x, double *out);
 
-/* Scores one joined pair (x raw outputs, y outcome) observed at now. */
+/* Scores one joined pair (x raw outputs, y outcome) observed at now: both
+ * views, the drift detector and, while a candidate is in shadow, the
+ * candidate too. */
 void model_observe(model *m, const double *x, double y, double now);
+
+/* 1 when p's values are its method's identity (or it has no method). */
+int model_params_is_identity(const model_params *p);
+
+/* The main score (Brier, or DSS for a Gaussian) of outputs x of form `form`
+ * for outcome y, and the log score in s[1] (NaN for a Gaussian). p is
+ * scratch of k doubles that receives the probabilities. */
+void model_score(const model *m, int form, const double *x, double y, double *p,
+                 double s[2]);
 
 /* Reads the window at now into out (a pane shaped by model_window_pane). */
 int model_window_pane(const model *m, calib_pane *out);

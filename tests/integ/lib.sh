@@ -21,6 +21,7 @@ check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
 
 # start_calibd [EXTRA OPTIONS...]: sets INGEST, PULL, CONTROL, PUBLISH
 start_calibd() {
+    rm -f "$work/state/endpoints" # a restart must not read the last run's
     "$CALIBD" --ingest 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
         --control 'tcp://127.0.0.1:*' --http off --state-dir "$work/state" \
         --log-level warn "$@" 2> "$work/calibd.log" &

@@ -1,0 +1,1097 @@
+/*
+ * client.c — the serving-node client: a SUB socket following calibd's
+ * "params" messages, the newest parameters per model, and their application
+ * to a model's outputs from any number of threads. See calib_client(3).
+ *
+ * Two kinds of threads meet here:
+ *   - one receiving thread at a time (inside calib_client_poll, or the
+ *     background thread) owns the socket and is the only writer of every
+ *     model's parameters; an atomic flag (sock_busy) hands the socket over,
+ *     its acquire/release exchange being the full barrier ZeroMQ asks for
+ *     when a socket moves between threads;
+ *   - any number of predicting threads read the parameters.
+ * Each model keeps its parameters twice: the full record (names, method,
+ * figures) under a mutex, for calib_client_get, and the few numbers apply
+ * needs (version, method, values) under a seqlock, so that predicting
+ * threads never wait for each other. The seqlock follows Boehm, "Can
+ * seqlocks get along with programming language memory models?" (MSPC 2012):
+ * the protected data are relaxed atomics (no data race), the writer fences
+ * with release after making the sequence odd, the reader fences with
+ * acquire before re-reading it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zmq.h>
+
+#include "calib/client.h"
+#include "calib/protocol.h"
+
+_Static_assert(sizeof(double) == sizeof(uint64_t), "doubles travel as 64 bits");
+
+#define POLL_BATCH 1024     /* messages handled per calib_client_poll */
+#define THREAD_TICK_MS 1000 /* the background thread's wait; stop wakes it */
+
+/* ------------------------------------------------------------------ state */
+
+typedef struct client_model {
+    char name[CALIB_CLIENT_MODEL_MAX + 1];
+    size_t name_len;
+
+    /* What apply reads, under the seqlock; written by the receiving thread
+     * only. */
+    _Atomic uint64_t seq; /* odd while a write is in progress */
+    _Atomic uint64_t version;
+    _Atomic(const calib_plugin *) desc;
+    _Atomic uint64_t bits[CALIB_RECAL_MAX_PARAMS]; /* values, as bits */
+
+    /* The full record, for calib_client_get. */
+    pthread_mutex_t lock;
+    calib_client_params full;
+} client_model;
+
+/* One consistent copy of what apply needs. */
+typedef struct snapshot {
+    uint64_t version;
+    const calib_plugin *desc;
+    double values[CALIB_RECAL_MAX_PARAMS];
+} snapshot;
+
+enum { ST_RECEIVED, ST_ACCEPTED, ST_STALE, ST_ALERTS, ST_OTHER,
+       ST_UNSUBSCRIBED, ST_COUNT };
+
+struct calib_client {
+    void *zctx;
+    int own_ctx;
+    void *sub;
+    const calib_plugin_registry *registry;
+    void (*on_params)(const calib_client_params *p, void *arg);
+    void (*on_alert)(const calib_client_alert *a, void *arg);
+    void *arg;
+
+    /* Models: slots [0, nmodels) are complete; appended under sock_busy. */
+    client_model *models[CALIB_CLIENT_MAX_MODELS];
+    _Atomic size_t nmodels;
+
+    atomic_int sock_busy; /* 1 while a thread owns the socket */
+
+    /* The background thread; start and stop serialise on ctl_lock. */
+    pthread_mutex_t ctl_lock;
+    pthread_t thread;
+    int running;
+    atomic_int stop;
+    atomic_int thread_err; /* its last error, CALIB_OK if none */
+    int wake[2];           /* a pipe: stop writes, the thread wakes */
+
+    _Atomic uint64_t st[ST_COUNT];
+    _Atomic uint64_t rej[CALIB_CLIENT_REJ_COUNT];
+};
+
+static void count(_Atomic uint64_t *ctr)
+{
+    atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------------ names */
+
+static const char *const reject_names[CALIB_CLIENT_REJ_COUNT] = {
+    [CALIB_CLIENT_REJ_NONE] = "none",
+    [CALIB_CLIENT_REJ_OTHER_TYPE] = "other_type",
+    [CALIB_CLIENT_REJ_FRAMING] = "framing",
+    [CALIB_CLIENT_REJ_BAD_TOPIC] = "bad_topic",
+    [CALIB_CLIENT_REJ_BAD_MSGPACK] = "bad_msgpack",
+    [CALIB_CLIENT_REJ_TOO_DEEP] = "too_deep",
+    [CALIB_CLIENT_REJ_TRAILING_BYTES] = "trailing_bytes",
+    [CALIB_CLIENT_REJ_NOT_A_MAP] = "not_a_map",
+    [CALIB_CLIENT_REJ_BAD_KEY] = "bad_key",
+    [CALIB_CLIENT_REJ_DUPLICATE_KEY] = "duplicate_key",
+    [CALIB_CLIENT_REJ_BAD_VERSION] = "bad_version",
+    [CALIB_CLIENT_REJ_BAD_TYPE] = "bad_type",
+    [CALIB_CLIENT_REJ_MISSING_KEY] = "missing_key",
+    [CALIB_CLIENT_REJ_KEY_TYPE] = "key_type",
+    [CALIB_CLIENT_REJ_MODEL_MISMATCH] = "model_mismatch",
+    [CALIB_CLIENT_REJ_BAD_METHOD] = "bad_method",
+    [CALIB_CLIENT_REJ_BAD_PARAMS] = "bad_params",
+    [CALIB_CLIENT_REJ_BAD_VALUE] = "bad_value",
+    [CALIB_CLIENT_REJ_NO_MEMORY] = "no_memory",
+};
+
+const char *calib_client_reject_name(int reason)
+{
+    if (reason < 0 || reason >= CALIB_CLIENT_REJ_COUNT)
+        return "unknown";
+    return reject_names[reason];
+}
+
+const char *calib_client_strerror(int err)
+{
+    switch (err) {
+    case CALIB_ECLIENT_ZMQ: return "ZeroMQ call failed";
+    case CALIB_ECLIENT_MODEL: return "not a subscribed model";
+    case CALIB_ECLIENT_METHOD: return "recalibration method unknown here";
+    case CALIB_ECLIENT_FORM: return "method does not handle this output form";
+    case CALIB_ECLIENT_BUSY: return "socket in use by another thread";
+    }
+    return calib_plugin_strerror(err);
+}
+
+/* ================================================================== decoding */
+
+static int topic_char_ok(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+           (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+}
+
+/* 1..max bytes of [A-Za-z0-9._-], and ':' too when colon is set. */
+static int name_ok(const char *s, size_t len, size_t max, int colon)
+{
+    if (s == NULL || len == 0 || len > max)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!topic_char_ok(c) && !(colon && c == ':'))
+            return 0;
+    }
+    return 1;
+}
+
+static int str_is(const msgpack_object_str *s, const char *lit)
+{
+    size_t n = strlen(lit);
+    return s->size == n && memcmp(s->ptr, lit, n) == 0;
+}
+
+/* Copies a msgpack string into buf (size bytes), truncating, NUL-ended. */
+static void str_copy(char *buf, size_t size, const msgpack_object_str *s)
+{
+    size_t n = s->size < size - 1 ? s->size : size - 1;
+    if (n > 0) /* a zero-length string may have no pointer */
+        memcpy(buf, s->ptr, n);
+    buf[n] = '\0';
+}
+
+enum env_key {
+    K_V, K_TYPE, K_MODEL, K_VERSION, K_METHOD, K_PARAMS, K_TS, K_N, K_BEFORE,
+    K_AFTER, K_IMPROVEMENT, K_CI, K_SEVERITY, K_KIND, K_MESSAGE, K_COUNT
+};
+
+static const char *const env_key_names[K_COUNT] = {
+    "v", "type", "model", "version", "method", "params", "ts", "n", "before",
+    "after", "improvement", "ci", "severity", "kind", "message",
+};
+
+enum env_type { ENV_PARAMS, ENV_ALERT, ENV_OTHER };
+
+/* A payload unpacked and its known keys found. */
+typedef struct envelope {
+    msgpack_unpacked unp;
+    const msgpack_object *val[K_COUNT];
+    int type; /* enum env_type */
+} envelope;
+
+/* The first pass over untrusted bytes: calib_proto_scan proves every
+ * declared count is backed by bytes before msgpack-c allocates for it. */
+static int unpack_one(envelope *e, const void *payload, size_t len)
+{
+    size_t end = 0, off = 0;
+    int r = calib_proto_scan(payload, len, &end);
+    if (r == CALIB_REJ_TOO_DEEP)
+        return CALIB_CLIENT_REJ_TOO_DEEP;
+    if (r != CALIB_REJ_NONE)
+        return CALIB_CLIENT_REJ_BAD_MSGPACK;
+    if (end != len)
+        return CALIB_CLIENT_REJ_TRAILING_BYTES;
+    switch (msgpack_unpack_next(&e->unp, payload, len, &off)) {
+    case MSGPACK_UNPACK_SUCCESS: break;
+    case MSGPACK_UNPACK_NOMEM_ERROR: return CALIB_CLIENT_REJ_NO_MEMORY;
+    default: return CALIB_CLIENT_REJ_BAD_MSGPACK;
+    }
+    return off == len ? CALIB_CLIENT_REJ_NONE : CALIB_CLIENT_REJ_TRAILING_BYTES;
+}
+
+static int gather_keys(envelope *e)
+{
+    const msgpack_object *root = &e->unp.data;
+    if (root->type != MSGPACK_OBJECT_MAP)
+        return CALIB_CLIENT_REJ_NOT_A_MAP;
+    for (uint32_t i = 0; i < root->via.map.size; i++) {
+        const msgpack_object_kv *kv = &root->via.map.ptr[i];
+        if (kv->key.type != MSGPACK_OBJECT_STR)
+            return CALIB_CLIENT_REJ_BAD_KEY;
+        for (int k = 0; k < K_COUNT; k++) {
+            if (!str_is(&kv->key.via.str, env_key_names[k]))
+                continue;
+            if (e->val[k])
+                return CALIB_CLIENT_REJ_DUPLICATE_KEY;
+            e->val[k] = &kv->val;
+            break;
+        }
+    }
+    return CALIB_CLIENT_REJ_NONE;
+}
+
+/*
+ * Everything every message shares: topic, one map, string keys, "v": 1,
+ * "type"; and for params and alerts, "model" equal to the topic.
+ * The caller destroys e->unp whatever the result.
+ */
+static int envelope_open(envelope *e, const void *topic, size_t topic_len,
+                         const void *payload, size_t len)
+{
+    int r;
+    memset(e->val, 0, sizeof e->val);
+    e->type = ENV_OTHER;
+    if (!name_ok(topic, topic_len, CALIB_CLIENT_MODEL_MAX, 1))
+        return CALIB_CLIENT_REJ_BAD_TOPIC;
+    if (payload == NULL)
+        return CALIB_CLIENT_REJ_BAD_MSGPACK;
+    if ((r = unpack_one(e, payload, len)) || (r = gather_keys(e)))
+        return r;
+    const msgpack_object *v = e->val[K_V], *t = e->val[K_TYPE];
+    if (!v || v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 != 1)
+        return CALIB_CLIENT_REJ_BAD_VERSION;
+    if (!t || t->type != MSGPACK_OBJECT_STR)
+        return CALIB_CLIENT_REJ_BAD_TYPE;
+    if (str_is(&t->via.str, "params"))
+        e->type = ENV_PARAMS;
+    else if (str_is(&t->via.str, "alert"))
+        e->type = ENV_ALERT;
+    else
+        return CALIB_CLIENT_REJ_NONE;
+    const msgpack_object *m = e->val[K_MODEL];
+    if (!m)
+        return CALIB_CLIENT_REJ_MISSING_KEY;
+    if (m->type != MSGPACK_OBJECT_STR)
+        return CALIB_CLIENT_REJ_KEY_TYPE;
+    if (m->via.str.size != topic_len || memcmp(m->via.str.ptr, topic, topic_len))
+        return CALIB_CLIENT_REJ_MODEL_MISMATCH;
+    return CALIB_CLIENT_REJ_NONE;
+}
+
+static int is_number(const msgpack_object *o)
+{
+    double d;
+    return calib_proto_number(o, &d);
+}
+
+/* "ts": absent (NaN), or a finite number. */
+static int read_ts(const msgpack_object *o, double *ts)
+{
+    *ts = NAN;
+    if (!o)
+        return CALIB_CLIENT_REJ_NONE;
+    if (!calib_proto_number(o, ts))
+        return CALIB_CLIENT_REJ_KEY_TYPE;
+    return isfinite(*ts) ? CALIB_CLIENT_REJ_NONE : CALIB_CLIENT_REJ_BAD_VALUE;
+}
+
+/* "before" / "after": maps of score names to numbers (nil: unknown). */
+static int check_scores(const msgpack_object *o)
+{
+    if (!o)
+        return CALIB_CLIENT_REJ_NONE;
+    if (o->type != MSGPACK_OBJECT_MAP)
+        return CALIB_CLIENT_REJ_KEY_TYPE;
+    for (uint32_t i = 0; i < o->via.map.size; i++) {
+        const msgpack_object_kv *kv = &o->via.map.ptr[i];
+        if (kv->key.type != MSGPACK_OBJECT_STR)
+            return CALIB_CLIENT_REJ_KEY_TYPE;
+        if (kv->val.type != MSGPACK_OBJECT_NIL && !is_number(&kv->val))
+            return CALIB_CLIENT_REJ_KEY_TYPE;
+    }
+    return CALIB_CLIENT_REJ_NONE;
+}
+
+/* A number, or nil (NaN). */
+static int number_or_nil(const msgpack_object *o, double *out)
+{
+    *out = NAN;
+    return o->type == MSGPACK_OBJECT_NIL || calib_proto_number(o, out);
+}
+
+/* [lo, hi] of numbers or nils, or nil. */
+static int read_ci(const msgpack_object *a, double ci[2])
+{
+    if (a->type == MSGPACK_OBJECT_NIL)
+        return 1;
+    return a->type == MSGPACK_OBJECT_ARRAY && a->via.array.size == 2
+           && number_or_nil(&a->via.array.ptr[0], &ci[0])
+           && number_or_nil(&a->via.array.ptr[1], &ci[1]);
+}
+
+/*
+ * The improvement, in either of two shapes: {"improvement": {"mean": x,
+ * "ci": [lo, hi]}}, or, as calibd sends it, {"improvement": x, "ci":
+ * [lo, hi]}. Numbers may be nil (unknown).
+ */
+static int read_improvement(const msgpack_object *o, const msgpack_object *ci,
+                            calib_client_params *p)
+{
+    p->improvement = p->ci[0] = p->ci[1] = NAN;
+    if (ci && !read_ci(ci, p->ci))
+        return CALIB_CLIENT_REJ_KEY_TYPE;
+    if (!o)
+        return CALIB_CLIENT_REJ_NONE;
+    if (o->type != MSGPACK_OBJECT_MAP)
+        return number_or_nil(o, &p->improvement) ? CALIB_CLIENT_REJ_NONE
+                                                 : CALIB_CLIENT_REJ_KEY_TYPE;
+    int seen_mean = 0, seen_ci = 0;
+    for (uint32_t i = 0; i < o->via.map.size; i++) {
+        const msgpack_object_kv *kv = &o->via.map.ptr[i];
+        if (kv->key.type != MSGPACK_OBJECT_STR)
+            return CALIB_CLIENT_REJ_KEY_TYPE;
+        if (str_is(&kv->key.via.str, "mean")) {
+            if (seen_mean++)
+                return CALIB_CLIENT_REJ_DUPLICATE_KEY;
+            if (!number_or_nil(&kv->val, &p->improvement))
+                return CALIB_CLIENT_REJ_KEY_TYPE;
+        } else if (str_is(&kv->key.via.str, "ci")) {
+            if (seen_ci++ || ci)
+                return CALIB_CLIENT_REJ_DUPLICATE_KEY;
+            if (!read_ci(&kv->val, p->ci))
+                return CALIB_CLIENT_REJ_KEY_TYPE;
+        }
+    }
+    return CALIB_CLIENT_REJ_NONE;
+}
+
+/* The domain of a built-in's parameters, beyond finiteness. */
+static int params_in_domain(const char *method, const double *v)
+{
+    if (strcmp(method, "temperature") == 0)
+        return v[0] > 0;
+    if (strcmp(method, "variance") == 0)
+        return v[0] > 0 && v[1] >= 0;
+    return 1;
+}
+
+/* "params" of a known method: each of its param_names once, numbers;
+ * other keys are ignored. */
+static int read_known_params(const msgpack_object_map *map,
+                             const calib_plugin *d, calib_client_params *p)
+{
+    unsigned seen = 0;
+    for (uint32_t i = 0; i < map->size; i++) {
+        const msgpack_object_kv *kv = &map->ptr[i];
+        if (kv->key.type != MSGPACK_OBJECT_STR)
+            return CALIB_CLIENT_REJ_BAD_PARAMS;
+        for (unsigned j = 0; j < d->nparams; j++) {
+            if (!str_is(&kv->key.via.str, d->param_names[j]))
+                continue;
+            if (seen & (1u << j))
+                return CALIB_CLIENT_REJ_DUPLICATE_KEY;
+            seen |= 1u << j;
+            if (!calib_proto_number(&kv->val, &p->values[j]))
+                return CALIB_CLIENT_REJ_KEY_TYPE;
+            break;
+        }
+    }
+    if (seen != (1u << d->nparams) - 1)
+        return CALIB_CLIENT_REJ_BAD_PARAMS;
+    p->nparams = d->nparams;
+    for (unsigned j = 0; j < d->nparams; j++) {
+        size_t n = strlen(d->param_names[j]);
+        n = n < CALIB_CLIENT_PARAM_NAME_MAX ? n : CALIB_CLIENT_PARAM_NAME_MAX;
+        memcpy(p->names[j], d->param_names[j], n);
+        p->names[j][n] = '\0';
+    }
+    return CALIB_CLIENT_REJ_NONE;
+}
+
+/* "params" of a method unknown here: kept as sent, in the message's order,
+ * so that it can at least be shown. */
+static int read_unknown_params(const msgpack_object_map *map,
+                               calib_client_params *p)
+{
+    if (map->size == 0 || map->size > CALIB_RECAL_MAX_PARAMS)
+        return CALIB_CLIENT_REJ_BAD_PARAMS;
+    for (uint32_t i = 0; i < map->size; i++) {
+        const msgpack_object_kv *kv = &map->ptr[i];
+        if (kv->key.type != MSGPACK_OBJECT_STR
+            || !name_ok(kv->key.via.str.ptr, kv->key.via.str.size,
+                        CALIB_CLIENT_PARAM_NAME_MAX, 0))
+            return CALIB_CLIENT_REJ_BAD_PARAMS;
+        for (uint32_t j = 0; j < i; j++)
+            if (map->ptr[j].key.via.str.size == kv->key.via.str.size
+                && memcmp(map->ptr[j].key.via.str.ptr, kv->key.via.str.ptr,
+                          kv->key.via.str.size) == 0)
+                return CALIB_CLIENT_REJ_DUPLICATE_KEY;
+        if (!calib_proto_number(&kv->val, &p->values[i]))
+            return CALIB_CLIENT_REJ_KEY_TYPE;
+        str_copy(p->names[i], sizeof p->names[i], &kv->key.via.str);
+    }
+    p->nparams = map->size;
+    return CALIB_CLIENT_REJ_NONE;
+}
+
+static int decode_params(const envelope *e, const calib_plugin_registry *reg,
+                         calib_client_params *p)
+{
+    const msgpack_object *const *val = e->val;
+    int r;
+    memset(p, 0, sizeof *p);
+    if (!val[K_VERSION] || !val[K_METHOD] || !val[K_PARAMS])
+        return CALIB_CLIENT_REJ_MISSING_KEY;
+    if (val[K_VERSION]->type != MSGPACK_OBJECT_POSITIVE_INTEGER
+        || val[K_METHOD]->type != MSGPACK_OBJECT_STR
+        || val[K_PARAMS]->type != MSGPACK_OBJECT_MAP)
+        return CALIB_CLIENT_REJ_KEY_TYPE;
+    p->version = val[K_VERSION]->via.u64;
+    const msgpack_object_str *meth = &val[K_METHOD]->via.str;
+    if (!name_ok(meth->ptr, meth->size, CALIB_CLIENT_METHOD_MAX, 0))
+        return CALIB_CLIENT_REJ_BAD_METHOD;
+    str_copy(p->method, sizeof p->method, meth);
+    str_copy(p->model, sizeof p->model, &val[K_MODEL]->via.str);
+
+    if ((r = read_ts(val[K_TS], &p->ts)))
+        return r;
+    if (val[K_N]) {
+        if (val[K_N]->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            return CALIB_CLIENT_REJ_KEY_TYPE;
+        p->n = val[K_N]->via.u64;
+    }
+    if ((r = check_scores(val[K_BEFORE])) || (r = check_scores(val[K_AFTER]))
+        || (r = read_improvement(val[K_IMPROVEMENT], val[K_CI], p)))
+        return r;
+
+    p->desc = calib_plugin_find(reg, p->method);
+    const msgpack_object_map *map = &val[K_PARAMS]->via.map;
+    if (p->version == 0 && map->size == 0)
+        return CALIB_CLIENT_REJ_NONE; /* the identity, by any name */
+    r = p->desc ? read_known_params(map, p->desc, p)
+                : read_unknown_params(map, p);
+    if (r)
+        return r;
+    for (unsigned j = 0; j < p->nparams; j++)
+        if (!isfinite(p->values[j]))
+            return CALIB_CLIENT_REJ_BAD_VALUE;
+    if (p->desc && !params_in_domain(p->method, p->values))
+        return CALIB_CLIENT_REJ_BAD_VALUE;
+    return CALIB_CLIENT_REJ_NONE;
+}
+
+/* An optional string of an alert: absent, or a string. */
+static int alert_str(const msgpack_object *o, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    if (!o)
+        return CALIB_CLIENT_REJ_NONE;
+    if (o->type != MSGPACK_OBJECT_STR)
+        return CALIB_CLIENT_REJ_KEY_TYPE;
+    str_copy(buf, size, &o->via.str);
+    return CALIB_CLIENT_REJ_NONE;
+}
+
+static int decode_alert(const envelope *e, const void *payload, size_t len,
+                        calib_client_alert *a)
+{
+    int r;
+    memset(a, 0, sizeof *a);
+    str_copy(a->model, sizeof a->model, &e->val[K_MODEL]->via.str);
+    if ((r = read_ts(e->val[K_TS], &a->ts))
+        || (r = alert_str(e->val[K_SEVERITY], a->severity, sizeof a->severity))
+        || (r = alert_str(e->val[K_KIND], a->kind, sizeof a->kind))
+        || (r = alert_str(e->val[K_MESSAGE], a->message, sizeof a->message)))
+        return r;
+    a->payload = payload;
+    a->payload_len = len;
+    return CALIB_CLIENT_REJ_NONE;
+}
+
+int calib_client_decode(const void *topic, size_t topic_len, const void *payload,
+                        size_t payload_len, const calib_plugin_registry *registry,
+                        calib_client_params *out)
+{
+    if (!out)
+        return CALIB_EINVAL;
+    envelope e;
+    msgpack_unpacked_init(&e.unp);
+    int r = envelope_open(&e, topic, topic_len, payload, payload_len);
+    if (r == CALIB_CLIENT_REJ_NONE)
+        r = e.type == ENV_PARAMS ? decode_params(&e, registry, out)
+                                 : CALIB_CLIENT_REJ_OTHER_TYPE;
+    msgpack_unpacked_destroy(&e.unp);
+    return r;
+}
+
+int calib_client_decode_alert(const void *topic, size_t topic_len,
+                              const void *payload, size_t payload_len,
+                              calib_client_alert *out)
+{
+    if (!out)
+        return CALIB_EINVAL;
+    envelope e;
+    msgpack_unpacked_init(&e.unp);
+    int r = envelope_open(&e, topic, topic_len, payload, payload_len);
+    if (r == CALIB_CLIENT_REJ_NONE)
+        r = e.type == ENV_ALERT ? decode_alert(&e, payload, payload_len, out)
+                                : CALIB_CLIENT_REJ_OTHER_TYPE;
+    msgpack_unpacked_destroy(&e.unp);
+    return r;
+}
+
+/* ================================================================== applying */
+
+/* Checks one prediction; fixes k for the forms that imply it. */
+static int check_input(int form, size_t *k, const double *x)
+{
+    switch (form) {
+    case CALIB_FORM_LOGITS:
+        return *k >= 2 ? calib_check_logits(x, *k) : CALIB_EINVAL;
+    case CALIB_FORM_PROBS:
+        return *k >= 2 ? calib_check_probs(x, *k) : CALIB_EINVAL;
+    case CALIB_FORM_BINARY:
+        *k = 2;
+        return calib_check_binary(x[0]);
+    case CALIB_FORM_GAUSSIAN:
+        *k = 0;
+        return calib_check_gaussian(x[0], x[1]);
+    }
+    return CALIB_EINVAL;
+}
+
+/* Version 0: the raw outputs, as a prediction of the output form. */
+static int apply_identity(int form, size_t k, const double *x, double *out)
+{
+    if (form == CALIB_FORM_LOGITS)
+        calib_softmax(x, k, out);
+    else if (out != x)
+        memmove(out, x, calib_form_width(form, k) * sizeof *out);
+    return CALIB_OK;
+}
+
+/* x is checked and k fixed; out untouched unless CALIB_OK (the built-ins
+ * refuse a shape before writing; a plugin is trusted to do the same). */
+static int apply_checked(uint64_t version, const calib_plugin *desc,
+                         const double *values, int form, size_t k,
+                         const double *x, double *out)
+{
+    if (version == 0)
+        return apply_identity(form, k, x, out);
+    if (!desc)
+        return CALIB_ECLIENT_METHOD;
+    if (!(desc->forms & CALIB_FORM_BIT(form)))
+        return CALIB_ECLIENT_FORM;
+    return desc->apply(values, form, k, x, out);
+}
+
+int calib_client_params_apply(const calib_client_params *p, int form, size_t k,
+                              const double *x, double *out)
+{
+    if (!p || !x || !out)
+        return CALIB_EINVAL;
+    int rc = check_input(form, &k, x);
+    if (rc)
+        return rc;
+    return apply_checked(p->version, p->desc, p->values, form, k, x, out);
+}
+
+/* ------------------------------------------------------------------ seqlock */
+
+/* The one writer: the receiving thread. */
+static void snap_store(client_model *m, const calib_client_params *p)
+{
+    uint64_t s = atomic_load_explicit(&m->seq, memory_order_relaxed);
+    atomic_store_explicit(&m->seq, s + 1, memory_order_relaxed);
+    /* no store below may become visible before the odd sequence */
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&m->version, p->version, memory_order_relaxed);
+    atomic_store_explicit(&m->desc, p->desc, memory_order_relaxed);
+    for (unsigned j = 0; j < CALIB_RECAL_MAX_PARAMS; j++) {
+        uint64_t b = 0;
+        if (j < p->nparams)
+            memcpy(&b, &p->values[j], sizeof b);
+        atomic_store_explicit(&m->bits[j], b, memory_order_relaxed);
+    }
+    atomic_store_explicit(&m->seq, s + 2, memory_order_release);
+}
+
+static void snap_load(client_model *m, snapshot *s)
+{
+    for (unsigned spins = 0;; spins++) {
+        uint64_t s0 = atomic_load_explicit(&m->seq, memory_order_acquire);
+        if (!(s0 & 1)) {
+            s->version = atomic_load_explicit(&m->version, memory_order_relaxed);
+            s->desc = atomic_load_explicit(&m->desc, memory_order_relaxed);
+            for (unsigned j = 0; j < CALIB_RECAL_MAX_PARAMS; j++) {
+                uint64_t b = atomic_load_explicit(&m->bits[j], memory_order_relaxed);
+                memcpy(&s->values[j], &b, sizeof b);
+            }
+            /* the loads above happen before the re-read of seq */
+            atomic_thread_fence(memory_order_acquire);
+            if (atomic_load_explicit(&m->seq, memory_order_relaxed) == s0)
+                return;
+        }
+        /* a writer is mid-update (a few stores): let it finish */
+        if (spins >= 16)
+            sched_yield();
+    }
+}
+
+/* ------------------------------------------------------------------ models */
+
+static client_model *find_model_n(calib_client *c, const char *name, size_t len)
+{
+    size_t n = atomic_load_explicit(&c->nmodels, memory_order_acquire);
+    for (size_t i = 0; i < n; i++) {
+        client_model *m = c->models[i];
+        if (m->name_len == len && memcmp(m->name, name, len) == 0)
+            return m;
+    }
+    return NULL;
+}
+
+static client_model *find_model(calib_client *c, const char *name)
+{
+    return name ? find_model_n(c, name, strlen(name)) : NULL;
+}
+
+int calib_client_apply(calib_client *c, const char *model, int form, size_t k,
+                       const double *x, double *out, uint64_t *version)
+{
+    if (!c || !x || !out)
+        return CALIB_EINVAL;
+    client_model *m = find_model(c, model);
+    if (!m)
+        return CALIB_ECLIENT_MODEL;
+    int rc = check_input(form, &k, x);
+    if (rc)
+        return rc;
+    snapshot s;
+    snap_load(m, &s);
+    if (version)
+        *version = s.version;
+    return apply_checked(s.version, s.desc, s.values, form, k, x, out);
+}
+
+int calib_client_get(calib_client *c, const char *model,
+                     calib_client_params *out)
+{
+    client_model *m = c && out ? find_model(c, model) : NULL;
+    if (!m)
+        return CALIB_ECLIENT_MODEL;
+    pthread_mutex_lock(&m->lock);
+    *out = m->full;
+    pthread_mutex_unlock(&m->lock);
+    return CALIB_OK;
+}
+
+int calib_client_version(calib_client *c, const char *model, uint64_t *version)
+{
+    client_model *m = c && version ? find_model(c, model) : NULL;
+    if (!m)
+        return CALIB_ECLIENT_MODEL;
+    *version = atomic_load_explicit(&m->version, memory_order_acquire);
+    return CALIB_OK;
+}
+
+void calib_client_stats_get(calib_client *c, calib_client_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->received = atomic_load_explicit(&c->st[ST_RECEIVED], memory_order_relaxed);
+    out->accepted = atomic_load_explicit(&c->st[ST_ACCEPTED], memory_order_relaxed);
+    out->stale = atomic_load_explicit(&c->st[ST_STALE], memory_order_relaxed);
+    out->alerts = atomic_load_explicit(&c->st[ST_ALERTS], memory_order_relaxed);
+    out->other = atomic_load_explicit(&c->st[ST_OTHER], memory_order_relaxed);
+    out->unsubscribed =
+        atomic_load_explicit(&c->st[ST_UNSUBSCRIBED], memory_order_relaxed);
+    for (int r = 0; r < CALIB_CLIENT_REJ_COUNT; r++) {
+        out->reject[r] = atomic_load_explicit(&c->rej[r], memory_order_relaxed);
+        if (r != CALIB_CLIENT_REJ_NONE && r != CALIB_CLIENT_REJ_OTHER_TYPE)
+            out->rejected += out->reject[r];
+    }
+}
+
+/* ================================================================== receiving */
+
+/* The socket is this thread's until sock_release; 0 or CALIB_ECLIENT_BUSY. */
+static int sock_acquire(calib_client *c)
+{
+    return atomic_exchange_explicit(&c->sock_busy, 1, memory_order_acq_rel)
+               ? CALIB_ECLIENT_BUSY
+               : CALIB_OK;
+}
+
+static void sock_release(calib_client *c)
+{
+    atomic_store_explicit(&c->sock_busy, 0, memory_order_release);
+}
+
+static void reject(calib_client *c, int reason)
+{
+    count(&c->rej[reason]);
+}
+
+static void install(calib_client *c, client_model *m, const calib_client_params *p)
+{
+    /* only this thread writes the version: a plain read of it is current */
+    if (p->version <= atomic_load_explicit(&m->version, memory_order_relaxed)) {
+        count(&c->st[ST_STALE]);
+        return;
+    }
+    pthread_mutex_lock(&m->lock);
+    m->full = *p;
+    pthread_mutex_unlock(&m->lock);
+    snap_store(m, p);
+    count(&c->st[ST_ACCEPTED]);
+    if (c->on_params)
+        c->on_params(p, c->arg);
+}
+
+/* One two-frame message: exact topic, then the payload by type. */
+static void handle(calib_client *c, const char *topic, size_t topic_len,
+                   const void *payload, size_t len)
+{
+    client_model *m = find_model_n(c, topic, topic_len);
+    if (!m) {
+        /* the SUB filter matched a prefix only */
+        if (name_ok(topic, topic_len, CALIB_CLIENT_MODEL_MAX, 1))
+            count(&c->st[ST_UNSUBSCRIBED]);
+        else
+            reject(c, CALIB_CLIENT_REJ_BAD_TOPIC);
+        return;
+    }
+    envelope e;
+    calib_client_params p;
+    calib_client_alert a;
+    msgpack_unpacked_init(&e.unp);
+    int r = envelope_open(&e, topic, topic_len, payload, len);
+    if (r == CALIB_CLIENT_REJ_NONE) {
+        switch (e.type) {
+        case ENV_PARAMS:
+            if ((r = decode_params(&e, c->registry, &p)) == CALIB_CLIENT_REJ_NONE)
+                install(c, m, &p);
+            break;
+        case ENV_ALERT:
+            if ((r = decode_alert(&e, payload, len, &a)) == CALIB_CLIENT_REJ_NONE) {
+                count(&c->st[ST_ALERTS]);
+                if (c->on_alert)
+                    c->on_alert(&a, c->arg);
+            }
+            break;
+        default:
+            count(&c->st[ST_OTHER]);
+            break;
+        }
+    }
+    msgpack_unpacked_destroy(&e.unp);
+    if (r != CALIB_CLIENT_REJ_NONE)
+        reject(c, r);
+}
+
+/*
+ * Receives one message if one is queued: 1 if one was read (handled or
+ * counted), 0 if none, CALIB_ECLIENT_ZMQ. The frames of a multipart message
+ * arrive together, so only the first receive can find none.
+ */
+static int recv_one(calib_client *c)
+{
+    zmq_msg_t f[2];
+    zmq_msg_init(&f[0]);
+    if (zmq_msg_recv(&f[0], c->sub, ZMQ_DONTWAIT) < 0) {
+        int err = errno;
+        zmq_msg_close(&f[0]);
+        if (err == EAGAIN || err == EINTR)
+            return 0;
+        errno = err;
+        return CALIB_ECLIENT_ZMQ;
+    }
+    count(&c->st[ST_RECEIVED]);
+    int frames = 1, more = zmq_msg_more(&f[0]);
+    zmq_msg_init(&f[1]);
+    if (more && zmq_msg_recv(&f[1], c->sub, 0) >= 0) {
+        frames = 2;
+        more = zmq_msg_more(&f[1]);
+    }
+    while (more) { /* a third frame or more: read them all, refuse */
+        zmq_msg_t extra;
+        zmq_msg_init(&extra);
+        if (zmq_msg_recv(&extra, c->sub, 0) < 0) {
+            zmq_msg_close(&extra);
+            break;
+        }
+        more = zmq_msg_more(&extra);
+        zmq_msg_close(&extra);
+        frames++;
+    }
+    if (frames != 2)
+        reject(c, CALIB_CLIENT_REJ_FRAMING);
+    else
+        handle(c, zmq_msg_data(&f[0]), zmq_msg_size(&f[0]), zmq_msg_data(&f[1]),
+               zmq_msg_size(&f[1]));
+    zmq_msg_close(&f[0]);
+    zmq_msg_close(&f[1]);
+    return 1;
+}
+
+/* Waits on the socket (and the wake pipe, if wake_fd >= 0), then drains up
+ * to POLL_BATCH messages. The caller holds the socket. */
+static int poll_locked(calib_client *c, int timeout_ms, int wake_fd)
+{
+    zmq_pollitem_t it[2] = {
+        {.socket = c->sub, .events = ZMQ_POLLIN},
+        {.socket = NULL, .fd = wake_fd, .events = ZMQ_POLLIN},
+    };
+    int n = zmq_poll(it, wake_fd >= 0 ? 2 : 1, timeout_ms);
+    if (n < 0)
+        return errno == EINTR ? 0 : CALIB_ECLIENT_ZMQ;
+    if (!(it[0].revents & ZMQ_POLLIN))
+        return 0;
+    int handled = 0;
+    while (handled < POLL_BATCH) {
+        int r = recv_one(c);
+        if (r < 0)
+            return handled ? handled : r;
+        if (r == 0)
+            break;
+        handled++;
+    }
+    return handled;
+}
+
+int calib_client_poll(calib_client *c, int timeout_ms)
+{
+    if (!c)
+        return CALIB_EINVAL;
+    if (sock_acquire(c))
+        return CALIB_ECLIENT_BUSY;
+    int r = poll_locked(c, timeout_ms, -1);
+    int err = errno;
+    sock_release(c);
+    errno = err;
+    return r;
+}
+
+static void *client_thread(void *arg)
+{
+    calib_client *c = arg;
+    while (!atomic_load_explicit(&c->stop, memory_order_acquire)) {
+        int r = poll_locked(c, THREAD_TICK_MS, c->wake[0]);
+        if (r >= 0)
+            continue;
+        atomic_store(&c->thread_err, r);
+        if (errno == ETERM) /* the context is ending: nothing more to read */
+            break;
+        /* anything else is unexpected: don't spin on it */
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+int calib_client_start(calib_client *c)
+{
+    if (!c)
+        return CALIB_EINVAL;
+    pthread_mutex_lock(&c->ctl_lock);
+    int rc = CALIB_ECLIENT_BUSY;
+    if (!c->running && sock_acquire(c) == CALIB_OK) {
+        atomic_store(&c->stop, 0);
+        atomic_store(&c->thread_err, CALIB_OK);
+        if (pthread_create(&c->thread, NULL, client_thread, c) == 0) {
+            c->running = 1;
+            rc = CALIB_OK;
+        } else {
+            sock_release(c);
+            rc = CALIB_ENOMEM;
+        }
+    }
+    pthread_mutex_unlock(&c->ctl_lock);
+    return rc;
+}
+
+int calib_client_stop(calib_client *c)
+{
+    if (!c)
+        return CALIB_EINVAL;
+    pthread_mutex_lock(&c->ctl_lock);
+    int rc = CALIB_OK;
+    if (c->running) {
+        atomic_store_explicit(&c->stop, 1, memory_order_release);
+        ssize_t w;
+        do
+            w = write(c->wake[1], "", 1);
+        while (w < 0 && errno == EINTR);
+        pthread_join(c->thread, NULL);
+        char buf[64];
+        while (read(c->wake[0], buf, sizeof buf) > 0)
+            ;
+        c->running = 0;
+        rc = atomic_load(&c->thread_err);
+        sock_release(c);
+    }
+    pthread_mutex_unlock(&c->ctl_lock);
+    return rc;
+}
+
+/* ================================================================== set-up */
+
+static int set_nonblock_cloexec(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+        return -1;
+    fl = fcntl(fd, F_GETFD);
+    return fl < 0 || fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0 ? -1 : 0;
+}
+
+int calib_client_create(calib_client **out, const calib_client_opts *opts)
+{
+    static const calib_client_opts defaults = {0};
+    if (!out)
+        return CALIB_EINVAL;
+    *out = NULL;
+    if (!opts)
+        opts = &defaults;
+    if (opts->max_msg_size < 0 || opts->rcvhwm < 0)
+        return CALIB_EINVAL;
+    calib_client *c = calloc(1, sizeof *c);
+    if (!c)
+        return CALIB_ENOMEM;
+    int rc = CALIB_ECLIENT_ZMQ;
+    c->wake[0] = c->wake[1] = -1;
+    c->registry = opts->registry;
+    c->on_params = opts->on_params;
+    c->on_alert = opts->on_alert;
+    c->arg = opts->arg;
+    atomic_init(&c->nmodels, 0);
+    atomic_init(&c->sock_busy, 0);
+    atomic_init(&c->stop, 0);
+    atomic_init(&c->thread_err, CALIB_OK);
+    for (int i = 0; i < ST_COUNT; i++)
+        atomic_init(&c->st[i], 0);
+    for (int i = 0; i < CALIB_CLIENT_REJ_COUNT; i++)
+        atomic_init(&c->rej[i], 0);
+    if (pthread_mutex_init(&c->ctl_lock, NULL) != 0) {
+        free(c);
+        return CALIB_ENOMEM;
+    }
+
+    c->zctx = opts->zmq_ctx;
+    if (!c->zctx) {
+        if (!(c->zctx = zmq_ctx_new()))
+            goto err;
+        c->own_ctx = 1;
+    }
+    if (!(c->sub = zmq_socket(c->zctx, ZMQ_SUB)))
+        goto err;
+    int linger = 0;
+    int64_t maxsize = opts->max_msg_size ? opts->max_msg_size
+                                         : CALIB_CLIENT_MAX_MSG_SIZE;
+    if (zmq_setsockopt(c->sub, ZMQ_LINGER, &linger, sizeof linger) != 0
+        || zmq_setsockopt(c->sub, ZMQ_MAXMSGSIZE, &maxsize, sizeof maxsize) != 0)
+        goto err;
+    if (opts->rcvhwm > 0
+        && zmq_setsockopt(c->sub, ZMQ_RCVHWM, &opts->rcvhwm, sizeof opts->rcvhwm) != 0)
+        goto err;
+    if (pipe(c->wake) != 0 || set_nonblock_cloexec(c->wake[0]) != 0
+        || set_nonblock_cloexec(c->wake[1]) != 0) {
+        rc = CALIB_ENOMEM;
+        goto err;
+    }
+    *out = c;
+    return CALIB_OK;
+
+err:;
+    int err = errno;
+    calib_client_destroy(c);
+    errno = err;
+    return rc;
+}
+
+void calib_client_destroy(calib_client *c)
+{
+    if (!c)
+        return;
+    calib_client_stop(c);
+    if (c->sub)
+        zmq_close(c->sub);
+    if (c->own_ctx)
+        zmq_ctx_term(c->zctx);
+    for (int i = 0; i < 2; i++)
+        if (c->wake[i] >= 0)
+            close(c->wake[i]);
+    size_t n = atomic_load(&c->nmodels);
+    for (size_t i = 0; i < n; i++) {
+        pthread_mutex_destroy(&c->models[i]->lock);
+        free(c->models[i]);
+    }
+    pthread_mutex_destroy(&c->ctl_lock);
+    free(c);
+}
+
+int calib_client_connect(calib_client *c, const char *endpoint)
+{
+    if (!c || !endpoint || !*endpoint)
+        return CALIB_EINVAL;
+    if (sock_acquire(c))
+        return CALIB_ECLIENT_BUSY;
+    int r;
+    if (endpoint[0] == '@')
+        r = zmq_bind(c->sub, endpoint + 1);
+    else
+        r = zmq_connect(c->sub, endpoint + (endpoint[0] == '>'));
+    int err = errno;
+    sock_release(c);
+    errno = err;
+    return r == 0 ? CALIB_OK : CALIB_ECLIENT_ZMQ;
+}
+
+int calib_client_subscribe(calib_client *c, const char *model)
+{
+    if (!c || !model)
+        return CALIB_EINVAL;
+    size_t len = strlen(model);
+    if (!name_ok(model, len, CALIB_CLIENT_MODEL_MAX, 1))
+        return CALIB_EINVAL;
+    if (sock_acquire(c))
+        return CALIB_ECLIENT_BUSY;
+    int rc = CALIB_OK;
+    size_t n = atomic_load_explicit(&c->nmodels, memory_order_relaxed);
+    client_model *m = NULL;
+    if (find_model_n(c, model, len))
+        goto out;
+    rc = CALIB_EFULL;
+    if (n == CALIB_CLIENT_MAX_MODELS)
+        goto out;
+    rc = CALIB_ENOMEM;
+    if (!(m = calloc(1, sizeof *m)))
+        goto out;
+    if (pthread_mutex_init(&m->lock, NULL) != 0) {
+        free(m);
+        goto out;
+    }
+    memcpy(m->name, model, len + 1);
+    m->name_len = len;
+    memcpy(m->full.model, model, len + 1);
+    m->full.ts = m->full.improvement = m->full.ci[0] = m->full.ci[1] = NAN;
+    atomic_init(&m->seq, 0);
+    atomic_init(&m->version, 0);
+    atomic_init(&m->desc, NULL);
+    for (unsigned j = 0; j < CALIB_RECAL_MAX_PARAMS; j++)
+        atomic_init(&m->bits[j], 0);
+    if (zmq_setsockopt(c->sub, ZMQ_SUBSCRIBE, model, len) != 0) {
+        int err = errno;
+        pthread_mutex_destroy(&m->lock);
+        free(m);
+        errno = err;
+        rc = CALIB_ECLIENT_ZMQ;
+        goto out;
+    }
+    c->models[n] = m;
+    /* readers see the slot complete before they see the count */
+    atomic_store_explicit(&c->nmodels, n + 1, memory_order_release);
+    rc = CALIB_OK;
+out:
+    sock_release(c);
+    return rc;
+}

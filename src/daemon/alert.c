@@ -1,0 +1,295 @@
+/* alert.c — alerts: incidents with hysteresis and cooldown, the PUB
+ * message, and the exec sink (a program run without a shell, the alert as
+ * JSON on its standard input, killed at its timeout). */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calibd.h"
+#include "msgpack_json.h"
+#include "pack.h"
+
+/* ------------------------------------------------------------ exec sink */
+
+/* One running sink: its process, the pipe to its stdin and its timeout.
+ * Freed when the last of the three handles is closed. */
+typedef struct sink {
+    calibd *d;
+    uv_process_t proc;
+    uv_pipe_t in;
+    uv_timer_t timer;
+    uv_write_t write;
+    char *json;
+    size_t len;
+    int handles; /* still open */
+    int killed;
+} sink;
+
+static void sink_closed(uv_handle_t *h)
+{
+    sink *s = h->data;
+    if (--s->handles == 0) {
+        s->d->sinks_running--;
+        free(s->json);
+        free(s);
+    }
+}
+
+static void sink_close(uv_handle_t *h)
+{
+    if (!uv_is_closing(h))
+        uv_close(h, sink_closed);
+}
+
+static void sink_exited(uv_process_t *p, int64_t status, int signo)
+{
+    sink *s = p->data;
+    calibd *d = s->d;
+    if (s->killed)
+        ; /* counted and logged at the timeout */
+    else if (status != 0 || signo != 0) {
+        d->sinks_failed++;
+        log_msg(&d->log, LOG_WARN, "alert", "exec sink %s: exit status %lld, signal %d",
+                d->cfg.alert_exec, (long long)status, signo);
+    }
+    uv_timer_stop(&s->timer);
+    sink_close((uv_handle_t *)&s->timer);
+    sink_close((uv_handle_t *)&s->in);
+    sink_close((uv_handle_t *)&s->proc);
+}
+
+static void sink_timeout(uv_timer_t *t)
+{
+    sink *s = t->data;
+    calibd *d = s->d;
+    s->killed = 1;
+    d->sinks_killed++;
+    log_msg(&d->log, LOG_WARN, "alert", "exec sink %s: still running after %g s, killed",
+            d->cfg.alert_exec, d->cfg.alert_exec_timeout);
+    uv_process_kill(&s->proc, SIGKILL);
+}
+
+static void sink_written(uv_write_t *w, int status)
+{
+    sink *s = w->data;
+    if (status < 0 && status != UV_ECANCELED)
+        log_msg(&s->d->log, LOG_WARN, "alert", "exec sink %s: writing its input: %s",
+                s->d->cfg.alert_exec, uv_strerror(status));
+    sink_close((uv_handle_t *)&s->in); /* end of file for the program */
+}
+
+/* Starts the sink with json (taken over) on its standard input. */
+static void sink_start(calibd *d, char *json, size_t len)
+{
+    if (d->sinks_running >= SINKS_MAX) {
+        d->sinks_dropped++;
+        log_rl(&d->log, LOG_WARN, "alert", "exec sink: %d already running, alert not "
+               "handed over", SINKS_MAX);
+        free(json);
+        return;
+    }
+    sink *s = calloc(1, sizeof *s);
+    if (!s) {
+        d->sinks_failed++;
+        free(json);
+        return;
+    }
+    s->d = d;
+    s->json = json;
+    s->len = len;
+    uv_pipe_init(d->loop, &s->in, 0);
+    uv_timer_init(d->loop, &s->timer);
+    s->in.data = s->timer.data = s->proc.data = s->write.data = s;
+    s->handles = 2;
+    char *args[] = {d->cfg.alert_exec, NULL};
+    uv_stdio_container_t io[3] = {
+        {.flags = UV_CREATE_PIPE | UV_READABLE_PIPE, .data.stream = (uv_stream_t *)&s->in},
+        {.flags = UV_IGNORE},
+        {.flags = UV_INHERIT_FD, .data.fd = 2},
+    };
+    uv_process_options_t o = {.exit_cb = sink_exited, .file = d->cfg.alert_exec,
+                              .args = args, .stdio = io, .stdio_count = 3};
+    int rc = uv_spawn(d->loop, &s->proc, &o);
+    d->sinks_running++;
+    if (rc != 0) {
+        d->sinks_failed++;
+        log_rl(&d->log, LOG_WARN, "alert", "exec sink %s: %s", d->cfg.alert_exec,
+               uv_strerror(rc));
+        s->handles++; /* libuv wants the process handle closed even so */
+        sink_close((uv_handle_t *)&s->proc);
+        sink_close((uv_handle_t *)&s->in);
+        sink_close((uv_handle_t *)&s->timer);
+        return;
+    }
+    s->handles++;
+    uv_timer_start(&s->timer, sink_timeout, (uint64_t)(d->cfg.alert_exec_timeout * 1000), 0);
+    uv_buf_t buf = uv_buf_init(s->json, (unsigned)s->len);
+    if ((rc = uv_write(&s->write, (uv_stream_t *)&s->in, &buf, 1, sink_written)) != 0)
+        sink_written(&s->write, rc);
+}
+
+static void sink_kill_one(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (h->type == UV_PROCESS && h->data && !uv_is_closing(h))
+        uv_process_kill((uv_process_t *)h, SIGKILL);
+}
+
+void alert_sinks_kill(calibd *d)
+{
+    if (d->sinks_running)
+        uv_walk(d->loop, sink_kill_one, NULL);
+}
+
+/* The alert as a JSON text, malloc'ed, from its msgpack form. */
+static char *alert_json(const char *buf, size_t len, size_t *out_len)
+{
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    char *text = NULL;
+    size_t off = 0;
+    if (msgpack_unpack_next(&u, buf, len, &off) == MSGPACK_UNPACK_SUCCESS) {
+        FILE *f = open_memstream(&text, out_len);
+        if (f) {
+            msgpack_print_json(f, &u.data);
+            fputc('\n', f);
+            if (fclose(f) != 0) {
+                free(text);
+                text = NULL;
+            }
+        }
+    }
+    msgpack_unpacked_destroy(&u);
+    return text;
+}
+
+/* ------------------------------------------------------------ alerts */
+
+void alert_send(calibd *d, model *m, const char *kind, const char *severity,
+                const char *message, const alert_value *v, size_t nv)
+{
+    double now = wall_now();
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 8);
+    pack_str(&pk, "v");
+    msgpack_pack_uint8(&pk, 1);
+    pack_str(&pk, "type");
+    pack_str(&pk, "alert");
+    pack_str(&pk, "model");
+    pack_str(&pk, m->name);
+    pack_str(&pk, "ts");
+    msgpack_pack_double(&pk, now);
+    pack_str(&pk, "severity");
+    pack_str(&pk, severity);
+    pack_str(&pk, "kind");
+    pack_str(&pk, kind);
+    pack_str(&pk, "message");
+    pack_str(&pk, message);
+    pack_str(&pk, "values");
+    msgpack_pack_map(&pk, nv);
+    for (size_t i = 0; i < nv; i++) {
+        pack_str(&pk, v[i].name);
+        pack_num(&pk, v[i].value);
+    }
+    m->alerts++;
+    d->alerts++;
+    log_msg(&d->log, LOG_WARN, "alert", "%s: %s %s: %s", m->name, severity, kind, message);
+    if (!sb.data) {
+        log_msg(&d->log, LOG_ERROR, "alert", "%s: out of memory packing an alert", m->name);
+        return;
+    }
+    publish(d, m->name, sb.data, sb.size);
+    if (d->cfg.alert_exec) {
+        size_t len = 0;
+        char *json = alert_json(sb.data, sb.size, &len);
+        if (json)
+            sink_start(d, json, len);
+        else
+            d->sinks_failed++;
+    }
+    msgpack_sbuffer_destroy(&sb);
+}
+
+void alert_incident(calibd *d, model *m, int rule, int open_now, int close_now,
+                    const char *kind, const char *severity, const char *message,
+                    const alert_value *v, size_t nv)
+{
+    alert_state *st = &m->alert[rule];
+    if (st->open) {
+        if (close_now) {
+            st->open = 0;
+            log_msg(&d->log, LOG_INFO, "alert", "%s: %s cleared", m->name, kind);
+        }
+        return;
+    }
+    if (!open_now)
+        return;
+    st->open = 1;
+    double now = wall_now();
+    if (st->last > 0 && now - st->last < m->cfg.alert_cooldown) {
+        d->alerts_suppressed++;
+        return;
+    }
+    st->last = now;
+    alert_send(d, m, kind, severity, message, v, nv);
+}
+
+/* A level rule: opens above level, closes below level (1 - hysteresis). */
+static void level_rule(calibd *d, model *m, int rule, const char *name, double value,
+                       double level, uint64_t n)
+{
+    if (level <= 0 || !isfinite(value))
+        return;
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s of the calibrated outputs over the window is %.6g, "
+             "above %.6g", name, value, level);
+    alert_value v[] = {{name, value}, {"level", level}, {"samples", (double)n}};
+    alert_incident(d, m, rule, value > level, value < level * (1 - m->cfg.alert_hysteresis),
+                   "threshold", "critical", msg, v, 3);
+}
+
+static void starvation_rule(calibd *d, model *m, double now)
+{
+    double limit = m->cfg.label_starvation;
+    if (limit <= 0)
+        return;
+    double since = now - (m->last_label > 0 ? m->last_label : m->loop.started);
+    char msg[160];
+    snprintf(msg, sizeof msg, "no labels for %.0f s (limit %g s)", since, limit);
+    alert_value v[] = {{"seconds_without_labels", since}, {"limit", limit}};
+    alert_incident(d, m, RULE_STARVATION, since > limit, since < limit * (1 - m->cfg.alert_hysteresis),
+                   "label_starvation", "warning", msg, v, 2);
+}
+
+void alert_check(calibd *d, model *m, double now)
+{
+    starvation_rule(d, m, now);
+    const model_cfg *c = &m->cfg;
+    if (c->alert_brier <= 0 && c->alert_rbs <= 0 && c->alert_ece <= 0 && c->alert_dss <= 0)
+        return;
+    calib_pane w, wc = {0};
+    if (model_window_pane(m, &w) != CALIB_OK)
+        return;
+    const calib_accum *main = &w.stat[VIEW_CAL * WS_PER_VIEW + WS_MAIN];
+    if (calib_window_sum(&m->win, now, &w) == CALIB_OK && main->n >= c->alert_min_samples) {
+        double mean = calib_accum_mean(main);
+        if (m->form == CALIB_FORM_GAUSSIAN) {
+            level_rule(d, m, RULE_DSS, "dss", mean, c->alert_dss, main->n);
+        } else {
+            level_rule(d, m, RULE_BRIER, "brier", mean, c->alert_brier, main->n);
+            level_rule(d, m, RULE_RBS, "rbs", sqrt(mean), c->alert_rbs, main->n);
+            calib_window_cfg cfg = m->win_cal.cfg;
+            if (c->alert_ece > 0 && calib_pane_init(&wc, &cfg) == CALIB_OK &&
+                calib_window_sum(&m->win_cal, now, &wc) == CALIB_OK)
+                level_rule(d, m, RULE_ECE, "ece", calib_bins_ece(&wc.top), c->alert_ece,
+                           main->n);
+            calib_pane_free(&wc);
+        }
+    }
+    calib_pane_free(&w);
+}

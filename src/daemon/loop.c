@@ -1,0 +1,620 @@
+/* loop.c — drift -> refit (worker thread) -> shadow gate -> publish. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib/recal.h"
+#include "calibd.h"
+#include "loop.h"
+#include "pack.h"
+#include "state.h"
+
+static const char *reason_name(int r)
+{
+    static const char *names[] = {"none", "drift", "schedule", "manual"};
+    return r >= 0 && r <= REFIT_MANUAL ? names[r] : "?";
+}
+
+void loop_format_params(const model_params *p, char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0] = 0;
+    for (unsigned i = 0; p->desc && i < p->n && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s=%.6g", i ? " " : "",
+                                p->desc->param_names[i], p->values[i]);
+}
+
+/* ------------------------------------------------------------ publishing */
+
+void publish(calibd *d, const char *topic, const void *buf, size_t len)
+{
+    if (!d->pub)
+        return;
+    /* PUB never blocks: at the high-water mark the message is dropped */
+    if (zmq_send(d->pub, topic, strlen(topic), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+        zmq_send(d->pub, buf, len, ZMQ_DONTWAIT) < 0) {
+        d->publish_errors++;
+        log_rl(&d->log, LOG_WARN, "publish", "%s: %s", topic, zmq_strerror(zmq_errno()));
+    }
+}
+
+/* {"brier": b, "log": l} or {"dss": b}: a published version's figures; an
+ * empty map for version 0, which no shadow run measured. */
+static void pack_scores(msgpack_packer *pk, const model *m, const model_params *p,
+                        const double s[2])
+{
+    if (p->version == 0) {
+        msgpack_pack_map(pk, 0);
+        return;
+    }
+    int gauss = m->form == CALIB_FORM_GAUSSIAN;
+    msgpack_pack_map(pk, gauss ? 1 : 2);
+    pack_str(pk, gauss ? "dss" : "brier");
+    pack_num(pk, s[0]);
+    if (!gauss) {
+        pack_str(pk, "log");
+        pack_num(pk, s[1]);
+    }
+}
+
+static void pack_values(msgpack_packer *pk, const model_params *p)
+{
+    msgpack_pack_map(pk, p->desc ? p->n : 0);
+    for (unsigned i = 0; p->desc && i < p->n; i++) {
+        pack_str(pk, p->desc->param_names[i]);
+        pack_num(pk, p->values[i]);
+    }
+}
+
+/* The "params" message of the current parameters (calibd-protocol(7)). */
+static void send_params(calibd *d, const model *m)
+{
+    const model_params *p = &m->params;
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 14);
+    pack_str(&pk, "v");
+    msgpack_pack_uint8(&pk, 1);
+    pack_str(&pk, "type");
+    pack_str(&pk, "params");
+    pack_str(&pk, "model");
+    pack_str(&pk, m->name);
+    pack_counter(&pk, "version", p->version);
+    pack_str(&pk, "method");
+    pack_str(&pk, p->method);
+    pack_str(&pk, "params");
+    pack_values(&pk, p);
+    pack_str(&pk, "ts");
+    msgpack_pack_double(&pk, wall_now());
+    pack_str(&pk, "published");  /* extension: when this version was first sent */
+    msgpack_pack_double(&pk, p->ts);
+    pack_counter(&pk, "n", p->fit_n);
+    pack_counter(&pk, "shadow_n", p->shadow_n); /* extension */
+    pack_str(&pk, "before");
+    pack_scores(&pk, m, p, p->before);
+    pack_str(&pk, "after");
+    pack_scores(&pk, m, p, p->after);
+    /* version 0 is the identity measured against itself: exactly 0 */
+    double ci0[2] = {0, 0};
+    pack_str(&pk, "improvement");
+    pack_num(&pk, p->version ? p->improvement : 0);
+    pack_str(&pk, "ci");
+    pack_pair(&pk, p->version ? p->ci : ci0);
+    if (sb.data)
+        publish(d, m->name, sb.data, sb.size);
+    else
+        log_msg(&d->log, LOG_ERROR, "publish", "%s: out of memory", m->name);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* ------------------------------------------------------------ attaching */
+
+static const calib_plugin *find_method(calibd *d, const char *name, char *err, size_t len)
+{
+    const calib_plugin *p = calib_plugin_find(&d->plugins, name);
+    if (p)
+        return p;
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s.so", d->cfg.plugin_dir, name);
+    if (calib_plugin_load(&d->plugins, path, err, len) != CALIB_OK)
+        return NULL;
+    return calib_plugin_find(&d->plugins, name);
+}
+
+/* Whether method p handles this model's outputs: its identity applied to
+ * a valid record must succeed (Platt, for one, needs K = 2). */
+static int method_fits(model *m, const calib_plugin *p)
+{
+    if (!(p->forms & CALIB_FORM_BIT(m->form)))
+        return 0;
+    double *x = m->xcal;
+    for (size_t i = 0; i < m->width; i++)
+        x[i] = m->form == CALIB_FORM_PROBS ? 1.0 / (double)m->k : 0.5;
+    if (m->form == CALIB_FORM_GAUSSIAN)
+        x[0] = 0, x[1] = 1;
+    return p->apply(p->identity, m->form, m->k, x, m->loop.xcand) == CALIB_OK;
+}
+
+static void identity_params(model_params *p, const calib_plugin *desc)
+{
+    memset(p, 0, sizeof *p);
+    p->n = desc->nparams;
+    memcpy(p->values, desc->identity, sizeof p->values);
+    p->before[0] = p->before[1] = p->after[0] = p->after[1] = NAN;
+    p->improvement = NAN;
+    p->ci[0] = p->ci[1] = NAN;
+}
+
+int loop_attach(calibd *d, model *m)
+{
+    model_loop *l = &m->loop;
+    const model_cfg *c = &m->cfg;
+    int gauss = m->form == CALIB_FORM_GAUSSIAN;
+    double now = wall_now();
+    char err[600];
+    l->started = now;
+    l->next_refit = c->refit_interval > 0 ? now + c->refit_interval : 0;
+    model_params p;
+    int rc = state_load_params(d->cfg.state_dir, m->name, &p, err, sizeof err);
+    if (rc < 0) {
+        log_msg(&d->log, LOG_ERROR, "loop", "%s: %s; the loop is off for this model until "
+                "the file is repaired or removed (a version must never go back)", m->name, err);
+        return 0;
+    }
+    const char *name = rc == 0 ? p.method
+                       : strcmp(c->method, "auto") != 0 ? c->method
+                       : gauss ? "variance" : "temperature";
+    const calib_plugin *desc = find_method(d, name, err, sizeof err);
+    if (!desc || !method_fits(m, desc) || (rc == 0 && p.n != desc->nparams)) {
+        log_msg(&d->log, LOG_ERROR, "loop", "%s: method %s %s; the loop is off for this "
+                "model", m->name, name, !desc ? err : !method_fits(m, desc)
+                ? "does not handle this model's outputs" : "has another number of parameters "
+                "than the stored ones");
+        return 0;
+    }
+    if (rc == 1)
+        identity_params(&p, desc);
+    p.desc = desc;
+    snprintf(p.method, sizeof p.method, "%s", desc->name);
+    p.identity = model_params_is_identity(&p);
+    m->params = p;
+    if (rc == 0) {
+        char v[200];
+        loop_format_params(&p, v, sizeof v);
+        log_msg(&d->log, LOG_INFO, "loop", "%s: parameters version %llu restored (%s %s)",
+                m->name, (unsigned long long)p.version, p.method, v);
+    }
+    if (c->drift) {
+        calib_drift_cfg dc = {.kind = gauss ? CALIB_DRIFT_EXCEED : CALIB_DRIFT_MEAN,
+                              .lo = 0, .hi = 2, .alpha = c->drift_alpha,
+                              .min_effect = c->drift_min_effect, .quantile = c->drift_quantile,
+                              .reference = c->drift_reference,
+                              .restart = c->drift_reference};
+        if ((rc = calib_drift_init(&l->drift, &dc)) != CALIB_OK) {
+            log_msg(&d->log, LOG_ERROR, "loop", "%s: drift detector: %s", m->name,
+                    calib_strerror(rc));
+            return rc == CALIB_ENOMEM ? -1 : 0;
+        }
+        l->drift_on = 1;
+        l->drift_base = m->ring.total;
+    }
+    l->ready = 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------ refit job */
+
+typedef struct refit_job {
+    uv_work_t req;
+    calibd *d;
+    model *m;
+    int reason;
+    const calib_plugin *desc;
+    double *data;
+    calib_dataset ds;
+    double init[PARAMS_MAX];
+    calib_recal_result res;
+    int rc;
+    uint64_t ns; /* time the fit took */
+} refit_job;
+
+/* The worker thread: reads only the job. */
+static void refit_work(uv_work_t *req)
+{
+    refit_job *j = req->data;
+    calib_recal_opts o = {.init = j->init};
+    uint64_t t0 = uv_hrtime();
+    j->rc = j->desc->fit(&j->ds, &o, &j->res);
+    j->ns = uv_hrtime() - t0;
+}
+
+static void start_shadow(calibd *d, model *m, const refit_job *j)
+{
+    model_loop *l = &m->loop;
+    const model_cfg *c = &m->cfg;
+    double clip = m->form == CALIB_FORM_GAUSSIAN ? c->gate_dss_clip : 2;
+    calib_gate_cfg gc = {.alpha = c->gate_alpha, .min_improvement = c->min_improvement,
+                         .lo = -clip, .hi = clip, .max_samples = c->gate_max_samples};
+    model_params *p = &l->candidate;
+    memset(p, 0, sizeof *p);
+    p->desc = j->desc;
+    snprintf(p->method, sizeof p->method, "%s", j->desc->name);
+    p->n = j->res.nparams;
+    memcpy(p->values, j->res.params, sizeof p->values);
+    p->fit_n = j->ds.n;
+    p->identity = model_params_is_identity(p);
+    l->candidates++;
+    char v[200];
+    loop_format_params(p, v, sizeof v);
+    int rc = calib_gate_init(&l->gate, &gc);
+    if (rc != CALIB_OK) {
+        l->rejected++;
+        log_msg(&d->log, LOG_ERROR, "loop", "%s: candidate %llu (%s) dropped: the gate "
+                "refuses min_improvement = %g (%s)", m->name, (unsigned long long)l->candidates,
+                v, c->min_improvement, calib_strerror(rc));
+        return;
+    }
+    calib_accum_init(&l->shadow_log[0]);
+    calib_accum_init(&l->shadow_log[1]);
+    l->shadow = 1;
+    l->shadow_reason = j->reason;
+    log_msg(&d->log, LOG_INFO, "loop", "%s: candidate %llu: %s %s, fit on %zu samples in "
+            "%.1f ms (objective %.6g -> %.6g); in shadow", m->name,
+            (unsigned long long)l->candidates, p->method, v, j->ds.n, (double)j->ns / 1e6,
+            j->res.objective_before, j->res.objective_after);
+}
+
+static void refit_done(uv_work_t *req, int status)
+{
+    refit_job *j = req->data;
+    calibd *d = j->d;
+    model *m = j->m;
+    m->loop.running = 0;
+    if (status == 0 && !d->stopping) {
+        if (j->rc == CALIB_OK) {
+            start_shadow(d, m, j);
+        } else {
+            m->loop.refit_errors++;
+            log_msg(&d->log, LOG_WARN, "loop", "%s: refit (%s) on %zu samples failed: %s",
+                    m->name, reason_name(j->reason), j->ds.n, calib_plugin_strerror(j->rc));
+        }
+    }
+    free(j->data);
+    free(j);
+}
+
+/* Copies the newest n records of the ring and hands them to a worker. */
+static int start_refit(calibd *d, model *m, size_t n, int reason)
+{
+    model_loop *l = &m->loop;
+    size_t w = m->width, stride = w + 2, len = calib_ring_len(&m->ring);
+    if (n > len || n > SIZE_MAX / sizeof(double) / stride)
+        return -1;
+    refit_job *j = calloc(1, sizeof *j);
+    double *data = malloc(n * stride * sizeof *data);
+    if (!j || !data) {
+        free(j);
+        free(data);
+        log_msg(&d->log, LOG_ERROR, "loop", "%s: out of memory for a refit on %zu samples",
+                m->name, n);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        calib_record r = calib_ring_get(&m->ring, len - n + i);
+        memcpy(data + i * stride, r.x, w * sizeof *data);
+        data[i * stride + w] = r.y;
+        data[i * stride + w + 1] = r.t;
+    }
+    *j = (refit_job){.d = d, .m = m, .reason = reason, .desc = m->params.desc, .data = data,
+                     .ds = {.form = m->form, .k = m->form == CALIB_FORM_GAUSSIAN ? 0 : m->k,
+                            .n = n, .stride = stride, .rec = data}};
+    memcpy(j->init, m->params.values, sizeof j->init);
+    j->req.data = j;
+    int rc = uv_queue_work(d->loop, &j->req, refit_work, refit_done);
+    if (rc != 0) {
+        log_msg(&d->log, LOG_ERROR, "loop", "%s: uv_queue_work: %s", m->name, uv_strerror(rc));
+        free(data);
+        free(j);
+        return -1;
+    }
+    l->running = 1;
+    l->pending = REFIT_NONE;
+    l->refits++;
+    log_msg(&d->log, LOG_INFO, "loop", "%s: refit %llu (%s) of %s on the %zu newest samples",
+            m->name, (unsigned long long)l->refits, reason_name(reason), m->params.method, n);
+    return 0;
+}
+
+/* Samples a refit needs: refit_min_samples, or all the ring can hold. */
+static size_t refit_need(const model *m)
+{
+    size_t cap = m->ring.s.cap;
+    return m->cfg.refit_min_samples < cap ? (size_t)m->cfg.refit_min_samples : cap;
+}
+
+static size_t refit_want(const model *m)
+{
+    size_t len = calib_ring_len(&m->ring);
+    return m->cfg.refit_samples < len ? (size_t)m->cfg.refit_samples : len;
+}
+
+int loop_refit_now(calibd *d, model *m, char *why, size_t len)
+{
+    model_loop *l = &m->loop;
+    size_t n = m->shaped ? refit_want(m) : 0;
+    if (!m->shaped)
+        snprintf(why, len, "the model has had no prediction yet");
+    else if (!l->ready)
+        snprintf(why, len, "the closed loop is off for this model (see calibd's log)");
+    else if (l->running)
+        snprintf(why, len, "a refit of this model is running");
+    else if (l->shadow)
+        snprintf(why, len, "a candidate of this model is in shadow");
+    else if (n < refit_need(m))
+        snprintf(why, len, "%zu labelled samples in the ring, %zu needed (refit_min_samples)",
+                 n, refit_need(m));
+    else if (start_refit(d, m, n, REFIT_MANUAL) != 0)
+        snprintf(why, len, "cannot start the refit (see calibd's log)");
+    else
+        return 0;
+    return -1;
+}
+
+/* A waiting refit starts when its samples are there. After a drift, only
+ * samples since the estimated change point count. */
+static void try_start(calibd *d, model *m)
+{
+    model_loop *l = &m->loop;
+    size_t want = refit_want(m), need = refit_need(m);
+    if (l->pending == REFIT_DRIFT) {
+        uint64_t change = l->drift_base + l->drift.change_at;
+        uint64_t since = m->ring.total > change ? m->ring.total - change : 0;
+        if (since < need)
+            return; /* wait for more of the new regime */
+        if (since < want)
+            want = (size_t)since;
+    }
+    if (want < need) {
+        if (l->pending == REFIT_SCHEDULE) {
+            log_msg(&d->log, LOG_DEBUG, "loop", "%s: scheduled refit skipped: %zu samples, "
+                    "%zu needed", m->name, want, need);
+            l->pending = REFIT_NONE;
+        }
+        return;
+    }
+    start_refit(d, m, want, l->pending);
+}
+
+/* ------------------------------------------------------------ drift, gate */
+
+static void drift_restart(calibd *d, model *m)
+{
+    model_loop *l = &m->loop;
+    if (!l->drift_on)
+        return;
+    calib_drift_reset(&l->drift);
+    l->drift_base = m->ring.total;
+    l->drift_alarm = 0;
+    alert_incident(d, m, RULE_DRIFT, 0, 1, "drift", "warning", NULL, NULL, 0);
+}
+
+static void on_drift(calibd *d, model *m)
+{
+    model_loop *l = &m->loop;
+    const calib_drift *dr = &l->drift;
+    int gauss = m->form == CALIB_FORM_GAUSSIAN;
+    l->drift_alarms++;
+    char msg[1024];
+    double ref = calib_accum_mean(&dr->ref), now_level = calib_accum_mean(&dr->watch);
+    if (gauss)
+        snprintf(msg, sizeof msg, "the calibrated DSS exceeds its reference %.4g-quantile "
+                 "%.4g more often than %.4g after %llu samples (e-value %.3g)",
+                 dr->cfg.quantile, dr->threshold, dr->null_mean,
+                 (unsigned long long)(dr->n - dr->cfg.reference), exp(calib_drift_log_e(dr)));
+    else
+        snprintf(msg, sizeof msg, "the calibrated Brier score rose from %.4g to %.4g "
+                 "(tested bound %.4g; e-value %.3g after %llu samples)", ref, now_level,
+                 dr->null_mean, exp(calib_drift_log_e(dr)),
+                 (unsigned long long)(dr->n - dr->cfg.reference));
+    alert_value v[] = {{"reference", ref}, {"current", now_level}, {"bound", dr->null_mean},
+                       {"log_e", calib_drift_log_e(dr)},
+                       {"samples", (double)(dr->n - dr->cfg.reference)}};
+    alert_incident(d, m, RULE_DRIFT, 1, 0, "drift", "warning", msg, v, 5);
+    if (!l->running && !l->shadow && l->pending == REFIT_NONE)
+        l->pending = REFIT_DRIFT;
+}
+
+static void publish_candidate(calibd *d, model *m, double now)
+{
+    model_loop *l = &m->loop;
+    const calib_gate *g = &l->gate;
+    model_params p = l->candidate;
+    p.version = m->params.version + 1;
+    p.ts = now;
+    p.shadow_n = g->diff.n;
+    p.before[0] = calib_accum_mean(&g->current);
+    p.after[0] = calib_accum_mean(&g->candidate);
+    p.before[1] = calib_accum_mean(&l->shadow_log[0]);
+    p.after[1] = calib_accum_mean(&l->shadow_log[1]);
+    p.improvement = calib_accum_mean(&g->diff);
+    calib_accum_ci95(&g->diff, p.ci);
+    char err[4600], v[200];
+    loop_format_params(&p, v, sizeof v);
+    if (state_save_params(d->cfg.state_dir, m->name, &p, err, sizeof err) != 0) {
+        l->rejected++;
+        log_msg(&d->log, LOG_ERROR, "loop", "%s: %s; version %llu (%s) not published",
+                m->name, err, (unsigned long long)p.version, v);
+        alert_value av[] = {{"version", (double)p.version}};
+        alert_send(d, m, "refit", "critical", "the state directory refused the new "
+                   "parameters; they were not published", av, 1);
+        return;
+    }
+    m->params = p;
+    for (int i = 0; i < WS_PER_VIEW; i++)
+        calib_accum_init(&m->since_params[i]);
+    send_params(d, m);
+    l->published++;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "published version %llu: %s %s; Brier %.4g -> %.4g, "
+             "improvement %.4g [%.4g, %.4g] on %llu shadow samples",
+             (unsigned long long)p.version, p.method, v, p.before[0], p.after[0],
+             p.improvement, p.ci[0], p.ci[1], (unsigned long long)p.shadow_n);
+    if (m->form == CALIB_FORM_GAUSSIAN)
+        memcpy(strstr(msg, "Brier"), "DSS  ", 5);
+    alert_value av[] = {{"version", (double)p.version}, {"before", p.before[0]},
+                        {"after", p.after[0]}, {"improvement", p.improvement},
+                        {"ci_lo", p.ci[0]}, {"ci_hi", p.ci[1]},
+                        {"samples", (double)p.shadow_n}};
+    alert_send(d, m, "refit", "warning", msg, av, 7);
+}
+
+/* The gate has decided: publish, or count and report the rejection. */
+static void decide(calibd *d, model *m, double now)
+{
+    model_loop *l = &m->loop;
+    const calib_gate *g = &l->gate;
+    l->shadow = 0;
+    if (g->state == CALIB_GATE_PASSED && m->cfg.auto_publish) {
+        publish_candidate(d, m, now);
+        drift_restart(d, m); /* the reference restarts under the new parameters */
+        return;
+    }
+    double ci[2];
+    calib_accum_ci95(&g->diff, ci);
+    char v[200], msg[1024];
+    loop_format_params(&l->candidate, v, sizeof v);
+    int passed = g->state == CALIB_GATE_PASSED;
+    if (passed)
+        l->withheld++;
+    else
+        l->rejected++;
+    snprintf(msg, sizeof msg, "candidate %llu (%s %s) %s after %llu shadow samples: "
+             "improvement %.4g [%.4g, %.4g], %s", (unsigned long long)l->candidates,
+             l->candidate.method, v, passed ? "passed, not published (auto_publish = no)"
+             : "rejected", (unsigned long long)g->diff.n, calib_accum_mean(&g->diff), ci[0],
+             ci[1], passed ? "established" : "not established at gate_alpha above "
+             "min_improvement");
+    log_msg(&d->log, LOG_INFO, "loop", "%s: %s", m->name, msg);
+    alert_value av[] = {{"improvement", calib_accum_mean(&g->diff)}, {"ci_lo", ci[0]},
+                        {"ci_hi", ci[1]}, {"samples", (double)g->diff.n}};
+    alert_send(d, m, "refit", "warning", msg, av, 4);
+    if (l->shadow_reason == REFIT_DRIFT)
+        drift_restart(d, m); /* the drift stays unexplained: measure anew */
+}
+
+/* ------------------------------------------------------------ tick */
+
+static void model_tick(calibd *d, model *m, double now)
+{
+    model_loop *l = &m->loop;
+    if (l->drift_alarm) {
+        l->drift_alarm = 0;
+        on_drift(d, m);
+    }
+    if (m->cfg.refit_interval > 0 && now >= l->next_refit) {
+        l->next_refit = now + m->cfg.refit_interval;
+        if (!l->running && !l->shadow && l->pending == REFIT_NONE)
+            l->pending = REFIT_SCHEDULE;
+    }
+    if (l->shadow && l->gate.state != CALIB_GATE_RUNNING)
+        decide(d, m, now);
+    if (l->pending != REFIT_NONE && !l->running && !l->shadow)
+        try_start(d, m);
+}
+
+void loop_tick(calibd *d, double now)
+{
+    int republish = now >= d->next_republish;
+    if (republish)
+        d->next_republish = now + d->cfg.params_interval;
+    for (size_t i = 0; i < d->nmodels; i++) {
+        model *m = d->models[i];
+        if (!m->shaped)
+            continue;
+        alert_check(d, m, now);
+        if (!m->loop.ready)
+            continue;
+        model_tick(d, m, now);
+        if (republish)
+            send_params(d, m);
+    }
+}
+
+/* ------------------------------------------------------------ status */
+
+static void pack_bool(msgpack_packer *pk, const char *key, int b)
+{
+    pack_str(pk, key);
+    if (b)
+        msgpack_pack_true(pk);
+    else
+        msgpack_pack_false(pk);
+}
+
+static void pack_drift(msgpack_packer *pk, const model_loop *l)
+{
+    static const char *states[] = {"reference", "watching", "alarm"};
+    const calib_drift *dr = &l->drift;
+    if (!l->drift_on) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    msgpack_pack_map(pk, 7);
+    pack_str(pk, "state");
+    pack_str(pk, states[dr->state]);
+    pack_str(pk, "reference");
+    pack_estimate(pk, &dr->ref);
+    pack_str(pk, "since_reference");
+    pack_estimate(pk, &dr->watch);
+    pack_str(pk, "bound");
+    pack_num(pk, dr->state == CALIB_DRIFT_REFERENCE ? NAN : dr->null_mean);
+    pack_str(pk, "log_e");
+    pack_num(pk, calib_drift_log_e(dr));
+    pack_counter(pk, "alarms", l->drift_alarms);
+    pack_counter(pk, "resets", dr->resets);
+}
+
+static void pack_shadow(msgpack_packer *pk, const model_loop *l)
+{
+    if (!l->shadow) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    msgpack_pack_map(pk, 4);
+    pack_str(pk, "method");
+    pack_str(pk, l->candidate.method);
+    pack_str(pk, "values");
+    pack_values(pk, &l->candidate);
+    pack_str(pk, "improvement");
+    pack_estimate(pk, &l->gate.diff);
+    pack_str(pk, "log_e");
+    pack_num(pk, l->gate.e.log_wealth);
+}
+
+void loop_pack_status(msgpack_packer *pk, const model *m)
+{
+    const model_loop *l = &m->loop;
+    msgpack_pack_map(pk, 12);
+    pack_bool(pk, "on", l->ready);
+    pack_str(pk, "drift");
+    pack_drift(pk, l);
+    pack_bool(pk, "refit_running", l->running);
+    pack_str(pk, "refit_pending");
+    if (l->pending)
+        pack_str(pk, reason_name(l->pending));
+    else
+        msgpack_pack_nil(pk);
+    pack_counter(pk, "refits", l->refits);
+    pack_counter(pk, "refit_errors", l->refit_errors);
+    pack_counter(pk, "candidates", l->candidates);
+    pack_counter(pk, "published", l->published);
+    pack_counter(pk, "rejected", l->rejected);
+    pack_counter(pk, "withheld", l->withheld);
+    pack_str(pk, "shadow");
+    pack_shadow(pk, l);
+    pack_counter(pk, "alerts", m->alerts);
+}

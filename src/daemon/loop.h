@@ -1,0 +1,33 @@
+/* loop.h — the closed loop of calibd(8): drift detection on the calibrated
+ * Brier (or DSS) score, refits of the model's method on its recent ring in
+ * a worker thread, the shadow gate, durable versioned publishing. */
+#ifndef CALIBD_LOOP_H
+#define CALIBD_LOOP_H
+
+#include <msgpack.h>
+#include <stddef.h>
+
+struct calibd;
+struct model;
+
+/* Resolves the model's method, restores its stored parameters and starts
+ * its detectors, once the model is shaped. A model whose method or stored
+ * state is unusable keeps scoring with the loop off (logged). Returns -1
+ * only when out of memory. */
+int loop_attach(struct calibd *d, struct model *m);
+
+/* Periodic work: drift alarms, scheduled refits, the gate's decisions,
+ * alert rules, republishing every params_interval. */
+void loop_tick(struct calibd *d, double now);
+
+/* `calibctl refit MODEL`: starts a refit on the ring now. Returns 0, or -1
+ * with the reason in why. */
+int loop_refit_now(struct calibd *d, struct model *m, char *why, size_t len);
+
+/* The "loop" member of a model's status. */
+void loop_pack_status(msgpack_packer *pk, const struct model *m);
+
+/* The values of p as "T=1.98" or "a=1.1 b=-0.2", for logs. */
+void loop_format_params(const struct model_params *p, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,130 @@
+/* state.c — durable per-model parameters. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "state.h"
+
+static void state_path(char *buf, size_t len, const char *dir, const char *name,
+                       const char *suffix)
+{
+    snprintf(buf, len, "%s/model.%s.params%s", dir, name, suffix);
+}
+
+/* fsync of a file or directory by path. */
+static int sync_path(const char *path, int flags)
+{
+    int fd = open(path, flags);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return rc;
+}
+
+int state_save_params(const char *dir, const char *name, const model_params *p,
+                      char *err, size_t errlen)
+{
+    char path[4352], tmp[4360];
+    state_path(path, sizeof path, dir, name, "");
+    state_path(tmp, sizeof tmp, dir, name, ".tmp");
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        goto fail;
+    fprintf(f, "# calibd: parameters of model %s, written before they were published\n"
+               "version %llu\nmethod %s\nts %.17g\nfit_n %llu\nshadow_n %llu\n"
+               "before %.17g %.17g\nafter %.17g %.17g\nimprovement %.17g %.17g %.17g\n",
+            name, (unsigned long long)p->version, p->method, p->ts,
+            (unsigned long long)p->fit_n, (unsigned long long)p->shadow_n, p->before[0],
+            p->before[1], p->after[0], p->after[1], p->improvement, p->ci[0], p->ci[1]);
+    for (unsigned i = 0; i < p->n; i++)
+        fprintf(f, "param %s %.17g\n", p->desc ? p->desc->param_names[i] : "?", p->values[i]);
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
+        int saved = errno;
+        fclose(f);
+        errno = saved;
+        goto fail;
+    }
+    if (fclose(f) != 0 || rename(tmp, path) != 0 || sync_path(dir, O_RDONLY | O_DIRECTORY) != 0)
+        goto fail;
+    return 0;
+fail:
+    snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+    unlink(tmp);
+    return -1;
+}
+
+/* One "key value..." line into p; 0, or -1 if malformed. */
+static int parse_line(const char *line, model_params *p, unsigned *seen)
+{
+    unsigned long long u;
+    char word[64];
+    double a, b, c;
+    if (line[0] == '#' || line[0] == '\n')
+        return 0;
+    if (sscanf(line, "version %llu", &u) == 1)
+        return p->version = u, *seen |= 1, 0;
+    if (sscanf(line, "method %31[A-Za-z0-9._-]", p->method) == 1)
+        return *seen |= 2, 0;
+    if (sscanf(line, "ts %lf", &a) == 1)
+        return p->ts = a, 0;
+    if (sscanf(line, "fit_n %llu", &u) == 1)
+        return p->fit_n = u, 0;
+    if (sscanf(line, "shadow_n %llu", &u) == 1)
+        return p->shadow_n = u, 0;
+    if (sscanf(line, "before %lf %lf", &a, &b) == 2)
+        return p->before[0] = a, p->before[1] = b, 0;
+    if (sscanf(line, "after %lf %lf", &a, &b) == 2)
+        return p->after[0] = a, p->after[1] = b, 0;
+    if (sscanf(line, "improvement %lf %lf %lf", &a, &b, &c) == 3)
+        return p->improvement = a, p->ci[0] = b, p->ci[1] = c, 0;
+    if (sscanf(line, "param %63s %lf", word, &a) == 2 && isfinite(a) && p->n < PARAMS_MAX) {
+        p->values[p->n++] = a;
+        return 0;
+    }
+    return -1;
+}
+
+int state_load_params(const char *dir, const char *name, model_params *p, char *err,
+                      size_t errlen)
+{
+    char path[4352], line[256];
+    state_path(path, sizeof path, dir, name, "");
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        if (errno == ENOENT)
+            return 1;
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    memset(p, 0, sizeof *p);
+    unsigned seen = 0, lineno = 0;
+    int rc = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            rc = -1;
+            break;
+        }
+        if (parse_line(line, p, &seen) != 0) {
+            rc = -1;
+            break;
+        }
+    }
+    fclose(f);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s:%u: not a line calibd writes", path, lineno);
+        return -1;
+    }
+    if (seen != 3 || p->n == 0) {
+        snprintf(err, errlen, "%s: no version, method or parameters", path);
+        return -1;
+    }
+    return 0;
+}
