@@ -20,59 +20,9 @@
 #include "calib/plugin.h"
 #include "calib/recal.h"
 
-/* ------------------------------------------------------------------ packing */
+#include "mp.h"
 
-typedef struct payload {
-    msgpack_sbuffer sb;
-    msgpack_packer pk;
-} payload;
-
-static void pl_init(payload *p)
-{
-    msgpack_sbuffer_init(&p->sb);
-    msgpack_packer_init(&p->pk, &p->sb, msgpack_sbuffer_write);
-}
-
-static void pl_free(payload *p)
-{
-    msgpack_sbuffer_destroy(&p->sb);
-}
-
-static void put_str(msgpack_packer *pk, const char *s)
-{
-    size_t n = strlen(s);
-    msgpack_pack_str(pk, n);
-    msgpack_pack_str_body(pk, s, n);
-}
-
-/*
- * Packs a sequence described by fmt (spaces ignored):
- *   M n  map of n entries     A n  array of n items
- *   s    string (const char *)  u  unsigned (int)   U  uint64_t
- *   i    signed (int)           d  float64 (double) f  float32 (double)
- *   n    nil                    t  true
- */
-static void mp(payload *p, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    for (const char *c = fmt; *c; c++) {
-        switch (*c) {
-        case 'M': msgpack_pack_map(&p->pk, (size_t)va_arg(ap, int)); break;
-        case 'A': msgpack_pack_array(&p->pk, (size_t)va_arg(ap, int)); break;
-        case 's': put_str(&p->pk, va_arg(ap, const char *)); break;
-        case 'u': msgpack_pack_uint64(&p->pk, (uint64_t)va_arg(ap, int)); break;
-        case 'U': msgpack_pack_uint64(&p->pk, va_arg(ap, uint64_t)); break;
-        case 'i': msgpack_pack_int64(&p->pk, va_arg(ap, int)); break;
-        case 'd': msgpack_pack_double(&p->pk, va_arg(ap, double)); break;
-        case 'f': msgpack_pack_float(&p->pk, (float)va_arg(ap, double)); break;
-        case 'n': msgpack_pack_nil(&p->pk); break;
-        case 't': msgpack_pack_true(&p->pk); break;
-        default: break;
-        }
-    }
-    va_end(ap);
-}
+/* ------------------------------------------------------------------ messages */
 
 /* A complete params message (every key of the contract) with n parameters
  * packed as float64. */
