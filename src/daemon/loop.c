@@ -208,6 +208,8 @@ int loop_attach(calibd *d, model *m)
 
 /* ------------------------------------------------------------ refit job */
 
+static void drift_restart(calibd *d, model *m);
+
 typedef struct refit_job {
     uv_work_t req;
     calibd *d;
@@ -281,6 +283,8 @@ static void refit_done(uv_work_t *req, int status)
             m->loop.refit_errors++;
             log_msg(&d->log, LOG_WARN, "loop", "%s: refit (%s) on %zu samples failed: %s",
                     m->name, reason_name(j->reason), j->ds.n, calib_plugin_strerror(j->rc));
+            if (j->reason == REFIT_DRIFT)
+                drift_restart(d, m); /* not again at once: measure anew */
         }
     }
     free(j->data);
@@ -424,8 +428,6 @@ static void on_drift(calibd *d, model *m)
                        {"log_e", calib_drift_log_e(dr)},
                        {"samples", (double)(dr->n - dr->cfg.reference)}};
     alert_incident(d, m, RULE_DRIFT, 1, 0, "drift", "warning", msg, v, 5);
-    if (!l->running && !l->shadow && l->pending == REFIT_NONE)
-        l->pending = REFIT_DRIFT;
 }
 
 static void publish_candidate(calibd *d, model *m, double now)
@@ -522,7 +524,14 @@ static void model_tick(calibd *d, model *m, double now)
     }
     if (l->shadow && l->gate.state != CALIB_GATE_RUNNING)
         decide(d, m, now);
-    if (l->pending != REFIT_NONE && !l->running && !l->shadow)
+    /* a drift refits once the model is free: an alarm raised while another
+     * candidate was in shadow waits for it (a publish restarts the drift
+     * reference, and so answers the alarm too) */
+    int busy = l->running || l->shadow;
+    if (!busy && l->drift_on && l->drift.state == CALIB_DRIFT_ALARM &&
+        l->pending != REFIT_DRIFT)
+        l->pending = REFIT_DRIFT;
+    if (l->pending != REFIT_NONE && !busy)
         try_start(d, m);
 }
 
