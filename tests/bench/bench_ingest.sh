@@ -2,14 +2,17 @@
 # bench_ingest.sh [BUILD_DIR] — calibd's ingest throughput: examples/simulate
 # pushes N predictions (K = 10, float32 bins, batches of 1000) to calibd's
 # PULL socket (back-pressure, so nothing is dropped); the time runs until
-# `calibctl status` shows every pair scored. Two cases: outcomes inline (no
-# join), and labels sent as separate messages (every pair goes through the
-# join table). Run: tests/bench/bench_ingest.sh build/plain
+# `calibctl status` shows every pair scored. Three cases: outcomes inline (no
+# join); labels sent as separate messages (every pair goes through the join
+# table); and inline again for a model whose stored parameters (T = 1.5) are
+# not the identity, so the calibrated view is computed and scored apart.
+# Run: tests/bench/bench_ingest.sh build/plain
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=$(cd "${1:-build/plain}" && pwd)
 n=${N:-1000000}
 work=$(mktemp -d)
+printf 'version 1\nmethod temperature\nparam T 1.5\n' > "$work/model.calibrated.params"
 "$dir/calibd" --ingest 'tcp://127.0.0.1:*' --ingest-pull 'tcp://127.0.0.1:*' \
     --publish 'tcp://127.0.0.1:*' --control 'tcp://127.0.0.1:*' --http off \
     --state-dir "$work" --log-level warn 2> "$work/log" &
@@ -39,3 +42,4 @@ bench() {
 
 bench inline                     # y in the prediction messages
 bench joined --label-shuffle     # labels as separate messages, joined by id
+bench calibrated                 # y inline; T = 1.5 applied for the calibrated view
