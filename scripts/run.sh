@@ -14,6 +14,7 @@ scripts/deps.sh
 dir=$(scripts/build.sh plain)
 state=build/run-state
 mkdir -p "$state"
+rm -f "$state"/model.*.params # each run starts from the identity (version 0)
 pids=()
 stop() { kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; }
 trap stop EXIT
