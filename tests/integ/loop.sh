@@ -40,6 +40,8 @@ alert_cooldown = 3600
 [model drift]
 [model steady]
 refit_interval = 2
+[model reg]
+form = gaussian
 [model hot]
 drift = no
 alert_brier = 0.1
@@ -68,11 +70,15 @@ sim_drift=$!
 sim --model steady --seed 12 --sigma 0.75 --temperature 1 --count 60000 --rate 10000 \
     2> "$work/sim-steady.err" &
 sim_steady=$!
+# regression: y ~ N(mean, T*^2) while the model says variance 1; T* 1 -> 2
+sim --model reg --seed 16 --form gaussian --temperature 1 --temperature-after 2 \
+    --switch-after 20000 --count 80000 --rate 10000 2> "$work/sim-reg.err" &
+sim_reg=$!
 sim --model hot --seed 13 --count 3000 --rate 5000 2> /dev/null &
 sim --model starved --seed 14 --count 3000 --rate 5000 --label-delay 1 --label-drop 1 2> /dev/null &
-wait $sim_drift $sim_steady
+wait $sim_drift $sim_steady $sim_reg
 
-wait_for "$work/s1.json" "r['models']['drift']['scored'] >= 100000 and r['models']['steady']['scored'] >= 60000" ||
+wait_for "$work/s1.json" "r['models']['drift']['scored'] >= 100000 and r['models']['steady']['scored'] >= 60000 and r['models']['reg']['scored'] >= 80000" ||
     bad "all pairs scored"
 python3 - "$work/s1.json" <<'PY' && ok "drift: detected, refit, gated, T within 5% of 2" || bad "drift: detected, refit, gated, T within 5% of 2"
 import json, sys
@@ -97,6 +103,18 @@ print(f"    calibrated since publish {after['mean']:.5f} (n {after['n']}), calib
 assert after["n"] >= 20000, after
 assert abs(after["mean"] - level["mean"]) < 0.01, (after, level)
 assert imp["ci"][0] > 0.02, imp
+PY
+python3 - "$work/s1.json" <<'PY' && ok "regression: robust drift detector, variance scaling published" || bad "regression: robust drift detector, variance scaling published"
+import json, sys
+m = json.load(open(sys.argv[1]))["models"]["reg"]
+l, p = m["loop"], m["params"]
+print(f"    reg: alarms {l['drift']['alarms']}, published {l['published']}, params {p['values']}, "
+      f"DSS since publish {m['calibrated_since_params']['dss']['mean']:.4f}, raw {m['raw']['dss']['mean']:.4f}")
+assert l["drift"]["alarms"] == 1 and l["published"] == 1 and p["method"] == "variance", (l, p)
+v = p["values"]
+# var' = w var + b with var = 1 must come out near T*^2 = 4
+assert abs(v["w"] + v["b"] - 4) < 0.4, v
+assert p["improvement"] > 0 and p["ci"][0] > 0, p
 PY
 python3 - "$work/s1.json" <<'PY' && ok "stationary model: no alarm; scheduled candidates all rejected" || bad "stationary model: no alarm; scheduled candidates all rejected"
 import json, sys
@@ -132,6 +150,7 @@ assert count[("drift", "drift")] == 1, count
 assert count[("drift", "refit")] == 1, count
 assert count[("hot", "threshold")] == 1, count
 assert count[("starved", "label_starvation")] == 1, count
+assert count[("reg", "drift")] == 1 and count[("reg", "refit")] == 1, count
 assert ("steady", "drift") not in count, count
 steady = [a for a in alerts if a["model"] == "steady"]
 assert steady and all(a["kind"] == "refit" and "rejected" in a["message"] for a in steady), steady
