@@ -178,11 +178,14 @@ typedef struct calib_gate {
     calib_eproc e;
     calib_accum diff;   /* S(current) - S(candidate), unclamped */
     calib_accum current, candidate; /* the scores themselves */
+    uint64_t pairs;     /* pairs added, NaN ones included */
 } calib_gate;
 
 /* CALIB_EINVAL for a bad cfg (lo < min_improvement < hi required). */
 int calib_gate_init(calib_gate *g, const calib_gate_cfg *cfg);
-/* Adds one pair of scores while RUNNING; returns the state after it. */
+/* Adds one pair of scores while RUNNING; returns the state after it. A
+ * pair with a NaN difference is not tested but counts towards
+ * max_samples. */
 int calib_gate_add(calib_gate *g, double s_current, double s_candidate);
 
 #ifdef __cplusplus

@@ -60,6 +60,14 @@ static void sink_exited(uv_process_t *p, int64_t status, int signo)
     sink_close((uv_handle_t *)&s->proc);
 }
 
+/* The sink runs in a process group of its own (UV_PROCESS_DETACHED makes it
+ * a session leader): killing the group takes what it started too. */
+static void kill_group(uv_process_t *p)
+{
+    if (p->pid > 0)
+        kill(-p->pid, SIGKILL);
+}
+
 static void sink_timeout(uv_timer_t *t)
 {
     sink *s = t->data;
@@ -68,7 +76,7 @@ static void sink_timeout(uv_timer_t *t)
     d->sinks_killed++;
     log_msg(&d->log, LOG_WARN, "alert", "exec sink %s: still running after %g s, killed",
             d->cfg.alert_exec, d->cfg.alert_exec_timeout);
-    uv_process_kill(&s->proc, SIGKILL);
+    kill_group(&s->proc);
 }
 
 static void sink_written(uv_write_t *w, int status)
@@ -110,7 +118,8 @@ static void sink_start(calibd *d, char *json, size_t len)
         {.flags = UV_INHERIT_FD, .data.fd = 2},
     };
     uv_process_options_t o = {.exit_cb = sink_exited, .file = d->cfg.alert_exec,
-                              .args = args, .stdio = io, .stdio_count = 3};
+                              .args = args, .stdio = io, .stdio_count = 3,
+                              .flags = UV_PROCESS_DETACHED};
     int rc = uv_spawn(d->loop, &s->proc, &o);
     d->sinks_running++;
     if (rc != 0) {
@@ -134,7 +143,7 @@ static void sink_kill_one(uv_handle_t *h, void *arg)
 {
     (void)arg;
     if (h->type == UV_PROCESS && h->data && !uv_is_closing(h))
-        uv_process_kill((uv_process_t *)h, SIGKILL);
+        kill_group((uv_process_t *)h);
 }
 
 void alert_sinks_kill(calibd *d)
@@ -230,7 +239,7 @@ void alert_incident(calibd *d, model *m, int rule, int open_now, int close_now,
     if (!open_now)
         return;
     st->open = 1;
-    double now = wall_now();
+    double now = loop_now(d);
     if (st->last > 0 && now - st->last < m->cfg.alert_cooldown) {
         d->alerts_suppressed++;
         return;
@@ -253,12 +262,12 @@ static void level_rule(calibd *d, model *m, int rule, const char *name, double v
                    "threshold", "critical", msg, v, 3);
 }
 
-static void starvation_rule(calibd *d, model *m, double now)
+static void starvation_rule(calibd *d, model *m)
 {
     double limit = m->cfg.label_starvation;
     if (limit <= 0)
         return;
-    double since = now - (m->last_label > 0 ? m->last_label : m->loop.started);
+    double since = loop_now(d) - (m->last_label > 0 ? m->last_label_mono : m->loop.started);
     char msg[160];
     snprintf(msg, sizeof msg, "no labels for %.0f s (limit %g s)", since, limit);
     alert_value v[] = {{"seconds_without_labels", since}, {"limit", limit}};
@@ -268,7 +277,7 @@ static void starvation_rule(calibd *d, model *m, double now)
 
 void alert_check(calibd *d, model *m, double now)
 {
-    starvation_rule(d, m, now);
+    starvation_rule(d, m);
     const model_cfg *c = &m->cfg;
     if (c->alert_brier <= 0 && c->alert_rbs <= 0 && c->alert_ece <= 0 && c->alert_dss <= 0)
         return;

@@ -26,7 +26,7 @@ enum alert_rule {
 
 typedef struct alert_state {
     int open;     /* an incident is open */
-    double last;  /* wall time of this rule's last alert, 0: never */
+    double last;  /* loop_now() of this rule's last alert, 0: never */
 } alert_state;
 
 typedef struct alert_value {
@@ -44,7 +44,8 @@ void alert_incident(struct calibd *d, struct model *m, int rule, int open_now, i
                     const char *kind, const char *severity, const char *message,
                     const alert_value *v, size_t nv);
 
-/* Threshold rules over the window and label starvation; from the tick. */
+/* Threshold rules over the window (now: wall clock) and label starvation;
+ * from the tick. */
 void alert_check(struct calibd *d, struct model *m, double now);
 
 /* Kills the exec sinks still running (at shut-down). */

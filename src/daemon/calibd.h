@@ -44,6 +44,9 @@ typedef struct calibd {
 } calibd;
 
 double wall_now(void);
+/* Monotonic seconds (the loop's clock): for intervals, which a step of the
+ * wall clock must not stretch or shrink. */
+double loop_now(const calibd *d);
 
 /* ingest.c */
 void ingest_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg);

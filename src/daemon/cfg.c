@@ -95,15 +95,15 @@ static const struct model_key {
      "auto, temperature, platt, variance or a plugin's name ([A-Za-z0-9._-], 1..31)"},
     {"drift", K_BOOL, F(drift), 0, 0, "yes or no"},
     {"drift_alpha", K_PROB, F(drift_alpha), 0, 0, "a level in (0, 1)"},
-    {"drift_min_effect", K_NONNEG, F(drift_min_effect), 0, 0, "a number >= 0"},
+    {"drift_min_effect", K_NONNEG, F(drift_min_effect), 0, 1, "a number in [0, 1]"},
     {"drift_quantile", K_PROB, F(drift_quantile), 0, 0, "a quantile in (0, 1)"},
-    {"drift_reference", K_UINT, F(drift_reference), 10, 10000000, "10..1e7"},
+    {"drift_reference", K_UINT, F(drift_reference), 100, 1000000, "100..1e6"},
     {"refit_interval", K_SECONDS0, F(refit_interval), 0, 0, "seconds >= 0 (0: never)"},
     {"refit_min_samples", K_UINT, F(refit_min_samples), 10, 10000000, "10..1e7"},
     {"refit_samples", K_UINT, F(refit_samples), 10, 10000000, "10..1e7"},
     {"auto_publish", K_BOOL, F(auto_publish), 0, 0, "yes or no"},
     {"gate_alpha", K_PROB, F(gate_alpha), 0, 0, "a level in (0, 1)"},
-    {"min_improvement", K_NONNEG, F(min_improvement), 0, 0, "a number >= 0"},
+    {"min_improvement", K_NONNEG, F(min_improvement), 0, 2, "a number in [0, 2)"},
     {"gate_dss_clip", K_SECONDS, F(gate_dss_clip), 0, 0, "a number > 0"},
     {"gate_max_samples", K_UINT, F(gate_max_samples), 1, 100000000, "1..1e8"},
     {"alert_brier", K_NONNEG, F(alert_brier), 0, 0, "a level >= 0 (0: off)"},
@@ -152,6 +152,8 @@ static int parse_key(const struct model_key *k, const char *value, void *field)
     case K_NONNEG:
     case K_PROB:
         if (parse_number(value, &v) != 0 || v < 0 || (k->type == K_PROB && (v <= 0 || v >= 1)))
+            return -1;
+        if (k->max && v > (double)k->max) /* an upper bound for this key */
             return -1;
         *(double *)field = v;
         return 0;
@@ -529,6 +531,25 @@ static int on_key(void *user, const char *section, const char *key, const char *
     return 1;
 }
 
+/* Rules that tie keys together, on a model's resolved settings. */
+static int check_model(const model_cfg *m, const char *path, char *err, size_t errlen)
+{
+    const char *where = m->name[0] ? m->name : "defaults";
+    if (m->refit_samples < m->refit_min_samples) {
+        snprintf(err, errlen, "%s: [%s%s]: refit_samples (%llu) is below refit_min_samples "
+                 "(%llu): no refit could ever start", path, m->name[0] ? "model " : "", where,
+                 (unsigned long long)m->refit_samples, (unsigned long long)m->refit_min_samples);
+        return -1;
+    }
+    if (m->min_improvement >= 2 || m->min_improvement >= m->gate_dss_clip) {
+        snprintf(err, errlen, "%s: [%s%s]: min_improvement (%g) must be below 2 and below "
+                 "gate_dss_clip (%g): no candidate could ever pass", path,
+                 m->name[0] ? "model " : "", where, m->min_improvement, m->gate_dss_clip);
+        return -1;
+    }
+    return 0;
+}
+
 int config_load(daemon_cfg *c, const char *path, config_warn_fn warn, void *arg,
                 char *err, size_t errlen)
 {
@@ -547,6 +568,10 @@ int config_load(daemon_cfg *c, const char *path, config_warn_fn warn, void *arg,
         free(s.models);
         return -1;
     }
+    if (check_model(&c->defaults, path, err, errlen) != 0) {
+        free(s.models);
+        return -1;
+    }
     /* resolve each model over the (complete) defaults */
     free(c->models);
     c->models = s.models;
@@ -556,6 +581,8 @@ int config_load(daemon_cfg *c, const char *path, config_warn_fn warn, void *arg,
         c->models[i] = c->defaults;
         overlay(&c->models[i], &own);
         memcpy(c->models[i].name, own.name, sizeof own.name);
+        if (check_model(&c->models[i], path, err, errlen) != 0)
+            return -1;
     }
     return 0;
 }

@@ -14,6 +14,11 @@ double wall_now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+double loop_now(const calibd *d)
+{
+    return (double)uv_now(d->loop) / 1000;
+}
+
 /* ------------------------------------------------------------ models */
 
 /* A join table's hash seed: random per process, distinct per model. */
@@ -162,6 +167,7 @@ static void label_record(calibd *d, model *m, const calib_msg_rec *r, double now
 {
     m->labels++;
     m->last_label = now;
+    m->last_label_mono = loop_now(d);
     int rc = calib_proto_check_y(m->form, m->k, r->y);
     if (rc != CALIB_REJ_NONE) {
         reject(d, m, rc, "label");

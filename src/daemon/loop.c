@@ -154,7 +154,7 @@ int loop_attach(calibd *d, model *m)
     model_loop *l = &m->loop;
     const model_cfg *c = &m->cfg;
     int gauss = m->form == CALIB_FORM_GAUSSIAN;
-    double now = wall_now();
+    double now = loop_now(d);
     char err[600];
     l->started = now;
     l->next_refit = c->refit_interval > 0 ? now + c->refit_interval : 0;
@@ -187,6 +187,11 @@ int loop_attach(calibd *d, model *m)
         loop_format_params(&p, v, sizeof v);
         log_msg(&d->log, LOG_INFO, "loop", "%s: parameters version %llu restored (%s %s)",
                 m->name, (unsigned long long)p.version, p.method, v);
+        if (strcmp(c->method, "auto") != 0 && strcmp(c->method, p.method) != 0)
+            log_msg(&d->log, LOG_WARN, "loop", "%s: method = %s is configured, but the "
+                    "stored parameters are %s, which stay in force and are refitted; remove "
+                    "%s/model.%s.params to change the method (the next version restarts "
+                    "from 1)", m->name, c->method, p.method, d->cfg.state_dir, m->name);
     }
     if (c->drift) {
         calib_drift_cfg dc = {.kind = gauss ? CALIB_DRIFT_EXCEED : CALIB_DRIFT_MEAN,
@@ -253,11 +258,13 @@ static void start_shadow(calibd *d, model *m, const refit_job *j)
     char v[200];
     loop_format_params(p, v, sizeof v);
     int rc = calib_gate_init(&l->gate, &gc);
-    if (rc != CALIB_OK) {
+    if (rc != CALIB_OK) { /* the configuration checks make this unreachable */
         l->rejected++;
         log_msg(&d->log, LOG_ERROR, "loop", "%s: candidate %llu (%s) dropped: the gate "
                 "refuses min_improvement = %g (%s)", m->name, (unsigned long long)l->candidates,
                 v, c->min_improvement, calib_strerror(rc));
+        if (j->reason == REFIT_DRIFT)
+            drift_restart(d, m);
         return;
     }
     calib_accum_init(&l->shadow_log[0]);
@@ -270,6 +277,19 @@ static void start_shadow(calibd *d, model *m, const refit_job *j)
             j->res.objective_before, j->res.objective_after);
 }
 
+/* A fit's result must be the method's number of finite parameters that its
+ * apply takes on a record of the model (plugins are not trusted). */
+static int fit_usable(model *m, const refit_job *j)
+{
+    const calib_recal_result *r = &j->res;
+    if (r->nparams != j->desc->nparams)
+        return 0;
+    for (unsigned i = 0; i < r->nparams; i++)
+        if (!isfinite(r->params[i]))
+            return 0;
+    return j->desc->apply(r->params, m->form, m->k, j->data, m->loop.xcand) == CALIB_OK;
+}
+
 static void refit_done(uv_work_t *req, int status)
 {
     refit_job *j = req->data;
@@ -277,6 +297,12 @@ static void refit_done(uv_work_t *req, int status)
     model *m = j->m;
     m->loop.running = 0;
     if (status == 0 && !d->stopping) {
+        if (j->rc == CALIB_OK && !fit_usable(m, j)) {
+            j->rc = CALIB_ENONFINITE; /* a plugin's fit gave what apply refuses */
+            log_msg(&d->log, LOG_WARN, "loop", "%s: the fit of %s returned %u parameters "
+                    "that are not finite or that its apply refuses", m->name, j->desc->name,
+                    j->res.nparams);
+        }
         if (j->rc == CALIB_OK) {
             start_shadow(d, m, j);
         } else {
@@ -430,13 +456,13 @@ static void on_drift(calibd *d, model *m)
     alert_incident(d, m, RULE_DRIFT, 1, 0, "drift", "warning", msg, v, 5);
 }
 
-static void publish_candidate(calibd *d, model *m, double now)
+static void publish_candidate(calibd *d, model *m)
 {
     model_loop *l = &m->loop;
     const calib_gate *g = &l->gate;
     model_params p = l->candidate;
     p.version = m->params.version + 1;
-    p.ts = now;
+    p.ts = wall_now();
     p.shadow_n = g->diff.n;
     p.before[0] = calib_accum_mean(&g->current);
     p.after[0] = calib_accum_mean(&g->candidate);
@@ -446,7 +472,10 @@ static void publish_candidate(calibd *d, model *m, double now)
     calib_accum_ci95(&g->diff, p.ci);
     char err[4600], v[200];
     loop_format_params(&p, v, sizeof v);
-    if (state_save_params(d->cfg.state_dir, m->name, &p, err, sizeof err) != 0) {
+    int saved = state_save_params(d->cfg.state_dir, m->name, &p, err, sizeof err);
+    if (saved > 0)
+        log_msg(&d->log, LOG_WARN, "loop", "%s: %s", m->name, err);
+    if (saved < 0) {
         l->rejected++;
         log_msg(&d->log, LOG_ERROR, "loop", "%s: %s; version %llu (%s) not published",
                 m->name, err, (unsigned long long)p.version, v);
@@ -475,13 +504,13 @@ static void publish_candidate(calibd *d, model *m, double now)
 }
 
 /* The gate has decided: publish, or count and report the rejection. */
-static void decide(calibd *d, model *m, double now)
+static void decide(calibd *d, model *m)
 {
     model_loop *l = &m->loop;
     const calib_gate *g = &l->gate;
     l->shadow = 0;
     if (g->state == CALIB_GATE_PASSED && m->cfg.auto_publish) {
-        publish_candidate(d, m, now);
+        publish_candidate(d, m);
         drift_restart(d, m); /* the reference restarts under the new parameters */
         return;
     }
@@ -523,7 +552,7 @@ static void model_tick(calibd *d, model *m, double now)
             l->pending = REFIT_SCHEDULE;
     }
     if (l->shadow && l->gate.state != CALIB_GATE_RUNNING)
-        decide(d, m, now);
+        decide(d, m);
     /* a drift refits once the model is free: an alarm raised while another
      * candidate was in shadow waits for it (a publish restarts the drift
      * reference, and so answers the alarm too) */
@@ -535,8 +564,9 @@ static void model_tick(calibd *d, model *m, double now)
         try_start(d, m);
 }
 
-void loop_tick(calibd *d, double now)
+void loop_tick(calibd *d, double wall)
 {
+    double now = loop_now(d);
     int republish = now >= d->next_republish;
     if (republish)
         d->next_republish = now + d->cfg.params_interval;
@@ -544,7 +574,7 @@ void loop_tick(calibd *d, double now)
         model *m = d->models[i];
         if (!m->shaped)
             continue;
-        alert_check(d, m, now);
+        alert_check(d, m, wall);
         if (!m->loop.ready)
             continue;
         model_tick(d, m, now);

@@ -17,8 +17,9 @@ struct model;
 int loop_attach(struct calibd *d, struct model *m);
 
 /* Periodic work: drift alarms, scheduled refits, the gate's decisions,
- * alert rules, republishing every params_interval. */
-void loop_tick(struct calibd *d, double now);
+ * alert rules, republishing every params_interval. wall: wall_now(), for
+ * the windows; intervals run on loop_now(). */
+void loop_tick(struct calibd *d, double wall);
 
 /* `calibctl refit MODEL`: starts a refit on the ring now. Returns 0, or -1
  * with the reason in why. */

@@ -45,14 +45,21 @@ int state_save_params(const char *dir, const char *name, const model_params *p,
             p->before[1], p->after[0], p->after[1], p->improvement, p->ci[0], p->ci[1]);
     for (unsigned i = 0; i < p->n; i++)
         fprintf(f, "param %s %.17g\n", p->desc ? p->desc->param_names[i] : "?", p->values[i]);
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
+    if (ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0) {
         int saved = errno;
         fclose(f);
         errno = saved;
         goto fail;
     }
-    if (fclose(f) != 0 || rename(tmp, path) != 0 || sync_path(dir, O_RDONLY | O_DIRECTORY) != 0)
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
         goto fail;
+    /* renamed: the new version is the stored one from now on, whatever
+     * follows, so it must be published even if the directory's fsync fails */
+    if (sync_path(dir, O_RDONLY | O_DIRECTORY) != 0) {
+        snprintf(err, errlen, "%s stored, but the directory %s could not be synced: %s",
+                 path, dir, strerror(errno));
+        return 1;
+    }
     return 0;
 fail:
     snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));

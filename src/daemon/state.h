@@ -11,7 +11,10 @@
  * STATE_DIR/model.NAME.params, a text file of "key value" lines (see
  * calibd(8), FILES). Saving writes a temporary file, fsyncs it, renames it
  * over the old one and fsyncs the directory: after a crash the file holds
- * the old or the new parameters in full. Returns 0, or -1 with err set.
+ * the old or the new parameters in full. Returns 0; 1 when the file was
+ * replaced but the directory's fsync failed (the new parameters are the
+ * stored ones, but may not survive a power loss), with err set; -1 with
+ * err set when nothing was replaced.
  */
 int state_save_params(const char *dir, const char *name, const model_params *p,
                       char *err, size_t errlen);

@@ -158,9 +158,10 @@ static void drift_range(const calib_drift *d, double *lo, double *hi)
     *hi = d->cfg.kind == CALIB_DRIFT_EXCEED ? 1 : d->cfg.hi;
 }
 
-/* Starts the next e-process of the bank, with weight 1 / (j (j + 1));
- * when the bank is full it takes the place of the one of least w_j W_j. */
-static void bank_start(calib_drift *d)
+/* Starts the next e-process of the bank, with weight 1 / (j (j + 1)), its
+ * first sample being number `before` + 1; when the bank is full it takes
+ * the place of the one of least w_j W_j. */
+static void bank_start(calib_drift *d, uint64_t before)
 {
     double lo, hi;
     calib_eproc e;
@@ -180,7 +181,7 @@ static void bank_start(calib_drift *d)
     double j = (double)++d->started;
     d->bank[slot] = e;
     d->log_w[slot] = -log(j) - log(j + 1);
-    d->start[slot] = d->n;
+    d->start[slot] = before;
 }
 
 /* The end of the reference period: m0 and the first e-process (alpha
@@ -199,7 +200,7 @@ static void drift_start_watching(calib_drift *d)
     /* m0 >= hi: no stream can exceed it; the bank stays empty and every
      * sample is ignored */
     if (d->null_mean < hi)
-        bank_start(d);
+        bank_start(d, d->n); /* after the reference's last sample */
 }
 
 static void drift_reference_add(calib_drift *d, double score)
@@ -250,7 +251,7 @@ int calib_drift_add(calib_drift *d, double score)
     if (d->state != CALIB_DRIFT_WATCHING || d->nbank == 0)
         return 0; /* ALARM: decided until a reset; or no alarm possible */
     if (d->cfg.restart && d->watch.n > 1 && (d->watch.n - 1) % d->cfg.restart == 0)
-        bank_start(d);
+        bank_start(d, d->n - 1); /* this sample is its first */
     double x = drift_test_value(d, score), top = -INFINITY;
     for (unsigned i = 0; i < d->nbank; i++) {
         calib_eproc_add(&d->bank[i], x);
@@ -303,15 +304,23 @@ int calib_gate_add(calib_gate *g, double s_current, double s_candidate)
     if (!g)
         return CALIB_EINVAL;
     double diff = s_current - s_candidate;
-    if (g->state != CALIB_GATE_RUNNING || isnan(diff))
-        return g->state; /* NaN: either score, or inf - inf */
+    if (g->state != CALIB_GATE_RUNNING)
+        return g->state;
+    /* a NaN pair (either score, or inf - inf) is no evidence, but counts
+     * towards max_samples: a candidate that only ever scores NaN ends */
+    g->pairs++;
+    if (isnan(diff)) {
+        if (g->pairs >= g->cfg.max_samples)
+            g->state = CALIB_GATE_FAILED;
+        return g->state;
+    }
     calib_accum_add(&g->diff, diff);
     calib_accum_add(&g->current, s_current);
     calib_accum_add(&g->candidate, s_candidate);
     calib_eproc_add(&g->e, diff);
     if (calib_eproc_rejects(&g->e, g->cfg.alpha))
         g->state = CALIB_GATE_PASSED;
-    else if (g->e.n >= g->cfg.max_samples)
+    else if (g->pairs >= g->cfg.max_samples)
         g->state = CALIB_GATE_FAILED;
     return g->state;
 }

@@ -4,13 +4,13 @@
 # lets the command line override the file, and reloads on SIGHUP.
 . "$(dirname "$0")/lib.sh"
 
-# refuse NAME LINE PATTERN CONTENT
+# refuse NAME LINE PATTERN CONTENT (LINE empty: a rule across keys, no line)
 refuse() {
     local f="$work/$1.conf"
     printf '%b' "$4" > "$f"
     "$CALIBD" -c "$f" --state-dir "$work/s-$1" > /dev/null 2> "$work/err"
     local rc=$?
-    if [ $rc -eq 2 ] && grep -q "calibd: $f:$2: .*$3" "$work/err"; then
+    if [ $rc -eq 2 ] && grep -q "calibd: $f:${2:+$2:} .*$3" "$work/err"; then
         ok "$1"
     else
         bad "$1 (rc $rc: $(cat "$work/err"))"
@@ -31,6 +31,8 @@ refuse trailing_comma 2 "empty endpoint" '[daemon]\ningest_pull = tcp://127.0.0.
 refuse bad_method 2 "method = 'te mp'" '[model a]\nmethod = te mp\n'
 refuse bad_alpha 2 "drift_alpha = '1'" '[defaults]\ndrift_alpha = 1\n'
 refuse bad_exec 2 "alert_exec = 'sink.sh': expected an absolute path" '[daemon]\nalert_exec = sink.sh\n'
+refuse refit_samples_below_min "" "\\[model a\\]: refit_samples (500) is below refit_min_samples" '[defaults]\nrefit_min_samples = 3000\n[model a]\nrefit_samples = 500\n'
+refuse min_improvement_clip "" "\\[defaults\\]: min_improvement (1.5) must be below 2 and below gate_dss_clip" '[defaults]\nmin_improvement = 1.5\ngate_dss_clip = 1\n'
 refuse bad_interval 2 "params_interval = '0'" '[daemon]\nparams_interval = 0\n'
 
 "$CALIBD" -c "$work/missing.conf" > /dev/null 2> "$work/err"

@@ -16,7 +16,7 @@ cat > "$work/sink.sh" <<EOF
 #!/bin/sh
 # an alert sink: keeps each alert; hangs while the flag file exists
 cat >> "$work/alerts.jsonl"
-[ -e "$work/hang" ] && exec sleep 1000
+[ -e "$work/hang" ] && sleep 4321 # a child: the kill must take it too
 exit 0
 EOF
 chmod +x "$work/sink.sh"
@@ -194,4 +194,5 @@ wait_for "$work/s5.json" "r['alerts']['sink_killed'] >= 1" &&
 rm -f "$work/hang"
 check "calibd stops cleanly after the sink" "stop_calibd"
 grep -q "killed" "$work/calibd.log" && ok "the kill is logged" || bad "the kill is logged"
+check "the sink's own children are killed with it" "! pgrep -f 'sleep 4321' > /dev/null"
 finish
