@@ -41,6 +41,9 @@ alert_cooldown = 3600
 gate_max_samples = 30000
 [model steady]
 refit_interval = 2
+[model held]
+auto_publish = no
+gate_max_samples = 30000
 [model reg]
 form = gaussian
 [model hot]
@@ -173,14 +176,21 @@ check "a late serving node converges through republishing" "[ $? -eq 0 ] && grep
 # a manual refit on a stream at T* = 4 publishes version 2
 sim --model drift --seed 21 --temperature 4 --count 60000 --rate 10000 2> /dev/null &
 sim_pid=$!
-wait_for "$work/s3.json" "r['models']['drift']['samples']['ring'] >= 15000" || bad "ring filled"
+# and one with auto_publish = no: its candidate passes but is withheld
+sim --model held --seed 22 --temperature 4 --count 60000 --rate 10000 2> /dev/null &
+sim_held=$!
+wait_for "$work/s3.json" "r['models']['drift']['samples']['ring'] >= 15000 and r['models']['held']['samples']['ring'] >= 15000" ||
+    bad "ring filled"
+"$CALIBCTL" refit --control "$CONTROL" held > /dev/null || bad "calibctl refit held"
 "$CALIBCTL" refit --control "$CONTROL" drift > "$work/refit.json" && ok "calibctl refit" || bad "calibctl refit: $(cat "$work/refit.json")"
 check "a second refit of the same model does not start while one runs" \
     "! $CALIBCTL refit --control $CONTROL drift > $work/refit2.json && grep -q 'running\|shadow' $work/refit2.json"
-wait $sim_pid
-wait_for "$work/s4.json" "r['models']['drift']['params']['version'] == 2" &&
+wait $sim_pid $sim_held
+wait_for "$work/s4.json" "r['models']['drift']['params']['version'] == 2 and r['models']['held']['loop']['withheld'] == 1" &&
     ok "versions continue: 2 after the stored 1" || bad "versions continue: 2 after the stored 1 ($(json_get "$work/s4.json" "r['models']['drift']['loop']"))"
 json_get "$work/s4.json" "'    version 2: ' + str(r['models']['drift']['params'])"
+check "auto_publish = no: the candidate passed, withheld, nothing published" \
+    "json_get $work/s4.json \"(r['models']['held']['params']['version'], r['models']['held']['loop']['published'], r['models']['held']['loop']['withheld'])\" | grep -qx '(0, 0, 1)'"
 check "version 2 has T near 4" "json_get $work/s4.json \"abs(r['models']['drift']['params']['values']['T'] - 4) < 0.4\" | grep -q True"
 
 # the starved model starves again: its alert goes to a sink that hangs
