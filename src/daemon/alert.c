@@ -262,17 +262,25 @@ static void level_rule(calibd *d, model *m, int rule, const char *name, double v
                    "threshold", "critical", msg, v, 3);
 }
 
+/* Labels are missing when predictions keep coming and no label (nor an
+ * inline outcome) has come for `label_starvation` seconds; a model that gets
+ * nothing at all is idle, not starved. The incident closes with the next
+ * label. */
 static void starvation_rule(calibd *d, model *m)
 {
     double limit = m->cfg.label_starvation;
-    if (limit <= 0)
+    if (limit <= 0 || m->predictions == 0)
         return;
-    double since = loop_now(d) - (m->last_label > 0 ? m->last_label_mono : m->loop.started);
+    /* the clock runs from the last label, or, before any, the first prediction */
+    int labelled = m->last_label > 0;
+    double since = loop_now(d) - (labelled ? m->last_label_mono : m->first_prediction_mono);
+    int predicting = !labelled || m->last_prediction_mono > m->last_label_mono;
     char msg[160];
-    snprintf(msg, sizeof msg, "no labels for %.0f s (limit %g s)", since, limit);
+    snprintf(msg, sizeof msg, "predictions but no labels for %.0f s (limit %g s)", since, limit);
     alert_value v[] = {{"seconds_without_labels", since}, {"limit", limit}};
-    alert_incident(d, m, RULE_STARVATION, since > limit, since < limit * (1 - m->cfg.alert_hysteresis),
-                   "label_starvation", "warning", msg, v, 2);
+    alert_incident(d, m, RULE_STARVATION, predicting && since > limit,
+                   since < limit * (1 - m->cfg.alert_hysteresis), "label_starvation", "warning",
+                   msg, v, 2);
 }
 
 void alert_check(calibd *d, model *m, double now)

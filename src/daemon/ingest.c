@@ -132,9 +132,18 @@ static int make_id(const calib_msg_rec *r, calib_id *id)
     return CALIB_EINVAL;
 }
 
+/* When the model last had an outcome (label starvation). */
+static void note_label(const calibd *d, model *m, double now)
+{
+    m->last_label = now;
+    m->last_label_mono = loop_now(d);
+}
+
 static void pred_record(calibd *d, model *m, int form, const calib_msg_rec *r, double now)
 {
-    m->predictions++;
+    m->last_prediction_mono = loop_now(d);
+    if (m->predictions++ == 0)
+        m->first_prediction_mono = m->last_prediction_mono;
     if (form != m->form) {
         model_canonical(m, form, d->x, m->xcal);
         memcpy(d->x, m->xcal, m->width * sizeof *d->x);
@@ -147,6 +156,7 @@ static void pred_record(calibd *d, model *m, int form, const calib_msg_rec *r, d
         }
         model_observe(m, d->x, r->y, now);
         m->inline_scored++;
+        note_label(d, m, now); /* an inline outcome is a label too */
         return;
     }
     calib_id id;
@@ -166,8 +176,7 @@ static void pred_record(calibd *d, model *m, int form, const calib_msg_rec *r, d
 static void label_record(calibd *d, model *m, const calib_msg_rec *r, double now)
 {
     m->labels++;
-    m->last_label = now;
-    m->last_label_mono = loop_now(d);
+    note_label(d, m, now);
     int rc = calib_proto_check_y(m->form, m->k, r->y);
     if (rc != CALIB_REJ_NONE) {
         reject(d, m, rc, "label");

@@ -156,7 +156,6 @@ int loop_attach(calibd *d, model *m)
     int gauss = m->form == CALIB_FORM_GAUSSIAN;
     double now = loop_now(d);
     char err[600];
-    l->started = now;
     l->next_refit = c->refit_interval > 0 ? now + c->refit_interval : 0;
     model_params p;
     int rc = state_load_params(d->cfg.state_dir, m->name, &p, err, sizeof err);

@@ -74,7 +74,6 @@ typedef struct model_loop {
     calib_accum shadow_log[2]; /* log scores of current and candidate */
     double *xcand;          /* scratch: the candidate's outputs */
     double next_refit;      /* schedule: loop_now() of the next refit */
-    double started;         /* loop_now() when the model's loop began */
     /* counters */
     uint64_t drift_alarms, refits, refit_errors, candidates, published, rejected;
     uint64_t withheld; /* passed the gate with auto_publish = no */
@@ -107,6 +106,7 @@ typedef struct model {
     uint64_t rejected[REJ_MAX];
     double last_label; /* receive time of the last label, 0 before any */
     double last_label_mono; /* the same on the loop's monotonic clock */
+    double first_prediction_mono, last_prediction_mono; /* loop_now() */
 } model;
 
 /* A model with settings but no shape yet (no allocation beyond the struct). */

@@ -43,6 +43,7 @@ gate_max_samples = 30000
 refit_interval = 2
 [model held]
 auto_publish = no
+label_starvation = 1
 gate_max_samples = 30000
 [model reg]
 form = gaussian
@@ -50,6 +51,7 @@ form = gaussian
 drift = no
 alert_brier = 0.1
 alert_min_samples = 200
+label_starvation = 1
 [model starved]
 drift = no
 label_starvation = 1
@@ -154,6 +156,8 @@ assert count[("drift", "drift")] == 1, count
 assert count[("drift", "refit")] == 1, count
 assert count[("hot", "threshold")] == 1, count
 assert count[("starved", "label_starvation")] == 1, count
+# inline outcomes are labels, and a model without predictions is idle
+assert ("hot", "label_starvation") not in count and ("held", "label_starvation") not in count, count
 assert count[("reg", "drift")] == 1 and count[("reg", "refit")] == 1, count
 assert ("steady", "drift") not in count, count
 steady = [a for a in alerts if a["model"] == "steady"]
