@@ -383,6 +383,8 @@ int loop_refit_now(calibd *d, model *m, char *why, size_t len)
         snprintf(why, len, "a refit of this model is running");
     else if (l->shadow)
         snprintf(why, len, "a candidate of this model is in shadow");
+    else if (l->storing)
+        snprintf(why, len, "a new version of this model is being stored");
     else if (n < refit_need(m))
         snprintf(why, len, "%zu labelled samples in the ring, %zu needed (refit_min_samples)",
                  n, refit_need(m));
@@ -455,51 +457,102 @@ static void on_drift(calibd *d, model *m)
     alert_incident(d, m, RULE_DRIFT, 1, 0, "drift", "warning", msg, v, 5);
 }
 
+/* Storing a version durably (two fsyncs) is slow I/O: a worker does it,
+ * and the message leaves from the after-work callback, once it is stored. */
+typedef struct store_job {
+    uv_work_t req;
+    calibd *d;
+    model *m;
+    model_params p;
+    int saved; /* state_save_params() */
+    char err[4600];
+} store_job;
+
+static void store_work(uv_work_t *req)
+{
+    store_job *j = req->data;
+    j->saved = state_save_params(j->d->cfg.state_dir, j->m->name, &j->p, j->err,
+                                 sizeof j->err);
+}
+
+static void store_done(uv_work_t *req, int status)
+{
+    store_job *j = req->data;
+    calibd *d = j->d;
+    model *m = j->m;
+    const model_params *p = &j->p;
+    model_loop *l = &m->loop;
+    char v[200], msg[1024];
+    l->storing = 0;
+    loop_format_params(p, v, sizeof v);
+    if (status != 0 || j->saved < 0) {
+        l->rejected++;
+        log_msg(&d->log, LOG_ERROR, "loop", "%s: %s; version %llu (%s) not published",
+                m->name, status ? uv_strerror(status) : j->err,
+                (unsigned long long)p->version, v);
+        alert_value av[] = {{"version", (double)p->version}};
+        if (!d->stopping)
+            alert_send(d, m, "refit", "critical", "the state directory refused the new "
+                       "parameters; they were not published", av, 1);
+        drift_restart(d, m);
+        free(j);
+        return;
+    }
+    if (j->saved > 0)
+        log_msg(&d->log, LOG_WARN, "loop", "%s: %s", m->name, j->err);
+    m->params = *p;
+    for (int i = 0; i < WS_PER_VIEW; i++)
+        calib_accum_init(&m->since_params[i]);
+    drift_restart(d, m); /* the reference restarts under the new parameters */
+    l->published++;
+    send_params(d, m);
+    snprintf(msg, sizeof msg, "published version %llu: %s %s; %s %.4g -> %.4g, "
+             "improvement %.4g [%.4g, %.4g] on %llu shadow samples",
+             (unsigned long long)p->version, p->method, v,
+             m->form == CALIB_FORM_GAUSSIAN ? "DSS" : "Brier", p->before[0], p->after[0],
+             p->improvement, p->ci[0], p->ci[1], (unsigned long long)p->shadow_n);
+    alert_value av[] = {{"version", (double)p->version}, {"before", p->before[0]},
+                        {"after", p->after[0]}, {"improvement", p->improvement},
+                        {"ci_lo", p->ci[0]}, {"ci_hi", p->ci[1]},
+                        {"samples", (double)p->shadow_n}};
+    if (!d->stopping)
+        alert_send(d, m, "refit", "warning", msg, av, 7);
+    free(j);
+}
+
+/* The candidate passed: version n + 1, stored by a worker, then sent. */
 static void publish_candidate(calibd *d, model *m)
 {
     model_loop *l = &m->loop;
     const calib_gate *g = &l->gate;
-    model_params p = l->candidate;
-    p.version = m->params.version + 1;
-    p.ts = wall_now();
-    p.shadow_n = g->diff.n;
-    p.before[0] = calib_accum_mean(&g->current);
-    p.after[0] = calib_accum_mean(&g->candidate);
-    p.before[1] = calib_accum_mean(&l->shadow_log[0]);
-    p.after[1] = calib_accum_mean(&l->shadow_log[1]);
-    p.improvement = calib_accum_mean(&g->diff);
-    calib_accum_ci95(&g->diff, p.ci);
-    char err[4600], v[200];
-    loop_format_params(&p, v, sizeof v);
-    int saved = state_save_params(d->cfg.state_dir, m->name, &p, err, sizeof err);
-    if (saved > 0)
-        log_msg(&d->log, LOG_WARN, "loop", "%s: %s", m->name, err);
-    if (saved < 0) {
+    store_job *j = calloc(1, sizeof *j);
+    if (!j) {
         l->rejected++;
-        log_msg(&d->log, LOG_ERROR, "loop", "%s: %s; version %llu (%s) not published",
-                m->name, err, (unsigned long long)p.version, v);
-        alert_value av[] = {{"version", (double)p.version}};
-        alert_send(d, m, "refit", "critical", "the state directory refused the new "
-                   "parameters; they were not published", av, 1);
+        log_msg(&d->log, LOG_ERROR, "loop", "%s: out of memory publishing a candidate",
+                m->name);
+        drift_restart(d, m);
         return;
     }
-    m->params = p;
-    for (int i = 0; i < WS_PER_VIEW; i++)
-        calib_accum_init(&m->since_params[i]);
-    send_params(d, m);
-    l->published++;
-    char msg[1024];
-    snprintf(msg, sizeof msg, "published version %llu: %s %s; Brier %.4g -> %.4g, "
-             "improvement %.4g [%.4g, %.4g] on %llu shadow samples",
-             (unsigned long long)p.version, p.method, v, p.before[0], p.after[0],
-             p.improvement, p.ci[0], p.ci[1], (unsigned long long)p.shadow_n);
-    if (m->form == CALIB_FORM_GAUSSIAN)
-        memcpy(strstr(msg, "Brier"), "DSS  ", 5);
-    alert_value av[] = {{"version", (double)p.version}, {"before", p.before[0]},
-                        {"after", p.after[0]}, {"improvement", p.improvement},
-                        {"ci_lo", p.ci[0]}, {"ci_hi", p.ci[1]},
-                        {"samples", (double)p.shadow_n}};
-    alert_send(d, m, "refit", "warning", msg, av, 7);
+    model_params *p = &j->p;
+    *p = l->candidate;
+    p->version = m->params.version + 1;
+    p->ts = wall_now();
+    p->shadow_n = g->diff.n;
+    p->before[0] = calib_accum_mean(&g->current);
+    p->after[0] = calib_accum_mean(&g->candidate);
+    p->before[1] = calib_accum_mean(&l->shadow_log[0]);
+    p->after[1] = calib_accum_mean(&l->shadow_log[1]);
+    p->improvement = calib_accum_mean(&g->diff);
+    calib_accum_ci95(&g->diff, p->ci);
+    j->d = d;
+    j->m = m;
+    j->req.data = j;
+    int rc = uv_queue_work(d->loop, &j->req, store_work, store_done);
+    if (rc != 0) {
+        store_done(&j->req, rc);
+        return;
+    }
+    l->storing = 1;
 }
 
 /* The gate has decided: publish, or count and report the rejection. */
@@ -510,7 +563,6 @@ static void decide(calibd *d, model *m)
     l->shadow = 0;
     if (g->state == CALIB_GATE_PASSED && m->cfg.auto_publish) {
         publish_candidate(d, m);
-        drift_restart(d, m); /* the reference restarts under the new parameters */
         return;
     }
     double ci[2];
@@ -545,9 +597,10 @@ static void model_tick(calibd *d, model *m, double now)
         l->drift_alarm = 0;
         on_drift(d, m);
     }
+    int busy = l->running || l->shadow || l->storing;
     if (m->cfg.refit_interval > 0 && now >= l->next_refit) {
         l->next_refit = now + m->cfg.refit_interval;
-        if (!l->running && !l->shadow && l->pending == REFIT_NONE)
+        if (!busy && l->pending == REFIT_NONE)
             l->pending = REFIT_SCHEDULE;
     }
     if (l->shadow && l->gate.state != CALIB_GATE_RUNNING)
@@ -555,7 +608,7 @@ static void model_tick(calibd *d, model *m, double now)
     /* a drift refits once the model is free: an alarm raised while another
      * candidate was in shadow waits for it (a publish restarts the drift
      * reference, and so answers the alarm too) */
-    int busy = l->running || l->shadow;
+    busy = l->running || l->shadow || l->storing;
     if (!busy && l->drift_on && l->drift.state == CALIB_DRIFT_ALARM &&
         l->pending != REFIT_DRIFT)
         l->pending = REFIT_DRIFT;

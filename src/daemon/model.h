@@ -68,6 +68,7 @@ typedef struct model_loop {
     int pending;            /* enum refit_reason waiting to start */
     int running;            /* a worker holds a refit job */
     int shadow;             /* a candidate in shadow */
+    int storing;            /* a worker stores a version to publish */
     int shadow_reason;
     model_params candidate;
     calib_gate gate;
