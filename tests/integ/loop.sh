@@ -178,7 +178,7 @@ check "restart: same T" "[ \"$(json_get "$work/s2.json" "r['models']['drift']['p
 check "a late serving node converges through republishing" "[ $? -eq 0 ] && grep -q '^drift 1 temperature' $work/late.out"
 
 # a manual refit on a stream at T* = 4 publishes version 2
-sim --model drift --seed 21 --temperature 4 --count 60000 --rate 10000 2> /dev/null &
+sim --model drift --seed 21 --temperature 4 --count 100000 --rate 10000 2> /dev/null &
 sim_pid=$!
 # and one with auto_publish = no: its candidate passes but is withheld
 sim --model held --seed 22 --temperature 4 --count 60000 --rate 10000 2> /dev/null &
@@ -186,7 +186,16 @@ sim_held=$!
 wait_for "$work/s3.json" "r['models']['drift']['samples']['ring'] >= 15000 and r['models']['held']['samples']['ring'] >= 15000" ||
     bad "ring filled"
 "$CALIBCTL" refit --control "$CONTROL" held > /dev/null || bad "calibctl refit held"
+# first the state directory refuses the new version: nothing is published
+mkdir "$work/state/model.drift.params.tmp"
 "$CALIBCTL" refit --control "$CONTROL" drift > "$work/refit.json" && ok "calibctl refit" || bad "calibctl refit: $(cat "$work/refit.json")"
+wait_for "$work/s3b.json" "r['models']['drift']['loop']['rejected'] == 1" &&
+    [ "$(json_get "$work/s3b.json" "r['models']['drift']['params']['version']")" = 1 ] &&
+    grep -q "version 2 (.*) not published" "$work/calibd.log" &&
+    ok "a version the state directory refuses is not published" ||
+    bad "a version the state directory refuses is not published"
+rmdir "$work/state/model.drift.params.tmp"
+"$CALIBCTL" refit --control "$CONTROL" drift > "$work/refit.json" || bad "calibctl refit again: $(cat "$work/refit.json")"
 check "a second refit of the same model does not start while one runs" \
     "! $CALIBCTL refit --control $CONTROL drift > $work/refit2.json && grep -q 'running\|shadow' $work/refit2.json"
 wait $sim_pid $sim_held
