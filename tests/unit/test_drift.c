@@ -396,26 +396,30 @@ static unsigned count_false_alarms(const calib_drift_cfg *c, int gaussian)
     return alarms;
 }
 
+/* At most the binomial 0.999 quantile of VALID_SEEDS streams at level
+ * 0.05 may alarm. */
+static void check_validity(const calib_drift_cfg *c, int gaussian, const char *what)
+{
+    unsigned bound = binom_quantile(VALID_SEEDS, 0.05, 0.999);
+    unsigned alarms = count_false_alarms(c, gaussian);
+    print_message("drift %s validity: %u of %d calibrated streams of %d "
+                  "scores alarmed at alpha 0.05 (bound %u)\n",
+                  what, alarms, VALID_SEEDS, VALID_LEN, bound);
+    assert_true(alarms <= bound);
+}
+
 static void drift_validity_mean(void **state)
 {
+    (void)state;
     calib_drift_cfg c = mean_cfg(0.05, 0);
-    unsigned bound = binom_quantile(VALID_SEEDS, 0.05, 0.999);
-    unsigned alarms = count_false_alarms(&c, 0);
-    print_message("drift MEAN validity: %u of %d calibrated streams of %d "
-                  "Brier scores alarmed at alpha 0.05 (bound %u)\n",
-                  alarms, VALID_SEEDS, VALID_LEN, bound);
-    assert_true(alarms <= bound);
+    check_validity(&c, 0, "MEAN (Brier)");
 }
 
 static void drift_validity_exceed(void **state)
 {
+    (void)state;
     calib_drift_cfg c = exceed_cfg(0.05, 0);
-    unsigned bound = binom_quantile(VALID_SEEDS, 0.05, 0.999);
-    unsigned alarms = count_false_alarms(&c, 1);
-    print_message("drift EXCEED validity: %u of %d calibrated streams of %d "
-                  "DSS scores alarmed at alpha 0.05 (bound %u)\n",
-                  alarms, VALID_SEEDS, VALID_LEN, bound);
-    assert_true(alarms <= bound);
+    check_validity(&c, 1, "EXCEED (DSS)");
 }
 
 /* ------------------------------------------------------------------ drift: detection */
