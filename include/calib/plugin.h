@@ -64,6 +64,10 @@ typedef struct calib_plugin {
     void (*free)(void);
 } calib_plugin;
 
+/* 1 when name[0..len) is a method name: 1..CALIB_PLUGIN_NAME_MAX bytes of
+ * [A-Za-z0-9._-] (a model name's characters but ':'); else 0. */
+int calib_plugin_name_ok(const char *name, size_t len);
+
 /* The built-in "temperature", "platt" or "variance"; NULL for other names. */
 const calib_plugin *calib_plugin_builtin(const char *name);
 

@@ -164,6 +164,10 @@ int calib_proto_check_y(int form, size_t k, double y);
  */
 int calib_proto_number(const msgpack_object *o, double *out);
 
+/* 1 when topic is a model name: 1..CALIB_PROTO_MAX_TOPIC bytes of
+ * [A-Za-z0-9._:-]; else 0. */
+int calib_proto_topic_ok(const void *topic, size_t len);
+
 /*
  * Walks raw msgpack bytes without allocating: one complete object, every
  * container's declared count no larger than the bytes left, at most

@@ -145,25 +145,6 @@ const char *calib_client_strerror(int err)
 
 /* ================================================================== decoding */
 
-static int topic_char_ok(unsigned char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-           (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-}
-
-/* 1..max bytes of [A-Za-z0-9._-], and ':' too when colon is set. */
-static int name_ok(const char *s, size_t len, size_t max, int colon)
-{
-    if (s == NULL || len == 0 || len > max)
-        return 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (!topic_char_ok(c) && !(colon && c == ':'))
-            return 0;
-    }
-    return 1;
-}
-
 static int str_is(const msgpack_object_str *s, const char *lit)
 {
     size_t n = strlen(lit);
@@ -250,7 +231,7 @@ static int envelope_open(envelope *e, const void *topic, size_t topic_len,
     int r;
     memset(e->val, 0, sizeof e->val);
     e->type = ENV_OTHER;
-    if (!name_ok(topic, topic_len, CALIB_CLIENT_MODEL_MAX, 1))
+    if (!calib_proto_topic_ok(topic, topic_len))
         return CALIB_CLIENT_REJ_BAD_TOPIC;
     if (payload == NULL)
         return CALIB_CLIENT_REJ_BAD_MSGPACK;
@@ -417,8 +398,8 @@ static int read_unknown_params(const msgpack_object_map *map,
     for (uint32_t i = 0; i < map->size; i++) {
         const msgpack_object_kv *kv = &map->ptr[i];
         if (kv->key.type != MSGPACK_OBJECT_STR
-            || !name_ok(kv->key.via.str.ptr, kv->key.via.str.size,
-                        CALIB_CLIENT_PARAM_NAME_MAX, 0))
+            || kv->key.via.str.size > CALIB_CLIENT_PARAM_NAME_MAX
+            || !calib_plugin_name_ok(kv->key.via.str.ptr, kv->key.via.str.size))
             return CALIB_CLIENT_REJ_BAD_PARAMS;
         for (uint32_t j = 0; j < i; j++)
             if (map->ptr[j].key.via.str.size == kv->key.via.str.size
@@ -447,7 +428,7 @@ static int decode_params(const envelope *e, const calib_plugin_registry *reg,
         return CALIB_CLIENT_REJ_KEY_TYPE;
     p->version = val[K_VERSION]->via.u64;
     const msgpack_object_str *meth = &val[K_METHOD]->via.str;
-    if (!name_ok(meth->ptr, meth->size, CALIB_CLIENT_METHOD_MAX, 0))
+    if (!calib_plugin_name_ok(meth->ptr, meth->size))
         return CALIB_CLIENT_REJ_BAD_METHOD;
     str_copy(p->method, sizeof p->method, meth);
     str_copy(p->model, sizeof p->model, &val[K_MODEL]->via.str);
@@ -754,7 +735,7 @@ static void handle(calib_client *c, const char *topic, size_t topic_len,
     client_model *m = find_model_n(c, topic, topic_len);
     if (!m) {
         /* the SUB filter matched a prefix only */
-        if (name_ok(topic, topic_len, CALIB_CLIENT_MODEL_MAX, 1))
+        if (calib_proto_topic_ok(topic, topic_len))
             count(&c->st[ST_UNSUBSCRIBED]);
         else
             reject(c, CALIB_CLIENT_REJ_BAD_TOPIC);
@@ -1051,7 +1032,7 @@ int calib_client_subscribe(calib_client *c, const char *model)
     if (!c || !model)
         return CALIB_EINVAL;
     size_t len = strlen(model);
-    if (!name_ok(model, len, CALIB_CLIENT_MODEL_MAX, 1))
+    if (!calib_proto_topic_ok(model, len))
         return CALIB_EINVAL;
     if (sock_acquire(c))
         return CALIB_ECLIENT_BUSY;

@@ -8,6 +8,8 @@
 #include <strings.h>
 
 #include "calib/calib.h"
+#include "calib/plugin.h"
+#include "calib/protocol.h"
 #include "cfg.h"
 #include "log.h"
 
@@ -92,7 +94,7 @@ static const struct model_key {
     {"reservoir", K_UINT, F(reservoir), 1, 10000000, "1..1e7"},
     {"seed", K_UINT, F(seed), 0, UINT64_MAX, "an unsigned integer"},
     {"method", K_METHOD, F(method), 0, 0,
-     "auto, temperature, platt, variance or a plugin's name ([A-Za-z0-9._-], 1..31)"},
+     "auto, temperature, platt, variance or a plugin's name ([A-Za-z0-9._-], 1..63)"},
     {"drift", K_BOOL, F(drift), 0, 0, "yes or no"},
     {"drift_alpha", K_PROB, F(drift_alpha), 0, 0, "a level in (0, 1)"},
     {"drift_min_effect", K_NONNEG, F(drift_min_effect), 0, 1, "a number in [0, 1]"},
@@ -132,8 +134,7 @@ static int parse_number(const char *s, double *out)
 static int parse_method(const char *s, char *out)
 {
     size_t len = strlen(s);
-    if (len == 0 || len > CFG_METHOD_MAX ||
-        strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != len)
+    if (!calib_plugin_name_ok(s, len))
         return -1;
     memcpy(out, s, len + 1);
     return 0;
@@ -409,12 +410,12 @@ typedef struct load_state {
     size_t nmodels;
 } load_state;
 
+_Static_assert(CFG_NAME_MAX == CALIB_PROTO_MAX_TOPIC, "a model name is a topic");
+_Static_assert(CFG_METHOD_MAX == CALIB_PLUGIN_NAME_MAX, "a method is a plugin's name");
+
 static int valid_model_name(const char *n)
 {
-    size_t len = strlen(n);
-    if (len == 0 || len > CFG_NAME_MAX)
-        return 0;
-    return strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-") == len;
+    return calib_proto_topic_ok(n, strlen(n));
 }
 
 static model_cfg *model_section(load_state *s, const char *name)

@@ -8,7 +8,7 @@
 #define CFG_MAX_ENDPOINTS 16
 #define CFG_MAX_MODELS 1024
 #define CFG_NAME_MAX 128
-#define CFG_METHOD_MAX 31
+#define CFG_METHOD_MAX 63 /* CALIB_PLUGIN_NAME_MAX */
 
 /* Settings of one model; [defaults] then [model NAME] override the built-in
  * values field by field. */

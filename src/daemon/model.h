@@ -42,7 +42,7 @@ enum { WS_MAIN, WS_LOG, WS_PER_VIEW };
  * admitted it, republished unchanged. */
 typedef struct model_params {
     const calib_plugin *desc; /* NULL: no usable method (identity) */
-    char method[32];
+    char method[CFG_METHOD_MAX + 1];
     uint64_t version;
     unsigned n;
     double values[PARAMS_MAX];

@@ -77,7 +77,7 @@ static int parse_line(const char *line, model_params *p, unsigned *seen)
         return 0;
     if (sscanf(line, "version %llu", &u) == 1)
         return p->version = u, *seen |= 1, 0;
-    if (sscanf(line, "method %31[A-Za-z0-9._-]", p->method) == 1)
+    if (sscanf(line, "method %63[A-Za-z0-9._-]", p->method) == 1)
         return *seen |= 2, 0;
     if (sscanf(line, "ts %lf", &a) == 1)
         return p->ts = a, 0;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "calib/plugin.h"
+#include "calib/protocol.h"
 
 /* ================================================================== built-ins */
 
@@ -85,19 +86,10 @@ static void errf(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-static int name_valid(const char *name)
+int calib_plugin_name_ok(const char *name, size_t len)
 {
-    size_t len = 0;
-    if (!name)
-        return 0;
-    for (const char *c = name; *c; c++, len++) {
-        int ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')
-                 || (*c >= '0' && *c <= '9') || *c == '.' || *c == '_'
-                 || *c == '-';
-        if (!ok || len >= CALIB_PLUGIN_NAME_MAX)
-            return 0;
-    }
-    return len > 0;
+    return len <= CALIB_PLUGIN_NAME_MAX && calib_proto_topic_ok(name, len) &&
+           memchr(name, ':', len) == NULL;
 }
 
 static const unsigned all_forms = CALIB_FORM_BIT(CALIB_FORM_LOGITS)
@@ -117,7 +109,7 @@ int calib_plugin_check(const calib_plugin *p, char *err, size_t errlen)
              (unsigned)p->abi_version, (unsigned)CALIB_PLUGIN_ABI_VERSION);
         return CALIB_EPLUGIN_ABI;
     }
-    if (!name_valid(p->name)) {
+    if (!p->name || !calib_plugin_name_ok(p->name, strlen(p->name))) {
         errf(err, errlen, "name must be 1..%d bytes of [A-Za-z0-9._-]",
              CALIB_PLUGIN_NAME_MAX);
         return CALIB_EINVAL;

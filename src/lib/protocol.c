@@ -228,14 +228,15 @@ static int topic_char_ok(unsigned char c)
            c == '-';
 }
 
-static int check_topic(const unsigned char *t, size_t len)
+int calib_proto_topic_ok(const void *topic, size_t len)
 {
+    const unsigned char *t = topic;
     if (t == NULL || len == 0 || len > CALIB_PROTO_MAX_TOPIC)
-        return CALIB_REJ_BAD_TOPIC;
+        return 0;
     for (size_t i = 0; i < len; i++)
         if (!topic_char_ok(t[i]))
-            return CALIB_REJ_BAD_TOPIC;
-    return CALIB_REJ_NONE;
+            return 0;
+    return 1;
 }
 
 /* ------------------------------------------------------------------ keys */
@@ -626,8 +627,9 @@ int calib_msg_decode_k(calib_msg *m, const void *topic, size_t topic_len,
     int r;
 
     msg_reset(m, k_hint);
-    if ((r = check_topic(topic, topic_len)) == CALIB_REJ_NONE &&
-        (r = unpack(m, payload, payload_len)) == CALIB_REJ_NONE)
+    if (!calib_proto_topic_ok(topic, topic_len))
+        r = CALIB_REJ_BAD_TOPIC;
+    else if ((r = unpack(m, payload, payload_len)) == CALIB_REJ_NONE)
         r = decode_map(m);
     if (r) {
         msg_reset(m, 0);

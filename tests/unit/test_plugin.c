@@ -95,6 +95,13 @@ static void descriptor_checks(void **state)
     char err[256];
     calib_plugin d = DUMMY("ok-name_1.2");
     assert_int_equal(calib_plugin_check(&d, err, sizeof err), CALIB_OK);
+    char long_name[CALIB_PLUGIN_NAME_MAX + 1];
+    memset(long_name, 'm', sizeof long_name);
+    assert_true(calib_plugin_name_ok("ok-name_1.2", 11));
+    assert_true(calib_plugin_name_ok(long_name, CALIB_PLUGIN_NAME_MAX));
+    assert_false(calib_plugin_name_ok(long_name, sizeof long_name));
+    assert_false(calib_plugin_name_ok("a:b", 3)); /* a topic's ':' is not a name's */
+    assert_false(calib_plugin_name_ok("", 0));
 
     d.name = "has space";
     assert_int_equal(calib_plugin_check(&d, err, sizeof err), CALIB_EINVAL);

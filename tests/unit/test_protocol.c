@@ -385,6 +385,13 @@ static void topics(void **state)
                      CALIB_REJ_BAD_TOPIC);
     assert_int_equal(calib_msg_decode(&m, "a\0b", 3, p.sb.data, p.sb.size),
                      CALIB_REJ_BAD_TOPIC);
+    /* the rule itself, shared with calibd's configuration and the client */
+    assert_true(calib_proto_topic_ok("A.z_0:9-x", 9));
+    assert_true(calib_proto_topic_ok(long_topic, CALIB_PROTO_MAX_TOPIC));
+    assert_false(calib_proto_topic_ok(long_topic, sizeof long_topic));
+    assert_false(calib_proto_topic_ok("", 0));
+    assert_false(calib_proto_topic_ok(NULL, 0));
+    assert_false(calib_proto_topic_ok("a/b", 3));
     calib_msg_destroy(&m);
     pl_free(&p);
 }
