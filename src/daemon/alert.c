@@ -179,20 +179,11 @@ static char *alert_json(const char *buf, size_t len, size_t *out_len)
 void alert_send(calibd *d, model *m, const char *kind, const char *severity,
                 const char *message, const alert_value *v, size_t nv)
 {
-    double now = wall_now();
     msgpack_sbuffer sb;
     msgpack_packer pk;
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_map(&pk, 8);
-    pack_str(&pk, "v");
-    msgpack_pack_uint8(&pk, 1);
-    pack_str(&pk, "type");
-    pack_str(&pk, "alert");
-    pack_str(&pk, "model");
-    pack_str(&pk, m->name);
-    pack_str(&pk, "ts");
-    msgpack_pack_double(&pk, now);
+    pack_message_head(&pk, 8, "alert", m->name, wall_now());
     pack_str(&pk, "severity");
     pack_str(&pk, severity);
     pack_str(&pk, "kind");
@@ -272,7 +263,7 @@ static void starvation_rule(calibd *d, model *m)
     if (limit <= 0 || m->predictions == 0)
         return;
     /* the clock runs from the last label, or, before any, the first prediction */
-    int labelled = m->last_label > 0;
+    int labelled = m->last_label_mono > 0; /* the loop's clock starts far above 0 */
     double since = loop_now(d) - (labelled ? m->last_label_mono : m->first_prediction_mono);
     int predicting = !labelled || m->last_prediction_mono > m->last_label_mono;
     char msg[160];

@@ -77,11 +77,7 @@ static void pack_params(msgpack_packer *pk, const model_params *p)
     pack_str(pk, p->method);
     pack_counter(pk, "version", p->version);
     pack_str(pk, "values");
-    msgpack_pack_map(pk, p->desc ? p->n : 0);
-    for (size_t i = 0; p->desc && i < p->n; i++) {
-        pack_str(pk, p->desc->param_names[i]);
-        pack_num(pk, p->values[i]);
-    }
+    loop_pack_values(pk, p);
     pack_str(pk, "published");
     pack_num(pk, p->version ? p->ts : NAN);
     pack_str(pk, "improvement");
@@ -233,7 +229,8 @@ static void reply_refit(calibd *d, msgpack_packer *pk, const msgpack_object *nam
         reply_error(pk, "no such model");
         return;
     }
-    if (loop_refit_now(d, m, why, sizeof why) != 0) {
+    size_t n = loop_refit_now(d, m, why, sizeof why);
+    if (n == 0) {
         reply_error(pk, why);
         return;
     }
@@ -241,8 +238,7 @@ static void reply_refit(calibd *d, msgpack_packer *pk, const msgpack_object *nam
     pack_str(pk, "ok");
     msgpack_pack_true(pk);
     pack_counter(pk, "refit", m->loop.refits);
-    pack_counter(pk, "samples", m->cfg.refit_samples < calib_ring_len(&m->ring)
-                                    ? m->cfg.refit_samples : calib_ring_len(&m->ring));
+    pack_counter(pk, "samples", n);
 }
 
 static void handle(calibd *d, const void *buf, size_t len, msgpack_packer *pk)

@@ -133,9 +133,8 @@ static int make_id(const calib_msg_rec *r, calib_id *id)
 }
 
 /* When the model last had an outcome (label starvation). */
-static void note_label(const calibd *d, model *m, double now)
+static void note_label(const calibd *d, model *m)
 {
-    m->last_label = now;
     m->last_label_mono = loop_now(d);
 }
 
@@ -156,7 +155,7 @@ static void pred_record(calibd *d, model *m, int form, const calib_msg_rec *r, d
         }
         model_observe(m, d->x, r->y, now);
         m->inline_scored++;
-        note_label(d, m, now); /* an inline outcome is a label too */
+        note_label(d, m); /* an inline outcome is a label too */
         return;
     }
     calib_id id;
@@ -176,7 +175,7 @@ static void pred_record(calibd *d, model *m, int form, const calib_msg_rec *r, d
 static void label_record(calibd *d, model *m, const calib_msg_rec *r, double now)
 {
     m->labels++;
-    note_label(d, m, now);
+    note_label(d, m);
     int rc = calib_proto_check_y(m->form, m->k, r->y);
     if (rc != CALIB_REJ_NONE) {
         reject(d, m, rc, "label");

@@ -59,7 +59,7 @@ static void pack_scores(msgpack_packer *pk, const model *m, const model_params *
     }
 }
 
-static void pack_values(msgpack_packer *pk, const model_params *p)
+void loop_pack_values(msgpack_packer *pk, const model_params *p)
 {
     msgpack_pack_map(pk, p->desc ? p->n : 0);
     for (unsigned i = 0; p->desc && i < p->n; i++) {
@@ -76,20 +76,12 @@ static void send_params(calibd *d, const model *m)
     msgpack_packer pk;
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_map(&pk, 14);
-    pack_str(&pk, "v");
-    msgpack_pack_uint8(&pk, 1);
-    pack_str(&pk, "type");
-    pack_str(&pk, "params");
-    pack_str(&pk, "model");
-    pack_str(&pk, m->name);
+    pack_message_head(&pk, 14, "params", m->name, wall_now());
     pack_counter(&pk, "version", p->version);
     pack_str(&pk, "method");
     pack_str(&pk, p->method);
     pack_str(&pk, "params");
-    pack_values(&pk, p);
-    pack_str(&pk, "ts");
-    msgpack_pack_double(&pk, wall_now());
+    loop_pack_values(&pk, p);
     pack_str(&pk, "published");  /* extension: when this version was first sent */
     msgpack_pack_double(&pk, p->ts);
     pack_counter(&pk, "n", p->fit_n);
@@ -371,7 +363,7 @@ static size_t refit_want(const model *m)
     return m->cfg.refit_samples < len ? (size_t)m->cfg.refit_samples : len;
 }
 
-int loop_refit_now(calibd *d, model *m, char *why, size_t len)
+size_t loop_refit_now(calibd *d, model *m, char *why, size_t len)
 {
     model_loop *l = &m->loop;
     size_t n = m->shaped ? refit_want(m) : 0;
@@ -391,8 +383,8 @@ int loop_refit_now(calibd *d, model *m, char *why, size_t len)
     else if (start_refit(d, m, n, REFIT_MANUAL) != 0)
         snprintf(why, len, "cannot start the refit (see calibd's log)");
     else
-        return 0;
-    return -1;
+        return n;
+    return 0;
 }
 
 /* A waiting refit starts when its samples are there. After a drift, only
@@ -679,7 +671,7 @@ static void pack_shadow(msgpack_packer *pk, const model_loop *l)
     pack_str(pk, "method");
     pack_str(pk, l->candidate.method);
     pack_str(pk, "values");
-    pack_values(pk, &l->candidate);
+    loop_pack_values(pk, &l->candidate);
     pack_str(pk, "improvement");
     pack_estimate(pk, &l->gate.diff);
     pack_str(pk, "log_e");

@@ -21,12 +21,15 @@ int loop_attach(struct calibd *d, struct model *m);
  * the windows; intervals run on loop_now(). */
 void loop_tick(struct calibd *d, double wall);
 
-/* `calibctl refit MODEL`: starts a refit on the ring now. Returns 0, or -1
- * with the reason in why. */
-int loop_refit_now(struct calibd *d, struct model *m, char *why, size_t len);
+/* `calibctl refit MODEL`: starts a refit on the ring now. Returns the
+ * number of samples it fits on, or 0 with the reason in why. */
+size_t loop_refit_now(struct calibd *d, struct model *m, char *why, size_t len);
 
 /* The "loop" member of a model's status. */
 void loop_pack_status(msgpack_packer *pk, const struct model *m);
+
+/* {"T": t} or {"a": a, "b": b}...: the values of p by their names. */
+void loop_pack_values(msgpack_packer *pk, const struct model_params *p);
 
 /* The values of p as "T=1.98" or "a=1.1 b=-0.2", for logs. */
 void loop_format_params(const struct model_params *p, char *buf, size_t len);

@@ -105,9 +105,9 @@ typedef struct model {
     /* counters */
     uint64_t predictions, labels, scored, inline_scored, stale;
     uint64_t rejected[REJ_MAX];
-    double last_label; /* receive time of the last label, 0 before any */
-    double last_label_mono; /* the same on the loop's monotonic clock */
-    double first_prediction_mono, last_prediction_mono; /* loop_now() */
+    /* loop_now() of the last label (0 before any) and of the first and last
+     * prediction: label starvation */
+    double last_label_mono, first_prediction_mono, last_prediction_mono;
 } model;
 
 /* A model with settings but no shape yet (no allocation beyond the struct). */

@@ -49,3 +49,17 @@ void pack_pair(msgpack_packer *pk, const double v[2])
     pack_num(pk, v[0]);
     pack_num(pk, v[1]);
 }
+
+void pack_message_head(msgpack_packer *pk, size_t nkeys, const char *type,
+                       const char *model, double ts)
+{
+    msgpack_pack_map(pk, nkeys);
+    pack_str(pk, "v");
+    msgpack_pack_uint8(pk, 1);
+    pack_str(pk, "type");
+    pack_str(pk, type);
+    pack_str(pk, "model");
+    pack_str(pk, model);
+    pack_str(pk, "ts");
+    msgpack_pack_double(pk, ts);
+}

@@ -16,5 +16,9 @@ void pack_estimate(msgpack_packer *pk, const calib_accum *a);
 void pack_counter(msgpack_packer *pk, const char *name, uint64_t v);
 /* [lo, hi], or nil unless both are finite */
 void pack_pair(msgpack_packer *pk, const double v[2]);
+/* The head of a PUB message: a map of nkeys, then "v": 1, "type", "model"
+ * and "ts" (now); nkeys counts these four. */
+void pack_message_head(msgpack_packer *pk, size_t nkeys, const char *type,
+                       const char *model, double ts);
 
 #endif
