@@ -31,30 +31,25 @@ static void put_str(msgpack_packer *pk, const char *s)
     msgpack_pack_str_body(pk, s, n);
 }
 
-/* Little-endian bytes of floats, whatever the host's byte order. */
-static void put_f32_bin(msgpack_packer *pk, const float *v, size_t n)
+/* A bin of n float32 (size 4) or float64 (size 8) values as little-endian
+ * bytes, whatever the host's byte order. */
+static void put_le_bin(msgpack_packer *pk, const void *v, size_t n, size_t size)
 {
-    msgpack_pack_bin(pk, 4 * n);
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        unsigned char b[4];
-        memcpy(&u, &v[i], 4);
-        for (int j = 0; j < 4; j++)
-            b[j] = (unsigned char)(u >> (8 * j));
-        msgpack_pack_bin_body(pk, b, 4);
-    }
-}
-
-static void put_f64_bin(msgpack_packer *pk, const double *v, size_t n)
-{
-    msgpack_pack_bin(pk, 8 * n);
-    for (size_t i = 0; i < n; i++) {
+    const unsigned char *x = v;
+    msgpack_pack_bin(pk, size * n);
+    for (size_t i = 0; i < n; i++, x += size) {
         uint64_t u;
+        uint32_t w;
         unsigned char b[8];
-        memcpy(&u, &v[i], 8);
-        for (int j = 0; j < 8; j++)
+        if (size == 4) {
+            memcpy(&w, x, 4);
+            u = w;
+        } else {
+            memcpy(&u, x, 8);
+        }
+        for (size_t j = 0; j < size; j++)
             b[j] = (unsigned char)(u >> (8 * j));
-        msgpack_pack_bin_body(pk, b, 8);
+        msgpack_pack_bin_body(pk, b, size);
     }
 }
 
@@ -92,12 +87,12 @@ static void mp(payload *p, const char *fmt, ...)
         }
         case '4': {
             const float *v = va_arg(ap, const float *);
-            put_f32_bin(&p->pk, v, va_arg(ap, size_t));
+            put_le_bin(&p->pk, v, va_arg(ap, size_t), 4);
             break;
         }
         case '8': {
             const double *v = va_arg(ap, const double *);
-            put_f64_bin(&p->pk, v, va_arg(ap, size_t));
+            put_le_bin(&p->pk, v, va_arg(ap, size_t), 8);
             break;
         }
         default: break;
