@@ -582,6 +582,12 @@ static void decide(calibd *d, model *m)
 
 /* ------------------------------------------------------------ tick */
 
+/* A refit, a candidate in shadow or a version being stored: one at a time. */
+static int busy(const model_loop *l)
+{
+    return l->running || l->shadow || l->storing;
+}
+
 static void model_tick(calibd *d, model *m, double now)
 {
     model_loop *l = &m->loop;
@@ -589,10 +595,9 @@ static void model_tick(calibd *d, model *m, double now)
         l->drift_alarm = 0;
         on_drift(d, m);
     }
-    int busy = l->running || l->shadow || l->storing;
     if (m->cfg.refit_interval > 0 && now >= l->next_refit) {
         l->next_refit = now + m->cfg.refit_interval;
-        if (!busy && l->pending == REFIT_NONE)
+        if (!busy(l) && l->pending == REFIT_NONE)
             l->pending = REFIT_SCHEDULE;
     }
     if (l->shadow && l->gate.state != CALIB_GATE_RUNNING)
@@ -600,11 +605,11 @@ static void model_tick(calibd *d, model *m, double now)
     /* a drift refits once the model is free: an alarm raised while another
      * candidate was in shadow waits for it (a publish restarts the drift
      * reference, and so answers the alarm too) */
-    busy = l->running || l->shadow || l->storing;
-    if (!busy && l->drift_on && l->drift.state == CALIB_DRIFT_ALARM &&
-        l->pending != REFIT_DRIFT)
+    if (busy(l))
+        return;
+    if (l->drift_on && l->drift.state == CALIB_DRIFT_ALARM && l->pending != REFIT_DRIFT)
         l->pending = REFIT_DRIFT;
-    if (l->pending != REFIT_NONE && !busy)
+    if (l->pending != REFIT_NONE)
         try_start(d, m);
 }
 
