@@ -37,6 +37,9 @@ extern "C" {
 /* Default temperature bracket: T in [0.05, 20], i.e. beta = 1/T in [0.05, 20]. */
 #define CALIB_RECAL_T_MIN 0.05
 #define CALIB_RECAL_T_MAX 20.0
+/* The largest t_max a temperature fit takes: the moments of d = z - max z
+ * under softmax(d / T) reach (708 T)^3, finite below ~1e99. */
+#define CALIB_RECAL_T_LIMIT 1e12
 
 /* What a fit minimises (the mean over the samples). */
 enum calib_recal_objective {
@@ -50,6 +53,12 @@ enum calib_recal_objective {
 /* Option flags. */
 #define CALIB_RECAL_BISECT 0x1u    /* temperature NLL: bisection only */
 #define CALIB_RECAL_NO_WARMUP 0x2u /* temperature NLL: no subsample stage */
+/* Temperature: the exp kernels of at most two lanes (SSE2 on x86-64), or
+ * the portable scalar loop, where the CPU has wider ones. The widest runs
+ * by default; the results differ only in summation order (~1e-16
+ * relative). For tests, and for figures that must not depend on the CPU. */
+#define CALIB_RECAL_EXP_VEC2 0x4u
+#define CALIB_RECAL_EXP_SCALAR 0x8u
 
 /*
  * Fit options. A zero field means "the method's default", so a
@@ -181,7 +190,10 @@ int calib_recal_check_dataset(const calib_dataset *ds, unsigned forms);
 /*
  * The logits of one classification prediction: x itself for logits, else
  * ln max(p_k, 1e-15) written to buf (k doubles) -- for a binary p the pair
- * (ln(1 - p), ln p). Returns the pointer to read.
+ * (ln max(1 - p, 1e-15), ln max(p, 1e-15)). Returns the pointer to read.
+ * Every fit and apply of a probability or binary p uses these logarithms:
+ * a binary p has the logit ln max(p, 1e-15) - ln max(1 - p, 1e-15)
+ * (+-34.5388 at p = 1 and 0) in the temperature and Platt fits and applies.
  */
 const double *calib_recal_row_logits(int form, size_t k, const double *x,
                                      double *buf);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "calib/recal.h"
+#include "expk.h"
 
 #define LOG_FLOOR CALIB_LOG_FLOOR  /* probabilities are clamped at 1e-15 */
 #define RECAL_MAX_ITER 100u
@@ -23,7 +24,6 @@
 #define WARMUP_ROWS 1024           /* rows of the temperature warm-up stage */
 #define VAR_W_MIN 1e-8             /* variance scaling keeps w >= this */
 #define PLATT_SIGMA 1e-12          /* Lin-Lin-Weng's Hessian ridge */
-#define EXP_ARG_MIN (-708.0)       /* exp(-708) ~ 3e-308, still normal */
 
 /* ================================================================== options */
 
@@ -43,13 +43,15 @@ static int opts_resolve(const calib_recal_opts *in, calib_recal_opts *out,
         memset(out, 0, sizeof *out);
     if (!objective_valid(out->objective))
         return CALIB_EINVAL;
-    if (out->flags & ~(CALIB_RECAL_BISECT | CALIB_RECAL_NO_WARMUP))
+    if (out->flags & ~(CALIB_RECAL_BISECT | CALIB_RECAL_NO_WARMUP
+                       | CALIB_RECAL_EXP_VEC2 | CALIB_RECAL_EXP_SCALAR))
         return CALIB_EINVAL;
     if (out->t_min == 0)
         out->t_min = CALIB_RECAL_T_MIN;
     if (out->t_max == 0)
         out->t_max = CALIB_RECAL_T_MAX;
-    if (!(out->t_min > 0 && out->t_max > out->t_min && isfinite(out->t_max)))
+    if (!(out->t_min > 0 && out->t_max > out->t_min
+          && out->t_max <= CALIB_RECAL_T_LIMIT))
         return CALIB_EINVAL;
     if (out->max_iter == 0)
         out->max_iter = def_iter;
@@ -120,9 +122,17 @@ int calib_recal_check_dataset(const calib_dataset *ds, unsigned forms)
     return CALIB_OK;
 }
 
-static double clamp_prob(double p)
+/* ln max(p, 1e-15): the one logarithm of a probability every fit and
+ * apply uses. */
+static double log_floor(double p)
 {
-    return p < LOG_FLOOR ? LOG_FLOOR : p > 1 - LOG_FLOOR ? 1 - LOG_FLOOR : p;
+    return log(p > LOG_FLOOR ? p : LOG_FLOOR);
+}
+
+/* ln max(1 - p, 1e-15), with log1p where 1 - p would round. */
+static double log1m_floor(double p)
+{
+    return 1 - p > LOG_FLOOR ? log1p(-p) : log(LOG_FLOOR);
 }
 
 const double *calib_recal_row_logits(int form, size_t k, const double *x,
@@ -131,210 +141,20 @@ const double *calib_recal_row_logits(int form, size_t k, const double *x,
     if (form == CALIB_FORM_LOGITS)
         return x;
     if (form == CALIB_FORM_BINARY) {
-        double p = x[0];
-        buf[0] = log(1 - p > LOG_FLOOR ? 1 - p : LOG_FLOOR);
-        buf[1] = log(p > LOG_FLOOR ? p : LOG_FLOOR);
+        buf[0] = log1m_floor(x[0]);
+        buf[1] = log_floor(x[0]);
         return buf;
     }
     for (size_t j = 0; j < k; j++)
-        buf[j] = log(x[j] > LOG_FLOOR ? x[j] : LOG_FLOOR);
+        buf[j] = log_floor(x[j]);
     return buf;
 }
 
-/* ================================================================== exp kernels */
-
-/*
- * The temperature fit spends nearly all its time in exp(beta d) over n * K
- * elements, two or three sweeps per fit (10^7 elements in the benchmark). A
- * libm call per element costs 3-7 ns on the project machine and forces the
- * loop's accumulators through memory; the inline exp below keeps them in
- * registers and, with GCC/Clang vector extensions, runs two lanes at a time
- * on baseline x86-64 and four where the CPU has AVX2 (chosen at run time;
- * the paths differ only in summation order, ~1e-16 relative).
- *
- * It is used only for arguments in [EXP_ARG_MIN, 0] (callers clamp):
- * x = n ln2 + r, |r| <= ln2/2 (Cody-Waite split of ln2, n by the 1.5*2^52
- * rounding trick), exp(r) by its degree-12 Taylor polynomial in Estrin form
- * (truncation < 2e-16), 2^n assembled in the exponent bits. Measured
- * relative error against glibc exp over [-708, 0]: <= 4.5e-16 (2 ulp).
- */
-#define EXP_SHIFT 0x1.8p52
-#define EXP_LOG2E 0x1.71547652b82fep0
-#define EXP_LN2_HI 0x1.62e42fee00000p-1 /* n * hi is exact for |n| < 2^21 */
-#define EXP_LN2_LO 0x1.a39ef35793c76p-33
-
-/* exp(x) for x in [EXP_ARG_MIN, 0], on a double or a vector of doubles;
- * U is the matching unsigned 64-bit type. A macro, so that each vector
- * width expands inside a function compiled for it. */
-#define EXP_NEG(x, out, T, U)                                               \
-    do {                                                                    \
-        T t_ = (x) * EXP_LOG2E + EXP_SHIFT;                                 \
-        T n_ = t_ - EXP_SHIFT;                                              \
-        T r_ = (x) - n_ * EXP_LN2_HI - n_ * EXP_LN2_LO;                     \
-        T r2_ = r_ * r_, r4_ = r2_ * r2_, r8_ = r4_ * r4_;                  \
-        T p03_ = (1 + r_) + r2_ * (1.0 / 2 + r_ * (1.0 / 6));               \
-        T p47_ = (1.0 / 24 + r_ * (1.0 / 120))                              \
-                 + r2_ * (1.0 / 720 + r_ * (1.0 / 5040));                   \
-        T p8c_ = (1.0 / 40320 + r_ * (1.0 / 362880))                        \
-                 + r2_ * (1.0 / 3628800 + r_ * (1.0 / 39916800))            \
-                 + r4_ * (1.0 / 479001600);                                 \
-        U b_;                                                               \
-        memcpy(&b_, &t_, sizeof b_);                                        \
-        /* the low mantissa bits of t_ hold n in two's complement */        \
-        b_ = (b_ + 1023) << 52;                                             \
-        T s_;                                                               \
-        memcpy(&s_, &b_, sizeof s_);                                        \
-        (out) = (p03_ + r4_ * p47_ + r8_ * p8c_) * s_;                      \
-    } while (0)
-
-static inline double exp_neg(double x)
+/* The logit of a binary p, as every fit and apply sees it: the difference
+ * of its two calib_recal_row_logits. */
+static double binary_logit(double p)
 {
-    double e;
-    EXP_NEG(x, e, double, uint64_t);
-    return e;
-}
-
-/*
- * The kernels sum, over one row z, the weights w_j = exp(beta d_j) of
- * d_j = max(z_j - zmax, dmin), dmin <= 0 chosen so that beta d_j stays in
- * range. A clamped element weighs <= 1e-307 against the 1 of the maximum:
- * nothing in any sum (and its clamped d keeps d^3 w from overflowing).
- *   KERNEL_SUM:     s[0] = sum w
- *   KERNEL_MOMENTS: s[0..3] = sum w, sum d w, sum d^2 w, sum d^3 w
- *   KERNEL_SQUARES: s[0] = sum w, s[1] = sum w^2
- */
-enum { KERNEL_SUM, KERNEL_MOMENTS, KERNEL_SQUARES };
-
-typedef void (*exp_kernel_fn)(const double *z, size_t k, double zmax,
-                              double dmin, double beta, double *s);
-
-typedef struct exp_kernels {
-    exp_kernel_fn sum, moments, squares;
-} exp_kernels;
-
-static inline void kernel_tail(const double *z, size_t j, size_t k,
-                               double zmax, double dmin, double beta, int mode,
-                               double *s)
-{
-    for (; j < k; j++) {
-        double d = z[j] - zmax, w;
-        d = d < dmin ? dmin : d;
-        w = exp_neg(beta * d);
-        s[0] += w;
-        if (mode == KERNEL_MOMENTS) {
-            double dw = d * w;
-            s[1] += dw;
-            s[2] += d * dw;
-            s[3] += d * d * dw;
-        } else if (mode == KERNEL_SQUARES) {
-            s[1] += w * w;
-        }
-    }
-}
-
-/* CALIB_NO_VECTOR and CALIB_NO_AVX2 (compile-time) select the narrower
- * paths, for porting and for testing them on a machine that has more. */
-#if defined(__GNUC__) && !defined(CALIB_NO_VECTOR)
-/* One vector of W elements at z + j into the accumulators a0..a3. */
-#define KERNEL_STEP(T, U, MODE, J, a0, a1, a2, a3)                          \
-    do {                                                                    \
-        T d, w;                                                             \
-        memcpy(&d, z + (J), sizeof d);                                      \
-        d -= vmax;                                                          \
-        U lowm = (U)(d < vmin);                                             \
-        d = (T)(((U)d & ~lowm) | ((U)vmin & lowm));                         \
-        EXP_NEG(d * beta, w, T, U);                                         \
-        a0 += w;                                                            \
-        if ((MODE) == KERNEL_MOMENTS) {                                     \
-            T dw = d * w;                                                   \
-            a1 += dw;                                                       \
-            a2 += d * dw;                                                   \
-            a3 += d * d * dw;                                               \
-        } else if ((MODE) == KERNEL_SQUARES) {                              \
-            a1 += w * w;                                                    \
-        }                                                                   \
-    } while (0)
-
-/* UNROLL (1 or 2) vectors per iteration, each with its own accumulators:
- * with two, the exp's long dependency chains overlap -- a gain with 16-byte
- * vectors, a loss with 32-byte ones, where the eight accumulators no
- * longer fit the registers (measured: 150 -> 140 ms and 65 -> 84 ms). */
-#define KERNEL_BODY(T, U, W, UNROLL, MODE)                                  \
-    const T vmax = (T){0} + zmax, vmin = (T){0} + dmin;                     \
-    T a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};                               \
-    T b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};                               \
-    size_t j = 0;                                                           \
-    for (; (UNROLL) == 2 && j + 2 * (W) <= k; j += 2 * (W)) {               \
-        KERNEL_STEP(T, U, MODE, j, a0, a1, a2, a3);                         \
-        KERNEL_STEP(T, U, MODE, j + (W), b0, b1, b2, b3);                   \
-    }                                                                       \
-    for (; j + (W) <= k; j += (W))                                          \
-        KERNEL_STEP(T, U, MODE, j, a0, a1, a2, a3);                         \
-    a0 += b0;                                                               \
-    a1 += b1;                                                               \
-    a2 += b2;                                                               \
-    a3 += b3;                                                               \
-    s[0] = s[1] = s[2] = s[3] = 0;                                          \
-    for (int l = 0; l < (W); l++) {                                         \
-        s[0] += a0[l];                                                      \
-        s[1] += a1[l];                                                      \
-        s[2] += a2[l];                                                      \
-        s[3] += a3[l];                                                      \
-    }                                                                       \
-    kernel_tail(z, j, k, zmax, dmin, beta, (MODE), s)
-
-#define DEFINE_KERNEL(name, T, U, W, UNROLL, MODE, ATTR)                    \
-    ATTR static void name(const double *z, size_t k, double zmax,          \
-                          double dmin, double beta, double *s)              \
-    {                                                                       \
-        KERNEL_BODY(T, U, W, UNROLL, MODE);                                 \
-    }
-
-typedef double v2d __attribute__((vector_size(16)));
-typedef uint64_t v2u __attribute__((vector_size(16)));
-DEFINE_KERNEL(kernel_sum_v2, v2d, v2u, 2, 2, KERNEL_SUM, )
-DEFINE_KERNEL(kernel_moments_v2, v2d, v2u, 2, 2, KERNEL_MOMENTS, )
-DEFINE_KERNEL(kernel_squares_v2, v2d, v2u, 2, 2, KERNEL_SQUARES, )
-static const exp_kernels kernels_generic = {
-    kernel_sum_v2, kernel_moments_v2, kernel_squares_v2,
-};
-
-#if (defined(__x86_64__) || defined(__i386__)) && !defined(CALIB_NO_AVX2)
-#define RECAL_AVX2 1
-#define AVX2 __attribute__((target("avx2")))
-typedef double v4d __attribute__((vector_size(32)));
-typedef uint64_t v4u __attribute__((vector_size(32)));
-DEFINE_KERNEL(kernel_sum_v4, v4d, v4u, 4, 1, KERNEL_SUM, AVX2)
-DEFINE_KERNEL(kernel_moments_v4, v4d, v4u, 4, 1, KERNEL_MOMENTS, AVX2)
-DEFINE_KERNEL(kernel_squares_v4, v4d, v4u, 4, 1, KERNEL_SQUARES, AVX2)
-static const exp_kernels kernels_avx2 = {
-    kernel_sum_v4, kernel_moments_v4, kernel_squares_v4,
-};
-#endif
-
-#else /* no vector extensions: the scalar loop alone */
-#define DEFINE_SCALAR_KERNEL(name, MODE)                                    \
-    static void name(const double *z, size_t k, double zmax, double dmin,   \
-                     double beta, double *s)                                \
-    {                                                                       \
-        s[0] = s[1] = s[2] = s[3] = 0;                                      \
-        kernel_tail(z, 0, k, zmax, dmin, beta, (MODE), s);                  \
-    }
-DEFINE_SCALAR_KERNEL(kernel_sum_s, KERNEL_SUM)
-DEFINE_SCALAR_KERNEL(kernel_moments_s, KERNEL_MOMENTS)
-DEFINE_SCALAR_KERNEL(kernel_squares_s, KERNEL_SQUARES)
-static const exp_kernels kernels_generic = {
-    kernel_sum_s, kernel_moments_s, kernel_squares_s,
-};
-#endif
-
-static const exp_kernels *kernels_select(void)
-{
-#ifdef RECAL_AVX2
-    if (__builtin_cpu_supports("avx2"))
-        return &kernels_avx2;
-#endif
-    return &kernels_generic;
+    return log_floor(p) - log1m_floor(p);
 }
 
 /* ================================================================== temperature: passes */
@@ -345,16 +165,21 @@ static const exp_kernels *kernels_select(void)
  * are the cumulants of d under p: l' = E[d] - d_y, l'' = Var[d] >= 0 (so the
  * mean NLL is convex in beta), and the third derivative is the third
  * central moment. One O(K) sweep per sample gives all of them, from the raw
- * moments: d lies in [dmin, 0] with the maximum's weight 1 in every sum, so
- * the cancellation in E[d^2] - E[d]^2 costs at most a few digits of a
+ * moments: the maximum's weight 1 is in every sum, so the cancellation in E[d^2] - E[d]^2 costs at most a few digits of a
  * quantity that only sets the Newton step length, never the optimum (where
  * E[d] - d_y = 0).
+ *
+ * A class whose beta d is below EXPK_ARG_MIN weighs 0 in the sums, at this
+ * beta: its true weight, < 3e-308 against the maximum's 1, is nothing at
+ * double precision. (An earlier version clamped d to one bound computed for
+ * the largest beta, which left such classes a weight exp(-708 beta/beta_max)
+ * at every smaller beta: the wrong objective whenever a row's logits spanned
+ * more than ~35.)
  */
 typedef struct temp_ctx {
     const calib_dataset *ds;
     size_t k;
-    const exp_kernels *kern; /* the widest kernels this CPU runs */
-    double dmin;  /* d clamp: beta d >= EXP_ARG_MIN for every beta used */
+    const calib_expk *kern; /* exp kernels (expk.h) */
     double *zbuf; /* k: logits of a probability row */
 } temp_ctx;
 
@@ -400,12 +225,12 @@ static void temp_pass(const temp_ctx *c, const calib_dataset *ds, double beta,
         const double *z = calib_recal_row_logits(ds->form, k, x, c->zbuf);
         double zmax = row_max(z, k), dy = z[y] - zmax;
         if (what == TEMP_BRIER) {
-            c->kern->squares(z, k, zmax, c->dmin, beta, s);
-            double wy = exp_neg(beta * (dy < c->dmin ? c->dmin : dy));
+            c->kern->squares(z, k, zmax, beta, s);
+            double wy = exp(beta * dy);
             /* sum_j (p_j - [j = y])^2 = sum p^2 - 2 p_y + 1 */
             calib_ksum_add(&f, s[1] / (s[0] * s[0]) - 2 * wy / s[0] + 1);
         } else {
-            c->kern->moments(z, k, zmax, c->dmin, beta, s);
+            c->kern->moments(z, k, zmax, beta, s);
             double mu = s[1] / s[0], e2 = s[2] / s[0], e3 = s[3] / s[0];
             calib_ksum_add(&f, log(s[0]) - beta * dy);
             calib_ksum_add(&g, mu - dy);
@@ -413,7 +238,7 @@ static void temp_pass(const temp_ctx *c, const calib_dataset *ds, double beta,
             calib_ksum_add(&t3, e3 - 3 * mu * e2 + 2 * mu * mu * mu);
         }
         if (beta2 > 0) {
-            c->kern->sum(z, k, zmax, c->dmin, beta2, s);
+            c->kern->sum(z, k, zmax, beta2, s);
             calib_ksum_add(&f2, log(s[0]) - beta2 * dy);
         }
     }
@@ -462,11 +287,22 @@ static double newton_halley_step(const temp_eval *ev)
  * optimum sits there when the data are separable -- and afterwards falls
  * back to bisection. Stops when the step is below tol * beta (then takes
  * it), or when a bound is the optimum (gradient pointing outward there).
+ *
+ * Where the data are separable or nearly so, the NLL is close to
+ * c exp(-m beta) and Newton's step l'/l'' tends to a constant 1/m (2/m with
+ * Halley's correction): it would creep towards a bound hundreds of steps
+ * away and stop at max_iter. While Newton's step is at least half its
+ * last one, in the same direction, the step taken doubles the last step
+ * taken instead (converging, Newton's steps shrink faster than that); an
+ * overshoot only shrinks the bracket. Once every class but the label's
+ * weighs nothing at double precision (g = 0 and Var = 0: each row a point
+ * mass on its label), every larger beta gives the same objective: the fit
+ * heads for the upper bound as on separable data.
  */
 static void temp_newton(const temp_ctx *c, const calib_dataset *ds, double b,
                         temp_solve *s)
 {
-    double blo = s->lo, bhi = s->hi;
+    double blo = s->lo, bhi = s->hi, newton_prev = 0, taken_prev = 0;
     int probed_lo = 0, probed_hi = 0;
     temp_eval ev;
     s->converged = s->at_bound = 0;
@@ -481,11 +317,14 @@ static void temp_newton(const temp_ctx *c, const calib_dataset *ds, double b,
             s->f_before = extra > 0 ? ev.f2 : ev.f;
         s->beta = b;
         s->f = ev.f;
-        if ((b == s->hi && ev.g <= 0) || (b == s->lo && ev.g >= 0)) {
+        int flat_up = ev.g == 0 && !(ev.h > 0);
+        if ((b == s->hi && ev.g <= 0) || (b == s->lo && ev.g >= 0 && !flat_up)) {
             s->converged = s->at_bound = 1;
             return;
         }
-        if (ev.g > 0)
+        if (flat_up)
+            blo = b;
+        else if (ev.g > 0)
             bhi = b;
         else if (ev.g < 0)
             blo = b;
@@ -509,10 +348,15 @@ static void temp_newton(const temp_ctx *c, const calib_dataset *ds, double b,
             s->converged = 1;
             return;
         }
+        double newton = step;
+        if (newton_prev * newton > 0 && fabs(newton) >= 0.5 * fabs(newton_prev)
+            && taken_prev * newton > 0 && fabs(newton) < 2 * fabs(taken_prev))
+            step = 2 * taken_prev;
+        newton_prev = newton;
         double cand = b + step;
         if (!(cand > blo && cand < bhi)) {
             /* no step (bisection mode) heads where the gradient points */
-            int up = isnan(cand) ? ev.g < 0 : cand >= bhi;
+            int up = isnan(cand) ? ev.g < 0 || flat_up : cand >= bhi;
             if (up && bhi == s->hi && !probed_hi) {
                 cand = s->hi;
                 probed_hi = 1;
@@ -525,18 +369,20 @@ static void temp_newton(const temp_ctx *c, const calib_dataset *ds, double b,
                     s->fallbacks++;
             }
         }
+        taken_prev = cand - b;
         b = cand;
     }
 }
 
 /* ================================================================== temperature: fit */
 
-static int temp_ctx_init(temp_ctx *c, const calib_dataset *ds, double beta_max)
+static int temp_ctx_init(temp_ctx *c, const calib_dataset *ds, unsigned flags)
 {
     c->ds = ds;
     c->k = ds->k;
-    c->kern = kernels_select();
-    c->dmin = EXP_ARG_MIN / beta_max;
+    c->kern = calib_expk_select(flags & CALIB_RECAL_EXP_SCALAR ? CALIB_EXPK_SCALAR
+                                : flags & CALIB_RECAL_EXP_VEC2 ? CALIB_EXPK_VEC2
+                                : CALIB_EXPK_VEC4);
     c->zbuf = malloc(ds->k * sizeof(double));
     return c->zbuf ? CALIB_OK : CALIB_ENOMEM;
 }
@@ -622,9 +468,15 @@ static int fit_temperature_brier(const temp_ctx *c, const calib_recal_opts *o,
         return rc;
     double flo = temp_brier_at(lo, &bc), fhi = temp_brier_at(hi, &bc);
     res->converged = m.converged;
-    if (flo < m.fx || fhi < m.fx) {
-        m.x = flo < fhi ? lo : hi;
-        m.fx = flo < fhi ? flo : fhi;
+    /* a tie goes to the bound: a flat end (separable data, every row a
+     * point mass on its label) has its optimum there */
+    if (fhi <= m.fx && fhi <= flo) {
+        m.x = hi;
+        m.fx = fhi;
+        res->at_bound = 1;
+    } else if (flo <= m.fx) {
+        m.x = lo;
+        m.fx = flo;
         res->at_bound = 1;
     }
     res->objective_before = temp_brier_at(beta_before, &bc);
@@ -665,8 +517,7 @@ int calib_recal_fit_temperature(const calib_dataset *ds,
     if (rc)
         return rc;
     double beta_before = o.init ? 1 / o.init[0] : 1;
-    double beta_max = 1 / o.t_min > beta_before ? 1 / o.t_min : beta_before;
-    rc = temp_ctx_init(&c, ds, beta_max);
+    rc = temp_ctx_init(&c, ds, o.flags);
     if (rc)
         return rc;
     if (brier)
@@ -682,13 +533,11 @@ int calib_recal_fit_temperature(const calib_dataset *ds,
 /* The score s of a binary prediction (see recal.h). */
 static double platt_s(int form, const double *x)
 {
-    if (form == CALIB_FORM_BINARY) {
-        double p = clamp_prob(x[0]);
-        return log(p) - log1p(-p);
-    }
+    if (form == CALIB_FORM_BINARY)
+        return binary_logit(x[0]);
     if (form == CALIB_FORM_LOGITS)
         return x[1] - x[0];
-    return log(clamp_prob(x[1])) - log(clamp_prob(x[0]));
+    return log_floor(x[1]) - log_floor(x[0]);
 }
 
 /* sigmoid(u) without overflow for either sign of u. */
@@ -1018,11 +867,9 @@ int calib_recal_apply_temperature(const double *params, int form, size_t k,
         calib_recal_row_logits(form, k, x, out);
         softmax_scaled(out, k, beta, out);
         return CALIB_OK;
-    case CALIB_FORM_BINARY: {
-        double p = clamp_prob(x[0]);
-        out[0] = sigmoid(beta * (log(p) - log1p(-p)));
+    case CALIB_FORM_BINARY:
+        out[0] = sigmoid(beta * binary_logit(x[0]));
         return CALIB_OK;
-    }
     }
     return CALIB_EINVAL;
 }

@@ -3,6 +3,7 @@
  * separable data, apply functions, paired improvement, validation. */
 #include "unit.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,6 +119,18 @@ static double beta_grid(const calib_dataset *ds, double lo, double hi)
 
 /* ------------------------------------------------------------------ temperature */
 
+/* The exp kernel the temperature tests run under: main runs them once per
+ * kernel this CPU has (CALIB_RECAL_EXP_* flags; 0 = the widest). */
+static unsigned kernel_flags;
+
+static int fit_t(const calib_dataset *ds, const calib_recal_opts *opts,
+                 calib_recal_result *res)
+{
+    calib_recal_opts o = opts ? *opts : (calib_recal_opts){0};
+    o.flags |= kernel_flags;
+    return calib_recal_fit_temperature(ds, &o, res);
+}
+
 static void temperature_recovers_t(void **state)
 {
     const double ts[] = {0.5, 1, 2};
@@ -125,7 +138,7 @@ static void temperature_recovers_t(void **state)
         data d;
         calib_recal_result res;
         gen_logits(&d, 20000, 10, ts[i], 0, 100 + (uint64_t)i);
-        assert_int_equal(calib_recal_fit_temperature(&d.ds, NULL, &res), CALIB_OK);
+        assert_int_equal(fit_t(&d.ds, NULL, &res), CALIB_OK);
         assert_true(res.converged);
         assert_false(res.at_bound);
         assert_int_equal(res.nparams, 1);
@@ -141,7 +154,7 @@ static void temperature_recovers_t(void **state)
         assert_true(res.iterations <= 3);
         double t1 = res.params[0];
         calib_recal_opts o = {.flags = CALIB_RECAL_NO_WARMUP};
-        assert_int_equal(calib_recal_fit_temperature(&d.ds, &o, &res), CALIB_OK);
+        assert_int_equal(fit_t(&d.ds, &o, &res), CALIB_OK);
         assert_true(res.iterations <= 5);
         assert_close(res.params[0], t1, 1e-8);
         data_free(&d);
@@ -155,7 +168,7 @@ static void temperature_equals_brute_force(void **state)
         data d;
         calib_recal_result res;
         gen_logits(&d, 3000, ks[i], 1.5, 0, 7 + (uint64_t)i);
-        assert_int_equal(calib_recal_fit_temperature(&d.ds, NULL, &res), CALIB_OK);
+        assert_int_equal(fit_t(&d.ds, NULL, &res), CALIB_OK);
         double beta = 1 / res.params[0];
         double grid = beta_grid(&d.ds, 1 / CALIB_RECAL_T_MAX, 1 / CALIB_RECAL_T_MIN);
         assert_close(beta, grid, 1e-6);
@@ -171,14 +184,14 @@ static void temperature_solvers_agree(void **state)
     data d;
     calib_recal_result ref, res;
     gen_logits(&d, 20000, 10, 1.5, 0, 11);
-    assert_int_equal(calib_recal_fit_temperature(&d.ds, NULL, &ref), CALIB_OK);
+    assert_int_equal(fit_t(&d.ds, NULL, &ref), CALIB_OK);
 
     calib_recal_opts o = {.flags = CALIB_RECAL_NO_WARMUP};
-    assert_int_equal(calib_recal_fit_temperature(&d.ds, &o, &res), CALIB_OK);
+    assert_int_equal(fit_t(&d.ds, &o, &res), CALIB_OK);
     assert_close(res.params[0], ref.params[0], 1e-8);
 
     o.flags = CALIB_RECAL_BISECT;
-    assert_int_equal(calib_recal_fit_temperature(&d.ds, &o, &res), CALIB_OK);
+    assert_int_equal(fit_t(&d.ds, &o, &res), CALIB_OK);
     assert_true(res.converged);
     assert_close(res.params[0], ref.params[0], 1e-8);
     assert_true(res.iterations > ref.iterations);
@@ -189,7 +202,7 @@ static void temperature_solvers_agree(void **state)
     for (int i = 0; i < 3; i++) {
         double t0 = starts[i];
         o = (calib_recal_opts){.init = &t0, .flags = CALIB_RECAL_NO_WARMUP};
-        assert_int_equal(calib_recal_fit_temperature(&d.ds, &o, &res), CALIB_OK);
+        assert_int_equal(fit_t(&d.ds, &o, &res), CALIB_OK);
         assert_true(res.converged);
         assert_false(res.at_bound);
         assert_close(res.params[0], ref.params[0], 1e-8);
@@ -215,7 +228,7 @@ static void temperature_separable_at_bound(void **state)
         {.objective = CALIB_RECAL_OBJ_BRIER},
     };
     for (int i = 0; i < 4; i++) {
-        assert_int_equal(calib_recal_fit_temperature(&d.ds, &variants[i], &res),
+        assert_int_equal(fit_t(&d.ds, &variants[i], &res),
                          CALIB_OK);
         assert_true(res.at_bound);
         assert_close(res.params[0], CALIB_RECAL_T_MIN, 1e-12);
@@ -224,7 +237,7 @@ static void temperature_separable_at_bound(void **state)
     }
     /* a narrower bracket moves the bound with it */
     calib_recal_opts o = {.t_min = 0.25};
-    assert_int_equal(calib_recal_fit_temperature(&d.ds, &o, &res), CALIB_OK);
+    assert_int_equal(fit_t(&d.ds, &o, &res), CALIB_OK);
     assert_true(res.at_bound);
     assert_close(res.params[0], 0.25, 1e-12);
     data_free(&d);
@@ -239,7 +252,7 @@ static void temperature_extreme_logits_finite(void **state)
         double *z = d.rec + i * d.ds.stride;
         z[((size_t)z[9] + 1) % 9] = -1e300;
     }
-    assert_int_equal(calib_recal_fit_temperature(&d.ds, NULL, &res), CALIB_OK);
+    assert_int_equal(fit_t(&d.ds, NULL, &res), CALIB_OK);
     assert_true(isfinite(res.params[0]));
     assert_close(res.objective_after, nll_brute(&d.ds, 1 / res.params[0]), 1e-12);
     data_free(&d);
@@ -256,8 +269,8 @@ static void temperature_probs_and_binary_forms(void **state)
         q.rec[i * 11 + 10] = d.rec[i * 11 + 10];
     }
     /* ln softmax(z) = z - lse(z): the same temperature */
-    assert_int_equal(calib_recal_fit_temperature(&d.ds, NULL, &rz), CALIB_OK);
-    assert_int_equal(calib_recal_fit_temperature(&q.ds, NULL, &rp), CALIB_OK);
+    assert_int_equal(fit_t(&d.ds, NULL, &rz), CALIB_OK);
+    assert_int_equal(fit_t(&q.ds, NULL, &rp), CALIB_OK);
     assert_close(rp.params[0], rz.params[0], 1e-9);
     assert_close(rp.objective_after, rz.objective_after, 1e-9);
     data_free(&d);
@@ -278,8 +291,8 @@ static void temperature_probs_and_binary_forms(void **state)
         b2.rec[3 * i + 1] = p;
         b2.rec[3 * i + 2] = y;
     }
-    assert_int_equal(calib_recal_fit_temperature(&b.ds, NULL, &rz), CALIB_OK);
-    assert_int_equal(calib_recal_fit_temperature(&b2.ds, NULL, &rp), CALIB_OK);
+    assert_int_equal(fit_t(&b.ds, NULL, &rz), CALIB_OK);
+    assert_int_equal(fit_t(&b2.ds, NULL, &rp), CALIB_OK);
     assert_close(rz.params[0], rp.params[0], 1e-9);
     assert_true(fabs(rz.params[0] - 1.7) < 0.2);
     data_free(&b);
@@ -308,7 +321,7 @@ static void temperature_brier_option(void **state)
     calib_recal_result res;
     calib_recal_opts o = {.objective = CALIB_RECAL_OBJ_BRIER};
     gen_logits(&d, 20000, 10, 2, 0, 31);
-    assert_int_equal(calib_recal_fit_temperature(&d.ds, &o, &res), CALIB_OK);
+    assert_int_equal(fit_t(&d.ds, &o, &res), CALIB_OK);
     assert_int_equal(res.objective, CALIB_RECAL_OBJ_BRIER);
     assert_true(res.converged);
     assert_false(res.at_bound);
@@ -320,6 +333,221 @@ static void temperature_brier_option(void **state)
     assert_true(brier_brute(&d.ds, t / 1.01) > res.objective_after);
     assert_true(fabs(t - 2) < 0.15);
     data_free(&d);
+}
+
+/* ------------------------------------------------------------------ wide logits */
+
+/* Logits z ~ N(0, spread^2) per class, y ~ softmax(z / t): an
+ * overconfident model whose rows span hundreds. */
+static void gen_wide(data *d, size_t n, size_t k, double spread, double t,
+                     uint64_t seed)
+{
+    calib_rng r;
+    double *p = malloc(k * sizeof *p);
+    assert_non_null(p);
+    calib_rng_seed(&r, seed);
+    data_alloc(d, CALIB_FORM_LOGITS, k, n, k);
+    for (size_t i = 0; i < n; i++) {
+        double *z = d->rec + i * (k + 1);
+        for (size_t j = 0; j < k; j++) {
+            z[j] = spread * calib_rng_normal(&r);
+            p[j] = z[j] / t;
+        }
+        calib_softmax(p, k, p);
+        z[k] = (double)calib_rng_categorical(&r, p, k);
+    }
+    free(p);
+}
+
+/* The exact gradient of the mean NLL in beta, mean of E_p[d] - d_y with
+ * d = z - max z, by libm: every class weighs exp(beta d), nothing clamped. */
+static double nll_grad_exact(const calib_dataset *ds, double beta)
+{
+    calib_ksum g = {0};
+    for (size_t i = 0; i < ds->n; i++) {
+        const double *z = ds->rec + i * ds->stride;
+        size_t k = ds->k;
+        double zmax = z[0], s0 = 0, s1 = 0;
+        for (size_t j = 1; j < k; j++)
+            zmax = z[j] > zmax ? z[j] : zmax;
+        for (size_t j = 0; j < k; j++) {
+            double d = z[j] - zmax, w = exp(beta * d);
+            s0 += w;
+            s1 += d * w;
+        }
+        calib_ksum_add(&g, s1 / s0 - (z[(size_t)z[k]] - zmax));
+    }
+    return calib_ksum_value(&g) / (double)ds->n;
+}
+
+/* The exact NLL minimiser over beta in [lo, hi]: the mean NLL is convex in
+ * beta, so bisection on the sign of its exact gradient, to 1e-13. */
+static double nll_argmin_exact(const calib_dataset *ds, double lo, double hi)
+{
+    if (nll_grad_exact(ds, lo) >= 0)
+        return lo;
+    if (nll_grad_exact(ds, hi) <= 0)
+        return hi;
+    while (hi - lo > 1e-13 * lo) {
+        double mid = sqrt(lo * hi);
+        if (nll_grad_exact(ds, mid) > 0)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return sqrt(lo * hi);
+}
+
+/* The global Brier minimiser over T in [tlo, thi], by brute force: 240
+ * log-spaced points, then golden section between the best one's
+ * neighbours (the mean Brier is not convex: the grid finds the basin). */
+static double brier_argmin_exact(const calib_dataset *ds, double tlo, double thi)
+{
+    const int npts = 240;
+    double best = tlo, fbest = INFINITY, ratio = pow(thi / tlo, 1.0 / npts);
+    for (int i = 0; i <= npts; i++) {
+        double t = tlo * pow(ratio, i), f = brier_brute(ds, t);
+        if (f < fbest)
+            fbest = f, best = t;
+    }
+    double a = log(fmax(best / ratio, tlo)), b = log(fmin(best * ratio, thi));
+    const double g = 0.6180339887498949;
+    double x1 = b - g * (b - a), x2 = a + g * (b - a);
+    double f1 = brier_brute(ds, exp(x1)), f2 = brier_brute(ds, exp(x2));
+    while (b - a > 1e-11) {
+        if (f1 < f2) {
+            b = x2, x2 = x1, f2 = f1;
+            x1 = b - g * (b - a);
+            f1 = brier_brute(ds, exp(x1));
+        } else {
+            a = x1, x1 = x2, f1 = f2;
+            x2 = a + g * (b - a);
+            f2 = brier_brute(ds, exp(x2));
+        }
+    }
+    double t = exp(0.5 * (a + b));
+    return brier_brute(ds, tlo) < brier_brute(ds, t) ? tlo
+           : brier_brute(ds, thi) < brier_brute(ds, t) ? thi : t;
+}
+
+typedef struct wide_case {
+    size_t n, k;
+    double spread, t;
+    double t_nll, t_brier; /* exact optima, computed once */
+} wide_case;
+
+static wide_case wide_cases[] = {
+    {4000, 10, 30, 8, 0, 0},
+    {4000, 10, 60, 12, 0, 0},
+    {600, 1000, 300, 15, 0, 0},
+};
+
+/*
+ * Rows whose logits span far more than 35 (an overconfident model): the
+ * fitted T is the exact optimum of the true objective, within 1e-6
+ * relative for the NLL and 1e-5 for the Brier score, and the objective
+ * reported is the true objective at the T returned.
+ */
+static void temperature_wide_logits_exact(void **state)
+{
+    for (size_t c = 0; c < sizeof wide_cases / sizeof *wide_cases; c++) {
+        wide_case *wc = &wide_cases[c];
+        data d;
+        calib_recal_result res;
+        gen_wide(&d, wc->n, wc->k, wc->spread, wc->t, 40 + c);
+        if (wc->t_nll == 0) {
+            wc->t_nll = 1 / nll_argmin_exact(&d.ds, 1 / CALIB_RECAL_T_MAX,
+                                             1 / CALIB_RECAL_T_MIN);
+            wc->t_brier = brier_argmin_exact(&d.ds, CALIB_RECAL_T_MIN, CALIB_RECAL_T_MAX);
+            printf("# K = %zu, logits N(0, %g^2), T* = %g: exact T %.9g (NLL), "
+                   "%.9g (Brier)\n", wc->k, wc->spread, wc->t, wc->t_nll, wc->t_brier);
+        }
+        assert_int_equal(fit_t(&d.ds, NULL, &res), CALIB_OK);
+        assert_true(res.converged);
+        assert_close(res.params[0], wc->t_nll, 1e-6); /* relative: T > 1 */
+        assert_close(res.objective_after, nll_brute(&d.ds, 1 / res.params[0]), 1e-12);
+        assert_close(res.objective_before, nll_brute(&d.ds, 1), 1e-12);
+
+        calib_recal_opts o = {.objective = CALIB_RECAL_OBJ_BRIER};
+        assert_int_equal(fit_t(&d.ds, &o, &res), CALIB_OK);
+        assert_close(res.params[0], wc->t_brier, 1e-5);
+        assert_close(res.objective_after, brier_brute(&d.ds, res.params[0]), 1e-12);
+        assert_close(res.objective_before, brier_brute(&d.ds, 1), 1e-12);
+        data_free(&d);
+    }
+}
+
+/*
+ * Separable data with wide margins: every row's label leads the other
+ * classes by at least m, so the NLL falls like exp(-m beta) all the way to
+ * the bracket's end and Newton's step is ~1/m each time; past beta ~ 708/m
+ * every row is a point mass on its label and the objective is flat. The fit
+ * must still reach t_min within a few passes, say so (converged, at_bound)
+ * and report the objective there -- for the Brier objective too.
+ */
+static void temperature_wide_separable_at_bound(void **state)
+{
+    const double margins[] = {5, 20, 200};
+    for (int mi = 0; mi < 3; mi++) {
+        data d;
+        calib_rng r;
+        calib_rng_seed(&r, 9);
+        gen_wide(&d, 2000, 10, 1, 1, 9);
+        for (size_t i = 0; i < d.ds.n; i++) {
+            double *z = d.rec + i * d.ds.stride;
+            size_t y = (size_t)(calib_rng_next(&r) % 10);
+            z[y] = z[calib_argmax(z, 10)] + margins[mi];
+            z[10] = (double)y;
+        }
+        calib_recal_opts variants[] = {
+            {0},
+            {.flags = CALIB_RECAL_NO_WARMUP},
+            {.flags = CALIB_RECAL_BISECT},
+            {.objective = CALIB_RECAL_OBJ_BRIER},
+        };
+        for (int i = 0; i < 4; i++) {
+            calib_recal_result res;
+            assert_int_equal(fit_t(&d.ds, &variants[i], &res), CALIB_OK);
+            assert_true(res.converged);
+            assert_true(res.at_bound);
+            assert_close(res.params[0], CALIB_RECAL_T_MIN, 1e-12);
+            if (i < 3) {
+                assert_close(res.objective_after,
+                             nll_brute(&d.ds, 1 / CALIB_RECAL_T_MIN), 1e-12);
+                assert_true(res.iterations <= 20);
+            } else {
+                assert_close(res.objective_after,
+                             brier_brute(&d.ds, CALIB_RECAL_T_MIN), 1e-12);
+            }
+        }
+        data_free(&d);
+    }
+}
+
+/*
+ * A binary p has one logit, ln max(p, 1e-15) - ln max(1 - p, 1e-15), in the
+ * fits (through calib_recal_row_logits) and in the applies of temperature
+ * and Platt scaling: at p = 1 all say 34.5388, never 34.5399.
+ */
+static void binary_logit_one_definition(void **state)
+{
+    const double ps[] = {0, 1e-300, 1e-16, 1e-15, 3e-15, 1e-9, 0.25, 0.5,
+                         1 - 1e-9, 1 - 3e-15, 1 - 1e-15, 1 - 1e-16, 1};
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+        double buf[2], out, t = 2, ab[2] = {1, 0};
+        calib_recal_row_logits(CALIB_FORM_BINARY, 2, &ps[i], buf);
+        double s = buf[1] - buf[0];
+        double want = log(fmax(ps[i], 1e-15)) - log(fmax(1 - ps[i], 1e-15));
+        assert_close(s, want, 1e-9); /* log1p refines ln(1 - p) */
+        if (ps[i] == 1)
+            assert_close(s, -log(1e-15), 1e-15);
+        assert_int_equal(calib_recal_apply_temperature(&t, CALIB_FORM_BINARY, 2,
+                                                       &ps[i], &out), CALIB_OK);
+        assert_close(out, 1 / (1 + exp(-s / 2)), 1e-15);
+        assert_int_equal(calib_recal_apply_platt(ab, CALIB_FORM_BINARY, 2, &ps[i],
+                                                 &out), CALIB_OK);
+        assert_close(out, 1 / (1 + exp(-s)), 1e-15);
+    }
 }
 
 /* ------------------------------------------------------------------ Platt */
@@ -691,7 +919,9 @@ static void row_logits(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
+    /* the temperature fit under each exp kernel: the widest this CPU has
+     * (AVX2 here), two lanes (SSE2), scalar */
+    const struct CMUnitTest temperature[] = {
         cmocka_unit_test(temperature_recovers_t),
         cmocka_unit_test(temperature_equals_brute_force),
         cmocka_unit_test(temperature_solvers_agree),
@@ -699,6 +929,23 @@ int main(void)
         cmocka_unit_test(temperature_extreme_logits_finite),
         cmocka_unit_test(temperature_probs_and_binary_forms),
         cmocka_unit_test(temperature_brier_option),
+        cmocka_unit_test(temperature_wide_logits_exact),
+        cmocka_unit_test(temperature_wide_separable_at_bound),
+    };
+    const struct { const char *name; unsigned flags; } kernels[] = {
+        {"temperature, widest exp kernel", 0},
+        {"temperature, two-lane exp kernel", CALIB_RECAL_EXP_VEC2},
+        {"temperature, scalar exp kernel", CALIB_RECAL_EXP_SCALAR},
+    };
+    int failed = 0;
+    for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++) {
+        kernel_flags = kernels[i].flags;
+        failed += _cmocka_run_group_tests(kernels[i].name, temperature,
+                                          sizeof temperature / sizeof *temperature,
+                                          NULL, NULL);
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(binary_logit_one_definition),
         cmocka_unit_test(platt_recovers_ab),
         cmocka_unit_test(platt_separable_stays_finite),
         cmocka_unit_test(variance_recovers_wb),
@@ -709,5 +956,5 @@ int main(void)
         cmocka_unit_test(minimize_1d),
         cmocka_unit_test(row_logits),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return failed + cmocka_run_group_tests(tests, NULL, NULL);
 }
