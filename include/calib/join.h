@@ -31,8 +31,14 @@
  * calib_join_pred and calib_join_label first expire what is due, so a join
  * never crosses the TTL; calib_join_expire is for an idle timer.
  *
- * Memory: everything is allocated by calib_join_init; nothing afterwards.
- * calib_join_bytes gives the amount. Ids are copied inline.
+ * Width: a table may be created before the width of its predictions is
+ * known (cfg.width = 0): it then holds labels only, which is what a model
+ * needs before its first prediction fixes its shape. calib_join_set_width
+ * gives it the width later; its waiting labels stay.
+ *
+ * Memory: everything is allocated by calib_join_init, except the outputs of
+ * a table created with width 0, allocated by calib_join_set_width; nothing
+ * afterwards. calib_join_bytes gives the amount. Ids are copied inline.
  *
  * Ids hash with a seeded 64-bit hash (calib_id_hash). It is not a keyed
  * cryptographic hash: the seed makes colliding ids expensive to precompute,
@@ -84,7 +90,8 @@ uint64_t calib_id_hash(const calib_id *id, uint64_t seed);
 typedef struct calib_join_cfg {
     double ttl;             /* seconds an item waits; finite, > 0 */
     size_t capacity;        /* waiting items (predictions + labels), >= 1 */
-    size_t width;           /* doubles of model outputs per prediction, >= 1 */
+    size_t width;           /* doubles of model outputs per prediction; 0:
+                               labels only, until calib_join_set_width */
     size_t joined_capacity; /* joined ids remembered; 0 remembers none */
     uint64_t seed;          /* hash seed: take it from a random source */
 } calib_join_cfg;
@@ -159,19 +166,29 @@ typedef struct calib_join {
 } calib_join;
 
 /* Allocates everything the table will use; CALIB_EINVAL for a bad cfg
- * (ttl not finite and > 0, capacity or width 0 or above the maxima,
- * joined_capacity above the maximum), CALIB_ENOMEM. */
+ * (ttl not finite and > 0, capacity 0 or above the maximum, width or
+ * joined_capacity above the maxima), CALIB_ENOMEM. */
 int calib_join_init(calib_join *j, const calib_join_cfg *cfg);
 void calib_join_free(calib_join *j);
 /* Bytes calib_join_init allocates for cfg, or 0 for a bad cfg. */
 size_t calib_join_bytes(const calib_join_cfg *cfg);
+/*
+ * Sets the number of doubles per prediction and allocates their outputs
+ * (capacity * width doubles); width 0 releases them and the table takes
+ * labels only. Waiting labels and every counter stay. CALIB_OK (also when
+ * the width is the table's already), CALIB_EINVAL for a width above
+ * CALIB_JOIN_MAX_WIDTH, a table not initialised, or a change while a
+ * prediction waits (its outputs would be lost), CALIB_ENOMEM; on an error
+ * the table is unchanged.
+ */
+int calib_join_set_width(calib_join *j, size_t width);
 
 /*
  * A prediction without y: `x` holds cfg.width outputs (copied), `ts` is the
  * producer's time (stored, not interpreted). Sets *out: JOINED (a waiting
  * label matched: out->x is this x, out->y the label), WAITING, REPLACED or
- * DUPLICATE. CALIB_EINVAL for a malformed id, a NULL pointer or a `now`
- * that is not finite; the table is then unchanged.
+ * DUPLICATE. CALIB_EINVAL for a malformed id, a NULL pointer, a `now`
+ * that is not finite, or a table of width 0; the table is then unchanged.
  */
 int calib_join_pred(calib_join *j, const calib_id *id, const double *x,
                     double ts, double now, calib_join_result *out);

@@ -2,7 +2,9 @@
  * join.c — the per-model join table of predictions and labels.
  *
  * Waiting items live in a slab of `capacity` entries allocated at init, with
- * their outputs in a parallel slab of capacity * width doubles. Two intrusive
+ * their outputs in a parallel slab of capacity * width doubles (allocated by
+ * calib_join_set_width when the table starts with width 0, labels only, as
+ * a model's does before its first prediction). Two intrusive
  * structures thread through the slab by 32-bit index:
  *
  *  - index-chained hash buckets (id -> slot), a power of two of them, at
@@ -118,19 +120,25 @@ static size_t pow2_at_least(size_t n)
     return p;
 }
 
+/* Whether capacity * width doubles of outputs can be sized in a size_t. */
+static int outputs_fit(size_t capacity, size_t width)
+{
+    return width == 0 || capacity <= SIZE_MAX / sizeof(double) / width;
+}
+
 /* Validates cfg and sizes every allocation; 0 if cfg is bad or the sizes
  * overflow size_t. */
 static int join_sizes(const calib_join_cfg *cfg, struct join_sizes *s)
 {
     if (!cfg || !isfinite(cfg->ttl) || !(cfg->ttl > 0) || cfg->capacity == 0 ||
-        cfg->capacity > CALIB_JOIN_MAX_CAPACITY || cfg->width == 0 ||
+        cfg->capacity > CALIB_JOIN_MAX_CAPACITY ||
         cfg->width > CALIB_JOIN_MAX_WIDTH ||
         cfg->joined_capacity > CALIB_JOIN_MAX_CAPACITY)
         return 0;
     s->nbuckets = pow2_at_least(cfg->capacity);
     s->ndbuckets = cfg->joined_capacity ? pow2_at_least(cfg->joined_capacity) : 0;
     if (cfg->capacity > SIZE_MAX / sizeof(calib_join_entry) ||
-        cfg->capacity > SIZE_MAX / sizeof(double) / cfg->width ||
+        !outputs_fit(cfg->capacity, cfg->width) ||
         s->nbuckets > SIZE_MAX / sizeof(uint32_t) ||
         cfg->joined_capacity > SIZE_MAX / sizeof(calib_join_done) ||
         s->ndbuckets > SIZE_MAX / sizeof(uint32_t))
@@ -170,9 +178,9 @@ int calib_join_init(calib_join *j, const calib_join_cfg *cfg)
     j->ndbuckets = s.ndbuckets;
     j->now = -INFINITY;
     j->ent = malloc(s.ent);
-    j->x = malloc(s.x);
+    j->x = s.x ? malloc(s.x) : NULL; /* width 0: labels only */
     j->bucket = malloc(s.bucket);
-    if (!j->ent || !j->x || !j->bucket)
+    if (!j->ent || (s.x && !j->x) || !j->bucket)
         goto err;
     if (cfg->joined_capacity) {
         j->done = malloc(s.done);
@@ -192,6 +200,27 @@ int calib_join_init(calib_join *j, const calib_join_cfg *cfg)
 err:
     calib_join_free(j);
     return CALIB_ENOMEM;
+}
+
+int calib_join_set_width(calib_join *j, size_t width)
+{
+    if (!j || !j->ent || width > CALIB_JOIN_MAX_WIDTH ||
+        !outputs_fit(j->cfg.capacity, width))
+        return CALIB_EINVAL;
+    if (width == j->cfg.width)
+        return CALIB_OK;
+    if (j->waiting_preds)
+        return CALIB_EINVAL;
+    double *x = NULL;
+    if (width) {
+        x = malloc(j->cfg.capacity * width * sizeof *x);
+        if (!x)
+            return CALIB_ENOMEM;
+    }
+    free(j->x);
+    j->x = x;
+    j->cfg.width = width;
+    return CALIB_OK;
 }
 
 void calib_join_free(calib_join *j)
@@ -425,7 +454,8 @@ int calib_join_pred(calib_join *j, const calib_id *id, const double *x,
                     double ts, double now, calib_join_result *out)
 {
     uint32_t hash;
-    if (!x || join_begin(j, id, now, out, &hash) != CALIB_OK)
+    if (!x || !j || j->cfg.width == 0 ||
+        join_begin(j, id, now, out, &hash) != CALIB_OK)
         return CALIB_EINVAL;
     uint32_t slot = waiting_find(j, id, hash);
     if (slot != NIL && j->ent[slot].kind == CALIB_JOIN_PRED) {

@@ -308,7 +308,6 @@ static void init_checks_config(void **state)
         {.ttl = NAN, .capacity = 4, .width = 3},
         {.ttl = INFINITY, .capacity = 4, .width = 3},
         {.ttl = 1, .capacity = 0, .width = 3},
-        {.ttl = 1, .capacity = 4, .width = 0},
         {.ttl = 1, .capacity = CALIB_JOIN_MAX_CAPACITY + 1, .width = 1},
         {.ttl = 1, .capacity = 4, .width = CALIB_JOIN_MAX_WIDTH + 1},
         {.ttl = 1, .capacity = 4, .width = 1,
@@ -327,6 +326,67 @@ static void init_checks_config(void **state)
                   8 * sizeof(uint32_t);
     assert_int_equal(calib_join_bytes(&ok), want);
     calib_join_free(&j);
+}
+
+/* A table made before the width of its predictions is known holds labels
+ * only; the width comes later and the waiting labels join. */
+static void labels_before_width(void **state)
+{
+    calib_join j;
+    calib_join_result r;
+    calib_join_cfg cfg = {.ttl = 100, .capacity = 4, .width = 0,
+                          .joined_capacity = 4, .seed = 7};
+    size_t bytes = 4 * sizeof(calib_join_entry) + 4 * sizeof(uint32_t) +
+                   4 * sizeof(calib_join_done) + 4 * sizeof(uint32_t);
+    assert_int_equal(calib_join_bytes(&cfg), bytes);
+    assert_int_equal(calib_join_init(&j, &cfg), CALIB_OK);
+    assert_null(j.x);
+    calib_id a = uid(1), b = uid(2), c = uid(3);
+    double x[4] = {0.5, 1.5, 2.5, 3.5};
+    /* no width: a prediction is refused, the table unchanged */
+    assert_int_equal(calib_join_pred(&j, &a, x, 0, 1, &r), CALIB_EINVAL);
+    assert_int_equal(j.waiting_preds + j.waiting_labels, 0);
+    assert_int_equal(label(&j, a, 2, 1, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(label(&j, b, 0, 1, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(label(&j, b, 1, 2, &r), CALIB_JOIN_REPLACED);
+    /* the width: the labels wait on */
+    assert_int_equal(calib_join_set_width(&j, 3), CALIB_OK);
+    assert_int_equal(calib_join_set_width(&j, 3), CALIB_OK);
+    assert_int_equal(j.cfg.width, 3);
+    assert_int_equal(j.waiting_labels, 2);
+    assert_int_equal(calib_join_pred(&j, &a, x, 7, 3, &r), CALIB_OK);
+    assert_int_equal(r.status, CALIB_JOIN_JOINED);
+    assert_close(r.y, 2, 0);
+    assert_close(r.label_ts, 2.5, 0);
+    /* a waiting prediction fixes the width until it leaves */
+    assert_int_equal(calib_join_pred(&j, &c, x + 1, 8, 3, &r), CALIB_OK);
+    assert_int_equal(r.status, CALIB_JOIN_WAITING);
+    assert_int_equal(calib_join_set_width(&j, 4), CALIB_EINVAL);
+    assert_int_equal(calib_join_set_width(&j, 0), CALIB_EINVAL);
+    assert_int_equal(j.cfg.width, 3);
+    assert_int_equal(label(&j, c, 1, 4, &r), CALIB_JOIN_JOINED);
+    assert_close(r.x[0], 1.5, 0);
+    assert_close(r.x[2], 3.5, 0);
+    /* back to labels only, then another width: b's label still waits */
+    assert_int_equal(calib_join_set_width(&j, 0), CALIB_OK);
+    assert_null(j.x);
+    assert_int_equal(calib_join_pred(&j, &b, x, 0, 5, &r), CALIB_EINVAL);
+    assert_int_equal(calib_join_set_width(&j, CALIB_JOIN_MAX_WIDTH + 1), CALIB_EINVAL);
+    assert_int_equal(calib_join_set_width(&j, 1), CALIB_OK);
+    assert_int_equal(calib_join_pred(&j, &b, x + 3, 9, 5, &r), CALIB_OK);
+    assert_int_equal(r.status, CALIB_JOIN_JOINED);
+    assert_close(r.y, 1, 0);
+    assert_int_equal(j.joined, 3);
+    assert_int_equal(j.duplicate_labels, 1);
+    /* a labels-only table expires its labels as any other */
+    assert_int_equal(calib_join_set_width(&j, 0), CALIB_OK);
+    assert_int_equal(label(&j, uid(4), 1, 10, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(calib_join_expire(&j, 110), 1);
+    assert_int_equal(j.expired_labels, 1);
+    calib_join_free(&j);
+    /* an uninitialised or freed table has no width to set */
+    assert_int_equal(calib_join_set_width(&j, 2), CALIB_EINVAL);
+    assert_int_equal(calib_join_set_width(NULL, 2), CALIB_EINVAL);
 }
 
 /* ------------------------------------------------------------------ ids */
@@ -715,6 +775,7 @@ int main(void)
         cmocka_unit_test(eviction_oldest_first),
         cmocka_unit_test(joined_memory_bounded),
         cmocka_unit_test(init_checks_config),
+        cmocka_unit_test(labels_before_width),
         cmocka_unit_test(id_kinds_are_distinct),
         cmocka_unit_test(id_ignores_bytes_past_len),
         cmocka_unit_test(hash_spreads_similar_ids),
