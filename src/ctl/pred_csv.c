@@ -90,19 +90,61 @@ static size_t column(char *const *names, size_t ncol, const char *want)
     return NONE;
 }
 
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A name that appears twice in the header, else NULL; -1 out of memory.
+ * Sorted pointers, so O(n log n) for any number of columns. */
+static int duplicate_name(char *const *names, size_t ncol, const char **dup)
+{
+    *dup = NULL;
+    if (ncol < 2)
+        return 0;
+    char **sorted = malloc(ncol * sizeof *sorted);
+    if (!sorted)
+        return -1;
+    memcpy(sorted, names, ncol * sizeof *sorted);
+    qsort(sorted, ncol, sizeof *sorted, cmp_name);
+    for (size_t c = 1; c < ncol && !*dup; c++)
+        if (strcmp(sorted[c - 1], sorted[c]) == 0)
+            *dup = sorted[c];
+    free(sorted);
+    return 0;
+}
+
+/* One warning line for all unknown columns, naming the first three. */
+static void warn_unknown(const char *path, char *const *names, size_t ncol)
+{
+    const char *first[3];
+    size_t unknown = 0;
+    for (size_t c = 0; c < ncol; c++)
+        if (!known_name(names[c]) && unknown++ < 3)
+            first[unknown - 1] = names[c];
+    if (unknown == 1)
+        ctl_error(path, 1, "warning: ignoring unknown column '%s'", first[0]);
+    else if (unknown > 1)
+        ctl_error(path, 1, "warning: ignoring %zu unknown columns: '%s', '%s'%s%s%s%s",
+                  unknown, first[0], first[1], unknown > 2 ? ", '" : "",
+                  unknown > 2 ? first[2] : "", unknown > 2 ? "'" : "",
+                  unknown > 3 ? ", ..." : "");
+}
+
 int pred_layout_init(pred_layout *l, const char *path, char *const *names,
                      size_t ncol, char *err, size_t errlen)
 {
     *l = (pred_layout){.col_y = NONE};
-    for (size_t c = 0; c < ncol; c++)
-        for (size_t d = 0; d < c; d++)
-            if (strcmp(names[c], names[d]) == 0) {
-                snprintf(err, errlen, "column '%s' appears twice", names[c]);
-                return -1;
-            }
-    for (size_t c = 0; c < ncol; c++)
-        if (!known_name(names[c]))
-            ctl_error(path, 1, "warning: ignoring unknown column '%s'", names[c]);
+    const char *dup;
+    if (duplicate_name(names, ncol, &dup) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (dup) {
+        snprintf(err, errlen, "column '%s' appears twice", dup);
+        return -1;
+    }
+    warn_unknown(path, names, ncol);
     if ((l->col_y = column(names, ncol, "y")) == NONE) {
         snprintf(err, errlen, "no column 'y' (the outcome)");
         return -1;

@@ -105,6 +105,26 @@ assert r['form'] == 'binary' and r['k'] == 2 and close(r['brier'], 2 * 0.04)
 " 'id, p ,y\n17, 0.8 ,1\n'
 grep -q "warning: ignoring unknown column 'id'" "$tmp/err" && ok warn_unknown || bad warn_unknown
 
+# 80,000 unknown columns: one warning line that counts them, and a duplicate
+# among many columns is still found (the check sorts: it was O(n^2))
+python3 -c "
+import sys
+n = 80000
+sys.stdout.write(','.join(['y', 'p'] + ['c%d' % i for i in range(n)]) + '\\n')
+sys.stdout.write(','.join(['1', '0.5'] + ['0'] * n) + '\\n')
+" > "$tmp/wide.csv"
+"$CALIBCTL" score "$tmp/wide.csv" > "$tmp/out" 2> "$tmp/err"
+if [ $? -eq 0 ] && [ "$(wc -l < "$tmp/err")" -eq 1 ] &&
+   grep -q "warning: ignoring 80000 unknown columns: 'c0', 'c1', 'c2', \.\.\.$" "$tmp/err"; then
+    ok warn_unknown_many
+else
+    bad "warn_unknown_many ($(head -c 300 "$tmp/err"))"
+fi
+sed -i '1s/$/,c79999/; 2s/$/,0/' "$tmp/wide.csv"
+"$CALIBCTL" score "$tmp/wide.csv" > "$tmp/out" 2> "$tmp/err"
+[ $? -eq 2 ] && grep -q "column 'c79999' appears twice" "$tmp/err" &&
+    ok duplicate_among_many || bad "duplicate_among_many ($(head -c 300 "$tmp/err"))"
+
 # Regression: (y - mean)^2 / var + ln var
 expect_json gaussian "
 assert r['form'] == 'gaussian' and r['n'] == 2
