@@ -40,6 +40,12 @@ static inline unsigned long calib_form_width(enum calib_form form, unsigned long
     return form == CALIB_FORM_BINARY ? 1 : form == CALIB_FORM_GAUSSIAN ? 2 : k;
 }
 
+/* The wire and configuration name of a form: "logits", "probs", "binary",
+ * "gaussian"; "unknown" for any other value. */
+const char *calib_form_name(int form);
+/* The form of that name, or -1. */
+int calib_form_parse(const char *name);
+
 /* A short, static, English description of a CALIB_E* code. */
 const char *calib_strerror(int err);
 

@@ -202,7 +202,7 @@ int cmd_fit(int argc, char **argv)
     rc = CTL_BADINPUT;
     if (!(m->forms & CALIB_FORM_BIT(train.ds.form))) {
         ctl_error(a.file, 1, "method %s does not take %s outputs", m->name,
-                  pred_form_name(train.ds.form));
+                  calib_form_name(train.ds.form));
         goto out;
     }
     if (a.test) {

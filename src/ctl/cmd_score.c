@@ -107,7 +107,7 @@ static int report(score_run *s)
     if (l->form == CALIB_FORM_GAUSSIAN) {
         json_begin(&j, stdout);
         json_uint(&j, "n", s->dss.n);
-        json_str(&j, "form", pred_form_name(l->form));
+        json_str(&j, "form", calib_form_name(l->form));
         print_mean_ci(&j, "dss", "dss_ci", &s->dss);
         json_num(&j, "mse", calib_accum_mean(&s->sqerr));
         json_num(&j, "mean_var", calib_accum_mean(&s->var));
@@ -122,7 +122,7 @@ static int report(score_run *s)
     json_begin(&j, stdout);
     json_uint(&j, "n", e.n);
     json_uint(&j, "k", l->k);
-    json_str(&j, "form", pred_form_name(l->form));
+    json_str(&j, "form", calib_form_name(l->form));
     json_num(&j, "accuracy", e.accuracy);
     print_mean_ci(&j, "brier", "brier_ci", &s->brier);
     json_num(&j, "rbs", sqrt(calib_accum_mean(&s->brier)));

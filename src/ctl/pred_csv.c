@@ -7,17 +7,6 @@
 #include "ctl.h"
 #include "pred_csv.h"
 
-const char *pred_form_name(int form)
-{
-    switch (form) {
-    case CALIB_FORM_LOGITS: return "logits";
-    case CALIB_FORM_PROBS: return "probs";
-    case CALIB_FORM_BINARY: return "binary";
-    case CALIB_FORM_GAUSSIAN: return "gaussian";
-    }
-    return "unknown";
-}
-
 /* "z12" -> 12 for prefix 'z'; -1 unless the rest is a canonical decimal. */
 static long class_index(const char *name, char prefix)
 {

@@ -27,7 +27,4 @@ void pred_layout_free(pred_layout *l);
  * or -1 with err set. */
 int pred_row(const pred_layout *l, const double *v, double *x, double *y,
              char *err, size_t errlen);
-
-const char *pred_form_name(int form);
-
 #endif

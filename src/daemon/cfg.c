@@ -52,13 +52,9 @@ static int parse_bool(const char *s, int *out)
 
 static int parse_form(const char *s, int *out)
 {
-    static const char *names[] = {"logits", "probs", "binary", "gaussian"};
     if (strcmp(s, "auto") == 0)
         return *out = -1, 0;
-    for (int i = 0; i < 4; i++)
-        if (strcmp(s, names[i]) == 0)
-            return *out = i, 0;
-    return -1;
+    return (*out = calib_form_parse(s)) >= 0 ? 0 : -1;
 }
 
 /* ------------------------------------------------------------ model keys */

@@ -1,7 +1,30 @@
-/* error.c — error strings and version of libcalib. */
+/* error.c — error strings, form names and version of libcalib. */
 #include "config.h"
 
+#include <string.h>
+
 #include "calib/calib.h"
+
+static const char *const form_names[] = {
+    [CALIB_FORM_LOGITS] = "logits",
+    [CALIB_FORM_PROBS] = "probs",
+    [CALIB_FORM_BINARY] = "binary",
+    [CALIB_FORM_GAUSSIAN] = "gaussian",
+};
+#define NFORMS (int)(sizeof form_names / sizeof form_names[0])
+
+const char *calib_form_name(int form)
+{
+    return form >= 0 && form < NFORMS ? form_names[form] : "unknown";
+}
+
+int calib_form_parse(const char *name)
+{
+    for (int f = 0; name && f < NFORMS; f++)
+        if (strcmp(name, form_names[f]) == 0)
+            return f;
+    return -1;
+}
 
 const char *calib_strerror(int err)
 {

@@ -144,6 +144,23 @@ static void checks(void **state)
                         "probabilities do not sum to 1 within 1e-3");
 }
 
+/* One spelling of the form names, both ways. */
+static void form_names(void **state)
+{
+    const char *names[] = {"logits", "probs", "binary", "gaussian"};
+    for (int f = 0; f < 4; f++) {
+        assert_string_equal(calib_form_name(f), names[f]);
+        assert_int_equal(calib_form_parse(names[f]), f);
+    }
+    assert_int_equal(calib_form_parse(CALIB_FORM_LOGITS == 0 ? "logits" : ""), 0);
+    assert_string_equal(calib_form_name(4), "unknown");
+    assert_string_equal(calib_form_name(-1), "unknown");
+    assert_int_equal(calib_form_parse("Logits"), -1);
+    assert_int_equal(calib_form_parse("unknown"), -1);
+    assert_int_equal(calib_form_parse(""), -1);
+    assert_int_equal(calib_form_parse(NULL), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -156,6 +173,7 @@ int main(void)
         cmocka_unit_test(dss_by_hand),
         cmocka_unit_test(argmax_ties_lowest),
         cmocka_unit_test(checks),
+        cmocka_unit_test(form_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
