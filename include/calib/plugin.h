@@ -78,6 +78,17 @@ const calib_plugin *calib_plugin_builtin(const char *name);
  */
 int calib_plugin_check(const calib_plugin *p, char *err, size_t errlen);
 
+/*
+ * Checks parameters p->nparams values for method p, as read back from
+ * storage or received: each finite; in the built-ins' domains (temperature
+ * T > 0; variance w > 0, b >= 0; Platt any finite a, b); and, for every
+ * method, p->apply maps an ordinary and an extreme prediction of each form
+ * the method handles (K = 2) to a valid one. CALIB_OK, or CALIB_EINVAL
+ * with a message naming the parameter.
+ */
+int calib_plugin_params_check(const calib_plugin *p, const double *params,
+                              char *err, size_t errlen);
+
 /* Built-ins plus up to CALIB_PLUGIN_MAX added or loaded plugins. */
 typedef struct calib_plugin_registry {
     size_t len;

@@ -5,6 +5,7 @@
  * a buffer, one message; nothing here prints.
  */
 #include <dlfcn.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -132,6 +133,83 @@ int calib_plugin_check(const calib_plugin *p, char *err, size_t errlen)
     if (!p->fit || !p->apply) {
         errf(err, errlen, "%s: fit and apply are required", p->name);
         return CALIB_EINVAL;
+    }
+    return CALIB_OK;
+}
+
+/* ================================================================== parameters */
+
+/* The built-ins' domains: T > 0; w > 0 and b >= 0 (a variance stays
+ * positive); Platt's a and b anything finite. -1, or the index of the
+ * parameter outside its domain. */
+static int builtin_domain(const calib_plugin *p, const double *v, const char **why)
+{
+    if (p == &builtin_temperature && !(v[0] > 0))
+        return *why = "must be > 0", 0;
+    if (p == &builtin_variance && !(v[0] > 0))
+        return *why = "must be > 0", 0;
+    if (p == &builtin_variance && !(v[1] >= 0))
+        return *why = "must be >= 0", 1;
+    return -1;
+}
+
+/* One prediction of each form, ordinary and extreme, to apply a map to. */
+static const struct probe {
+    int form;
+    size_t k;
+    double x[2];
+} probes[] = {
+    {CALIB_FORM_LOGITS, 2, {0.3, -1.2}},
+    {CALIB_FORM_LOGITS, 2, {0, 40}},
+    {CALIB_FORM_PROBS, 2, {0.2, 0.8}},
+    {CALIB_FORM_PROBS, 2, {1e-12, 1 - 1e-12}},
+    {CALIB_FORM_BINARY, 2, {0.7, 0}},
+    {CALIB_FORM_BINARY, 2, {1 - 1e-12, 0}},
+    {CALIB_FORM_GAUSSIAN, 0, {1.5, 0.5}},
+    {CALIB_FORM_GAUSSIAN, 0, {-1e6, 1e-9}},
+};
+
+/* The map's output of one probe is a valid prediction of its output form. */
+static int output_ok(int form, size_t k, const double *out)
+{
+    switch (calib_recal_out_form(form)) {
+    case CALIB_FORM_PROBS: return calib_check_probs(out, k) == CALIB_OK;
+    case CALIB_FORM_BINARY: return calib_check_binary(out[0]) == CALIB_OK;
+    default: return calib_check_gaussian(out[0], out[1]) == CALIB_OK;
+    }
+}
+
+int calib_plugin_params_check(const calib_plugin *p, const double *params,
+                              char *err, size_t errlen)
+{
+    const char *why;
+    if (!p || !params || p->nparams == 0 || p->nparams > CALIB_RECAL_MAX_PARAMS) {
+        errf(err, errlen, "no method or no parameters");
+        return CALIB_EINVAL;
+    }
+    for (unsigned i = 0; i < p->nparams; i++)
+        if (!isfinite(params[i])) {
+            errf(err, errlen, "%s: %s = %g is not finite", p->name, p->param_names[i],
+                 params[i]);
+            return CALIB_EINVAL;
+        }
+    int bad = builtin_domain(p, params, &why);
+    if (bad >= 0) {
+        errf(err, errlen, "%s: %s = %.17g %s", p->name, p->param_names[bad],
+             params[bad], why);
+        return CALIB_EINVAL;
+    }
+    for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
+        const struct probe *pr = &probes[i];
+        double out[2];
+        if (!(p->forms & CALIB_FORM_BIT(pr->form)))
+            continue;
+        if (p->apply(params, pr->form, pr->k, pr->x, out) != CALIB_OK ||
+            !output_ok(pr->form, pr->k, out)) {
+            errf(err, errlen, "%s: these parameters do not map a %s prediction to a "
+                 "valid one", p->name, calib_form_name(pr->form));
+            return CALIB_EINVAL;
+        }
     }
     return CALIB_OK;
 }

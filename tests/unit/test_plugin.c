@@ -370,6 +370,74 @@ static void ets_apply_in_place_and_probs(void **state)
     calib_plugin_registry_free(&r);
 }
 
+/* Stored or received parameters outside a method's domain are refused
+ * with the parameter's name; the identity and fitted values pass. */
+static void params_domain(void **state)
+{
+    const calib_plugin *t = calib_plugin_builtin("temperature"),
+                       *pl = calib_plugin_builtin("platt"),
+                       *v = calib_plugin_builtin("variance");
+    char err[256];
+    const struct {
+        const calib_plugin *p;
+        double v[2];
+        int ok;
+        const char *says;
+    } cases[] = {
+        {t, {1, 0}, 1, NULL},
+        {t, {0.05, 0}, 1, NULL},
+        {t, {1e6, 0}, 1, NULL},
+        {t, {0, 0}, 0, "T = 0 must be > 0"},
+        {t, {-2, 0}, 0, "T = -2 must be > 0"},
+        {t, {NAN, 0}, 0, "T = nan is not finite"},
+        {t, {INFINITY, 0}, 0, "not finite"},
+        {pl, {1, 0}, 1, NULL},
+        {pl, {-0.5, 3}, 1, NULL},
+        {pl, {1, NAN}, 0, "b = nan is not finite"},
+        {v, {1, 0}, 1, NULL},
+        {v, {4, 0.25}, 1, NULL},
+        {v, {0, 1}, 0, "w = 0 must be > 0"},
+        {v, {-1, 0}, 0, "w = -1 must be > 0"},
+        {v, {1, -0.5}, 0, "b = -0.5 must be >= 0"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        err[0] = 0;
+        int rc = calib_plugin_params_check(cases[i].p, cases[i].v, err, sizeof err);
+        assert_int_equal(rc, cases[i].ok ? CALIB_OK : CALIB_EINVAL);
+        if (cases[i].says && !strstr(err, cases[i].says)) {
+            print_error("case %zu: '%s' lacks '%s'\n", i, err, cases[i].says);
+            fail();
+        }
+    }
+    assert_int_equal(calib_plugin_params_check(NULL, cases[0].v, err, sizeof err),
+                     CALIB_EINVAL);
+}
+
+/* A plugin whose apply accepts anything: the probe catches parameters that
+ * make it output invalid predictions. */
+static int apply_scale(const double *params, int form, size_t k, const double *x,
+                       double *out)
+{
+    for (size_t j = 0; j < calib_form_width(form, k); j++)
+        out[j] = params[0] * x[j];
+    return CALIB_OK;
+}
+
+static void params_probe_plugin(void **state)
+{
+    calib_plugin scale = {
+        .abi_version = CALIB_PLUGIN_ABI_VERSION, .name = "scale",
+        .forms = CALIB_FORM_BIT(CALIB_FORM_BINARY), .nparams = 1,
+        .param_names = {"s"}, .identity = {1},
+        .fit = calib_recal_fit_temperature, .apply = apply_scale,
+    };
+    char err[256];
+    double good = 1, bad = 3;
+    assert_int_equal(calib_plugin_params_check(&scale, &good, err, sizeof err), CALIB_OK);
+    assert_int_equal(calib_plugin_params_check(&scale, &bad, err, sizeof err), CALIB_EINVAL);
+    assert_non_null(strstr(err, "do not map a binary prediction to a valid one"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -377,6 +445,8 @@ int main(void)
         cmocka_unit_test(descriptor_checks),
         cmocka_unit_test(registry_add_and_free),
         cmocka_unit_test(load_ets),
+        cmocka_unit_test(params_domain),
+        cmocka_unit_test(params_probe_plugin),
         cmocka_unit_test(refuse_other_abi),
         cmocka_unit_test(refuse_missing_and_foreign),
         cmocka_unit_test(ets_improves_brier),
