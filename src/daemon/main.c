@@ -12,6 +12,7 @@
 
 #include "calibd.h"
 #include "loop.h"
+#include "state.h"
 
 static void usage(FILE *f)
 {
@@ -253,6 +254,13 @@ static int create_models(calibd *d, char *err, size_t errlen)
     return 0;
 }
 
+static void log_stale(void *arg, const char *name)
+{
+    calibd *d = arg;
+    log_msg(&d->log, LOG_WARN, "state", "removed %s/%s, a temporary file left by a "
+            "daemon that stopped while writing it", d->cfg.state_dir, name);
+}
+
 /* ------------------------------------------------------------ loop */
 
 static void on_tick(uv_timer_t *t)
@@ -393,6 +401,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "calibd: out of memory\n");
         return 1;
     }
+    /* before anything reads or writes the state directory */
+    int lock = state_lock(d.cfg.state_dir, err, sizeof err);
+    if (lock < 0) {
+        log_msg(&d.log, LOG_ERROR, "main", "%s", err);
+        config_free(&d.cfg);
+        return 1;
+    }
+    if (state_remove_stale(d.cfg.state_dir, log_stale, &d) < 0)
+        log_msg(&d.log, LOG_WARN, "state", "cannot read %s: %s", d.cfg.state_dir,
+                strerror(errno));
     int code = 0;
     if (create_models(&d, err, sizeof err) != 0 || open_sockets(&d, err, sizeof err) != 0 ||
         start_loop(&d, err, sizeof err) != 0) {
@@ -413,5 +431,6 @@ int main(int argc, char **argv)
     free(d.x);
     config_free(&d.cfg);
     log_msg(&d.log, LOG_INFO, "main", "stopped");
+    close(lock);
     return code;
 }

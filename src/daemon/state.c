@@ -1,10 +1,13 @@
 /* state.c — durable per-model parameters. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "state.h"
@@ -134,4 +137,76 @@ int state_load_params(const char *dir, const char *name, model_params *p, char *
         return -1;
     }
     return 0;
+}
+
+/* ------------------------------------------------------------ the directory */
+
+int state_lock(const char *dir, char *err, size_t errlen)
+{
+    char path[4352];
+    if (mkdir(dir, 0750) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "state directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        char pid[32] = "";
+        ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+        pid[n > 0 ? n : 0] = 0;
+        pid[strcspn(pid, "\n")] = 0;
+        if (e == EWOULDBLOCK)
+            snprintf(err, errlen, "state directory %s is in use by another calibd "
+                     "(pid %s, holding %s); one daemon per state directory", dir,
+                     pid[0] ? pid : "unknown", path);
+        else
+            snprintf(err, errlen, "cannot lock %s: %s", path, strerror(e));
+        close(fd);
+        return -1;
+    }
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* A name calibd writes as a temporary file. */
+static int stale_name(const char *name)
+{
+    size_t len = strlen(name);
+    if (strcmp(name, "endpoints.tmp") == 0)
+        return 1;
+    return len > strlen("model..params.tmp") && strncmp(name, "model.", 6) == 0 &&
+           strcmp(name + len - strlen(".params.tmp"), ".params.tmp") == 0;
+}
+
+int state_remove_stale(const char *dir, void (*report)(void *arg, const char *name),
+                       void *arg)
+{
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return -1;
+    int removed = 0;
+    struct dirent *e;
+    char path[4352];
+    while ((e = readdir(dp))) {
+        if (!stale_name(e->d_name))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (unlink(path) == 0) {
+            removed++;
+            report(arg, e->d_name);
+        }
+    }
+    closedir(dp);
+    return removed;
 }

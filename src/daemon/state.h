@@ -4,6 +4,7 @@
 #define CALIBD_STATE_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "model.h"
 
@@ -26,5 +27,25 @@ int state_save_params(const char *dir, const char *name, const model_params *p,
  */
 int state_load_params(const char *dir, const char *name, model_params *p, char *err,
                       size_t errlen);
+
+/*
+ * Makes the state directory if need be and takes its lock, STATE_DIR/lock:
+ * an exclusive flock(2) held on an open descriptor (close-on-exec, so no
+ * child keeps it) for the life of the process, with the holder's pid
+ * written in the file. Returns the descriptor; -1 with err set, naming the
+ * holder's pid, when another process holds it or the directory cannot be
+ * used. Two daemons on one directory would publish versions over each
+ * other's.
+ */
+int state_lock(const char *dir, char *err, size_t errlen);
+
+/*
+ * Removes the temporary files a crash can leave behind (model.*.params.tmp,
+ * endpoints.tmp): they are never read, and only a daemon holding the lock
+ * writes them. Calls report(arg, name) for each one removed; returns how
+ * many, or -1 if the directory cannot be read.
+ */
+int state_remove_stale(const char *dir, void (*report)(void *arg, const char *name),
+                       void *arg);
 
 #endif
