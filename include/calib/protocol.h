@@ -66,13 +66,18 @@ enum calib_reject {
     CALIB_REJ_VAR_NONPOSITIVE,  /* var <= 0 */
     CALIB_REJ_LABEL_RANGE,      /* y not an integer class in [0, K) */
     CALIB_REJ_BAD_ID,           /* id empty, over 64 bytes, or not str/uint */
+    /* the whole message again (added after the record reasons) */
+    CALIB_REJ_BIN_AMBIGUOUS,    /* a row-form bin of logits/probs without "k"
+                                   whose length fits both K float32 and K/2
+                                   float64 (a multiple of 8), K unknown */
     CALIB_REJ_COUNT
 };
 
 /* "bad_topic", ...; "unknown" for a value outside the enum. */
 const char *calib_reject_name(int reason);
 
-/* 1 if the reason rejects one record of a batch, 0 if the whole message. */
+/* 1 if the reason rejects one record of a batch (CALIB_REJ_NONFINITE ..
+ * CALIB_REJ_BAD_ID), 0 if the whole message. */
 int calib_reject_is_record(int reason);
 
 enum calib_msg_type {
@@ -94,6 +99,18 @@ typedef struct calib_msg_col {
     const msgpack_object *obj;  /* objects, one per value (or per row) */
 } calib_msg_col;
 
+/* What a rejected message had wrong, beyond the reason: for a log line
+ * that tells the producer what to fix. */
+typedef struct calib_msg_fault {
+    const char *key;   /* the key at fault ("k", "logits", "y", ...), a
+                          static string; NULL when no one key is (the topic,
+                          undecodable bytes, a key that is not a string, a
+                          prediction without any output) */
+    size_t bin_bytes;  /* _BIN_LENGTH, _BIN_AMBIGUOUS: the bin's length */
+    size_t bin_values; /* _BIN_LENGTH: the values it had to hold; 0 when
+                          no K could be known (a row-form bin without "k") */
+} calib_msg_fault;
+
 typedef struct calib_msg {
     /* read-only after a successful calib_msg_decode */
     int type;                 /* enum calib_msg_type */
@@ -106,6 +123,8 @@ typedef struct calib_msg {
     double ts;                /* scalar "ts"; NaN if absent or an array */
     const char *topic;        /* the topic (not NUL-terminated) */
     size_t topic_len;
+    /* read-only after a rejection (zero after a success) */
+    calib_msg_fault fault;
     /* private */
     calib_msg_col id, ts_col, y, out[2];
     msgpack_unpacked unp;
@@ -120,6 +139,8 @@ typedef struct calib_msg_rec {
     int has_y;
     double y;            /* the outcome, if has_y */
     double ts;           /* seconds since the epoch; NaN: use receive time */
+    const char *fault_key; /* after a record-level reason: the key at fault
+                              ("id", "ts", "logits", "var", "y", ...) */
 } calib_msg_rec;
 
 void calib_msg_init(calib_msg *m);
@@ -127,8 +148,9 @@ void calib_msg_destroy(calib_msg *m);
 
 /*
  * Decodes one message. Returns CALIB_REJ_NONE and fills m, or a reason that
- * rejects the whole message (then m->n is 0). Never reads outside topic and
- * payload, never allocates more than a small multiple of payload_len.
+ * rejects the whole message (then m->n is 0 and m->fault says what was at
+ * fault). Never reads outside topic and payload, never allocates more than
+ * a small multiple of payload_len.
  */
 int calib_msg_decode(calib_msg *m, const void *topic, size_t topic_len,
                      const void *payload, size_t payload_len);
@@ -136,7 +158,10 @@ int calib_msg_decode(calib_msg *m, const void *topic, size_t topic_len,
 /*
  * As calib_msg_decode, with the K the model is known to have (0 if not yet
  * known): a row-form bin of logits or probs without "k" is then read as K
- * values, its element size told by its length (4K or 8K bytes).
+ * values, its element size told by its length (4K or 8K bytes). Without "k"
+ * and without a hint, such a bin is read as float32 when its length is a
+ * multiple of 4 and not of 8; a multiple of 8 could be K float32 or K/2
+ * float64 and is rejected as CALIB_REJ_BIN_AMBIGUOUS, never guessed.
  */
 int calib_msg_decode_k(calib_msg *m, const void *topic, size_t topic_len,
                        const void *payload, size_t payload_len, size_t k_hint);
@@ -144,9 +169,10 @@ int calib_msg_decode_k(calib_msg *m, const void *topic, size_t topic_len,
 /*
  * Extracts record i < m->n: fills out and, for a pred, the m->width outputs
  * into x (logits or probs, p, or mean then var; may be NULL for a label).
- * Returns CALIB_REJ_NONE, a record-level reason, or CALIB_EINVAL if i is out
- * of range or m holds no decoded message. A label's y is only checked to be
- * finite: its range depends on the model (calib_proto_check_y).
+ * Returns CALIB_REJ_NONE, a record-level reason (out->fault_key names the
+ * key), or CALIB_EINVAL if i is out of range or m holds no decoded message.
+ * A label's y is only checked to be finite: its range depends on the model
+ * (calib_proto_check_y).
  */
 int calib_msg_record(const calib_msg *m, size_t i, calib_msg_rec *out,
                      double *x);

@@ -57,6 +57,7 @@ static const char *const reject_names[CALIB_REJ_COUNT] = {
     [CALIB_REJ_VAR_NONPOSITIVE] = "var_nonpositive",
     [CALIB_REJ_LABEL_RANGE] = "label_range",
     [CALIB_REJ_BAD_ID] = "bad_id",
+    [CALIB_REJ_BIN_AMBIGUOUS] = "bin_ambiguous",
 };
 
 const char *calib_reject_name(int reason)
@@ -68,7 +69,7 @@ const char *calib_reject_name(int reason)
 
 int calib_reject_is_record(int reason)
 {
-    return reason >= CALIB_REJ_NONFINITE && reason < CALIB_REJ_COUNT;
+    return reason >= CALIB_REJ_NONFINITE && reason <= CALIB_REJ_BAD_ID;
 }
 
 /* ------------------------------------------------------------------ numbers */
@@ -265,9 +266,18 @@ static int key_index(const msgpack_object_str *s)
     return -1;
 }
 
+/* Returns r; a rejection records `key` as the one at fault, unless a more
+ * precise (inner) step recorded one already. */
+static int blame(calib_msg *m, int key, int r)
+{
+    if (r != CALIB_REJ_NONE && m->fault.key == NULL)
+        m->fault.key = key_names[key];
+    return r;
+}
+
 /* The values of the known keys into val[]; unknown keys are ignored, but a
  * second copy of a known key is ambiguous and rejected. */
-static int gather_keys(const msgpack_object_map *map,
+static int gather_keys(calib_msg *m, const msgpack_object_map *map,
                        const msgpack_object *val[KEY_COUNT])
 {
     for (uint32_t i = 0; i < map->size; i++) {
@@ -278,7 +288,7 @@ static int gather_keys(const msgpack_object_map *map,
         if (idx < 0)
             continue;
         if (val[idx] != NULL)
-            return CALIB_REJ_DUPLICATE_KEY;
+            return blame(m, idx, CALIB_REJ_DUPLICATE_KEY);
         val[idx] = &kv->val;
     }
     return CALIB_REJ_NONE;
@@ -354,6 +364,18 @@ static int bin_col(calib_msg_col *c, const msgpack_object *o, uint64_t count)
     return CALIB_REJ_NONE;
 }
 
+/* bin_col for the key `key` of m: a bad length is recorded in m->fault. */
+static int bin_of(calib_msg *m, int key, calib_msg_col *c,
+                  const msgpack_object *o, uint64_t count)
+{
+    int r = bin_col(c, o, count);
+    if (r != CALIB_REJ_NONE) {
+        m->fault.bin_bytes = o->via.bin.size;
+        m->fault.bin_values = (size_t)count;
+    }
+    return blame(m, key, r);
+}
+
 /* `len` numbers in an array, one per record (batch) or per class (row). */
 static int flat_col(calib_msg_col *c, const msgpack_object *o, size_t len)
 {
@@ -386,67 +408,92 @@ static int nested_col(calib_msg_col *c, const msgpack_object *o, size_t n,
     return CALIB_REJ_NONE;
 }
 
-/* One number per record: a number in the row form; an array of n numbers
- * (or, when bins are allowed, a bin of n floats) in the batch form. */
-static int num_col(const calib_msg *m, calib_msg_col *c,
+/* One number per record of key `key`: a number in the row form; an array
+ * of n numbers (or, when bins are allowed, a bin of n floats) in the batch
+ * form. */
+static int num_col(calib_msg *m, int key, calib_msg_col *c,
                    const msgpack_object *o, int bin_ok)
 {
     if (!m->batch) {
         if (!is_number(o))
-            return CALIB_REJ_KEY_TYPE;
+            return blame(m, key, CALIB_REJ_KEY_TYPE);
         c->kind = CALIB_COL_FLAT;
         c->obj = o;
         return CALIB_REJ_NONE;
     }
     if (bin_ok && o->type == MSGPACK_OBJECT_BIN)
-        return bin_col(c, o, m->n);
+        return bin_of(m, key, c, o, m->n);
     if (o->type != MSGPACK_OBJECT_ARRAY)
-        return CALIB_REJ_KEY_TYPE;
-    return flat_col(c, o, m->n);
+        return blame(m, key, CALIB_REJ_KEY_TYPE);
+    return blame(m, key, flat_col(c, o, m->n));
 }
 
 /*
- * K numbers per record (logits, probs). K comes from "k"; a row-form array
- * states it by its length alone. A row-form bin without "k" is told by the
- * caller's hint (the model's K, when known) or, failing that, by its length
- * when only one reading exists: a length that is a multiple of 4 but not of
- * 8 can only be float32. A multiple of 8 could be K float64 or 2K float32,
- * and without a hint that is rejected as missing "k".
+ * K of a row-form bin without "k": the caller's hint (the model's K, when
+ * known) or, failing that, its length when only one reading exists: a
+ * length that is a multiple of 4 but not of 8 can only be float32. A
+ * multiple of 8 could be K float32 or K/2 float64: guessing would silently
+ * corrupt the producers of the other type, so it is rejected with a reason
+ * of its own. A length that is no multiple of 4 fits no K at all.
  */
-static int vec_col(calib_msg *m, const msgpack_object *o,
+static int row_bin_k(calib_msg *m, int key, size_t len)
+{
+    if (m->k_hint) {
+        m->k = m->k_hint;
+        return CALIB_REJ_NONE;
+    }
+    if (len % 4 != 0 || (len > 0 && len % 8 == 0)) {
+        m->fault.bin_bytes = len;
+        return blame(m, key, len % 4 ? CALIB_REJ_BIN_LENGTH
+                                     : CALIB_REJ_BIN_AMBIGUOUS);
+    }
+    m->k = len / 4;
+    return CALIB_REJ_NONE;
+}
+
+/*
+ * K numbers per record (logits, probs) under key `key`. K comes from "k";
+ * a row-form array states it by its length alone; a row-form bin without
+ * "k" as row_bin_k says.
+ */
+static int vec_col(calib_msg *m, int key, const msgpack_object *o,
                    const msgpack_object *k)
 {
     int r;
 
     if (o->type != MSGPACK_OBJECT_BIN && o->type != MSGPACK_OBJECT_ARRAY)
-        return CALIB_REJ_KEY_TYPE;
+        return blame(m, key, CALIB_REJ_KEY_TYPE);
     if (k != NULL) {
         r = read_count(k, 2, CALIB_PROTO_MAX_K, CALIB_REJ_K_RANGE, &m->k);
         if (r)
-            return r;
+            return blame(m, KEY_K, r);
     } else if (m->batch) {
-        return CALIB_REJ_MISSING_KEY;
+        return blame(m, KEY_K, CALIB_REJ_MISSING_KEY);
     } else if (o->type == MSGPACK_OBJECT_BIN) {
-        size_t len = o->via.bin.size;
-        if (m->k_hint)
-            m->k = m->k_hint;
-        else if (len % 4 == 0 && len % 8 != 0)
-            m->k = len / 4;
-        else
-            return CALIB_REJ_MISSING_KEY;
-        if (m->k < 2 || m->k > CALIB_PROTO_MAX_K)
-            return CALIB_REJ_K_RANGE;
+        if ((r = row_bin_k(m, key, o->via.bin.size)))
+            return r;
     } else {
         m->k = o->via.array.size;
-        if (m->k < 2 || m->k > CALIB_PROTO_MAX_K)
-            return CALIB_REJ_K_RANGE;
     }
+    if (m->k < 2 || m->k > CALIB_PROTO_MAX_K)
+        return blame(m, k != NULL ? KEY_K : key, CALIB_REJ_K_RANGE);
     m->width = m->k;
     if (o->type == MSGPACK_OBJECT_BIN)
-        return bin_col(&m->out[0], o, (uint64_t)m->n * m->k);
+        return bin_of(m, key, &m->out[0], o, (uint64_t)m->n * m->k);
     if (!m->batch)
-        return flat_col(&m->out[0], o, m->k);
-    return nested_col(&m->out[0], o, m->n, m->k);
+        return blame(m, key, flat_col(&m->out[0], o, m->k));
+    return blame(m, key, nested_col(&m->out[0], o, m->n, m->k));
+}
+
+/* Of several output keys, the second in key order: the one to drop. */
+static int second_output(const msgpack_object *const val[KEY_COUNT])
+{
+    static const int outs[] = {KEY_LOGITS, KEY_PROBS, KEY_P, KEY_MEAN, KEY_VAR};
+    int seen = 0;
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++)
+        if (val[outs[i]] != NULL && seen++ == 1)
+            return outs[i];
+    return KEY_VAR; /* unreachable with two forms or more */
 }
 
 /* Exactly one output form; mean and var come together. */
@@ -457,9 +504,10 @@ static int pick_form(calib_msg *m, const msgpack_object *const val[KEY_COUNT])
                 (val[KEY_P] != NULL) + gauss;
 
     if (forms != 1)
-        return CALIB_REJ_AMBIGUOUS_OUTPUT;
+        return forms ? blame(m, second_output(val), CALIB_REJ_AMBIGUOUS_OUTPUT)
+                     : CALIB_REJ_AMBIGUOUS_OUTPUT;
     if (gauss && (val[KEY_MEAN] == NULL || val[KEY_VAR] == NULL))
-        return CALIB_REJ_MISSING_KEY;
+        return blame(m, val[KEY_MEAN] ? KEY_VAR : KEY_MEAN, CALIB_REJ_MISSING_KEY);
     m->form = val[KEY_LOGITS] ? CALIB_FORM_LOGITS
             : val[KEY_PROBS]  ? CALIB_FORM_PROBS
             : val[KEY_P]      ? CALIB_FORM_BINARY
@@ -473,17 +521,19 @@ static int decode_outputs(calib_msg *m, const msgpack_object *const val[KEY_COUN
     if (r)
         return r;
     switch (m->form) {
-    case CALIB_FORM_LOGITS: return vec_col(m, val[KEY_LOGITS], val[KEY_K]);
-    case CALIB_FORM_PROBS: return vec_col(m, val[KEY_PROBS], val[KEY_K]);
+    case CALIB_FORM_LOGITS:
+        return vec_col(m, KEY_LOGITS, val[KEY_LOGITS], val[KEY_K]);
+    case CALIB_FORM_PROBS:
+        return vec_col(m, KEY_PROBS, val[KEY_PROBS], val[KEY_K]);
     case CALIB_FORM_BINARY:
         m->k = 2;
         m->width = 1;
-        return num_col(m, &m->out[0], val[KEY_P], 1);
+        return num_col(m, KEY_P, &m->out[0], val[KEY_P], 1);
     default:
         m->k = 0;
         m->width = 2;
-        r = num_col(m, &m->out[0], val[KEY_MEAN], 1);
-        return r ? r : num_col(m, &m->out[1], val[KEY_VAR], 1);
+        r = num_col(m, KEY_MEAN, &m->out[0], val[KEY_MEAN], 1);
+        return r ? r : num_col(m, KEY_VAR, &m->out[1], val[KEY_VAR], 1);
     }
 }
 
@@ -498,8 +548,8 @@ static int decode_ts(calib_msg *m, const msgpack_object *ts)
         return CALIB_REJ_NONE;
     }
     if (!m->batch || ts->type != MSGPACK_OBJECT_ARRAY)
-        return CALIB_REJ_KEY_TYPE;
-    return flat_col(&m->ts_col, ts, m->n);
+        return blame(m, KEY_TS, CALIB_REJ_KEY_TYPE);
+    return blame(m, KEY_TS, flat_col(&m->ts_col, ts, m->n));
 }
 
 /* ids are checked per record (a bad id rejects its record alone); here only
@@ -512,9 +562,9 @@ static int decode_id(calib_msg *m, const msgpack_object *id)
         return CALIB_REJ_NONE;
     }
     if (id->type != MSGPACK_OBJECT_ARRAY)
-        return CALIB_REJ_KEY_TYPE;
+        return blame(m, KEY_ID, CALIB_REJ_KEY_TYPE);
     if (id->via.array.size != m->n)
-        return CALIB_REJ_ARRAY_LENGTH;
+        return blame(m, KEY_ID, CALIB_REJ_ARRAY_LENGTH);
     m->id.kind = CALIB_COL_FLAT;
     m->id.obj = id->via.array.ptr;
     return CALIB_REJ_NONE;
@@ -525,21 +575,22 @@ static int decode_pred(calib_msg *m, const msgpack_object *const val[KEY_COUNT])
     int r = decode_outputs(m, val);
     if (r)
         return r;
-    if (val[KEY_Y] != NULL && (r = num_col(m, &m->y, val[KEY_Y], 0)))
+    if (val[KEY_Y] != NULL && (r = num_col(m, KEY_Y, &m->y, val[KEY_Y], 0)))
         return r;
     if (val[KEY_ID] != NULL)
         return decode_id(m, val[KEY_ID]);
-    return val[KEY_Y] != NULL ? CALIB_REJ_NONE : CALIB_REJ_MISSING_ID;
+    return val[KEY_Y] != NULL ? CALIB_REJ_NONE
+                              : blame(m, KEY_ID, CALIB_REJ_MISSING_ID);
 }
 
 static int decode_label(calib_msg *m, const msgpack_object *const val[KEY_COUNT])
 {
     int r;
     if (val[KEY_ID] == NULL)
-        return CALIB_REJ_MISSING_ID;
+        return blame(m, KEY_ID, CALIB_REJ_MISSING_ID);
     if (val[KEY_Y] == NULL)
-        return CALIB_REJ_MISSING_KEY;
-    if ((r = num_col(m, &m->y, val[KEY_Y], 0)))
+        return blame(m, KEY_Y, CALIB_REJ_MISSING_KEY);
+    if ((r = num_col(m, KEY_Y, &m->y, val[KEY_Y], 0)))
         return r;
     return decode_id(m, val[KEY_ID]);
 }
@@ -600,13 +651,13 @@ static int decode_map(calib_msg *m)
 
     if (root->type != MSGPACK_OBJECT_MAP)
         return CALIB_REJ_NOT_A_MAP;
-    if ((r = gather_keys(&root->via.map, val)))
+    if ((r = gather_keys(m, &root->via.map, val)))
         return r;
-    if ((r = check_version(val[KEY_V])))
+    if ((r = blame(m, KEY_V, check_version(val[KEY_V]))))
         return r;
-    if ((r = read_type(m, val[KEY_TYPE])))
+    if ((r = blame(m, KEY_TYPE, read_type(m, val[KEY_TYPE]))))
         return r;
-    if ((r = read_n(m, val[KEY_N])))
+    if ((r = blame(m, KEY_N, read_n(m, val[KEY_N]))))
         return r;
     if ((r = decode_ts(m, val[KEY_TS])))
         return r;
@@ -632,7 +683,9 @@ int calib_msg_decode_k(calib_msg *m, const void *topic, size_t topic_len,
     else if ((r = unpack(m, payload, payload_len)) == CALIB_REJ_NONE)
         r = decode_map(m);
     if (r) {
+        calib_msg_fault fault = m->fault;
         msg_reset(m, 0);
+        m->fault = fault;
         return r;
     }
     m->topic = topic;
@@ -741,6 +794,25 @@ static int rec_y(const calib_msg *m, size_t i, calib_msg_rec *out)
     return calib_proto_check_y(m->form, m->k, out->y);
 }
 
+/* The key of a prediction's outputs x that failed their check. */
+static int outputs_key(const calib_msg *m, const double *x)
+{
+    switch (m->form) {
+    case CALIB_FORM_LOGITS: return KEY_LOGITS;
+    case CALIB_FORM_PROBS: return KEY_PROBS;
+    case CALIB_FORM_BINARY: return KEY_P;
+    default: return isfinite(x[0]) ? KEY_VAR : KEY_MEAN;
+    }
+}
+
+/* Returns r; a rejection names `key` in out. */
+static int rec_fault(calib_msg_rec *out, int key, int r)
+{
+    if (r != CALIB_REJ_NONE)
+        out->fault_key = key_names[key];
+    return r;
+}
+
 int calib_msg_record(const calib_msg *m, size_t i, calib_msg_rec *out,
                      double *x)
 {
@@ -753,9 +825,11 @@ int calib_msg_record(const calib_msg *m, size_t i, calib_msg_rec *out,
     out->id_kind = CALIB_MSG_ID_NONE;
     out->y = NAN;
     out->ts = NAN;
-    if ((r = rec_id(m, i, out)) || (r = rec_ts(m, i, out)))
-        return r;
+    if ((r = rec_id(m, i, out)))
+        return rec_fault(out, KEY_ID, r);
+    if ((r = rec_ts(m, i, out)))
+        return rec_fault(out, KEY_TS, r);
     if (m->type == CALIB_MSG_PRED && (r = rec_outputs(m, i, x)))
-        return r;
-    return rec_y(m, i, out);
+        return rec_fault(out, outputs_key(m, x), r);
+    return rec_fault(out, KEY_Y, rec_y(m, i, out));
 }

@@ -54,6 +54,9 @@ static void reject_names(void **state)
     assert_false(calib_reject_is_record(CALIB_REJ_MISSING_ID));
     assert_true(calib_reject_is_record(CALIB_REJ_NONFINITE));
     assert_true(calib_reject_is_record(CALIB_REJ_BAD_ID));
+    /* added after the record reasons, but a whole-message one */
+    assert_string_equal(calib_reject_name(CALIB_REJ_BIN_AMBIGUOUS), "bin_ambiguous");
+    assert_false(calib_reject_is_record(CALIB_REJ_BIN_AMBIGUOUS));
 }
 
 static void number_helper(void **state)
@@ -397,11 +400,14 @@ static void topics(void **state)
 }
 
 /* A row-form bin without "k": a length that is a multiple of 4 and not of 8
- * is float32; otherwise the caller's K tells the element size. */
+ * is float32; otherwise the caller's K tells the element size, and without
+ * it the bin is ambiguous (never guessed). */
 static void row_bin_without_k(void **state)
 {
-    const float f3[3] = {0.2f, 0.3f, 0.5f}, f4[4] = {0.1f, 0.2f, 0.3f, 0.4f};
+    const float f2[2] = {0.4f, 0.6f}, f3[3] = {0.2f, 0.3f, 0.5f},
+                f4[4] = {0.1f, 0.2f, 0.3f, 0.4f};
     const double d2[2] = {0.25, 0.75};
+    const unsigned char junk[7] = {0};
     payload p;
     calib_msg m;
     calib_msg_rec r;
@@ -418,20 +424,62 @@ static void row_bin_without_k(void **state)
 
     pl_init(&p); /* 16 bytes, hint 2: two float64 */
     mp(&p, HF "s s s 8", 4, HA("pred"), "id", "a", "probs", d2, (size_t)2);
-    assert_int_equal(decode(&m, &p), CALIB_REJ_MISSING_KEY);
+    assert_int_equal(decode(&m, &p), CALIB_REJ_BIN_AMBIGUOUS);
+    assert_string_equal(m.fault.key, "probs");
+    assert_int_equal(m.fault.bin_bytes, 16);
     assert_int_equal(calib_msg_decode_k(&m, "m", 1, p.sb.data, p.sb.size, 2), CALIB_REJ_NONE);
+    assert_null(m.fault.key);
     assert_int_equal(m.k, 2);
     assert_int_equal(calib_msg_record(&m, 0, &r, x), CALIB_REJ_NONE);
     assert_true(x[0] == 0.25 && x[1] == 0.75);
     /* hint 3: 16 bytes are neither 3 float32 nor 3 float64 */
     assert_int_equal(calib_msg_decode_k(&m, "m", 1, p.sb.data, p.sb.size, 3),
                      CALIB_REJ_BIN_LENGTH);
+    assert_string_equal(m.fault.key, "probs");
+    assert_int_equal(m.fault.bin_bytes, 16);
+    assert_int_equal(m.fault.bin_values, 3);
     pl_free(&p);
 
     pl_init(&p); /* 16 bytes, hint 4: four float32 */
     mp(&p, HF "s s s 4", 4, HA("pred"), "id", "a", "logits", f4, (size_t)4);
     assert_int_equal(calib_msg_decode_k(&m, "m", 1, p.sb.data, p.sb.size, 4), CALIB_REJ_NONE);
     assert_int_equal(m.k, 4);
+    /* without the hint: 4 float32 or 2 float64 */
+    assert_int_equal(decode(&m, &p), CALIB_REJ_BIN_AMBIGUOUS);
+    assert_string_equal(m.fault.key, "logits");
+    assert_int_equal(m.n, 0);
+    pl_free(&p);
+
+    pl_init(&p); /* 8 bytes: 2 float32 or 1 float64, ambiguous too */
+    mp(&p, HF "s s s 4", 4, HA("pred"), "id", "a", "probs", f2, (size_t)2);
+    assert_int_equal(decode(&m, &p), CALIB_REJ_BIN_AMBIGUOUS);
+    assert_int_equal(m.fault.bin_bytes, 8);
+    /* "k" settles it */
+    pl_free(&p);
+    pl_init(&p);
+    mp(&p, HF "s s s 4 s u", 5, HA("pred"), "id", "a", "probs", f2, (size_t)2, "k", 2);
+    assert_int_equal(decode(&m, &p), CALIB_REJ_NONE);
+    assert_int_equal(m.k, 2);
+    assert_int_equal(calib_msg_record(&m, 0, &r, x), CALIB_REJ_NONE);
+    assert_true(x[0] == 0.4f && x[1] == 0.6f);
+    pl_free(&p);
+
+    pl_init(&p); /* 7 bytes fit no K at all */
+    mp(&p, HF "s s s b", 4, HA("pred"), "id", "a", "logits", junk, (size_t)7);
+    assert_int_equal(decode(&m, &p), CALIB_REJ_BIN_LENGTH);
+    assert_string_equal(m.fault.key, "logits");
+    assert_int_equal(m.fault.bin_bytes, 7);
+    assert_int_equal(m.fault.bin_values, 0);
+    pl_free(&p);
+
+    pl_init(&p); /* 0 or 4 bytes: K of 0 or 1 */
+    mp(&p, HF "s s s b", 4, HA("pred"), "id", "a", "logits", junk, (size_t)0);
+    assert_int_equal(decode(&m, &p), CALIB_REJ_K_RANGE);
+    pl_free(&p);
+    pl_init(&p);
+    mp(&p, HF "s s s b", 4, HA("pred"), "id", "a", "logits", junk, (size_t)4);
+    assert_int_equal(decode(&m, &p), CALIB_REJ_K_RANGE);
+    assert_string_equal(m.fault.key, "logits");
     pl_free(&p);
     calib_msg_destroy(&m);
 }
@@ -471,7 +519,7 @@ static void structural_rejects(void **state)
     REJECTS(CALIB_REJ_MISSING_KEY, HF "s s s d", 4, HA("pred"), "id", "a", "var", 1.0);
     {   /* a row bin of 16 bytes without "k" (and no hint): 4 x f32 or 2 x f64 */
         const float f4[4] = {0.1f, 0.2f, 0.3f, 0.4f};
-        REJECTS(CALIB_REJ_MISSING_KEY, HF "s s s 4", 4, HA("pred"), "id", "a", "probs", f4,
+        REJECTS(CALIB_REJ_BIN_AMBIGUOUS, HF "s s s 4", 4, HA("pred"), "id", "a", "probs", f4,
                 (size_t)4);
     }
     REJECTS(CALIB_REJ_MISSING_KEY, HF "s u s A s s A A u u s A u", 6, HA("pred"),
@@ -670,6 +718,157 @@ static void record_rejects(void **state)
         assert_int_equal(calib_msg_record(&m, i, &rec, x), CALIB_REJ_NONFINITE);
     calib_msg_destroy(&m);
     pl_free(&p);
+}
+
+/* ------------------------------------------------------------------ faults */
+
+/* Decodes the payload built by fmt: the reason, and the key named at fault
+ * (NULL: none). */
+#define FAULT(reason, want_key, ...)                                          \
+    do {                                                                      \
+        payload p_;                                                           \
+        calib_msg m_;                                                         \
+        pl_init(&p_);                                                         \
+        mp(&p_, __VA_ARGS__);                                                 \
+        calib_msg_init(&m_);                                                  \
+        assert_int_equal(decode(&m_, &p_), (reason));                         \
+        check_key(m_.fault.key, (want_key));                                  \
+        calib_msg_destroy(&m_);                                               \
+        pl_free(&p_);                                                         \
+    } while (0)
+
+static void check_key(const char *got, const char *want)
+{
+    if (want == NULL) {
+        assert_null(got);
+        return;
+    }
+    assert_non_null(got);
+    assert_string_equal(got, want);
+}
+
+/* Record 1 of a batch of 3 is rejected for reason, at key. */
+static void middle_key(int reason, const char *key, payload *p)
+{
+    calib_msg m;
+    calib_msg_rec rec;
+    double x[6];
+    calib_msg_init(&m);
+    assert_int_equal(decode(&m, p), CALIB_REJ_NONE);
+    assert_int_equal(calib_msg_record(&m, 0, &rec, x), CALIB_REJ_NONE);
+    assert_null(rec.fault_key);
+    assert_int_equal(calib_msg_record(&m, 1, &rec, x), reason);
+    check_key(rec.fault_key, key);
+    calib_msg_destroy(&m);
+    pl_free(p);
+}
+
+#define MIDDLE_AT(reason, want_key, ...)                                      \
+    do {                                                                      \
+        payload p_;                                                           \
+        pl_init(&p_);                                                         \
+        mp(&p_, __VA_ARGS__);                                                 \
+        middle_key((reason), (want_key), &p_);                                \
+    } while (0)
+
+/* Every rejection names the key at fault, where one key is. */
+static void fault_keys(void **state)
+{
+    const float f3[3] = {0.2f, 0.3f, 0.5f};
+    const double lo_inf[6] = {1, 2, INFINITY, 0, 3, 4};
+
+    FAULT(CALIB_REJ_NOT_A_MAP, NULL, "A u u", 2, 1, 2);
+    FAULT(CALIB_REJ_BAD_KEY, NULL, "M s u u u s s", 3, "v", 1, 7, 7, "type", "pred");
+    FAULT(CALIB_REJ_DUPLICATE_KEY, "id", HF "s s s s s u", 5, HA("label"), "id", "a",
+          "id", "b", "y", 1);
+    FAULT(CALIB_REJ_BAD_VERSION, "v", "M s u s s", 2, "v", 2, "type", "pred");
+    FAULT(CALIB_REJ_BAD_TYPE, "type", "M s u s s", 2, "v", 1, "type", "pre");
+    FAULT(CALIB_REJ_N_RANGE, "n", HF "s u s d", 4, HA("pred"), "n", 0, "p", 0.5);
+    FAULT(CALIB_REJ_KEY_TYPE, "n", HF "s d s A d s A s", 5, HA("pred"), "n", 1.0,
+          "p", 1, 0.5, "id", 1, "a");
+    FAULT(CALIB_REJ_KEY_TYPE, "p", HF "s s s s", 4, HA("pred"), "id", "a", "p", "0.5");
+    FAULT(CALIB_REJ_KEY_TYPE, "ts", HF "s s s d s s", 5, HA("pred"), "id", "a", "p", 0.5,
+          "ts", "now");
+    FAULT(CALIB_REJ_KEY_TYPE, "k", HF "s s s A u u s s", 5, HA("pred"), "id", "a",
+          "logits", 2, 1, 2, "k", "2");
+    FAULT(CALIB_REJ_KEY_TYPE, "logits", HF "s s s u", 4, HA("pred"), "id", "a", "logits", 5);
+    FAULT(CALIB_REJ_KEY_TYPE, "id", HF "s u s s s A d", 5, HA("pred"), "n", 1, "id", "a",
+          "p", 1, 0.5);
+    FAULT(CALIB_REJ_KEY_TYPE, "y", HF "s s s s", 4, HA("label"), "id", "a", "y", "1");
+    FAULT(CALIB_REJ_MISSING_KEY, "y", HF "s s", 3, HA("label"), "id", "a");
+    FAULT(CALIB_REJ_MISSING_KEY, "var", HF "s s s d", 4, HA("pred"), "id", "a", "mean", 1.0);
+    FAULT(CALIB_REJ_MISSING_KEY, "mean", HF "s s s d", 4, HA("pred"), "id", "a", "var", 1.0);
+    FAULT(CALIB_REJ_MISSING_KEY, "k", HF "s u s A s s A A u u s A u", 6, HA("pred"),
+          "n", 1, "id", 1, "a", "logits", 1, 2, 1, 2, "y", 1, 0);
+    FAULT(CALIB_REJ_MISSING_ID, "id", HF "s d", 3, HA("pred"), "p", 0.5);
+    FAULT(CALIB_REJ_MISSING_ID, "id", HF "s u", 3, HA("label"), "y", 1);
+    FAULT(CALIB_REJ_K_RANGE, "k", HF "s s s A u u s u", 5, HA("pred"), "id", "a",
+          "logits", 2, 1, 2, "k", 1);
+    FAULT(CALIB_REJ_K_RANGE, "logits", HF "s s s A u", 4, HA("pred"), "id", "a", "logits", 1, 1);
+    FAULT(CALIB_REJ_AMBIGUOUS_OUTPUT, NULL, HF "s s", 3, HA("pred"), "id", "a");
+    FAULT(CALIB_REJ_AMBIGUOUS_OUTPUT, "probs", HF "s s s A u u s A u u", 5, HA("pred"),
+          "id", "a", "probs", 2, 1, 0, "logits", 2, 1, 2);
+    FAULT(CALIB_REJ_AMBIGUOUS_OUTPUT, "mean", HF "s s s d s d", 5, HA("pred"), "id", "a",
+          "p", 0.5, "mean", 0.5);
+    FAULT(CALIB_REJ_ARRAY_LENGTH, "logits", HF "s s s A u u u s u", 5, HA("pred"), "id", "a",
+          "logits", 3, 1, 2, 3, "k", 2);
+    FAULT(CALIB_REJ_ARRAY_LENGTH, "y", HF "s u s A d s A u u", 5, HA("pred"), "n", 1,
+          "p", 1, 0.5, "y", 2, 1, 1);
+    FAULT(CALIB_REJ_ARRAY_LENGTH, "ts", HF "s u s A s s s A u u s A d", 6, HA("label"), "n", 2,
+          "id", 2, "a", "b", "y", 2, 1, 1, "ts", 1, 1.0);
+    FAULT(CALIB_REJ_BIN_AMBIGUOUS, "probs", HF "s s s 4", 4, HA("pred"), "id", "a", "probs",
+          f3, (size_t)2);
+
+    {   /* a bin of the wrong length: its bytes and the values it had to hold */
+        payload p;
+        calib_msg m;
+        pl_init(&p);
+        mp(&p, HF "s u s A s s s 4", 5, HA("pred"), "n", 2, "id", 2, "a", "b", "var", f3,
+           (size_t)3);
+        calib_msg_init(&m);
+        assert_int_equal(decode(&m, &p), CALIB_REJ_MISSING_KEY); /* no mean */
+        pl_free(&p);
+        pl_init(&p);
+        mp(&p, HF "s u s A s s s 4", 5, HA("pred"), "n", 2, "id", 2, "a", "b", "p", f3,
+           (size_t)3);
+        assert_int_equal(decode(&m, &p), CALIB_REJ_BIN_LENGTH);
+        check_key(m.fault.key, "p");
+        assert_int_equal(m.fault.bin_bytes, 12);
+        assert_int_equal(m.fault.bin_values, 2);
+        /* the topic has no key; a success clears the fault */
+        assert_int_equal(calib_msg_decode(&m, "a b", 3, p.sb.data, p.sb.size),
+                         CALIB_REJ_BAD_TOPIC);
+        assert_null(m.fault.key);
+        assert_int_equal(m.fault.bin_bytes, 0);
+        pl_free(&p);
+        pl_init(&p);
+        mp(&p, HF "s s s d", 4, HA("pred"), "id", "a", "p", 0.5);
+        assert_int_equal(decode(&m, &p), CALIB_REJ_NONE);
+        assert_null(m.fault.key);
+        calib_msg_destroy(&m);
+        pl_free(&p);
+    }
+
+    /* records */
+    MIDDLE_AT(CALIB_REJ_BAD_ID, "id", HF "s u s A s s s s A d d d", 5, HA("pred"), "n", 3,
+              "id", 3, "a", "", "c", "p", 3, 0.5, 0.5, 0.5);
+    MIDDLE_AT(CALIB_REJ_NONFINITE, "ts", HF "s u" IDS3 "s A d d d s A d d d", 6, HA("pred"),
+              "n", 3, IDS3_ARGS, "p", 3, 0.5, 0.5, 0.5, "ts", 3, 1.0, NAN, 2.0);
+    MIDDLE_AT(CALIB_REJ_NONFINITE, "logits", HF "s u s u" IDS3 "s 8", 6, HA("pred"), "n", 3,
+              "k", 2, IDS3_ARGS, "logits", lo_inf, (size_t)6);
+    MIDDLE_AT(CALIB_REJ_PROB_RANGE, "p", HF "s u" IDS3 "s A d d d", 5, HA("pred"), "n", 3,
+              IDS3_ARGS, "p", 3, 0.5, 1.2, 0.5);
+    MIDDLE_AT(CALIB_REJ_PROB_SUM, "probs", HF "s u s u" IDS3 "s A A d d A u u A d d", 6,
+              HA("pred"), "n", 3, "k", 2, IDS3_ARGS, "probs", 3, 2, 0.5, 0.5, 2, 1, 1, 2,
+              0.0, 1.0);
+    MIDDLE_AT(CALIB_REJ_NONFINITE, "mean", HF "s u" IDS3 "s A d d d s A d d d", 6, HA("pred"),
+              "n", 3, IDS3_ARGS, "mean", 3, 1.0, NAN, 1.0, "var", 3, 1.0, 1.0, 1.0);
+    MIDDLE_AT(CALIB_REJ_VAR_NONPOSITIVE, "var", HF "s u" IDS3 "s A d d d s A d u d", 6,
+              HA("pred"), "n", 3, IDS3_ARGS, "mean", 3, 1.0, 1.0, 1.0, "var", 3, 1.0, 0, 1.0);
+    MIDDLE_AT(CALIB_REJ_LABEL_RANGE, "y", HF "s u" IDS3 "s A d d d s A u u u", 6, HA("pred"),
+              "n", 3, IDS3_ARGS, "p", 3, 0.5, 0.5, 0.5, "y", 3, 0, 2, 1);
+    MIDDLE_AT(CALIB_REJ_NONFINITE, "y", HF "s u" IDS3 "s A d d d", 5, HA("label"),
+              "n", 3, IDS3_ARGS, "y", 3, 1.0, INFINITY, 0.0);
 }
 
 /* ------------------------------------------------------------------ hostile */
@@ -995,6 +1194,7 @@ int main(void)
         cmocka_unit_test(topics),
         cmocka_unit_test(structural_rejects),
         cmocka_unit_test(record_rejects),
+        cmocka_unit_test(fault_keys),
         cmocka_unit_test(truncated_prefixes),
         cmocka_unit_test(trailing_bytes),
         cmocka_unit_test(huge_counts),
