@@ -19,6 +19,7 @@ typedef struct calibd {
     uv_loop_t *loop;
     void *zctx;
     zsock ingest, pull, control;
+    zsock ingest_monitor, pull_monitor; /* peers that go away (zsock_monitor) */
     int have_pull;
     void *pub;
     uv_signal_t sig[3]; /* INT, TERM, HUP */

@@ -302,9 +302,13 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
         }
         return 0;
     }
-    if (strcmp(key, "tick") == 0) {
-        if (parse_seconds(value, &c->tick) != 0 || c->tick > 60) {
-            snprintf(err, errlen, "tick = '%s': expected seconds in (0, 60]", value);
+    if (strcmp(key, "tick") == 0 || strcmp(key, "drain_time") == 0 ||
+        strcmp(key, "http_timeout") == 0) {
+        double *f = key[0] == 't' ? &c->tick : key[0] == 'd' ? &c->drain_time
+                    : &c->http_timeout;
+        double max = key[0] == 't' ? 60 : key[0] == 'd' ? 1 : 3600;
+        if (parse_seconds(value, f) != 0 || *f > max) {
+            snprintf(err, errlen, "%s = '%s': expected seconds in (0, %g]", key, value, max);
             return -1;
         }
         return 0;
@@ -317,7 +321,9 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
         {"max_msg_size", offsetof(daemon_cfg, max_msg_size), 1024, (uint64_t)1 << 31},
         {"rcvhwm", offsetof(daemon_cfg, rcvhwm), 1, 100000000},
         {"sndhwm", offsetof(daemon_cfg, sndhwm), 1, 100000000},
-        {"drain_batch", offsetof(daemon_cfg, drain_batch), 1, 1000000},
+        {"ingest_memory", offsetof(daemon_cfg, ingest_memory), 1u << 20, (uint64_t)1 << 40},
+        {"http_max_connections", offsetof(daemon_cfg, http_max_connections), 1, 100000},
+        {"http_max_per_address", offsetof(daemon_cfg, http_max_per_address), 1, 100000},
     };
     for (size_t i = 0; i < sizeof uints / sizeof uints[0]; i++) {
         if (strcmp(key, uints[i].name) != 0)
@@ -334,6 +340,13 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
     return 1; /* unknown */
 }
 
+uint64_t config_rcvhwm(const daemon_cfg *c)
+{
+    uint64_t fit = c->ingest_memory / c->max_msg_size;
+    fit = fit ? fit : 1;
+    return c->rcvhwm < fit ? c->rcvhwm : fit;
+}
+
 /* ------------------------------------------------------------ defaults */
 
 int config_init(daemon_cfg *c)
@@ -341,10 +354,14 @@ int config_init(daemon_cfg *c)
     char err[128];
     memset(c, 0, sizeof *c);
     c->auto_models = 1;
-    c->max_msg_size = 16u << 20;
+    c->max_msg_size = 1u << 20;
+    c->ingest_memory = 256u << 20;
+    c->drain_time = 0.005;
+    c->http_timeout = 10;
+    c->http_max_connections = 256;
+    c->http_max_per_address = 16;
     c->rcvhwm = 100000;
     c->sndhwm = 100000;
-    c->drain_batch = 256;
     c->tick = 1.0;
     c->defaults = (model_cfg){
         .form = -1, .k = 0, .label_ttl = 3600, .max_pending = 100000,

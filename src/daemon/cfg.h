@@ -52,7 +52,11 @@ typedef struct daemon_cfg {
     endpoint_list ingest, ingest_pull;
     char *publish, *control, *http, *state_dir, *log_level;
     int auto_models;
-    uint64_t max_msg_size, rcvhwm, sndhwm, drain_batch;
+    uint64_t max_msg_size, rcvhwm, sndhwm;
+    uint64_t ingest_memory;   /* receive queue bytes per producer connection */
+    double drain_time;        /* seconds of receiving per socket wakeup */
+    double http_timeout;      /* seconds an HTTP connection has per request */
+    uint64_t http_max_connections, http_max_per_address;
     double tick;
     double params_interval;   /* seconds between republished parameters */
     char *alert_exec;         /* absolute path of the exec sink, or NULL */
@@ -62,6 +66,10 @@ typedef struct daemon_cfg {
     model_cfg *models; /* [nmodels], resolved over defaults */
     size_t nmodels;
 } daemon_cfg;
+
+/* The receive high-water mark in force: rcvhwm, lowered so that a full
+ * queue of max_msg_size messages stays within ingest_memory. */
+uint64_t config_rcvhwm(const daemon_cfg *c);
 
 #define CFG_DEFAULT_INGEST "@tcp://127.0.0.1:7450"
 #define CFG_DEFAULT_PUBLISH "@tcp://127.0.0.1:7451"

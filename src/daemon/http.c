@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 
 #include "calibd.h"
 #include "http.h"
@@ -210,6 +212,42 @@ static void ece_family(text *t, const snap *s, size_t n)
     }
 }
 
+/* The ingest sockets: what ZeroMQ delivered, and the two ways calibd
+ * learns it is losing messages it never receives. */
+static void sockets(text *t, const calibd *d)
+{
+    const zsock *z[2] = {&d->ingest, d->have_pull ? &d->pull : NULL};
+    static const struct {
+        const char *name, *what;
+        size_t offset;
+    } fam[] = {
+        {"calibd_socket_received_total", "Messages received, by ingest socket.",
+         offsetof(zsock, received)},
+        {"calibd_socket_saturated_total", "Receive turns that ended on drain_time with "
+         "messages still queued: calibd is behind (a full SUB queue makes producers' "
+         "PUB sockets drop).", offsetof(zsock, saturated)},
+        {"calibd_socket_disconnects_total", "Producer connections that ended: closed, or "
+         "cut by ZeroMQ for a message over max_msg_size.", offsetof(zsock, disconnects)},
+    };
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        help(t, fam[f].name, "counter", fam[f].what);
+        for (int i = 0; i < 2; i++)
+            if (z[i])
+                put(t, "%s{socket=\"%s\"} %llu\n", fam[f].name, z[i]->name,
+                    *(const unsigned long long *)((const char *)z[i] + fam[f].offset));
+    }
+}
+
+static void http_counters(text *t, http_server *h)
+{
+    help(t, "calibd_http_timeouts_total", "counter",
+         "HTTP connections cut for not completing a request within http_timeout.");
+    pthread_mutex_lock(&h->lock);
+    unsigned long long n = h->timeouts;
+    pthread_mutex_unlock(&h->lock);
+    put(t, "calibd_http_timeouts_total %llu\n", n);
+}
+
 static void render(text *t, calibd *d)
 {
     double now = wall_now();
@@ -225,6 +263,8 @@ static void render(text *t, calibd *d)
     }
     help(t, "calibd_messages_total", "counter", "Messages received on the ingest sockets.");
     put(t, "calibd_messages_total %llu\n", (unsigned long long)d->messages);
+    sockets(t, d);
+    http_counters(t, &d->http);
     rejections(t, d, s, d->nmodels);
     counters(t, s, d->nmodels);
     joins(t, s, d->nmodels);
@@ -272,7 +312,82 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     return ret;
 }
 
-int http_start(http_server *h, const char *addr, char *err, size_t errlen)
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* MHD's thread: a connection opens or closes. MHD calls CLOSED before it
+ * closes the descriptor, so under the lock the list never holds a closed
+ * one, and http_update's shutdown can never reach a reused descriptor. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **ctx,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    http_server *h = cls;
+    http_conn *hc = *ctx;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!info || !(hc = calloc(1, sizeof *hc)))
+            return; /* untracked: MHD's own idle timeout still applies */
+        hc->fd = info->connect_fd;
+        hc->since = mono_now();
+        pthread_mutex_lock(&h->lock);
+        hc->next = h->conns;
+        if (h->conns)
+            h->conns->prev = hc;
+        h->conns = hc;
+        pthread_mutex_unlock(&h->lock);
+        *ctx = hc;
+    } else if (hc) {
+        pthread_mutex_lock(&h->lock);
+        if (hc->prev)
+            hc->prev->next = hc->next;
+        else
+            h->conns = hc->next;
+        if (hc->next)
+            hc->next->prev = hc->prev;
+        pthread_mutex_unlock(&h->lock);
+        free(hc);
+        *ctx = NULL;
+    }
+}
+
+/* MHD's thread: a request was answered; its connection's clock restarts. */
+static void on_request_done(void *cls, struct MHD_Connection *c, void **req_ctx,
+                            enum MHD_RequestTerminationCode code)
+{
+    http_server *h = cls;
+    (void)req_ctx;
+    (void)code;
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (!info || !info->socket_context)
+        return;
+    pthread_mutex_lock(&h->lock);
+    ((http_conn *)info->socket_context)->since = mono_now();
+    pthread_mutex_unlock(&h->lock);
+}
+
+/* Loop thread: shuts down connections past their deadline; MHD then reads
+ * end-of-file and closes them. */
+static void cut_slow(http_server *h)
+{
+    double now = mono_now();
+    pthread_mutex_lock(&h->lock);
+    for (http_conn *c = h->conns; c; c = c->next)
+        if (!c->cut && now - c->since > h->lim.timeout) {
+            shutdown(c->fd, SHUT_RDWR);
+            c->cut = 1;
+            h->timeouts++;
+        }
+    pthread_mutex_unlock(&h->lock);
+}
+
+int http_start(http_server *h, const char *addr, const http_limits *lim, char *err,
+               size_t errlen)
 {
     char host[64];
     const char *colon = strrchr(addr, ':');
@@ -292,10 +407,20 @@ int http_start(http_server *h, const char *addr, char *err, size_t errlen)
         return -1;
     }
     pthread_mutex_init(&h->lock, NULL);
-    h->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
+    h->lim = *lim;
+    unsigned idle = (unsigned)ceil(lim->timeout);
+    /* one polling thread (epoll where there is one): a slow client costs a
+     * descriptor and a small memory pool, never a thread */
+    h->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
+                                  MHD_USE_ERROR_LOG,
                               (uint16_t)port, NULL, NULL, answer, h, MHD_OPTION_SOCK_ADDR,
-                              (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, 64u,
-                              MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+                              (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
+                              lim->max_conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                              lim->max_per_addr, MHD_OPTION_CONNECTION_TIMEOUT,
+                              idle ? idle : 1u, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                              (size_t)32768, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+                              h, MHD_OPTION_NOTIFY_COMPLETED, on_request_done, h,
+                              MHD_OPTION_END);
     if (!h->mhd) {
         pthread_mutex_destroy(&h->lock);
         snprintf(err, errlen, "http: cannot listen on %s", addr);
@@ -309,6 +434,7 @@ void http_update(http_server *h, calibd *d)
 {
     if (!h->mhd)
         return;
+    cut_slow(h);
     text t = {.cap = 1 << 16};
     if (!(t.buf = malloc(t.cap)))
         return; /* keep serving the previous snapshot */

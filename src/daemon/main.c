@@ -181,7 +181,7 @@ static int open_sockets(calibd *d, char *err, size_t errlen)
     if (zsock_open(&d->ingest, d->zctx, ZMQ_SUB, "ingest") != 0)
         goto zerr;
     set_int(d->ingest.sock, ZMQ_MAXMSGSIZE, (int64_t)c->max_msg_size);
-    set_int(d->ingest.sock, ZMQ_RCVHWM, (int64_t)c->rcvhwm);
+    set_int(d->ingest.sock, ZMQ_RCVHWM, (int64_t)config_rcvhwm(c));
     /* every model: configured ones come from the topic filter too, but an
      * unconfigured topic must be counted as rejected, so subscribe to all */
     zmq_setsockopt(d->ingest.sock, ZMQ_SUBSCRIBE, "", 0);
@@ -196,7 +196,7 @@ static int open_sockets(calibd *d, char *err, size_t errlen)
             goto zerr;
         d->have_pull = 1;
         set_int(d->pull.sock, ZMQ_MAXMSGSIZE, (int64_t)c->max_msg_size);
-        set_int(d->pull.sock, ZMQ_RCVHWM, (int64_t)c->rcvhwm);
+        set_int(d->pull.sock, ZMQ_RCVHWM, (int64_t)config_rcvhwm(c));
         for (size_t i = 0; i < c->ingest_pull.n; i++) {
             snprintf(bound[nb][0], 256, "ingest_pull");
             if (zsock_attach(&d->pull, c->ingest_pull.ep[i], bound[nb][1], 256, err, errlen))
@@ -221,7 +221,9 @@ static int open_sockets(calibd *d, char *err, size_t errlen)
         return -1;
     nb++;
     if (strcmp(c->http, "off") != 0) {
-        int port = http_start(&d->http, c->http, err, errlen);
+        http_limits lim = {c->http_timeout, (unsigned)c->http_max_connections,
+                           (unsigned)c->http_max_per_address};
+        int port = http_start(&d->http, c->http, &lim, err, errlen);
         if (port < 0)
             return -1;
         snprintf(bound[nb][0], 256, "http");
@@ -351,14 +353,25 @@ static void on_signal(uv_signal_t *s, int signum)
     close_all(d);
 }
 
+/* A producer's connection ended: it closed it, or ZeroMQ cut it for a
+ * message over max_msg_size, which leaves no other trace. */
+static void on_peer_gone(zsock *z, unsigned event, const char *addr, size_t len, void *arg)
+{
+    calibd *d = arg;
+    log_rl(&d->log, LOG_WARN, "ingest", "%s: peer %.*s disconnected%s (a message over "
+           "max_msg_size = %llu bytes disconnects its sender; so does a producer that "
+           "stops)", z->name, (int)(len < 200 ? len : 200), addr,
+           event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ? " in its handshake" : "",
+           (unsigned long long)d->cfg.max_msg_size);
+}
+
 static int start_loop(calibd *d, char *err, size_t errlen)
 {
     int rc;
-    if ((rc = zsock_watch(&d->ingest, d->loop, (unsigned)d->cfg.drain_batch,
-                          ingest_on_message, d)) ||
-        (d->have_pull && (rc = zsock_watch(&d->pull, d->loop, (unsigned)d->cfg.drain_batch,
-                                           ingest_on_message, d))) ||
-        (rc = zsock_watch(&d->control, d->loop, 16, control_on_message, d))) {
+    uint64_t budget = (uint64_t)(d->cfg.drain_time * 1e9);
+    if ((rc = zsock_watch(&d->ingest, d->loop, budget, ingest_on_message, d)) ||
+        (d->have_pull && (rc = zsock_watch(&d->pull, d->loop, budget, ingest_on_message, d))) ||
+        (rc = zsock_watch(&d->control, d->loop, budget, control_on_message, d))) {
         snprintf(err, errlen, "uv_poll: %s", uv_strerror(rc));
         return -1;
     }
@@ -367,6 +380,12 @@ static int start_loop(calibd *d, char *err, size_t errlen)
         uv_signal_init(d->loop, &d->sig[i]);
         d->sig[i].data = d;
         uv_signal_start(&d->sig[i], on_signal, signums[i]);
+    }
+    if (zsock_monitor(&d->ingest, &d->ingest_monitor, d->zctx, d->loop, on_peer_gone, d) != 0 ||
+        (d->have_pull &&
+         zsock_monitor(&d->pull, &d->pull_monitor, d->zctx, d->loop, on_peer_gone, d) != 0)) {
+        snprintf(err, errlen, "zmq_socket_monitor: %s", zmq_strerror(errno));
+        return -1;
     }
     uv_timer_init(d->loop, &d->tick);
     d->tick.data = d;

@@ -1,6 +1,7 @@
 /* zsock.c — ZeroMQ sockets driven by uv_poll on ZMQ_FD. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "zsock.h"
@@ -93,7 +94,8 @@ static void on_idle(uv_idle_t *h);
 
 static void drain(zsock *z)
 {
-    for (unsigned i = 0; i < z->batch; i++) {
+    uint64_t start = uv_hrtime();
+    do {
         int events = 0;
         size_t len = sizeof events;
         if (zmq_getsockopt(z->sock, ZMQ_EVENTS, &events, &len) != 0 ||
@@ -101,7 +103,8 @@ static void drain(zsock *z)
             uv_idle_stop(&z->idle);
             return;
         }
-    }
+    } while (uv_hrtime() - start < z->budget);
+    z->saturated++;
     uv_idle_start(&z->idle, on_idle); /* more may be queued: come back */
 }
 
@@ -117,13 +120,14 @@ static void on_idle(uv_idle_t *h)
     drain(h->data);
 }
 
-int zsock_watch(zsock *z, uv_loop_t *loop, unsigned batch, zsock_recv_fn fn, void *arg)
+int zsock_watch(zsock *z, uv_loop_t *loop, uint64_t budget_ns, zsock_recv_fn fn,
+                void *arg)
 {
     int fd, rc;
     size_t len = sizeof fd;
     if (zmq_getsockopt(z->sock, ZMQ_FD, &fd, &len) != 0)
         return UV_EINVAL;
-    z->batch = batch ? batch : 1;
+    z->budget = budget_ns;
     z->on_recv = fn;
     z->arg = arg;
     if ((rc = uv_poll_init(loop, &z->poll, fd)) != 0)
@@ -139,8 +143,63 @@ int zsock_watch(zsock *z, uv_loop_t *loop, unsigned batch, zsock_recv_fn fn, voi
     return 0;
 }
 
+/* ------------------------------------------------------------ monitor */
+
+typedef struct monitor_ctx {
+    zsock *z;
+    zsock_peer_fn fn;
+    void *arg;
+} monitor_ctx;
+
+/* One monitor event: frame 0 is a 16-bit event and a 32-bit value, frame 1
+ * the peer's address (ZeroMQ's version 1 monitor format). */
+static void on_monitor(zsock *mon, zmq_msg_t *frames, size_t n, void *arg)
+{
+    monitor_ctx *c = arg;
+    (void)mon;
+    if (n != 2 || zmq_msg_size(&frames[0]) < 6)
+        return;
+    uint16_t event;
+    memcpy(&event, zmq_msg_data(&frames[0]), sizeof event);
+    if (!(event & (ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)))
+        return;
+    c->z->disconnects++;
+    if (c->fn)
+        c->fn(c->z, event, zmq_msg_data(&frames[1]), zmq_msg_size(&frames[1]), c->arg);
+}
+
+int zsock_monitor(zsock *z, zsock *mon, void *zctx, uv_loop_t *loop, zsock_peer_fn fn,
+                  void *arg)
+{
+    char ep[64];
+    snprintf(ep, sizeof ep, "inproc://calibd-monitor-%p", (void *)z);
+    if (zmq_socket_monitor(z->sock, ep, ZMQ_EVENT_DISCONNECTED |
+                                        ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) != 0)
+        return -1;
+    if (zsock_open(mon, zctx, ZMQ_PAIR, "monitor") != 0)
+        return -1;
+    monitor_ctx *c = malloc(sizeof *c);
+    if (!c || zmq_connect(mon->sock, ep) != 0 ||
+        zsock_watch(mon, loop, 1000000, on_monitor, c) != 0) {
+        free(c);
+        zsock_close(mon);
+        errno = errno ? errno : ENOMEM;
+        return -1;
+    }
+    *c = (monitor_ctx){z, fn, arg};
+    z->monitor = c;
+    z->monitor_z = mon;
+    return 0;
+}
+
 void zsock_close(zsock *z)
 {
+    if (z->monitor_z) {
+        zsock_close(z->monitor_z);
+        free(z->monitor);
+        z->monitor_z = NULL;
+        z->monitor = NULL;
+    }
     if (z->watching) {
         uv_poll_stop(&z->poll);
         uv_idle_stop(&z->idle);

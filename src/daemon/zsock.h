@@ -3,15 +3,23 @@
  *
  * ZMQ_FD is edge-triggered: it signals when the socket becomes readable, not
  * while it stays so. After every wakeup we receive while ZMQ_EVENTS has
- * ZMQ_POLLIN. To keep one busy socket from starving the loop, a wakeup takes
- * at most `batch` messages; if more may be queued, a uv_idle handle brings us
- * back on the next loop iteration (without it the socket would stall with
- * messages queued and no edge to come). All calls on the loop thread.
+ * ZMQ_POLLIN. To keep one busy socket from starving the loop, a wakeup
+ * receives for at most `budget` nanoseconds of the loop's time, however
+ * cheap or costly each message is (a count would let expensive messages
+ * starve the control socket and the tick); if more may be queued, a
+ * uv_idle handle brings us back on the next loop iteration (without it the
+ * socket would stall with messages queued and no edge to come). All calls
+ * on the loop thread.
+ *
+ * A socket monitor (zsock_monitor) reports the socket's peers going away:
+ * ZeroMQ disconnects a peer that sends a message over ZMQ_MAXMSGSIZE, and
+ * that disconnect is the only trace such a message leaves.
  */
 #ifndef CALIBD_ZSOCK_H
 #define CALIBD_ZSOCK_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <uv.h>
 #include <zmq.h>
 
@@ -29,11 +37,24 @@ struct zsock {
     uv_poll_t poll;
     uv_idle_t idle;
     int watching;
-    unsigned batch;
+    uint64_t budget;  /* ns of receiving per wakeup */
     zsock_recv_fn on_recv;
     void *arg;
-    unsigned long long received;
+    /* read-only counters */
+    unsigned long long received;     /* messages delivered to on_recv */
+    unsigned long long saturated;    /* wakeups that ended on the budget with
+                                        messages still queued: calibd is
+                                        behind this socket's producers */
+    unsigned long long disconnects;  /* peers gone (monitor): closed, or cut
+                                        by ZeroMQ for an oversize message */
+    void *monitor;                   /* the monitor's PAIR socket, or NULL */
+    zsock *monitor_z;                /* its zsock (watched like this one) */
 };
+
+/* A peer of z went away: the event (ZMQ_EVENT_DISCONNECTED, ...) and the
+ * peer's address as ZeroMQ gives it (not NUL-terminated). */
+typedef void (*zsock_peer_fn)(zsock *z, unsigned event, const char *addr, size_t len,
+                              void *arg);
 
 /* Creates the zmq socket (LINGER set). Returns 0 or -1 (errno). */
 int zsock_open(zsock *z, void *zctx, int type, const char *name);
@@ -44,8 +65,16 @@ int zsock_open(zsock *z, void *zctx, int type, const char *name);
 int zsock_attach(zsock *z, const char *endpoints, char *last, size_t lastlen,
                  char *err, size_t errlen);
 
-/* Starts receiving in loop. Returns 0 or a libuv error. */
-int zsock_watch(zsock *z, uv_loop_t *loop, unsigned batch, zsock_recv_fn fn, void *arg);
+/* Starts receiving in loop, for at most budget_ns per wakeup (0: one
+ * message). Returns 0 or a libuv error. */
+int zsock_watch(zsock *z, uv_loop_t *loop, uint64_t budget_ns, zsock_recv_fn fn,
+                void *arg);
+
+/* Monitors z's peers: counts z->disconnects and calls fn for each peer that
+ * goes away. mon must stay valid as long as z; zsock_close(z) closes it.
+ * Returns 0, or -1 with errno. */
+int zsock_monitor(zsock *z, zsock *mon, void *zctx, uv_loop_t *loop, zsock_peer_fn fn,
+                  void *arg);
 
 /* Stops receiving, closes the handles and the socket. The zsock memory must
  * stay valid until the loop has run the close callbacks. */
