@@ -1,19 +1,23 @@
-/* log.h — calibd's log: levels, a module prefix on every line, and a rate
- * limit per message format so a flood of bad input cannot flood the log. */
+/* log.h — calibd's log: levels, a module prefix on every line, and rate
+ * limits (per key: a message format, or a name such as a rejection reason)
+ * so that a flood of bad input cannot flood the log, nor one kind of line
+ * hide the others. */
 #ifndef CALIBD_LOG_H
 #define CALIBD_LOG_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
-#define LOG_RL_SLOTS 64      /* distinct rate-limited formats tracked */
-#define LOG_RL_BURST 10      /* lines per format per interval */
+#define LOG_RL_SLOTS 64      /* distinct rate-limit keys tracked */
+#define LOG_RL_BURST 10      /* lines per key per interval */
 #define LOG_RL_INTERVAL 10.0 /* seconds */
 
 typedef struct log_rl_slot {
-    const char *fmt; /* key: the format string's address */
+    const char *key; /* a format string, or a name (compared by content) */
+    int named;       /* key is a name, said in the suppression count */
     double start;    /* start of the current interval */
     unsigned shown, suppressed;
 } log_rl_slot;
@@ -34,5 +38,18 @@ void log_msg(logger *l, enum log_level level, const char *module, const char *fm
  * count of suppressed lines is reported when the next interval starts. */
 void log_rl(logger *l, enum log_level level, const char *module, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* As log_rl, with the budget of the name `key` (a string that outlives the
+ * logger, e.g. a rejection reason's name) instead of the format's: lines of
+ * different keys never suppress one another. */
+void log_rl_key(logger *l, const char *key, enum log_level level, const char *module,
+                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Room log_escape needs for `max` bytes: 4 per byte, the marks, the NUL. */
+#define LOG_ESCAPE_SIZE(max) (4 * (size_t)(max) + 32)
+/* Writes bytes[0..len) into out (cap bytes, NUL-terminated) as printable
+ * ASCII: a byte outside 0x20..0x7e, a backslash or a double quote as \xHH,
+ * at most `max` bytes of the input, then "...(N bytes)" when there are more.
+ * For a topic, an id or anything else a producer chose. Returns out. */
+char *log_escape(char *out, size_t cap, const void *bytes, size_t len, size_t max);
 
 #endif
