@@ -50,12 +50,6 @@ static void pack_view(msgpack_packer *pk, const model *m, const calib_accum *acc
     }
 }
 
-static const char *form_name(int form)
-{
-    static const char *names[] = {"logits", "probs", "binary", "gaussian"};
-    return form >= 0 && form < 4 ? names[form] : "unknown";
-}
-
 static void pack_join(msgpack_packer *pk, const calib_join *j)
 {
     msgpack_pack_map(pk, 9);
@@ -89,10 +83,10 @@ static void pack_params(msgpack_packer *pk, const model_params *p)
 static void pack_model(msgpack_packer *pk, const model *m, double now)
 {
     int shaped = m->shaped;
-    msgpack_pack_map(pk, shaped ? 17 : 9);
+    msgpack_pack_map(pk, shaped ? 17 : 10);
     pack_str(pk, "form");
     if (shaped)
-        pack_str(pk, form_name(m->form));
+        pack_str(pk, calib_form_name(m->form));
     else
         msgpack_pack_nil(pk);
     pack_str(pk, "k");
@@ -109,6 +103,9 @@ static void pack_model(msgpack_packer *pk, const model *m, double now)
     pack_str(pk, "params");
     pack_params(pk, &m->params);
     pack_counter(pk, "alerts", m->alerts);
+    /* labels wait before the model's first prediction too */
+    pack_str(pk, "join");
+    pack_join(pk, &m->join);
     if (!shaped)
         return;
     pack_str(pk, "loop");
@@ -143,8 +140,6 @@ static void pack_model(msgpack_packer *pk, const model *m, double now)
         msgpack_pack_nil(pk);
     }
     calib_pane_free(&w);
-    pack_str(pk, "join");
-    pack_join(pk, &m->join);
     pack_counter(pk, "stale_window_samples", m->stale);
     pack_str(pk, "samples");
     msgpack_pack_map(pk, 2);

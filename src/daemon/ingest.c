@@ -27,16 +27,27 @@ static uint64_t model_seed(const calibd *d)
     return d->hash_seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(d->nmodels + 1);
 }
 
-/* Fixes a model's form and K, and starts its closed loop. */
+/* Fixes a model's form and K, and starts its closed loop; on failure the
+ * model stays unshaped, its waiting labels kept. */
 static int shape(calibd *d, model *m, int form, size_t k)
 {
-    if (model_shape(m, form, k, model_seed(d)) != CALIB_OK)
+    if (model_shape(m, form, k) != CALIB_OK)
         return REJ_NO_MEMORY;
     if (loop_attach(d, m) != 0) {
-        model_free(m);
+        model_unshape(m);
         return REJ_NO_MEMORY;
     }
     return 0;
+}
+
+/* A model configured with its form and K is shaped at creation. */
+static int configured_shape(calibd *d, model *m)
+{
+    const model_cfg *c = &m->cfg;
+    if (c->form < 0 || (c->form != CALIB_FORM_GAUSSIAN && c->form != CALIB_FORM_BINARY && !c->k))
+        return 0;
+    size_t k = c->form == CALIB_FORM_BINARY ? 2 : c->form == CALIB_FORM_GAUSSIAN ? 0 : c->k;
+    return shape(d, m, c->form, k);
 }
 
 static model *new_model(calibd *d, const char *name, int *reject)
@@ -62,16 +73,13 @@ static model *new_model(calibd *d, const char *name, int *reject)
     }
     model_cfg mc;
     config_model_for(&d->cfg, name, &mc);
-    model_init(m, &mc);
-    /* a model configured with its form and K is shaped at once, so labels
-     * that come before its first prediction can wait for it */
-    if (mc.form >= 0 && (mc.form == CALIB_FORM_GAUSSIAN || mc.form == CALIB_FORM_BINARY || mc.k)) {
-        size_t k = mc.form == CALIB_FORM_BINARY ? 2 : mc.form == CALIB_FORM_GAUSSIAN ? 0 : mc.k;
-        if (shape(d, m, mc.form, k) != 0) {
-            free(m);
-            *reject = REJ_NO_MEMORY;
-            return NULL;
-        }
+    /* the join table exists from the start, so labels that come before the
+     * model's first prediction wait for it, whatever the model's shape */
+    if (model_init(m, &mc, model_seed(d)) != CALIB_OK || configured_shape(d, m) != 0) {
+        model_free(m);
+        free(m);
+        *reject = REJ_NO_MEMORY;
+        return NULL;
     }
     d->models[d->nmodels++] = m;
     log_msg(&d->log, LOG_INFO, "model", "%s: created%s", m->name,
@@ -111,12 +119,62 @@ void calibd_free_models(calibd *d)
 
 /* ------------------------------------------------------------ rejections */
 
-static void reject(calibd *d, model *m, int reason, const char *detail)
+/* Bytes of a topic a log line shows; longer ones are cut, with their length. */
+#define LOG_TOPIC_MAX 64
+
+/*
+ * Counts a rejection for model m (NULL: unknown, counted globally) and logs
+ * it with the topic as received (escaped, cut), the reason, the key at
+ * fault (NULL: none) and what to fix (NULL: nothing to add). The rate
+ * limit is per reason, so a flood of one cannot hide another.
+ */
+static void reject_topic(calibd *d, model *m, const void *topic, size_t topic_len,
+                         int reason, const char *key, const char *detail)
 {
     uint64_t *counter = m ? &m->rejected[reason] : &d->rejected[reason];
     (*counter)++;
-    log_rl(&d->log, LOG_WARN, "ingest", "%s: rejected (%s)%s%s", m ? m->name : "-",
-           reject_name(reason), detail ? ": " : "", detail ? detail : "");
+    char t[LOG_ESCAPE_SIZE(LOG_TOPIC_MAX)];
+    log_escape(t, sizeof t, topic, topic_len, LOG_TOPIC_MAX);
+    const char *name = reject_name(reason);
+    log_rl_key(&d->log, name, LOG_WARN, "ingest", "topic \"%s\"%s: rejected (%s)%s%s%s%s%s",
+               t, m ? "" : " (no model)", name, key ? ", key \"" : "", key ? key : "",
+               key ? "\"" : "", detail ? ": " : "", detail ? detail : "");
+}
+
+/* A rejection of one record of model m, whose name is the topic. */
+static void reject(calibd *d, model *m, int reason, const char *key, const char *detail)
+{
+    reject_topic(d, m, m->name, strlen(m->name), reason, key, detail);
+}
+
+/* What to fix for a message the decoder rejected, in buf (or NULL). */
+static const char *decode_detail(const calib_msg *msg, int reason, char *buf, size_t len)
+{
+    const calib_msg_fault *f = &msg->fault;
+    switch (reason) {
+    case CALIB_REJ_BIN_AMBIGUOUS:
+        snprintf(buf, len, "a bin of %zu bytes is %zu float32 or %zu float64, and the "
+                 "model's K is not known yet; send \"k\" (the number of classes) with "
+                 "the prediction, or configure k in its [model] section",
+                 f->bin_bytes, f->bin_bytes / 4, f->bin_bytes / 8);
+        return buf;
+    case CALIB_REJ_BIN_LENGTH:
+        if (f->bin_values)
+            snprintf(buf, len, "a bin of %zu bytes; %zu values take %zu bytes as float32 "
+                     "or %zu as float64", f->bin_bytes, f->bin_values, 4 * f->bin_values,
+                     8 * f->bin_values);
+        else
+            snprintf(buf, len, "a bin of %zu bytes is no whole number of float32 values",
+                     f->bin_bytes);
+        return buf;
+    case CALIB_REJ_MISSING_KEY:
+        return f->key && strcmp(f->key, "k") == 0 ? "the batch form needs \"k\" with "
+               "logits or probs" : NULL;
+    case CALIB_REJ_AMBIGUOUS_OUTPUT:
+        return "a prediction needs exactly one of logits, probs, p, or mean with var";
+    default:
+        return NULL;
+    }
 }
 
 /* ------------------------------------------------------------ records */
@@ -138,6 +196,31 @@ static void note_label(const calibd *d, model *m)
     m->last_label_mono = loop_now(d);
 }
 
+/* Checks an outcome against the model's K (or form): 0 if it fits, else
+ * the rejection, counted and logged with what was wrong. */
+static int check_y(calibd *d, model *m, double y, const char *what)
+{
+    int rc = calib_proto_check_y(m->form, m->k, y);
+    if (rc == CALIB_REJ_NONE)
+        return 0;
+    char why[200];
+    if (m->form == CALIB_FORM_GAUSSIAN)
+        snprintf(why, sizeof why, "%s y = %g", what, y);
+    else
+        snprintf(why, sizeof why, "%s y = %g is not a class in [0, %zu)", what, y, m->k);
+    reject(d, m, rc, "y", why);
+    return rc;
+}
+
+/* A joined pair: scored, unless the label waited for the model's first
+ * prediction and its y turns out not to fit the model's K. */
+static void score_pair(calibd *d, model *m, const double *x, double y, double now)
+{
+    if (check_y(d, m, y, "a label that waited for its prediction:") != 0)
+        return;
+    model_observe(m, x, y, now);
+}
+
 static void pred_record(calibd *d, model *m, int form, const calib_msg_rec *r, double now)
 {
     m->last_prediction_mono = loop_now(d);
@@ -148,11 +231,8 @@ static void pred_record(calibd *d, model *m, int form, const calib_msg_rec *r, d
         memcpy(d->x, m->xcal, m->width * sizeof *d->x);
     }
     if (r->has_y) {
-        int rc = calib_proto_check_y(m->form, m->k, r->y);
-        if (rc != CALIB_REJ_NONE) {
-            reject(d, m, rc, "inline y");
+        if (check_y(d, m, r->y, "inline") != 0)
             return;
-        }
         model_observe(m, d->x, r->y, now);
         m->inline_scored++;
         note_label(d, m); /* an inline outcome is a label too */
@@ -160,56 +240,114 @@ static void pred_record(calibd *d, model *m, int form, const calib_msg_rec *r, d
     }
     calib_id id;
     calib_join_result jr;
-    if (make_id(r, &id) != CALIB_OK) {
-        reject(d, m, CALIB_REJ_BAD_ID, NULL);
-        return;
-    }
-    if (calib_join_pred(&m->join, &id, d->x, r->ts, now, &jr) != CALIB_OK) {
-        reject(d, m, CALIB_REJ_BAD_ID, NULL);
+    if (make_id(r, &id) != CALIB_OK ||
+        calib_join_pred(&m->join, &id, d->x, r->ts, now, &jr) != CALIB_OK) {
+        reject(d, m, CALIB_REJ_BAD_ID, "id", NULL);
         return;
     }
     if (jr.status == CALIB_JOIN_JOINED)
-        model_observe(m, d->x, jr.y, now);
+        score_pair(d, m, d->x, jr.y, now);
 }
 
+/* A label waits in the join table whatever the model's shape: its y, known
+ * to be finite, is checked against K now if the model has one, else when it
+ * joins. */
 static void label_record(calibd *d, model *m, const calib_msg_rec *r, double now)
 {
     m->labels++;
     note_label(d, m);
-    int rc = calib_proto_check_y(m->form, m->k, r->y);
-    if (rc != CALIB_REJ_NONE) {
-        reject(d, m, rc, "label");
+    if (m->shaped && check_y(d, m, r->y, "label") != 0)
         return;
-    }
     calib_id id;
     calib_join_result jr;
     if (make_id(r, &id) != CALIB_OK ||
         calib_join_label(&m->join, &id, r->y, r->ts, now, &jr) != CALIB_OK) {
-        reject(d, m, CALIB_REJ_BAD_ID, NULL);
+        reject(d, m, CALIB_REJ_BAD_ID, "id", NULL);
         return;
     }
     if (jr.status == CALIB_JOIN_JOINED)
-        model_observe(m, jr.x, r->y, now);
+        model_observe(m, jr.x, r->y, now); /* shaped: y checked above */
 }
 
-/* Fixes the model's shape at its first prediction, or checks it. */
-static int check_shape(calibd *d, model *m, const calib_msg *msg)
+/* "logits with K = 10", "gaussian", "probs with any K", "any form". */
+static void shape_desc(char *buf, size_t len, int form, size_t k)
 {
-    if (m->shaped)
-        return model_accepts(m, msg->form, msg->k);
-    if (m->cfg.form >= 0 && m->cfg.form != msg->form)
+    if (form < 0)
+        snprintf(buf, len, "any form");
+    else if (form == CALIB_FORM_GAUSSIAN)
+        snprintf(buf, len, "gaussian");
+    else if (k)
+        snprintf(buf, len, "%s with K = %zu", calib_form_name(form), k);
+    else
+        snprintf(buf, len, "%s with any K", calib_form_name(form));
+}
+
+/* Fixes the model's shape at its first prediction, or checks it; 0, or the
+ * rejection with what was wrong in why. */
+static int check_shape(calibd *d, model *m, const calib_msg *msg, char *why, size_t len)
+{
+    int form = msg->form;
+    size_t k = msg->k;
+    if (m->shaped && model_accepts(m, form, k) == 0)
+        return 0;
+    if (m->shaped || (m->cfg.form >= 0 && m->cfg.form != form) ||
+        (m->cfg.k && k != m->cfg.k)) {
+        char have[80], got[80];
+        shape_desc(have, sizeof have, m->shaped ? m->form : m->cfg.form,
+                   m->shaped ? m->k : m->cfg.k);
+        shape_desc(got, sizeof got, form, k);
+        snprintf(why, len, "the model is %s%s, this prediction %s",
+                 m->shaped ? "" : "configured as ", have, got);
         return REJ_SHAPE;
-    if (m->cfg.k && msg->k != m->cfg.k)
-        return REJ_SHAPE;
-    if (shape(d, m, msg->form, msg->k) != 0)
+    }
+    if (shape(d, m, form, k) != 0) {
+        snprintf(why, len, "out of memory for the model's state (K = %zu)", k);
         return REJ_NO_MEMORY;
-    log_msg(&d->log, LOG_INFO, "model", "%s: form %s, K = %zu", m->name,
-            msg->form == CALIB_FORM_LOGITS ? "logits" : msg->form == CALIB_FORM_PROBS ? "probs"
-            : msg->form == CALIB_FORM_BINARY ? "binary" : "gaussian", msg->k);
+    }
+    log_msg(&d->log, LOG_INFO, "model", "%s: form %s, K = %zu", m->name, calib_form_name(form),
+            k);
     return 0;
 }
 
+/* The key a shape mismatch is about: K or the output form. */
+static const char *shape_key(const calib_msg *msg)
+{
+    static const char *const keys[] = {"logits", "probs", "p", "mean"};
+    return msg->form >= 0 && msg->form <= CALIB_FORM_GAUSSIAN ? keys[msg->form] : NULL;
+}
+
 /* ------------------------------------------------------------ messages */
+
+/* Decodes frames (topic, payload) with the model's K as the hint for a
+ * row-form bin, finding or creating the model; NULL when the message is
+ * rejected (counted and logged). */
+static model *decode(calibd *d, zmq_msg_t *frames)
+{
+    const char *topic = zmq_msg_data(&frames[0]);
+    size_t topic_len = zmq_msg_size(&frames[0]);
+    calib_msg *msg = &d->msg;
+    int why = 0;
+    model *m = calibd_model(d, topic, topic_len, 0, &why);
+    int rc = calib_msg_decode_k(msg, topic, topic_len, zmq_msg_data(&frames[1]),
+                                zmq_msg_size(&frames[1]), m && m->shaped ? m->k : 0);
+    if (rc != CALIB_REJ_NONE) {
+        char buf[400];
+        reject_topic(d, m, topic, topic_len, rc, msg->fault.key,
+                     decode_detail(msg, rc, buf, sizeof buf));
+        return NULL;
+    }
+    if (!m)
+        m = calibd_model(d, topic, topic_len, 1, &why);
+    if (!m) {
+        why = why ? why : REJ_UNKNOWN_MODEL;
+        reject_topic(d, NULL, topic, topic_len, why, NULL, why == REJ_UNKNOWN_MODEL
+                     ? "no [model] section names it, and auto_models = no"
+                     : why == REJ_TOO_MANY_MODELS ? "calibd holds as many models as it can"
+                     : "out of memory for a new model");
+        return NULL;
+    }
+    return m;
+}
 
 void ingest_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg)
 {
@@ -217,33 +355,19 @@ void ingest_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg)
     (void)z;
     d->messages++;
     if (nframes != 2) {
-        reject(d, NULL, REJ_FRAMING, nframes < 2 ? "one frame" : "more than two frames");
+        reject_topic(d, NULL, zmq_msg_data(&frames[0]), zmq_msg_size(&frames[0]), REJ_FRAMING,
+                     NULL, nframes < 2 ? "one frame; a message is a topic and a payload"
+                     : "more than two frames; a message is a topic and a payload");
         return;
     }
     calib_msg *msg = &d->msg;
-    /* the model's K, once known, reads a row-form bin that has no "k" */
-    int why = 0;
-    model *m = calibd_model(d, zmq_msg_data(&frames[0]), zmq_msg_size(&frames[0]), 0, &why);
-    int rc = calib_msg_decode_k(msg, zmq_msg_data(&frames[0]), zmq_msg_size(&frames[0]),
-                                zmq_msg_data(&frames[1]), zmq_msg_size(&frames[1]),
-                                m && m->shaped ? m->k : 0);
-    if (!m && rc == CALIB_REJ_NONE)
-        m = calibd_model(d, zmq_msg_data(&frames[0]), zmq_msg_size(&frames[0]), 1, &why);
-    if (rc != CALIB_REJ_NONE) {
-        reject(d, m, rc, NULL);
+    model *m = decode(d, frames);
+    if (!m)
         return;
-    }
-    if (!m) {
-        reject(d, NULL, why ? why : REJ_UNKNOWN_MODEL, NULL);
-        return;
-    }
-    if (msg->type == CALIB_MSG_PRED && (rc = check_shape(d, m, msg)) != 0) {
-        reject(d, m, rc, NULL);
-        return;
-    }
-    if (msg->type == CALIB_MSG_LABEL && !m->shaped) {
-        reject(d, m, REJ_UNSHAPED, "configure the model's form and k to keep "
-                                   "labels that come before its first prediction");
+    char why[300];
+    int rc;
+    if (msg->type == CALIB_MSG_PRED && (rc = check_shape(d, m, msg, why, sizeof why)) != 0) {
+        reject(d, m, rc, rc == REJ_SHAPE ? shape_key(msg) : NULL, why);
         return;
     }
     double now = wall_now();
@@ -251,7 +375,8 @@ void ingest_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg)
         calib_msg_rec r;
         rc = calib_msg_record(msg, i, &r, msg->type == CALIB_MSG_PRED ? d->x : NULL);
         if (rc != CALIB_REJ_NONE) {
-            reject(d, m, rc, NULL);
+            snprintf(why, sizeof why, "record %zu of %zu", i + 1, msg->n);
+            reject(d, m, rc, r.fault_key, msg->batch ? why : NULL);
             continue;
         }
         if (msg->type == CALIB_MSG_PRED)

@@ -621,6 +621,8 @@ void loop_tick(calibd *d, double wall)
         d->next_republish = now + d->cfg.params_interval;
     for (size_t i = 0; i < d->nmodels; i++) {
         model *m = d->models[i];
+        /* every model's join table, also one that holds labels only */
+        model_join_tick(m, wall);
         if (!m->shaped)
             continue;
         alert_check(d, m, wall);

@@ -15,12 +15,11 @@ const char *reject_name(int reason)
     case REJ_TOO_MANY_MODELS: return "too_many_models";
     case REJ_SHAPE: return "shape_mismatch";
     case REJ_NO_MEMORY: return "no_memory";
-    case REJ_UNSHAPED: return "label_before_shape";
     }
     return calib_reject_name(reason);
 }
 
-void model_init(model *m, const model_cfg *cfg)
+int model_init(model *m, const model_cfg *cfg, uint64_t seed)
 {
     memset(m, 0, sizeof *m);
     memcpy(m->name, cfg->name, sizeof m->name);
@@ -32,18 +31,19 @@ void model_init(model *m, const model_cfg *cfg)
             calib_accum_init(&m->cum[v][s]);
     for (int s = 0; s < WS_PER_VIEW; s++)
         calib_accum_init(&m->since_params[s]);
+    calib_join_cfg jc = {.ttl = cfg->label_ttl, .capacity = cfg->max_pending,
+                         .width = 0, .joined_capacity = cfg->joined_memory,
+                         .seed = seed};
+    return calib_join_init(&m->join, &jc);
 }
 
-int model_shape(model *m, int form, size_t k, uint64_t seed)
+int model_shape(model *m, int form, size_t k)
 {
     const model_cfg *c = &m->cfg;
     size_t pk = form == CALIB_FORM_GAUSSIAN ? 1 : k;
     m->form = form;
     m->k = k;
     m->width = calib_form_width(form, k);
-    calib_join_cfg jc = {.ttl = c->label_ttl, .capacity = c->max_pending,
-                         .width = m->width, .joined_capacity = c->joined_memory,
-                         .seed = seed};
     calib_window_cfg wc = {.kind = CALIB_WINDOW_TIME, .span = c->window,
                            .panes = (uint32_t)c->window_panes,
                            .nstat = VIEWS * WS_PER_VIEW,
@@ -51,8 +51,7 @@ int model_shape(model *m, int form, size_t k, uint64_t seed)
     int rc;
     calib_window_cfg wcal = wc;
     wcal.nstat = 0;
-    if ((rc = calib_join_init(&m->join, &jc)) ||
-        (rc = calib_window_init(&m->win, &wc)) ||
+    if ((rc = calib_window_init(&m->win, &wc)) ||
         (wcal.top_bins && (rc = calib_window_init(&m->win_cal, &wcal))) ||
         (rc = calib_reservoir_init(&m->reservoir, m->width, c->reservoir, c->seed)) ||
         (rc = calib_ring_init(&m->ring, m->width, c->ring)))
@@ -71,16 +70,19 @@ int model_shape(model *m, int form, size_t k, uint64_t seed)
         rc = CALIB_ENOMEM;
         goto err;
     }
+    /* last: the one step that changes the join table */
+    if ((rc = calib_join_set_width(&m->join, m->width)) != CALIB_OK)
+        goto err;
     m->shaped = 1;
     return CALIB_OK;
 err:
-    model_free(m);
+    model_unshape(m);
     return rc;
 }
 
-void model_free(model *m)
+/* Frees everything model_shape allocates but the join table's outputs. */
+static void free_shaped(model *m)
 {
-    calib_join_free(&m->join);
     calib_window_free(&m->win);
     calib_window_free(&m->win_cal);
     calib_reservoir_free(&m->reservoir);
@@ -94,8 +96,30 @@ void model_free(model *m)
     free(m->loop.xcand);
     calib_drift_free(&m->loop.drift);
     m->p = m->pcal = m->xcal = m->loop.xcand = NULL;
-    m->loop.ready = 0;
+    memset(&m->loop, 0, sizeof m->loop);
     m->shaped = 0;
+    m->form = 0;
+    m->k = m->width = 0;
+}
+
+void model_unshape(model *m)
+{
+    free_shaped(m);
+    /* labels only again: cannot fail while no prediction waits, and none
+     * can before the model has a shape */
+    (void)calib_join_set_width(&m->join, 0);
+}
+
+void model_free(model *m)
+{
+    free_shaped(m);
+    calib_join_free(&m->join);
+}
+
+void model_join_tick(model *m, double now)
+{
+    m->join.cfg.ttl = m->cfg.label_ttl;
+    calib_join_expire(&m->join, now);
 }
 
 /* Classification outputs of any form and the same K are one shape (the

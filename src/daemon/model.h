@@ -20,8 +20,6 @@ enum daemon_reject {
     REJ_TOO_MANY_MODELS,
     REJ_SHAPE,         /* K or output form differs from the model's */
     REJ_NO_MEMORY,     /* the model's state could not be allocated */
-    REJ_UNSHAPED,      /* a label before the first prediction of a model
-                          whose form and K are not configured */
 };
 #define REJ_MAX 128 /* counters per model, indexed by reason */
 
@@ -86,7 +84,8 @@ typedef struct model {
     int shaped;       /* form and k are fixed */
     int form;         /* enum calib_form */
     size_t k, width;
-    calib_join join;
+    calib_join join;  /* from the model's creation: labels only (width 0)
+                         until the shape is known */
     calib_accum cum[VIEWS][WS_PER_VIEW];
     calib_accum since_params[WS_PER_VIEW]; /* calibrated view, since the
                                               current parameters took over */
@@ -110,11 +109,21 @@ typedef struct model {
     double last_label_mono, first_prediction_mono, last_prediction_mono;
 } model;
 
-/* A model with settings but no shape yet (no allocation beyond the struct). */
-void model_init(model *m, const model_cfg *cfg);
-/* Fixes form and k (cfg or first prediction) and allocates the state. */
-int model_shape(model *m, int form, size_t k, uint64_t seed);
+/* A model with settings but no shape yet: its join table (hash seed
+ * `seed`) takes labels only, so that labels that come before the first
+ * prediction wait for it. CALIB_OK, or a CALIB_E* code with nothing held. */
+int model_init(model *m, const model_cfg *cfg, uint64_t seed);
+/* Fixes form and k (cfg or first prediction) and allocates the rest of the
+ * state. On an error the model is as it was: unshaped, its labels waiting. */
+int model_shape(model *m, int form, size_t k);
+/* Undoes model_shape before any prediction: frees the shaped state; the
+ * join table keeps its waiting labels. */
+void model_unshape(model *m);
 void model_free(model *m);
+
+/* From the tick: the join table takes the model's label_ttl (a reload may
+ * change it) and expires what is due at now (wall clock, as ingest's). */
+void model_join_tick(model *m, double now);
 
 /* Checks a prediction's shape against the model's; 0 or REJ_SHAPE. */
 int model_accepts(const model *m, int form, size_t k);

@@ -16,7 +16,8 @@
  * Every message goes to topic "hostile" unless the class is about the topic;
  * the Gaussian record class goes to "hostile.gaussian", because calibd fixes
  * a model's output form at its first accepted prediction and "hostile" is
- * shaped by the first record-class batch as a K = 3 classifier.
+ * shaped by the first record-class batch as a K = 3 classifier; the
+ * ambiguous bin goes to "hostile.ambiguous", a model whose K is unknown.
  *
  * The classes (label: expected reason — what is sent):
  *
@@ -58,6 +59,9 @@
  *   n_zero                 n_range          batch with "n": 0
  *   n_65537                n_range          batch with "n": 65537
  *   k_mismatch_row         array_length     batch n = 3, k = 3, row 1 of 2 numbers
+ *   bin_ambiguous          bin_ambiguous    row, probs a bin of 4 float32 (16 bytes,
+ *                                           or 2 float64) without "k", to
+ *                                           "hostile.ambiguous", a model with no K
  *  records: a batch of 3 predictions with ids and inline y; one record bad
  *   rec_nan                nonfinite        a logit NaN
  *   rec_inf                nonfinite        a logit +inf
@@ -104,6 +108,7 @@
 #define PROG "hostile"
 #define TOPIC "hostile"
 #define TOPIC_GAUSS "hostile.gaussian"
+#define TOPIC_AMBIGUOUS "hostile.ambiguous"
 #define MIN_MAX_BYTES 256
 
 /* ------------------------------------------------------------ packing */
@@ -451,6 +456,27 @@ static int k_mismatch_row(hostile *h)
     return send_on(h, TOPIC);
 }
 
+/* The typical first producer: float32 probabilities of an even K as bytes,
+ * in the row form, without "k", for a model whose K nobody configured. */
+static int bin_ambiguous(hostile *h)
+{
+    static const float probs[4] = {0.1f, 0.2f, 0.3f, 0.4f};
+    unsigned char b[sizeof probs];
+    for (size_t i = 0; i < 4; i++) {
+        uint32_t u;
+        memcpy(&u, &probs[i], sizeof u);
+        for (size_t j = 0; j < 4; j++)
+            b[4 * i + j] = (unsigned char)(u >> (8 * j));
+    }
+    msgpack_packer *pk = begin(h);
+    head(pk, 4, "pred");
+    kv_str(pk, "id", "h-ambiguous");
+    pack_str(pk, "probs");
+    msgpack_pack_bin(pk, sizeof b);
+    msgpack_pack_bin_body(pk, b, sizeof b);
+    return send_on(h, TOPIC_AMBIGUOUS);
+}
+
 /* ------------------------------------------------------------ record classes */
 
 /* What is wrong with record 1 of a record-class batch. */
@@ -613,6 +639,7 @@ static const hostile_class classes[] = {
     {"n_zero", "n_range", n_zero},
     {"n_65537", "n_range", n_65537},
     {"k_mismatch_row", "array_length", k_mismatch_row},
+    {"bin_ambiguous", "bin_ambiguous", bin_ambiguous},
     {"rec_nan", "nonfinite", rec_nan},
     {"rec_inf", "nonfinite", rec_inf},
     {"rec_prob_range", "prob_range", rec_prob_range},

@@ -97,6 +97,62 @@ check shape_mismatch 'wait_for "$work/shape.json" "r[\"models\"][\"logits_f64_ro
     --ids int --seed 99 --warmup-ms 300 --linger-ms 500 2> /dev/null
 check mixed_forms_same_k 'wait_for "$work/mixed.json" "r[\"models\"][\"logits_f64_row_intids\"][\"scored_inline\"] == 4"'
 
+# labels before the first prediction of a model nobody configured wait for
+# it: 800 labels first, then their predictions (float32 bins with "k"), in
+# batches; the Brier score must be that of the right pairs
+send_py "$PULL" > "$work/lf.brier" <<'PY'
+import math, random
+rng = random.Random(5)
+n, k = 800, 4
+ys = [rng.randrange(k) for _ in range(n)]
+z = [[rng.gauss(0, 1.5) for _ in range(k)] for _ in range(n)]
+for b in range(0, n, 100):
+    send("labels_first", {"v": 1, "type": "label", "n": 100, "id": list(range(b, b + 100)),
+                          "y": ys[b:b + 100]})
+def brier(row, y):
+    row = struct.unpack("<%df" % k, f32(row))  # what calibd reads
+    m = max(row)
+    e = [math.exp(v - m) for v in row]
+    return sum((x / sum(e) - (j == y)) ** 2 for j, x in enumerate(e))
+print(sum(brier(z[i], ys[i]) for i in range(n)) / n)
+PY
+check labels_first_wait 'wait_for "$work/lf1.json" "r[\"models\"][\"labels_first\"][\"join\"][\"waiting_labels\"] == 800 and r[\"models\"][\"labels_first\"][\"form\"] is None and not r[\"models\"][\"labels_first\"][\"rejected\"]"'
+send_py "$PULL" <<'PY'
+import random
+rng = random.Random(5)
+n, k = 800, 4
+ys = [rng.randrange(k) for _ in range(n)]
+z = [[rng.gauss(0, 1.5) for _ in range(k)] for _ in range(n)]
+for b in range(0, n, 200):
+    send("labels_first", {"v": 1, "type": "pred", "n": 200, "k": k,
+                          "id": list(range(b, b + 200)),
+                          "logits": f32([v for row in z[b:b + 200] for v in row])})
+PY
+check labels_first_scored 'wait_for "$work/lf2.json" "r[\"models\"][\"labels_first\"][\"scored\"] == 800"'
+python3 - "$work/lf2.json" "$(cat "$work/lf.brier")" <<'PY' && ok labels_first_pairs || bad labels_first_pairs
+import json, sys
+m = json.load(open(sys.argv[1]))["models"]["labels_first"]
+j = m["join"]
+assert m["k"] == 4 and m["labels"] == 800 and not m["rejected"], m
+assert j["joined"] == 800 and j["waiting_labels"] == 0 and j["waiting_predictions"] == 0, j
+want = float(sys.argv[2])
+assert abs(m["raw"]["brier"]["mean"] - want) < 1e-9, (m["raw"]["brier"], want)
+PY
+
+# a waiting label's y meets K when it joins: out of range, the pair is
+# rejected as label_range; a y that is not finite is rejected at once
+send_py "$PULL" <<'PY'
+for i, y in (("a", 1), ("b", 7), ("c", 1.5), ("d", float("nan"))):
+    send("late_range", {"v": 1, "type": "label", "id": i, "y": y})
+PY
+check late_range_wait 'wait_for "$work/lr1.json" "r[\"models\"][\"late_range\"][\"join\"][\"waiting_labels\"] == 3 and r[\"models\"][\"late_range\"][\"rejected\"] == {\"nonfinite\": 1}"'
+send_py "$PULL" <<'PY'
+for i in "abc":
+    send("late_range", {"v": 1, "type": "pred", "id": i, "logits": [0.1, 0.2, 0.3]})
+PY
+check late_range_rejected 'wait_for "$work/lr2.json" "r[\"models\"][\"late_range\"][\"rejected\"] == {\"nonfinite\": 1, \"label_range\": 2} and r[\"models\"][\"late_range\"][\"scored\"] == 1 and r[\"models\"][\"late_range\"][\"join\"][\"joined\"] == 3"'
+check late_range_logged 'log_has "topic \"late_range\": rejected (label_range), key \"y\": a label that waited for its prediction: y = 7 is not a class in [0, 3)"'
+
 stop_calibd
 check sigterm_exit_0 '[ $? -eq 0 ]'
 finish

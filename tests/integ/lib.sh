@@ -68,6 +68,34 @@ wait_for() {
     return 1
 }
 
+# send_py ENDPOINT < CODE: runs the python CODE with send(topic, payload)
+# (payload: bytes, or an object msgpack packs) and f32(values) (little-endian
+# float32 bytes) at hand, over a PUSH socket connected to ENDPOINT (calibd's
+# PULL socket: nothing is dropped, and the order is kept); returns once
+# everything is delivered
+PY=/usr/bin/python3 # Debian's, with python3-zmq and python3-msgpack
+send_py() {
+    "$PY" -c '
+import struct, sys, msgpack, zmq
+ctx = zmq.Context()
+sock = ctx.socket(zmq.PUSH)
+sock.setsockopt(zmq.LINGER, 20000)
+sock.connect(sys.argv[1])
+def send(topic, payload):
+    if not isinstance(payload, bytes):
+        payload = msgpack.packb(payload, use_bin_type=True)
+    sock.send_multipart([topic if isinstance(topic, bytes) else topic.encode(), payload])
+def f32(values):
+    return struct.pack("<%df" % len(values), *values)
+exec(compile(sys.stdin.read(), "send_py", "exec"))
+sock.close()
+ctx.term()
+' "$1"
+}
+
+# log_has FIXED-STRING: calibd's log has a line containing it
+log_has() { grep -qF -- "$1" "$work/calibd.log"; }
+
 finish() {
     echo "$pass passed, $fail failed"
     [ "$fail" -eq 0 ]
