@@ -425,28 +425,61 @@ static void drift_restart(calibd *d, model *m)
     alert_incident(d, m, RULE_DRIFT, 0, 1, "drift", "warning", NULL, NULL, 0);
 }
 
+/* The reference period's fraction of scores above the robust detector's
+ * threshold: the rate its bound was built on. */
+static double reference_rate(const calib_drift *dr)
+{
+    size_t n = dr->cfg.reference, above = 0;
+    for (size_t i = 0; dr->ref_x && i < n; i++)
+        above += dr->ref_x[i] > dr->threshold;
+    return n ? (double)above / (double)n : NAN;
+}
+
+/* The alert's message: the level tested (mean score, or for the robust
+ * detector the rate above the reference quantile) since the change point,
+ * the reference level and the bound the test rejected. */
+static void drift_message(const model *m, const model_level *lv, double ref, char *msg,
+                          size_t len)
+{
+    const calib_drift *dr = &m->loop.drift;
+    double e = exp(calib_drift_log_e(dr));
+    char since[160];
+    snprintf(since, sizeof since, "the %zu %spairs since the estimated change point, after "
+             "pair %llu of the %llu watched", lv->n, lv->truncated ? "newest " : "",
+             (unsigned long long)(dr->change_at - dr->cfg.reference),
+             (unsigned long long)(dr->n - dr->cfg.reference));
+    if (m->form == CALIB_FORM_GAUSSIAN)
+        snprintf(msg, len, "the calibrated DSS exceeded its reference %.4g-quantile %.4g in "
+                 "a fraction %.4g of %s, against %.4g in the reference period; the drift "
+                 "test rejected a rate of at most %.4g (e-value %.3g)", dr->cfg.quantile,
+                 dr->threshold, lv->above, since, ref, dr->null_mean, e);
+    else
+        snprintf(msg, len, "the calibrated Brier score %s %.4g over %s, against %.4g in the "
+                 "reference period; the drift test rejected a mean of at most %.4g "
+                 "(e-value %.3g)", lv->mean > ref ? "rose to" : "is", lv->mean, since, ref,
+                 dr->null_mean, e);
+}
+
+/*
+ * The alert says what the detector tested: the level since the estimated
+ * change point. The mean since the reference period would mix in the
+ * samples before the change, and could even lie below the reference.
+ */
 static void on_drift(calibd *d, model *m)
 {
     model_loop *l = &m->loop;
     const calib_drift *dr = &l->drift;
     int gauss = m->form == CALIB_FORM_GAUSSIAN;
     l->drift_alarms++;
+    model_level lv = model_level_since(m, l->drift_base + dr->change_at, dr->threshold);
+    double ref = gauss ? reference_rate(dr) : calib_accum_mean(&dr->ref);
     char msg[1024];
-    double ref = calib_accum_mean(&dr->ref), now_level = calib_accum_mean(&dr->watch);
-    if (gauss)
-        snprintf(msg, sizeof msg, "the calibrated DSS exceeds its reference %.4g-quantile "
-                 "%.4g more often than %.4g after %llu samples (e-value %.3g)",
-                 dr->cfg.quantile, dr->threshold, dr->null_mean,
-                 (unsigned long long)(dr->n - dr->cfg.reference), exp(calib_drift_log_e(dr)));
-    else
-        snprintf(msg, sizeof msg, "the calibrated Brier score rose from %.4g to %.4g "
-                 "(tested bound %.4g; e-value %.3g after %llu samples)", ref, now_level,
-                 dr->null_mean, exp(calib_drift_log_e(dr)),
-                 (unsigned long long)(dr->n - dr->cfg.reference));
-    alert_value v[] = {{"reference", ref}, {"current", now_level}, {"bound", dr->null_mean},
-                       {"log_e", calib_drift_log_e(dr)},
-                       {"samples", (double)(dr->n - dr->cfg.reference)}};
-    alert_incident(d, m, RULE_DRIFT, 1, 0, "drift", "warning", msg, v, 5);
+    drift_message(m, &lv, ref, msg, sizeof msg);
+    alert_value v[] = {{"reference", ref}, {"current", gauss ? lv.above : lv.mean},
+                       {"bound", dr->null_mean}, {"log_e", calib_drift_log_e(dr)},
+                       {"samples", (double)(dr->n - dr->cfg.reference)},
+                       {"since_change", (double)lv.n}};
+    alert_incident(d, m, RULE_DRIFT, 1, 0, "drift", "warning", msg, v, 6);
 }
 
 /* Storing a version durably (two fsyncs) is slow I/O: a worker does it,

@@ -66,7 +66,8 @@ int model_shape(model *m, int form, size_t k)
     m->pcal = calloc(pk, sizeof *m->pcal);
     m->xcal = calloc(m->width, sizeof *m->xcal);
     m->loop.xcand = calloc(m->width, sizeof *m->loop.xcand);
-    if (!m->p || !m->pcal || !m->xcal || !m->loop.xcand) {
+    m->ring_score = calloc(m->ring.s.cap, sizeof *m->ring_score);
+    if (!m->p || !m->pcal || !m->xcal || !m->loop.xcand || !m->ring_score) {
         rc = CALIB_ENOMEM;
         goto err;
     }
@@ -94,8 +95,9 @@ static void free_shaped(model *m)
     free(m->pcal);
     free(m->xcal);
     free(m->loop.xcand);
+    free(m->ring_score);
     calib_drift_free(&m->loop.drift);
-    m->p = m->pcal = m->xcal = m->loop.xcand = NULL;
+    m->p = m->pcal = m->xcal = m->loop.xcand = m->ring_score = NULL;
     memset(&m->loop, 0, sizeof m->loop);
     m->shaped = 0;
     m->form = 0;
@@ -272,6 +274,7 @@ void model_observe(model *m, const double *x, double y, double now)
         }
     }
     calib_reservoir_offer(&m->reservoir, x, y, now);
+    m->ring_score[m->ring.total % m->ring.s.cap] = s[VIEW_CAL][WS_MAIN];
     calib_ring_push(&m->ring, x, y, now);
     m->scored++;
     model_loop *l = &m->loop;
@@ -289,6 +292,35 @@ int model_params_is_identity(const model_params *p)
         if (p->values[i] != p->desc->identity[i])
             return 0;
     return 1;
+}
+
+model_level model_level_since(model *m, uint64_t from, double threshold)
+{
+    model_level lv = {.mean = NAN, .above = NAN};
+    uint64_t total = m->ring.total, held = calib_ring_len(&m->ring);
+    if (!m->shaped || from >= total)
+        return lv;
+    uint64_t first = from;
+    if (total - first > held) {
+        first = total - held;
+        lv.truncated = 1;
+    }
+    calib_accum acc;
+    calib_accum_init(&acc);
+    uint64_t above = 0;
+    for (uint64_t t = first; t < total; t++) {
+        double s = m->ring_score[t % m->ring.s.cap];
+        if (isnan(s))
+            continue; /* as the detector, which ignores NaN */
+        calib_accum_add(&acc, s);
+        above += s > threshold;
+    }
+    lv.n = (size_t)acc.n;
+    if (acc.n) {
+        lv.mean = calib_accum_mean(&acc);
+        lv.above = (double)above / (double)acc.n;
+    }
+    return lv;
 }
 
 int model_window_pane(const model *m, calib_pane *out)

@@ -96,6 +96,9 @@ typedef struct model {
     calib_window win_cal;   /* the same window's calibrated top-label bins */
     calib_reservoir reservoir;
     calib_ring ring;
+    double *ring_score;     /* the calibrated main score of each record of
+                               the ring (what the drift detector saw), at
+                               the ring's slot: record number t % cap */
     double *p, *pcal, *xcal; /* scratch: probabilities and calibrated outputs */
     model_params params;    /* current: what the calibrated view applies */
     model_loop loop;
@@ -145,6 +148,18 @@ int model_params_is_identity(const model_params *p);
  * scratch of k doubles that receives the probabilities. */
 void model_score(const model *m, int form, const double *x, double y, double *p,
                  double s[2]);
+
+/* What the drift detector tests, over the ring's records from number
+ * `from` (a value of ring.total) on, as far as the ring still holds them:
+ * the mean of their calibrated main scores, and the fraction of those
+ * scores above `threshold`. */
+typedef struct model_level {
+    size_t n;       /* records measured */
+    int truncated;  /* the ring no longer holds the first ones */
+    double mean;    /* NaN when n = 0 */
+    double above;   /* NaN when n = 0 */
+} model_level;
+model_level model_level_since(model *m, uint64_t from, double threshold);
 
 /* Reads the window at now into out (a pane shaped by model_window_pane). */
 int model_window_pane(const model *m, calib_pane *out);

@@ -159,6 +159,15 @@ assert count[("starved", "label_starvation")] == 1, count
 # inline outcomes are labels, and a model without predictions is idle
 assert ("hot", "label_starvation") not in count and ("held", "label_starvation") not in count, count
 assert count[("reg", "drift")] == 1 and count[("reg", "refit")] == 1, count
+# a drift alert reports the level the detector tested, since the change
+# point: above the bound the test rejected, which lies above the reference
+for model in ("drift", "reg"):
+    a = next(a for a in alerts if a["model"] == model and a["kind"] == "drift")
+    v = a["values"]
+    print(f"    {model}: {a['message']}")
+    assert "since the estimated change point" in a["message"], a
+    assert v["current"] > v["bound"] > v["reference"], a
+    assert 0 < v["since_change"] <= 20000 and v["samples"] > 0, a
 assert ("steady", "drift") not in count, count
 steady = [a for a in alerts if a["model"] == "steady"]
 assert steady and all(a["kind"] == "refit" and "rejected" in a["message"] for a in steady), steady
