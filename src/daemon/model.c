@@ -189,8 +189,15 @@ static const double *apply_params(const model *m, const model_params *p, const d
 
 void model_score(const model *m, int form, const double *x, double y, double *p, double s[2])
 {
-    calib_score sc;
+    if (form == CALIB_FORM_GAUSSIAN) {
+        s[WS_MAIN] = calib_score_dss(x[0], x[1], y);
+        s[WS_LOG] = NAN;
+        return;
+    }
+    /* a class, checked by calib_proto_check_y; a regression outcome is any
+     * real, whose conversion to an index would be undefined */
     size_t label = (size_t)y;
+    calib_score sc;
     switch (form) {
     case CALIB_FORM_LOGITS:
         calib_score_logits(x, m->k, label, p, &sc);
@@ -199,15 +206,11 @@ void model_score(const model *m, int form, const double *x, double y, double *p,
         memcpy(p, x, m->k * sizeof *p);
         calib_score_probs(p, m->k, label, &sc);
         break;
-    case CALIB_FORM_BINARY:
+    default: /* CALIB_FORM_BINARY */
         p[0] = 1 - x[0];
         p[1] = x[0];
         calib_score_binary(x[0], (unsigned)label, &sc);
         break;
-    default:
-        s[WS_MAIN] = calib_score_dss(x[0], x[1], y);
-        s[WS_LOG] = NAN;
-        return;
     }
     s[WS_MAIN] = sc.brier;
     s[WS_LOG] = sc.log;
