@@ -107,8 +107,8 @@ typedef struct calib_msg_fault {
                           undecodable bytes, a key that is not a string, a
                           prediction without any output) */
     size_t bin_bytes;  /* _BIN_LENGTH, _BIN_AMBIGUOUS: the bin's length */
-    size_t bin_values; /* _BIN_LENGTH: the values it had to hold; 0 when
-                          no K could be known (a row-form bin without "k") */
+    uint64_t bin_values; /* _BIN_LENGTH: the values it had to hold; 0 when
+                            no K could be known (a row-form bin without "k") */
 } calib_msg_fault;
 
 typedef struct calib_msg {

@@ -160,9 +160,9 @@ static const char *decode_detail(const calib_msg *msg, int reason, char *buf, si
         return buf;
     case CALIB_REJ_BIN_LENGTH:
         if (f->bin_values)
-            snprintf(buf, len, "a bin of %zu bytes; %zu values take %zu bytes as float32 "
-                     "or %zu as float64", f->bin_bytes, f->bin_values, 4 * f->bin_values,
-                     8 * f->bin_values);
+            snprintf(buf, len, "a bin of %zu bytes; %llu values take %llu bytes as float32 "
+                     "or %llu as float64", f->bin_bytes, (unsigned long long)f->bin_values,
+                     4ULL * f->bin_values, 8ULL * f->bin_values);
         else
             snprintf(buf, len, "a bin of %zu bytes is no whole number of float32 values",
                      f->bin_bytes);

@@ -371,7 +371,7 @@ static int bin_of(calib_msg *m, int key, calib_msg_col *c,
     int r = bin_col(c, o, count);
     if (r != CALIB_REJ_NONE) {
         m->fault.bin_bytes = o->via.bin.size;
-        m->fault.bin_values = (size_t)count;
+        m->fault.bin_values = count;
     }
     return blame(m, key, r);
 }
