@@ -39,6 +39,8 @@ typedef struct calib_bins {
 } calib_bins;
 
 int calib_bins_init(calib_bins *b, uint32_t m); /* m >= 1; allocates */
+/* Bytes calib_bins_init allocates for m bins; 0 if m is 0. */
+size_t calib_bins_bytes(uint32_t m);
 void calib_bins_free(calib_bins *b);
 void calib_bins_reset(calib_bins *b);
 void calib_bins_add(calib_bins *b, double conf, int correct);
@@ -66,6 +68,8 @@ typedef struct calib_brier_decomp {
 } calib_brier_decomp;
 
 int calib_cwbins_init(calib_cwbins *b, uint32_t k, uint32_t m); /* allocates */
+/* Bytes calib_cwbins_init allocates; 0 for k or m 0, or an overflow. */
+size_t calib_cwbins_bytes(uint32_t k, uint32_t m);
 void calib_cwbins_free(calib_cwbins *b);
 void calib_cwbins_reset(calib_cwbins *b);
 void calib_cwbins_add(calib_cwbins *b, const double *p, size_t y);

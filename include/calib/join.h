@@ -39,6 +39,9 @@
  * Memory: everything is allocated by calib_join_init, except the outputs of
  * a table created with width 0, allocated by calib_join_set_width; nothing
  * afterwards. calib_join_bytes gives the amount. Ids are copied inline.
+ * Slots are handed out in order and init writes none of them, so the pages
+ * of a table that never fills are never touched: creating a table costs
+ * the time of clearing its hash buckets, not of its capacity.
  *
  * Ids hash with a seeded 64-bit hash (calib_id_hash). It is not a keyed
  * cryptographic hash: the seed makes colliding ids expensive to precompute,
@@ -159,6 +162,8 @@ typedef struct calib_join {
     double *x;                 /* capacity * width outputs, by slot */
     uint32_t *bucket;          /* nbuckets chain heads into ent */
     uint32_t head, tail, free; /* FIFO oldest, newest; free list */
+    uint32_t fresh;            /* slots fresh.. were never used (not on the
+                                  free list: init touches no entry) */
     calib_join_done *done;     /* ring of joined_capacity ids, oldest first */
     uint32_t *dbucket;         /* ndbuckets chain heads into done */
     size_t ndbuckets;
@@ -175,13 +180,16 @@ size_t calib_join_bytes(const calib_join_cfg *cfg);
 /*
  * Sets the number of doubles per prediction and allocates their outputs
  * (capacity * width doubles); width 0 releases them and the table takes
- * labels only. Waiting labels and every counter stay. CALIB_OK (also when
- * the width is the table's already), CALIB_EINVAL for a width above
- * CALIB_JOIN_MAX_WIDTH, a table not initialised, or a change while a
- * prediction waits (its outputs would be lost), CALIB_ENOMEM; on an error
- * the table is unchanged.
+ * labels only. A capacity below the table's (0: keep it) shrinks the table
+ * first, so that a wide prediction's outputs fit a byte budget: the oldest
+ * waiting labels beyond it are evicted (counted in `evicted`). Waiting
+ * labels and every counter stay. CALIB_OK (also when nothing changes),
+ * CALIB_EINVAL for a width above CALIB_JOIN_MAX_WIDTH, a capacity above the
+ * table's, a table not initialised, or a change while a prediction waits
+ * (its outputs would be lost), CALIB_ENOMEM; on an error the table is
+ * unchanged.
  */
-int calib_join_set_width(calib_join *j, size_t width);
+int calib_join_set_width(calib_join *j, size_t width, size_t capacity);
 
 /*
  * A prediction without y: `x` holds cfg.width outputs (copied), `ts` is the

@@ -44,6 +44,9 @@ typedef struct calib_store {
 } calib_store;
 
 int calib_store_init(calib_store *s, size_t width, size_t cap); /* allocates */
+/* Bytes calib_store_init allocates (and so a ring's or a reservoir's);
+ * 0 for a width or cap it refuses. */
+size_t calib_store_bytes(size_t width, size_t cap);
 void calib_store_free(calib_store *s);
 /* Record i in storage order (i < len). */
 calib_record calib_store_get(const calib_store *s, size_t i);

@@ -54,6 +54,9 @@ typedef struct calib_window {
     calib_pane *pane; /* [panes], slot = index mod panes */
 } calib_window;
 
+/* Bytes calib_window_init allocates for cfg (panes and their bins); 0 for
+ * a cfg it refuses. */
+size_t calib_window_bytes(const calib_window_cfg *cfg);
 int calib_window_init(calib_window *w, const calib_window_cfg *cfg);
 void calib_window_free(calib_window *w);
 

@@ -72,7 +72,7 @@ int model_shape(model *m, int form, size_t k)
         goto err;
     }
     /* last: the one step that changes the join table */
-    if ((rc = calib_join_set_width(&m->join, m->width)) != CALIB_OK)
+    if ((rc = calib_join_set_width(&m->join, m->width, 0)) != CALIB_OK)
         goto err;
     m->shaped = 1;
     return CALIB_OK;
@@ -109,7 +109,7 @@ void model_unshape(model *m)
     free_shaped(m);
     /* labels only again: cannot fail while no prediction waits, and none
      * can before the model has a shape */
-    (void)calib_join_set_width(&m->join, 0);
+    (void)calib_join_set_width(&m->join, 0, 0);
 }
 
 void model_free(model *m)

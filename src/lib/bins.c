@@ -37,6 +37,12 @@ static double powq(double x, double q)
 
 /* ------------------------------------------------------------ top-label */
 
+size_t calib_bins_bytes(uint32_t m)
+{
+    const calib_bins *b = NULL;
+    return (size_t)m * (sizeof *b->count + sizeof *b->conf + sizeof *b->correct);
+}
+
 int calib_bins_init(calib_bins *b, uint32_t m)
 {
     *b = (calib_bins){0};
@@ -127,6 +133,15 @@ double calib_bins_accuracy(const calib_bins *b)
 }
 
 /* ------------------------------------------------------------ class-wise */
+
+size_t calib_cwbins_bytes(uint32_t k, uint32_t m)
+{
+    const calib_cwbins *b = NULL;
+    size_t cell = sizeof *b->count + sizeof *b->psum + sizeof *b->hits;
+    if (k == 0 || m == 0 || (size_t)k > SIZE_MAX / m / cell)
+        return 0;
+    return (size_t)k * m * cell;
+}
 
 int calib_cwbins_init(calib_cwbins *b, uint32_t k, uint32_t m)
 {

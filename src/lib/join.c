@@ -190,37 +190,89 @@ int calib_join_init(calib_join *j, const calib_join_cfg *cfg)
         memset(j->dbucket, 0xff, s.dbucket); /* all NIL */
     }
     memset(j->bucket, 0xff, s.bucket);
-    for (size_t i = 0; i < cfg->capacity; i++) {
-        j->ent[i].kind = CALIB_JOIN_NONE;
-        j->ent[i].next = i + 1 < cfg->capacity ? (uint32_t)(i + 1) : NIL;
-    }
     j->head = j->tail = NIL;
-    j->free = 0;
+    j->free = NIL;
+    j->fresh = 0;
     return CALIB_OK;
 err:
     calib_join_free(j);
     return CALIB_ENOMEM;
 }
 
-int calib_join_set_width(calib_join *j, size_t width)
+/*
+ * Moves the waiting items into fresh slabs of `capacity` slots (allocated
+ * by the caller: ent, bucket of nbuckets heads), the newest `capacity` of
+ * them in FIFO order at slots 0.., evicting the older ones. Only labels
+ * wait (no outputs to move).
+ */
+static void join_compact(calib_join *j, calib_join_entry *ent, uint32_t *bucket,
+                         size_t nbuckets, size_t capacity)
 {
-    if (!j || !j->ent || width > CALIB_JOIN_MAX_WIDTH ||
-        !outputs_fit(j->cfg.capacity, width))
+    size_t waiting = j->waiting_labels, skip = waiting > capacity ? waiting - capacity : 0;
+    uint32_t n = 0;
+    memset(bucket, 0xff, nbuckets * sizeof *bucket);
+    for (uint32_t i = j->head; i != NIL; i = j->ent[i].next) {
+        if (skip) {
+            skip--;
+            j->evicted++;
+            j->waiting_labels--;
+            continue;
+        }
+        calib_join_entry *e = &ent[n];
+        *e = j->ent[i];
+        e->prev = n ? n - 1 : NIL;
+        e->next = NIL;
+        if (n)
+            ent[n - 1].next = n;
+        uint32_t *h = &bucket[e->hash & (nbuckets - 1)];
+        e->hnext = *h;
+        *h = n;
+        n++;
+    }
+    free(j->ent);
+    free(j->bucket);
+    j->ent = ent;
+    j->bucket = bucket;
+    j->nbuckets = nbuckets;
+    j->cfg.capacity = capacity;
+    j->head = n ? 0 : NIL;
+    j->tail = n ? n - 1 : NIL;
+    j->free = NIL;
+    j->fresh = n;
+}
+
+int calib_join_set_width(calib_join *j, size_t width, size_t capacity)
+{
+    if (!j || !j->ent || width > CALIB_JOIN_MAX_WIDTH || capacity > j->cfg.capacity)
         return CALIB_EINVAL;
-    if (width == j->cfg.width)
+    capacity = capacity ? capacity : j->cfg.capacity;
+    if (!outputs_fit(capacity, width))
+        return CALIB_EINVAL;
+    if (width == j->cfg.width && capacity == j->cfg.capacity)
         return CALIB_OK;
     if (j->waiting_preds)
         return CALIB_EINVAL;
     double *x = NULL;
-    if (width) {
-        x = malloc(j->cfg.capacity * width * sizeof *x);
-        if (!x)
-            return CALIB_ENOMEM;
-    }
+    calib_join_entry *ent = NULL;
+    uint32_t *bucket = NULL;
+    size_t nbuckets = pow2_at_least(capacity);
+    if (width && !(x = malloc(capacity * width * sizeof *x)))
+        goto nomem;
+    if (capacity < j->cfg.capacity &&
+        (!(ent = malloc(capacity * sizeof *ent)) ||
+         !(bucket = malloc(nbuckets * sizeof *bucket))))
+        goto nomem;
+    if (ent)
+        join_compact(j, ent, bucket, nbuckets, capacity);
     free(j->x);
     j->x = x;
     j->cfg.width = width;
     return CALIB_OK;
+nomem:
+    free(x);
+    free(ent);
+    free(bucket);
+    return CALIB_ENOMEM;
 }
 
 void calib_join_free(calib_join *j)
@@ -301,6 +353,8 @@ static void waiting_remove(calib_join *j, uint32_t slot)
  * receives that item's kind. */
 static uint32_t waiting_take_slot(calib_join *j, int *evicted)
 {
+    if (j->free == NIL && j->fresh < j->cfg.capacity)
+        return j->fresh++;
     if (j->free == NIL) {
         *evicted = j->ent[j->head].kind;
         waiting_remove(j, j->head);

@@ -70,13 +70,21 @@ size_t calib_rng_categorical(calib_rng *r, const double *p, size_t k)
 
 /* ------------------------------------------------------------------ store */
 
+size_t calib_store_bytes(size_t width, size_t cap)
+{
+    if (width == 0 || cap == 0 || width > SIZE_MAX / sizeof(double) - 2 ||
+        cap > SIZE_MAX / sizeof(double) / (width + 2))
+        return 0;
+    return cap * (width + 2) * sizeof(double);
+}
+
 int calib_store_init(calib_store *s, size_t width, size_t cap)
 {
     *s = (calib_store){0};
-    if (width == 0 || cap == 0 || width > SIZE_MAX / sizeof(double) - 2 ||
-        cap > SIZE_MAX / sizeof(double) / (width + 2))
+    size_t bytes = calib_store_bytes(width, cap);
+    if (!bytes)
         return CALIB_EINVAL;
-    s->data = malloc(cap * (width + 2) * sizeof *s->data);
+    s->data = malloc(bytes);
     if (!s->data)
         return CALIB_ENOMEM;
     s->width = width;

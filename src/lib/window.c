@@ -55,6 +55,22 @@ int calib_pane_merge(calib_pane *dst, const calib_pane *src, uint32_t nstat)
 
 /* ------------------------------------------------------------------ window */
 
+size_t calib_window_bytes(const calib_window_cfg *cfg)
+{
+    if (!cfg || cfg->panes == 0)
+        return 0;
+    size_t pane = sizeof(calib_pane);
+    if (cfg->top_bins)
+        pane += calib_bins_bytes(cfg->top_bins);
+    if (cfg->cw_k) {
+        size_t cw = calib_cwbins_bytes(cfg->cw_k, cfg->cw_bins);
+        if (!cw || cw > SIZE_MAX - pane)
+            return 0;
+        pane += cw;
+    }
+    return pane > SIZE_MAX / cfg->panes ? 0 : pane * cfg->panes;
+}
+
 int calib_window_init(calib_window *w, const calib_window_cfg *cfg)
 {
     *w = (calib_window){.cfg = *cfg, .head = -1};

@@ -162,9 +162,20 @@ static void classwise_k1000(void **state)
     free(p);
 }
 
+/* What init allocates, as the memory bound of calibd(8) counts it. */
+static void bytes_of_bins(void **state)
+{
+    assert_int_equal(calib_bins_bytes(15), 15 * (8 + sizeof(calib_ksum) + 8));
+    assert_int_equal(calib_bins_bytes(0), 0);
+    assert_int_equal(calib_cwbins_bytes(10, 15), 150 * (8 + sizeof(calib_ksum) + 8));
+    assert_int_equal(calib_cwbins_bytes(0, 15), 0);
+    assert_int_equal(calib_cwbins_bytes(UINT32_MAX, UINT32_MAX), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bytes_of_bins),
         cmocka_unit_test(edges_right_closed),
         cmocka_unit_test(plugin_by_hand),
         cmocka_unit_test(merge_equals_sequential),

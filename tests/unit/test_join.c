@@ -350,8 +350,8 @@ static void labels_before_width(void **state)
     assert_int_equal(label(&j, b, 0, 1, &r), CALIB_JOIN_WAITING);
     assert_int_equal(label(&j, b, 1, 2, &r), CALIB_JOIN_REPLACED);
     /* the width: the labels wait on */
-    assert_int_equal(calib_join_set_width(&j, 3), CALIB_OK);
-    assert_int_equal(calib_join_set_width(&j, 3), CALIB_OK);
+    assert_int_equal(calib_join_set_width(&j, 3, 0), CALIB_OK);
+    assert_int_equal(calib_join_set_width(&j, 3, 0), CALIB_OK);
     assert_int_equal(j.cfg.width, 3);
     assert_int_equal(j.waiting_labels, 2);
     assert_int_equal(calib_join_pred(&j, &a, x, 7, 3, &r), CALIB_OK);
@@ -361,32 +361,78 @@ static void labels_before_width(void **state)
     /* a waiting prediction fixes the width until it leaves */
     assert_int_equal(calib_join_pred(&j, &c, x + 1, 8, 3, &r), CALIB_OK);
     assert_int_equal(r.status, CALIB_JOIN_WAITING);
-    assert_int_equal(calib_join_set_width(&j, 4), CALIB_EINVAL);
-    assert_int_equal(calib_join_set_width(&j, 0), CALIB_EINVAL);
+    assert_int_equal(calib_join_set_width(&j, 4, 0), CALIB_EINVAL);
+    assert_int_equal(calib_join_set_width(&j, 0, 0), CALIB_EINVAL);
     assert_int_equal(j.cfg.width, 3);
     assert_int_equal(label(&j, c, 1, 4, &r), CALIB_JOIN_JOINED);
     assert_close(r.x[0], 1.5, 0);
     assert_close(r.x[2], 3.5, 0);
     /* back to labels only, then another width: b's label still waits */
-    assert_int_equal(calib_join_set_width(&j, 0), CALIB_OK);
+    assert_int_equal(calib_join_set_width(&j, 0, 0), CALIB_OK);
     assert_null(j.x);
     assert_int_equal(calib_join_pred(&j, &b, x, 0, 5, &r), CALIB_EINVAL);
-    assert_int_equal(calib_join_set_width(&j, CALIB_JOIN_MAX_WIDTH + 1), CALIB_EINVAL);
-    assert_int_equal(calib_join_set_width(&j, 1), CALIB_OK);
+    assert_int_equal(calib_join_set_width(&j, CALIB_JOIN_MAX_WIDTH + 1, 0), CALIB_EINVAL);
+    assert_int_equal(calib_join_set_width(&j, 1, 0), CALIB_OK);
     assert_int_equal(calib_join_pred(&j, &b, x + 3, 9, 5, &r), CALIB_OK);
     assert_int_equal(r.status, CALIB_JOIN_JOINED);
     assert_close(r.y, 1, 0);
     assert_int_equal(j.joined, 3);
     assert_int_equal(j.duplicate_labels, 1);
     /* a labels-only table expires its labels as any other */
-    assert_int_equal(calib_join_set_width(&j, 0), CALIB_OK);
+    assert_int_equal(calib_join_set_width(&j, 0, 0), CALIB_OK);
     assert_int_equal(label(&j, uid(4), 1, 10, &r), CALIB_JOIN_WAITING);
     assert_int_equal(calib_join_expire(&j, 110), 1);
     assert_int_equal(j.expired_labels, 1);
     calib_join_free(&j);
     /* an uninitialised or freed table has no width to set */
-    assert_int_equal(calib_join_set_width(&j, 2), CALIB_EINVAL);
-    assert_int_equal(calib_join_set_width(NULL, 2), CALIB_EINVAL);
+    assert_int_equal(calib_join_set_width(&j, 2, 0), CALIB_EINVAL);
+    assert_int_equal(calib_join_set_width(NULL, 2, 0), CALIB_EINVAL);
+}
+
+/*
+ * A width that must fit a byte budget shrinks the table as it is set: the
+ * newest labels stay (in order, still found by id, still expiring on
+ * time), the oldest are evicted and counted; the smaller table then works
+ * as any other, and cannot grow back.
+ */
+static void set_width_shrinks_capacity(void **state)
+{
+    calib_join j;
+    calib_join_result r;
+    calib_join_cfg cfg = {.ttl = 100, .capacity = 8, .width = 0, .joined_capacity = 4,
+                          .seed = 3};
+    assert_int_equal(calib_join_init(&j, &cfg), CALIB_OK);
+    for (uint64_t i = 0; i < 6; i++)
+        assert_int_equal(label(&j, uid(i), (double)(i % 2), (double)i, &r),
+                         CALIB_JOIN_WAITING);
+    assert_int_equal(calib_join_set_width(&j, 2, 9), CALIB_EINVAL);
+    assert_int_equal(calib_join_set_width(&j, 2, 4), CALIB_OK);
+    assert_int_equal(j.cfg.capacity, 4);
+    assert_int_equal(j.cfg.width, 2);
+    assert_int_equal(j.waiting_labels, 4);
+    assert_int_equal(j.evicted, 2);
+    double x[2] = {0.25, 0.75};
+    /* ids 0 and 1 were the oldest: gone; 2..5 join */
+    for (uint64_t i = 0; i < 2; i++) {
+        calib_id id = uid(i);
+        assert_int_equal(calib_join_pred(&j, &id, x, 0, 6, &r), CALIB_OK);
+        assert_int_equal(r.status, CALIB_JOIN_WAITING);
+    }
+    /* the table is full (2 predictions, 4 labels would be 6 > 4): the two
+     * predictions evicted labels 2 and 3, the oldest */
+    assert_int_equal(j.evicted, 4);
+    for (uint64_t i = 4; i < 6; i++) {
+        calib_id id = uid(i);
+        assert_int_equal(calib_join_pred(&j, &id, x, 0, 7, &r), CALIB_OK);
+        assert_int_equal(r.status, CALIB_JOIN_JOINED);
+        assert_close(r.y, (double)(i % 2), 0);
+    }
+    /* what still waits expires on time, from the original arrivals */
+    assert_int_equal(calib_join_expire(&j, 105.5), 0);
+    assert_int_equal(calib_join_expire(&j, 106), 2);
+    assert_int_equal(j.expired_preds, 2);
+    assert_int_equal(j.waiting_preds + j.waiting_labels, 0);
+    calib_join_free(&j);
 }
 
 /* ------------------------------------------------------------------ ids */
@@ -776,6 +822,7 @@ int main(void)
         cmocka_unit_test(joined_memory_bounded),
         cmocka_unit_test(init_checks_config),
         cmocka_unit_test(labels_before_width),
+        cmocka_unit_test(set_width_shrinks_capacity),
         cmocka_unit_test(id_kinds_are_distinct),
         cmocka_unit_test(id_ignores_bytes_past_len),
         cmocka_unit_test(hash_spreads_similar_ids),

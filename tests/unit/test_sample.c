@@ -140,9 +140,19 @@ static void reservoir_fills_then_skips(void **state)
     calib_reservoir_free(&s);
 }
 
+/* A store of cap records of width doubles holds two more per record. */
+static void bytes_of_store(void **state)
+{
+    assert_int_equal(calib_store_bytes(10, 1000), 1000 * 12 * sizeof(double));
+    assert_int_equal(calib_store_bytes(0, 10), 0);
+    assert_int_equal(calib_store_bytes(10, 0), 0);
+    assert_int_equal(calib_store_bytes(SIZE_MAX / 2, 4), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bytes_of_store),
         cmocka_unit_test(rng_is_seeded),
         cmocka_unit_test(categorical_draws),
         cmocka_unit_test(ring_keeps_most_recent),

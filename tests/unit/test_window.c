@@ -105,9 +105,24 @@ static void bad_configs(void **state)
     calib_window_free(&w);
 }
 
+/* A window's bytes: its panes, each with its bins. */
+static void bytes_of_window(void **state)
+{
+    calib_window_cfg c = {.kind = CALIB_WINDOW_TIME, .span = 60, .panes = 12,
+                          .nstat = 2, .top_bins = 15};
+    assert_int_equal(calib_window_bytes(&c), 12 * (sizeof(calib_pane) + calib_bins_bytes(15)));
+    c.cw_k = 10;
+    c.cw_bins = 15;
+    assert_int_equal(calib_window_bytes(&c), 12 * (sizeof(calib_pane) + calib_bins_bytes(15)
+                                                   + calib_cwbins_bytes(10, 15)));
+    c.panes = 0;
+    assert_int_equal(calib_window_bytes(&c), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bytes_of_window),
         cmocka_unit_test(count_window_expiry),
         cmocka_unit_test(time_window_expiry),
         cmocka_unit_test(bad_configs),
