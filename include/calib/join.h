@@ -210,6 +210,13 @@ int calib_join_label(calib_join *j, const calib_id *id, double y, double ts,
 /* Expires every item and joined id due at now; returns the number of
  * waiting items expired. A `now` that is not finite expires nothing. */
 size_t calib_join_expire(calib_join *j, double now);
+/*
+ * A new TTL for the table, also for what waits now: every waiting item and
+ * remembered joined id keeps its arrival time and takes arrival + ttl as
+ * its deadline (a lowered TTL expires at the next expiry what has waited
+ * longer). CALIB_EINVAL for a ttl that is not finite and > 0.
+ */
+int calib_join_set_ttl(calib_join *j, double ttl);
 
 #ifdef __cplusplus
 }

@@ -12,9 +12,12 @@
 #include "model.h"
 #include "zsock.h"
 
+struct cli; /* main.c: the command line */
+
 typedef struct calibd {
     daemon_cfg cfg;
     const char *config_path; /* NULL: built-in defaults */
+    const struct cli *cli;   /* the command line, applied again at a reload */
     logger log;
     uv_loop_t *loop;
     void *zctx;
@@ -27,6 +30,8 @@ typedef struct calibd {
     http_server http;
     model **models;
     size_t nmodels, cap_models;
+    size_t model_bytes; /* what the models may hold at most: the sum of their
+                           sizes.bytes, kept within cfg.memory_limit */
     calib_msg msg;      /* the decoder's reusable state */
     double *x;          /* one record's outputs, CALIB_PROTO_MAX_K doubles */
     uint64_t messages;  /* ingest messages received */

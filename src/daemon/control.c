@@ -52,7 +52,10 @@ static void pack_view(msgpack_packer *pk, const model *m, const calib_accum *acc
 
 static void pack_join(msgpack_packer *pk, const calib_join *j)
 {
-    msgpack_pack_map(pk, 9);
+    msgpack_pack_map(pk, 11);
+    pack_str(pk, "ttl");
+    pack_num(pk, j->cfg.ttl);
+    pack_counter(pk, "capacity", j->cfg.capacity);
     pack_counter(pk, "joined", j->joined);
     pack_counter(pk, "waiting_predictions", j->waiting_preds);
     pack_counter(pk, "waiting_labels", j->waiting_labels);

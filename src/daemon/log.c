@@ -29,6 +29,7 @@ static double now_mono(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+__attribute__((format(printf, 4, 0)))
 static void emit(logger *l, enum log_level level, const char *module,
                  const char *fmt, va_list ap)
 {

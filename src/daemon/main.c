@@ -110,6 +110,19 @@ static int apply_endpoints(daemon_cfg *cfg, const char *key, endpoint_list *l,
     return 0;
 }
 
+/* The command line's settings over a configuration read from the file. */
+static int apply_cli(daemon_cfg *cfg, const cli *c, char *err, size_t errlen)
+{
+    for (int i = 0; i < c->nkeys; i++)
+        if (config_set_daemon(cfg, c->daemon_keys[i][0], c->daemon_keys[i][1], err,
+                              errlen) != 0)
+            return -1;
+    if (apply_endpoints(cfg, "ingest", &cfg->ingest, &c->ingest, err, errlen) ||
+        apply_endpoints(cfg, "ingest_pull", &cfg->ingest_pull, &c->pull, err, errlen))
+        return -1;
+    return 0;
+}
+
 /* Built-in defaults, then the file, then the command line. */
 static int load_config(calibd *d, const cli *c, char *err, size_t errlen)
 {
@@ -118,16 +131,10 @@ static int load_config(calibd *d, const cli *c, char *err, size_t errlen)
         return -1;
     }
     d->config_path = c->config;
+    d->cli = c;
     if (c->config && config_load(&d->cfg, c->config, warn_config, d, err, errlen) != 0)
         return -1;
-    for (int i = 0; i < c->nkeys; i++)
-        if (config_set_daemon(&d->cfg, c->daemon_keys[i][0], c->daemon_keys[i][1], err,
-                              errlen) != 0)
-            return -1;
-    if (apply_endpoints(&d->cfg, "ingest", &d->cfg.ingest, &c->ingest, err, errlen) ||
-        apply_endpoints(&d->cfg, "ingest_pull", &d->cfg.ingest_pull, &c->pull, err, errlen))
-        return -1;
-    return 0;
+    return apply_cli(&d->cfg, c, err, errlen);
 }
 
 /* ------------------------------------------------------------ state dir */
@@ -268,12 +275,8 @@ static void log_stale(void *arg, const char *name)
 static void on_tick(uv_timer_t *t)
 {
     calibd *d = t->data;
-    double now = wall_now();
-    for (size_t i = 0; i < d->nmodels; i++)
-        if (d->models[i]->shaped)
-            calib_join_expire(&d->models[i]->join, now);
     if (!d->stopping)
-        loop_tick(d, now);
+        loop_tick(d, wall_now()); /* join expiry included */
     http_update(&d->http, d);
 }
 
@@ -314,16 +317,18 @@ static void reload(calibd *d)
         config_free(&fresh);
         return;
     }
+    /* the command line overrides the file at a reload too */
+    if (apply_cli(&fresh, d->cli, err, sizeof err) != 0)
+        log_msg(&d->log, LOG_ERROR, "config", "reload: %s", err);
     int level = log_level_parse(fresh.log_level);
     if (level >= 0)
         d->log.level = level;
+    /* the tick gives the join tables their new TTL, for what waits too */
     for (size_t i = 0; i < d->nmodels; i++) {
         model *m = d->models[i];
         model_cfg mc;
         config_model_for(&fresh, m->name, &mc);
         m->cfg.label_ttl = mc.label_ttl;
-        if (m->shaped)
-            m->join.cfg.ttl = mc.label_ttl;
     }
     /* future models take the new [defaults] and [model] sections */
     daemon_cfg old = d->cfg;
@@ -358,7 +363,7 @@ static void on_signal(uv_signal_t *s, int signum)
 static void on_peer_gone(zsock *z, unsigned event, const char *addr, size_t len, void *arg)
 {
     calibd *d = arg;
-    log_rl(&d->log, LOG_WARN, "ingest", "%s: peer %.*s disconnected%s (a message over "
+    log_rl(&d->log, LOG_WARN, "socket", "%s: peer %.*s disconnected%s (a message over "
            "max_msg_size = %llu bytes disconnects its sender; so does a producer that "
            "stops)", z->name, (int)(len < 200 ? len : 200), addr,
            event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ? " in its handshake" : "",

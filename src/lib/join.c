@@ -275,6 +275,22 @@ nomem:
     return CALIB_ENOMEM;
 }
 
+int calib_join_set_ttl(calib_join *j, double ttl)
+{
+    if (!j || !isfinite(ttl) || !(ttl > 0))
+        return CALIB_EINVAL;
+    double shift = ttl - j->cfg.ttl;
+    if (shift == 0)
+        return CALIB_OK;
+    /* one shift for all keeps the FIFO and the ring sorted by deadline */
+    for (uint32_t i = j->head; i != NIL; i = j->ent[i].next)
+        j->ent[i].deadline += shift;
+    for (size_t n = 0; n < j->dlen; n++)
+        j->done[(j->dhead + n) % j->cfg.joined_capacity].deadline += shift;
+    j->cfg.ttl = ttl;
+    return CALIB_OK;
+}
+
 void calib_join_free(calib_join *j)
 {
     free(j->ent);

@@ -435,6 +435,38 @@ static void set_width_shrinks_capacity(void **state)
     calib_join_free(&j);
 }
 
+/* A reload's new TTL holds for what already waits: deadlines move with it,
+ * from each item's arrival, for joined ids too. */
+static void set_ttl_moves_deadlines(void **state)
+{
+    calib_join j;
+    calib_join_result r;
+    table(&j, 100, 8, 1, 4);
+    double x = 0.5;
+    calib_id a = uid(1), b = uid(2);
+    assert_int_equal(label(&j, uid(10), 1, 0, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(label(&j, uid(11), 0, 30, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(calib_join_pred(&j, &a, &x, 0, 40, &r), CALIB_OK);
+    assert_int_equal(label(&j, a, 1, 40, &r), CALIB_JOIN_JOINED); /* id 1 remembered */
+    assert_int_equal(calib_join_set_ttl(&j, 0), CALIB_EINVAL);
+    assert_int_equal(calib_join_set_ttl(&j, NAN), CALIB_EINVAL);
+    assert_int_equal(calib_join_set_ttl(&j, 35), CALIB_OK);
+    /* arrived at 0 and 30: due at 35 and 65 now, not 100 and 130 */
+    assert_int_equal(calib_join_expire(&j, 50), 1);
+    assert_int_equal(j.waiting_labels, 1);
+    /* the joined id, remembered from 40, is forgotten at 75, not 140 */
+    assert_int_equal(label(&j, a, 1, 74, &r), CALIB_JOIN_DUPLICATE);
+    assert_int_equal(calib_join_expire(&j, 76), 0); /* 11 went at 65 */
+    assert_int_equal(j.expired_labels, 2);
+    assert_int_equal(label(&j, a, 1, 77, &r), CALIB_JOIN_WAITING);
+    /* raised again: what waits keeps waiting longer */
+    assert_int_equal(calib_join_set_ttl(&j, 1000), CALIB_OK);
+    assert_int_equal(calib_join_pred(&j, &b, &x, 0, 500, &r), CALIB_OK);
+    assert_int_equal(calib_join_expire(&j, 900), 0);
+    assert_int_equal(j.waiting_labels, 1);
+    calib_join_free(&j);
+}
+
 /* ------------------------------------------------------------------ ids */
 
 static void id_kinds_are_distinct(void **state)
@@ -823,6 +855,7 @@ int main(void)
         cmocka_unit_test(init_checks_config),
         cmocka_unit_test(labels_before_width),
         cmocka_unit_test(set_width_shrinks_capacity),
+        cmocka_unit_test(set_ttl_moves_deadlines),
         cmocka_unit_test(id_kinds_are_distinct),
         cmocka_unit_test(id_ignores_bytes_past_len),
         cmocka_unit_test(hash_spreads_similar_ids),
