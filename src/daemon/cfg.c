@@ -112,6 +112,9 @@ static const struct model_key {
     {"alert_hysteresis", K_PROB, F(alert_hysteresis), 0, 0, "a fraction in (0, 1)"},
     {"alert_cooldown", K_SECONDS0, F(alert_cooldown), 0, 0, "seconds >= 0"},
     {"label_starvation", K_SECONDS0, F(label_starvation), 0, 0, "seconds >= 0 (0: off)"},
+    {"join_memory", K_UINT, F(join_memory), 1 << 16, (uint64_t)1 << 40, "65536..2^40 bytes"},
+    {"sample_memory", K_UINT, F(sample_memory), 1 << 16, (uint64_t)1 << 40,
+     "65536..2^40 bytes"},
 #undef F
 };
 enum { N_MODEL_KEYS = sizeof model_keys / sizeof model_keys[0] };
@@ -322,6 +325,7 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
         {"rcvhwm", offsetof(daemon_cfg, rcvhwm), 1, 100000000},
         {"sndhwm", offsetof(daemon_cfg, sndhwm), 1, 100000000},
         {"ingest_memory", offsetof(daemon_cfg, ingest_memory), 1u << 20, (uint64_t)1 << 40},
+        {"memory_limit", offsetof(daemon_cfg, memory_limit), 1u << 24, (uint64_t)1 << 44},
         {"http_max_connections", offsetof(daemon_cfg, http_max_connections), 1, 100000},
         {"http_max_per_address", offsetof(daemon_cfg, http_max_per_address), 1, 100000},
     };
@@ -356,6 +360,7 @@ int config_init(daemon_cfg *c)
     c->auto_models = 1;
     c->max_msg_size = 1u << 20;
     c->ingest_memory = 256u << 20;
+    c->memory_limit = (uint64_t)2 << 30;
     c->drain_time = 0.005;
     c->http_timeout = 10;
     c->http_max_connections = 256;
@@ -367,6 +372,7 @@ int config_init(daemon_cfg *c)
         .form = -1, .k = 0, .label_ttl = 3600, .max_pending = 100000,
         .joined_memory = 100000, .window = 3600, .window_panes = 12, .bins = 15,
         .ring = 10000, .reservoir = 10000, .seed = 1,
+        .join_memory = 32u << 20, .sample_memory = 64u << 20,
         .method = "auto", .drift = 1, .drift_alpha = 0.01, .drift_min_effect = 0.01,
         .drift_quantile = 0.9, .drift_reference = 2000, .refit_interval = 0,
         .refit_min_samples = 1000, .refit_samples = 10000, .auto_publish = 1,

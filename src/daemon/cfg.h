@@ -19,6 +19,8 @@ typedef struct model_cfg {
     double label_ttl;       /* seconds a prediction or label waits */
     uint64_t max_pending;   /* waiting predictions + labels */
     uint64_t joined_memory; /* joined ids remembered to spot duplicate labels */
+    uint64_t join_memory;   /* bytes for waiting items: caps max_pending */
+    uint64_t sample_memory; /* bytes for ring + reservoir: caps both */
     double window;          /* seconds of the sliding window */
     uint64_t window_panes;
     uint64_t bins;          /* equal-width bins of the reliability diagram */
@@ -54,6 +56,7 @@ typedef struct daemon_cfg {
     int auto_models;
     uint64_t max_msg_size, rcvhwm, sndhwm;
     uint64_t ingest_memory;   /* receive queue bytes per producer connection */
+    uint64_t memory_limit;    /* bytes all models may hold at most */
     double drain_time;        /* seconds of receiving per socket wakeup */
     double http_timeout;      /* seconds an HTTP connection has per request */
     uint64_t http_max_connections, http_max_per_address;

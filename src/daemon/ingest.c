@@ -27,16 +27,52 @@ static uint64_t model_seed(const calibd *d)
     return d->hash_seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(d->nmodels + 1);
 }
 
-/* Fixes a model's form and K, and starts its closed loop; on failure the
- * model stays unshaped, its waiting labels kept. */
-static int shape(calibd *d, model *m, int form, size_t k)
+/*
+ * Charges the most a model may hold, need bytes where it held had, against
+ * memory_limit (calibd(8), LIMITS): 0, or REJ_MEMORY_LIMIT with what to
+ * change in why. need 0: the model cannot even be sized.
+ */
+static int charge(calibd *d, size_t had, size_t need, char *why, size_t len)
 {
-    if (model_shape(m, form, k) != CALIB_OK)
-        return REJ_NO_MEMORY;
-    if (loop_attach(d, m) != 0) {
-        model_unshape(m);
-        return REJ_NO_MEMORY;
+    size_t others = d->model_bytes - had;
+    uint64_t limit = d->cfg.memory_limit;
+    if (!need || need > limit || others > limit - need) {
+        snprintf(why, len, "it would hold up to %zu bytes, the other models up to %zu, over "
+                 "memory_limit = %llu; raise memory_limit, or lower the model's join_memory, "
+                 "sample_memory, max_pending or joined_memory", need, others,
+                 (unsigned long long)limit);
+        return REJ_MEMORY_LIMIT;
     }
+    d->model_bytes = others + need;
+    return 0;
+}
+
+/* Fixes a model's form and K, and starts its closed loop; on failure the
+ * model stays unshaped, its waiting labels kept, and why says what to do. */
+static int shape(calibd *d, model *m, int form, size_t k, char *why, size_t len)
+{
+    model_sizes sz;
+    size_t had = m->sizes.bytes;
+    model_size(&m->cfg, form, k, &sz);
+    int rc = charge(d, had, sz.bytes, why, len);
+    if (rc)
+        return rc;
+    if (model_shape(m, form, k) != CALIB_OK)
+        rc = REJ_NO_MEMORY;
+    else if (loop_attach(d, m) != 0) {
+        model_unshape(m);
+        rc = REJ_NO_MEMORY;
+    }
+    if (rc) {
+        d->model_bytes = d->model_bytes - sz.bytes + m->sizes.bytes;
+        snprintf(why, len, "out of memory for the model's state (K = %zu)", k);
+        return rc;
+    }
+    const model_cfg *c = &m->cfg;
+    if (sz.pending < c->max_pending || sz.ring < c->ring || sz.reservoir < c->reservoir)
+        log_msg(&d->log, LOG_INFO, "model", "%s: K = %zu: up to %zu waiting items "
+                "(join_memory), %zu ring and %zu reservoir records (sample_memory)",
+                m->name, k, sz.pending, sz.ring, sz.reservoir);
     return 0;
 }
 
@@ -47,7 +83,12 @@ static int configured_shape(calibd *d, model *m)
     if (c->form < 0 || (c->form != CALIB_FORM_GAUSSIAN && c->form != CALIB_FORM_BINARY && !c->k))
         return 0;
     size_t k = c->form == CALIB_FORM_BINARY ? 2 : c->form == CALIB_FORM_GAUSSIAN ? 0 : c->k;
-    return shape(d, m, c->form, k);
+    char why[300];
+    int rc = shape(d, m, c->form, k, why, sizeof why);
+    if (rc)
+        log_msg(&d->log, LOG_ERROR, "model", "%s: the configured shape is refused: %s",
+                m->name, why);
+    return rc;
 }
 
 static model *new_model(calibd *d, const char *name, int *reject)
@@ -72,13 +113,23 @@ static model *new_model(calibd *d, const char *name, int *reject)
         return NULL;
     }
     model_cfg mc;
+    model_sizes sz;
+    char why[300];
     config_model_for(&d->cfg, name, &mc);
+    model_size(&mc, -1, 0, &sz);
+    if ((*reject = charge(d, 0, sz.bytes, why, sizeof why)) != 0) {
+        free(m);
+        return NULL;
+    }
     /* the join table exists from the start, so labels that come before the
      * model's first prediction wait for it, whatever the model's shape */
-    if (model_init(m, &mc, model_seed(d)) != CALIB_OK || configured_shape(d, m) != 0) {
+    int rc = model_init(m, &mc, model_seed(d)) != CALIB_OK ? REJ_NO_MEMORY
+             : configured_shape(d, m);
+    if (rc) {
+        d->model_bytes -= m->sizes.bytes ? m->sizes.bytes : sz.bytes;
         model_free(m);
         free(m);
-        *reject = REJ_NO_MEMORY;
+        *reject = rc;
         return NULL;
     }
     d->models[d->nmodels++] = m;
@@ -115,6 +166,7 @@ void calibd_free_models(calibd *d)
     free(d->models);
     d->models = NULL;
     d->nmodels = d->cap_models = 0;
+    d->model_bytes = 0;
 }
 
 /* ------------------------------------------------------------ rejections */
@@ -300,10 +352,9 @@ static int check_shape(calibd *d, model *m, const calib_msg *msg, char *why, siz
                  m->shaped ? "" : "configured as ", have, got);
         return REJ_SHAPE;
     }
-    if (shape(d, m, form, k) != 0) {
-        snprintf(why, len, "out of memory for the model's state (K = %zu)", k);
-        return REJ_NO_MEMORY;
-    }
+    int rc = shape(d, m, form, k, why, len);
+    if (rc)
+        return rc;
     log_msg(&d->log, LOG_INFO, "model", "%s: form %s, K = %zu", m->name, calib_form_name(form),
             k);
     return 0;
@@ -343,6 +394,8 @@ static model *decode(calibd *d, zmq_msg_t *frames)
         reject_topic(d, NULL, topic, topic_len, why, NULL, why == REJ_UNKNOWN_MODEL
                      ? "no [model] section names it, and auto_models = no"
                      : why == REJ_TOO_MANY_MODELS ? "calibd holds as many models as it can"
+                     : why == REJ_MEMORY_LIMIT ? "a new model would take the models past "
+                       "memory_limit; raise it, or lower max_pending and joined_memory"
                      : "out of memory for a new model");
         return NULL;
     }

@@ -15,8 +15,72 @@ const char *reject_name(int reason)
     case REJ_TOO_MANY_MODELS: return "too_many_models";
     case REJ_SHAPE: return "shape_mismatch";
     case REJ_NO_MEMORY: return "no_memory";
+    case REJ_MEMORY_LIMIT: return "memory_limit";
     }
     return calib_reject_name(reason);
+}
+
+/* The time window's configuration, and its calibrated twin's (bins only). */
+static void window_cfgs(const model_cfg *c, int form, calib_window_cfg *wc,
+                        calib_window_cfg *wcal)
+{
+    *wc = (calib_window_cfg){.kind = CALIB_WINDOW_TIME, .span = c->window,
+                             .panes = (uint32_t)c->window_panes,
+                             .nstat = VIEWS * WS_PER_VIEW,
+                             .top_bins = form == CALIB_FORM_GAUSSIAN ? 0 : (uint32_t)c->bins};
+    *wcal = *wc;
+    wcal->nstat = 0;
+}
+
+static size_t min_size(uint64_t a, size_t b)
+{
+    size_t v = a < b ? (size_t)a : b;
+    return v ? v : 1;
+}
+
+/* a + b, or 0 (unsizable) if either is 0 or the sum overflows. */
+static size_t add_bytes(size_t a, size_t b)
+{
+    return a && b && b <= SIZE_MAX - a ? a + b : 0;
+}
+
+void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
+{
+    calib_join_cfg jc = {.ttl = c->label_ttl, .capacity = (size_t)c->max_pending,
+                         .joined_capacity = (size_t)c->joined_memory};
+    *s = (model_sizes){.pending = (size_t)c->max_pending};
+    size_t bytes = sizeof(model);
+    if (form < 0) { /* labels only */
+        s->bytes = add_bytes(bytes, calib_join_bytes(&jc));
+        return;
+    }
+    size_t width = calib_form_width(form, k), pk = form == CALIB_FORM_GAUSSIAN ? 1 : k;
+    /* a waiting item: its entry, its outputs, at most two bucket heads */
+    size_t item = sizeof(calib_join_entry) + width * sizeof(double) + 2 * sizeof(uint32_t);
+    size_t rec = calib_store_bytes(width, 1);
+    if (!rec)
+        return;
+    s->pending = jc.capacity = min_size(c->max_pending, (size_t)c->join_memory / item);
+    s->ring = min_size(c->ring, (size_t)c->sample_memory / 2 / rec);
+    s->reservoir = min_size(c->reservoir, (size_t)c->sample_memory / 2 / rec);
+    jc.width = width;
+    calib_window_cfg wc, wcal;
+    window_cfgs(c, form, &wc, &wcal);
+    bytes = add_bytes(bytes, calib_join_bytes(&jc));
+    bytes = add_bytes(bytes, calib_window_bytes(&wc));
+    if (wcal.top_bins) {
+        bytes = add_bytes(bytes, calib_window_bytes(&wcal));
+        bytes = add_bytes(bytes, 2 * calib_bins_bytes((uint32_t)c->bins));
+    }
+    if (form != CALIB_FORM_GAUSSIAN && k * c->bins <= MODEL_CW_MAX_CELLS)
+        bytes = add_bytes(bytes, calib_cwbins_bytes((uint32_t)k, (uint32_t)c->bins));
+    bytes = add_bytes(bytes, calib_store_bytes(width, s->ring));
+    bytes = add_bytes(bytes, calib_store_bytes(width, s->reservoir));
+    /* p, pcal; xcal, xcand; ring_score; the drift reference */
+    bytes = add_bytes(bytes, (2 * pk + 2 * width + s->ring) * sizeof(double));
+    if (c->drift)
+        bytes = add_bytes(bytes, (size_t)c->drift_reference * sizeof(double));
+    s->bytes = bytes;
 }
 
 int model_init(model *m, const model_cfg *cfg, uint64_t seed)
@@ -24,6 +88,7 @@ int model_init(model *m, const model_cfg *cfg, uint64_t seed)
     memset(m, 0, sizeof *m);
     memcpy(m->name, cfg->name, sizeof m->name);
     m->cfg = *cfg;
+    model_size(cfg, -1, 0, &m->sizes);
     snprintf(m->params.method, sizeof m->params.method, "identity");
     m->params.identity = 1;
     for (int v = 0; v < VIEWS; v++)
@@ -41,20 +106,20 @@ int model_shape(model *m, int form, size_t k)
 {
     const model_cfg *c = &m->cfg;
     size_t pk = form == CALIB_FORM_GAUSSIAN ? 1 : k;
+    model_sizes sz;
+    model_size(c, form, k, &sz);
+    if (!sz.bytes)
+        return CALIB_ENOMEM;
     m->form = form;
     m->k = k;
     m->width = calib_form_width(form, k);
-    calib_window_cfg wc = {.kind = CALIB_WINDOW_TIME, .span = c->window,
-                           .panes = (uint32_t)c->window_panes,
-                           .nstat = VIEWS * WS_PER_VIEW,
-                           .top_bins = form == CALIB_FORM_GAUSSIAN ? 0 : (uint32_t)c->bins};
+    calib_window_cfg wc, wcal;
+    window_cfgs(c, form, &wc, &wcal);
     int rc;
-    calib_window_cfg wcal = wc;
-    wcal.nstat = 0;
     if ((rc = calib_window_init(&m->win, &wc)) ||
         (wcal.top_bins && (rc = calib_window_init(&m->win_cal, &wcal))) ||
-        (rc = calib_reservoir_init(&m->reservoir, m->width, c->reservoir, c->seed)) ||
-        (rc = calib_ring_init(&m->ring, m->width, c->ring)))
+        (rc = calib_reservoir_init(&m->reservoir, m->width, sz.reservoir, c->seed)) ||
+        (rc = calib_ring_init(&m->ring, m->width, sz.ring)))
         goto err;
     for (int v = 0; v < VIEWS && form != CALIB_FORM_GAUSSIAN; v++)
         if ((rc = calib_bins_init(&m->top[v], (uint32_t)c->bins)) != 0)
@@ -72,8 +137,9 @@ int model_shape(model *m, int form, size_t k)
         goto err;
     }
     /* last: the one step that changes the join table */
-    if ((rc = calib_join_set_width(&m->join, m->width, 0)) != CALIB_OK)
+    if ((rc = calib_join_set_width(&m->join, m->width, sz.pending)) != CALIB_OK)
         goto err;
+    m->sizes = sz;
     m->shaped = 1;
     return CALIB_OK;
 err:
@@ -110,6 +176,7 @@ void model_unshape(model *m)
     /* labels only again: cannot fail while no prediction waits, and none
      * can before the model has a shape */
     (void)calib_join_set_width(&m->join, 0, 0);
+    model_size(&m->cfg, -1, 0, &m->sizes);
 }
 
 void model_free(model *m)
@@ -120,7 +187,7 @@ void model_free(model *m)
 
 void model_join_tick(model *m, double now)
 {
-    m->join.cfg.ttl = m->cfg.label_ttl;
+    calib_join_set_ttl(&m->join, m->cfg.label_ttl); /* validated by cfg */
     calib_join_expire(&m->join, now);
 }
 

@@ -20,6 +20,7 @@ enum daemon_reject {
     REJ_TOO_MANY_MODELS,
     REJ_SHAPE,         /* K or output form differs from the model's */
     REJ_NO_MEMORY,     /* the model's state could not be allocated */
+    REJ_MEMORY_LIMIT,  /* the model would take the models past memory_limit */
 };
 #define REJ_MAX 128 /* counters per model, indexed by reason */
 
@@ -52,6 +53,12 @@ typedef struct model_params {
     double improvement, ci[2];  /* main score: before - after */
 } model_params;
 
+/* What a model holds at most: see model_size. */
+typedef struct model_sizes {
+    size_t pending, ring, reservoir;
+    size_t bytes; /* 0: too large to be sized */
+} model_sizes;
+
 /* Why a refit started. */
 enum refit_reason { REFIT_NONE, REFIT_DRIFT, REFIT_SCHEDULE, REFIT_MANUAL };
 
@@ -81,6 +88,7 @@ typedef struct model_loop {
 typedef struct model {
     char name[CFG_NAME_MAX + 1];
     model_cfg cfg;
+    model_sizes sizes; /* what it holds at most now (model_size) */
     int shaped;       /* form and k are fixed */
     int form;         /* enum calib_form */
     size_t k, width;
@@ -111,6 +119,15 @@ typedef struct model {
      * prediction: label starvation */
     double last_label_mono, first_prediction_mono, last_prediction_mono;
 } model;
+
+/*
+ * What a model holds at most (calibd(8), LIMITS): the capacities its byte
+ * budgets allow -- waiting items within join_memory, ring and reservoir
+ * records within half of sample_memory each, never more than configured --
+ * and the bytes of all it allocates with them, the join table included.
+ * form < 0: a model without shape yet (its labels-only join table).
+ */
+void model_size(const model_cfg *c, int form, size_t k, model_sizes *s);
 
 /* A model with settings but no shape yet: its join table (hash seed
  * `seed`) takes labels only, so that labels that come before the first

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# soak.sh — calibd under abusive but legal traffic (loopback, bounded: about
+# a minute and a half): each pattern of tests/integ/abuse.py in turn, each
+# with tests/integ/probe.py timing control replies and /metrics meanwhile.
+# Asserts the memory bound of calibd(8), LIMITS (peak RSS under the
+# formula), the control-reply latency, and the counters each pattern must
+# leave. Prints the figures BENCHMARKS.md quotes. The plain build only:
+# a sanitizer's shadow memory is no measure of calibd's.
+. "$(dirname "$0")/lib.sh"
+if [ "${CALIB_SANITIZERS:-no}" = yes ]; then
+    echo "soak: skipped under the sanitizers (their memory is not calibd's)"
+    exit 77
+fi
+PY=/usr/bin/python3 # Debian's, with python3-zmq and python3-msgpack
+abuse() { "$PY" "$srcdir/tests/integ/abuse.py" "$@" --endpoint "$INGEST"; }
+probe() { "$PY" "$srcdir/tests/integ/probe.py" --control "$CONTROL" --http "$HTTP" "$@"; }
+metric() { curl -s "$HTTP" | awk -v m="$1" '$1 == m {print $2; found = 1} END {if (!found) print 0}'; }
+field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" "$2"; }
+
+MAXMSG=1048576 INGEST_MEM=67108864 MEMLIMIT=536870912
+cat > "$work/soak.conf" <<EOF
+[daemon]
+max_msg_size = $MAXMSG
+ingest_memory = $INGEST_MEM
+memory_limit = $MEMLIMIT
+http_timeout = 2
+EOF
+start_calibd -c "$work/soak.conf" --http 127.0.0.1:0 --log-level info
+HTTP=$(awk '$1 == "http" {print $2; exit}' "$work/state/endpoints")
+worst_p99=0 worst_max=0
+
+# under NAME SECONDS ABUSE-ARGS...: the pattern with a probe beside it
+under() {
+    local name=$1 secs=$2
+    shift 2
+    abuse "$@" > "$work/$name.sent" &
+    local pid=$!
+    probe --seconds "$secs" > "$work/$name.probe"
+    wait "$pid"
+    local p99 max fails
+    p99=$(field control_p99_ms "$work/$name.probe")
+    max=$(field control_max_ms "$work/$name.probe")
+    fails=$(field failures "$work/$name.probe")
+    echo "# $name: $(cat "$work/$name.sent"); $(cat "$work/$name.probe")"
+    check "$name: every control request and scrape answered" '[ "$fails" = 0 ]'
+    check "$name: control replies p99 under 50 ms" "$PY -c 'import sys; sys.exit(not $p99 < 50)'"
+    worst_p99=$($PY -c "print(max($worst_p99, $p99))")
+    worst_max=$($PY -c "print(max($worst_max, $max))")
+}
+
+under flood_unique 10 flood-unique --model flood --k 100 --batch 500 --seconds 10
+under flood_max 10 flood-max --model big --seconds 10 --max-size "$MAXMSG"
+check "flood_max: rows scored" '[ "$(metric "calibd_scored_total{model=\"big\"}")" -gt 0 ]'
+
+# K = 16384, never labelled: the join holds what its bytes allow, evicts the rest
+under never_labelled 6 never-labelled --model wide --k 16384 --count 3000 --seconds 6
+check "never_labelled: evictions counted" '[ "$(metric "calibd_join_evicted_total{model=\"wide\"}")" -gt 0 ]'
+
+# K = 65536, the protocol's largest: the model fits its byte budgets (a
+# few dozen waiting predictions, ring and reservoir records), not 52 GB
+under huge_k 6 huge-k --model huge --k 65536 --count 200 --seconds 6
+check "huge_k: the model takes predictions" '[ "$(metric "calibd_predictions_total{model=\"huge\"}")" -gt 0 ]'
+check "huge_k: its waiting predictions bounded in bytes" '[ "$(metric "calibd_join_evicted_total{model=\"huge\"}")" -gt 0 ]'
+check "huge_k: the capacities are logged" 'grep -q "huge: K = 65536: up to [0-9]* waiting items" "$work/calibd.log"'
+
+# ever-new model names: created until memory_limit, then each new one is
+# rejected at its first message, saying what to change
+under new_models 8 new-models --model storm --count 3000 --seconds 8
+check "new_models: refused past memory_limit" '[ "$(metric "calibd_rejected_total{model=\"\",reason=\"memory_limit\"}")" -gt 0 ]'
+check "new_models: the log says what to change" 'grep -q "rejected (memory_limit).*raise it, or lower max_pending" "$work/calibd.log"'
+
+# 100 slow HTTP clients from another loopback address while 127.0.0.1 scrapes
+"$PY" - "$HTTP" > "$work/slowloris.out" <<'PY' &
+import socket, sys, time
+host, port = sys.argv[1].split("//")[1].split("/")[0].split(":")
+conns = []
+for _ in range(100):
+    s = socket.socket()
+    s.bind(("127.0.0.2", 0))
+    try:
+        s.connect((host, int(port)))
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        conns.append(s)
+    except OSError:
+        s.close()
+end = time.monotonic() + 6
+while time.monotonic() < end:
+    for s in conns:
+        try:
+            s.sendall(b"X-Trickle: 1\r\n")
+        except OSError:
+            pass
+    time.sleep(0.5)
+print("trickled on %d connections" % len(conns))
+PY
+slow=$!
+probe --seconds 6 > "$work/slowloris.probe"
+wait "$slow"
+echo "# slowloris: $(cat "$work/slowloris.out"); $(cat "$work/slowloris.probe")"
+check "slowloris: /metrics and control answered throughout" '[ "$(field failures "$work/slowloris.probe")" = 0 ]'
+check "slowloris: slow connections cut at their deadline" '[ "$(metric calibd_http_timeouts_total)" -gt 0 ]'
+
+# one message one byte over max_msg_size: ZeroMQ cuts the sender; counted, logged
+before=$(metric 'calibd_socket_disconnects_total{socket="ingest"}')
+abuse oversize --model over --max-size "$MAXMSG" > /dev/null
+for _ in $(seq 100); do
+    [ "$(metric 'calibd_socket_disconnects_total{socket="ingest"}')" -gt "$before" ] && break
+    sleep 0.05
+done
+check "oversize: the disconnect is counted" '[ "$(metric "calibd_socket_disconnects_total{socket=\"ingest\"}")" -gt "$before" ]'
+check "oversize: and logged" 'grep -q "disconnected (a message over max_msg_size = $MAXMSG bytes" "$work/calibd.log"'
+
+# the bound of calibd(8), LIMITS, for one producer connection at a time:
+# 64 MiB of code, libraries and fixed buffers, the receive queue
+# (ingest_memory plus the message being read), and the models (memory_limit)
+hwm_kb=$(awk '/^VmHWM/ {print $2}' "/proc/$calibd_pid/status")
+bound_kb=$(( (64 * 1048576 + INGEST_MEM + MAXMSG + MEMLIMIT) / 1024 ))
+echo "# peak RSS ${hwm_kb} kB, bound ${bound_kb} kB; control replies: worst p99 ${worst_p99} ms, worst ${worst_max} ms"
+check "peak RSS under the bound" '[ "$hwm_kb" -lt "$bound_kb" ]'
+check "calibd still answers" '"$CALIBCTL" ping --control "$CONTROL" --timeout 5 > /dev/null'
+finish
