@@ -92,6 +92,9 @@ static void counters(text *t, const snap *s, size_t n)
          offsetof(model, loop.published)},
         {"calibd_candidates_rejected_total", "Candidates the gate did not pass.",
          offsetof(model, loop.rejected)},
+        {"calibd_candidates_store_errors_total", "Candidates that passed the gate but the "
+         "state directory refused to store, so were not published.",
+         offsetof(model, loop.store_errors)},
         {"calibd_alerts_total", "Alerts sent.", offsetof(model, alerts)},
     };
     for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {

@@ -167,6 +167,13 @@ int loop_attach(calibd *d, model *m)
                 "than the stored ones");
         return 0;
     }
+    if (rc == 0 && calib_plugin_params_check(desc, p.values, err, sizeof err) != CALIB_OK) {
+        log_msg(&d->log, LOG_ERROR, "loop", "%s: the stored parameters in %s/model.%s.params "
+                "are refused (%s); they are not published, and the loop is off for this "
+                "model until the file is repaired or removed", m->name, d->cfg.state_dir,
+                m->name, err);
+        return 0;
+    }
     if (rc == 1)
         identity_params(&p, desc);
     p.desc = desc;
@@ -511,7 +518,7 @@ static void store_done(uv_work_t *req, int status)
     l->storing = 0;
     loop_format_params(p, v, sizeof v);
     if (status != 0 || j->saved < 0) {
-        l->rejected++;
+        l->store_errors++; /* passed the gate: not a rejection */
         log_msg(&d->log, LOG_ERROR, "loop", "%s: %s; version %llu (%s) not published",
                 m->name, status ? uv_strerror(status) : j->err,
                 (unsigned long long)p->version, v);
@@ -721,7 +728,7 @@ static void pack_shadow(msgpack_packer *pk, const model_loop *l)
 void loop_pack_status(msgpack_packer *pk, const model *m)
 {
     const model_loop *l = &m->loop;
-    msgpack_pack_map(pk, 12);
+    msgpack_pack_map(pk, 13);
     pack_bool(pk, "on", l->ready);
     pack_str(pk, "drift");
     pack_drift(pk, l);
@@ -737,6 +744,7 @@ void loop_pack_status(msgpack_packer *pk, const model *m)
     pack_counter(pk, "published", l->published);
     pack_counter(pk, "rejected", l->rejected);
     pack_counter(pk, "withheld", l->withheld);
+    pack_counter(pk, "store_errors", l->store_errors);
     pack_str(pk, "shadow");
     pack_shadow(pk, l);
     pack_counter(pk, "alerts", m->alerts);

@@ -83,6 +83,7 @@ typedef struct model_loop {
     /* counters */
     uint64_t drift_alarms, refits, refit_errors, candidates, published, rejected;
     uint64_t withheld; /* passed the gate with auto_publish = no */
+    uint64_t store_errors; /* passed the gate, refused by the state directory */
 } model_loop;
 
 typedef struct model {

@@ -198,7 +198,7 @@ wait_for "$work/s3.json" "r['models']['drift']['samples']['ring'] >= 15000 and r
 # first the state directory refuses the new version: nothing is published
 mkdir "$work/state/model.drift.params.tmp"
 "$CALIBCTL" refit --control "$CONTROL" drift > "$work/refit.json" && ok "calibctl refit" || bad "calibctl refit: $(cat "$work/refit.json")"
-wait_for "$work/s3b.json" "r['models']['drift']['loop']['rejected'] == 1" &&
+wait_for "$work/s3b.json" "r['models']['drift']['loop']['store_errors'] == 1" &&
     [ "$(json_get "$work/s3b.json" "r['models']['drift']['params']['version']")" = 1 ] &&
     grep -q "version 2 (.*) not published" "$work/calibd.log" &&
     ok "a version the state directory refuses is not published" ||

@@ -23,6 +23,17 @@ check second_exits_1 '[ $rc -eq 1 ]'
 check second_names_holder 'grep -q "state directory $work/state is in use by another calibd (pid $calibd_pid" "$work/second.log"'
 check first_still_answers '"$CALIBCTL" ping --control "$CONTROL" --timeout 5 > /dev/null'
 
+# stored parameters outside their method's domain are refused at start,
+# never republished: T = -1 would invert every serving node's softmax
+check first_stops_for_bad_params 'stop_calibd'
+printf '# calibd\nversion 3\nmethod temperature\nts 1\nfit_n 10\nshadow_n 10\nparam T -1\n' \
+    > "$work/state/model.neg.params"
+printf '[model neg]\nform = logits\nk = 3\n' > "$work/neg.conf"
+start_calibd -c "$work/neg.conf"
+check bad_params_refused 'grep -q "neg: the stored parameters in $work/state/model.neg.params are refused (temperature: T = -1 must be > 0)" "$work/calibd.log"'
+status > "$work/neg.json"
+check bad_params_not_in_force '[ "$(json_get "$work/neg.json" "(r[\"models\"][\"neg\"][\"params\"][\"version\"], r[\"models\"][\"neg\"][\"loop\"][\"on\"])")" = "(0, False)" ]'
+
 # the lock goes with its holder: after the daemon stops,
 # a new one starts on the directory
 check first_stops 'stop_calibd'
