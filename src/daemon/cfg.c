@@ -372,7 +372,7 @@ int config_init(daemon_cfg *c)
         .form = -1, .k = 0, .label_ttl = 3600, .max_pending = 100000,
         .joined_memory = 100000, .window = 3600, .window_panes = 12, .bins = 15,
         .ring = 10000, .reservoir = 10000, .seed = 1,
-        .join_memory = 32u << 20, .sample_memory = 64u << 20,
+        .join_memory = 32u << 20, .sample_memory = 192u << 20,
         .method = "auto", .drift = 1, .drift_alpha = 0.01, .drift_min_effect = 0.01,
         .drift_quantile = 0.9, .drift_reference = 2000, .refit_interval = 0,
         .refit_min_samples = 1000, .refit_samples = 10000, .auto_publish = 1,

@@ -17,7 +17,7 @@ probe() { "$PY" "$srcdir/tests/integ/probe.py" --control "$CONTROL" --http "$HTT
 metric() { curl -s "$HTTP" | awk -v m="$1" '$1 == m {print $2; found = 1} END {if (!found) print 0}'; }
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" "$2"; }
 
-MAXMSG=1048576 INGEST_MEM=67108864 MEMLIMIT=536870912
+MAXMSG=1048576 INGEST_MEM=67108864 MEMLIMIT=1073741824
 cat > "$work/soak.conf" <<EOF
 [daemon]
 max_msg_size = $MAXMSG
