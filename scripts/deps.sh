@@ -2,7 +2,7 @@
 # deps.sh — installs the Debian 12 packages calibd builds and tests with,
 # only those missing. Used by run.sh and test.sh.
 set -euo pipefail
-pkgs=(build-essential autoconf automake libtool pkg-config
+pkgs=(build-essential autoconf automake libtool pkg-config clang curl
       libuv1-dev libzmq3-dev libmsgpack-dev libinih-dev libmicrohttpd-dev libcsv-dev libcmocka-dev python3
       python3-zmq python3-msgpack)
 missing=()
