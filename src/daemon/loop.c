@@ -13,8 +13,8 @@
 
 static const char *reason_name(int r)
 {
-    static const char *names[] = {"none", "drift", "schedule", "manual"};
-    return r >= 0 && r <= REFIT_MANUAL ? names[r] : "?";
+    const char *n = refit_reason_name(r);
+    return n ? n : "none";
 }
 
 void loop_format_params(const model_params *p, char *buf, size_t len)
@@ -148,7 +148,6 @@ int loop_attach(calibd *d, model *m)
     int gauss = m->form == CALIB_FORM_GAUSSIAN;
     double now = loop_now(d);
     char err[600];
-    l->next_refit = c->refit_interval > 0 ? now + c->refit_interval : 0;
     model_params p;
     int rc = state_load_params(d->cfg.state_dir, m->name, &p, err, sizeof err);
     if (rc < 0) {
@@ -205,13 +204,74 @@ int loop_attach(calibd *d, model *m)
         l->drift_on = 1;
         l->drift_base = m->ring.total;
     }
-    l->ready = 1;
+    refit_init(&l->refit, 1, c->refit_interval, now);
     return 0;
 }
 
-/* ------------------------------------------------------------ refit job */
+/* ------------------------------------------------------------ the machine's shell */
 
 static void drift_restart(calibd *d, model *m);
+static int start_refit(calibd *d, model *m, size_t n, int reason);
+static void publish_candidate(calibd *d, model *m);
+
+/* Samples a refit needs: refit_min_samples, or all the ring can hold. */
+static size_t refit_need(const model *m)
+{
+    size_t cap = m->ring.s.cap;
+    return m->cfg.refit_min_samples < cap ? (size_t)m->cfg.refit_min_samples : cap;
+}
+
+/* What the closed loop's machine reads of the model now. */
+static refit_in machine_in(const model *m)
+{
+    const model_loop *l = &m->loop;
+    size_t len = calib_ring_len(&m->ring);
+    int alarm = l->drift_on && l->drift.state == CALIB_DRIFT_ALARM;
+    uint64_t change = alarm ? l->drift_base + l->drift.change_at : m->ring.total;
+    uint64_t since = m->ring.total > change ? m->ring.total - change : 0;
+    return (refit_in){.drift_alarm = alarm, .available = len,
+                      .since_change = since < len ? (size_t)since : len,
+                      .want = (size_t)m->cfg.refit_samples, .need = refit_need(m),
+                      .auto_publish = m->cfg.auto_publish};
+}
+
+static void act(calibd *d, model *m, const refit_out *o);
+
+/* One event through the model's machine, then what it says to do. */
+static unsigned feed(calibd *d, model *m, int event, refit_out *o)
+{
+    refit_in in = machine_in(m);
+    refit_step(&m->loop.refit, event, loop_now(d), &in, o);
+    act(d, m, o);
+    return o->actions;
+}
+
+/* The machine's actions that need nothing but the model: counters, the
+ * start of a fit or a store, the drift detector's restart. Starting the
+ * shadow run and publishing need the worker's result: their callbacks do
+ * that part. A start that fails is fed back as its failure. */
+static void act(calibd *d, model *m, const refit_out *o)
+{
+    model_loop *l = &m->loop;
+    unsigned a = o->actions;
+    refit_out again;
+    l->rejected += !!(a & ACT_REJECTED);
+    l->withheld += !!(a & ACT_WITHHELD);
+    l->refit_errors += !!(a & ACT_FIT_FAILED);
+    l->store_errors += !!(a & ACT_STORE_FAILED);
+    l->published += !!(a & ACT_PUBLISH);
+    if (a & ACT_SKIPPED)
+        log_msg(&d->log, LOG_DEBUG, "loop", "%s: scheduled refit skipped: %s", m->name,
+                o->refusal);
+    if (a & ACT_DRIFT_RESTART)
+        drift_restart(d, m);
+    if ((a & ACT_START_FIT) && start_refit(d, m, o->samples, o->reason) != 0)
+        feed(d, m, EV_FIT_FAILED, &again);
+    if (a & ACT_STORE)
+        publish_candidate(d, m);
+}
+
+/* ------------------------------------------------------------ refit job */
 
 typedef struct refit_job {
     uv_work_t req;
@@ -257,18 +317,15 @@ static void start_shadow(calibd *d, model *m, const refit_job *j)
     loop_format_params(p, v, sizeof v);
     int rc = calib_gate_init(&l->gate, &gc);
     if (rc != CALIB_OK) { /* the configuration checks make this unreachable */
-        l->rejected++;
         log_msg(&d->log, LOG_ERROR, "loop", "%s: candidate %llu (%s) dropped: the gate "
                 "refuses min_improvement = %g (%s)", m->name, (unsigned long long)l->candidates,
                 v, c->min_improvement, calib_strerror(rc));
-        if (j->reason == REFIT_DRIFT)
-            drift_restart(d, m);
+        refit_out o;
+        feed(d, m, EV_GATE_REJECTED, &o);
         return;
     }
     calib_accum_init(&l->shadow_log[0]);
     calib_accum_init(&l->shadow_log[1]);
-    l->shadow = 1;
-    l->shadow_reason = j->reason;
     log_msg(&d->log, LOG_INFO, "loop", "%s: candidate %llu: %s %s, fit on %zu samples in "
             "%.1f ms (objective %.6g -> %.6g); in shadow", m->name,
             (unsigned long long)l->candidates, p->method, v, j->ds.n, (double)j->ns / 1e6,
@@ -293,22 +350,22 @@ static void refit_done(uv_work_t *req, int status)
     refit_job *j = req->data;
     calibd *d = j->d;
     model *m = j->m;
-    m->loop.running = 0;
-    if (status == 0 && !d->stopping) {
-        if (j->rc == CALIB_OK && !fit_usable(m, j)) {
+    refit_out o;
+    if (!d->stopping) {
+        if (status == 0 && j->rc == CALIB_OK && !fit_usable(m, j)) {
             j->rc = CALIB_ENONFINITE; /* a plugin's fit gave what apply refuses */
             log_msg(&d->log, LOG_WARN, "loop", "%s: the fit of %s returned %u parameters "
                     "that are not finite or that its apply refuses", m->name, j->desc->name,
                     j->res.nparams);
         }
-        if (j->rc == CALIB_OK) {
-            start_shadow(d, m, j);
+        if (status == 0 && j->rc == CALIB_OK) {
+            if (feed(d, m, EV_FIT_DONE, &o) & ACT_START_SHADOW)
+                start_shadow(d, m, j);
         } else {
-            m->loop.refit_errors++;
             log_msg(&d->log, LOG_WARN, "loop", "%s: refit (%s) on %zu samples failed: %s",
-                    m->name, reason_name(j->reason), j->ds.n, calib_plugin_strerror(j->rc));
-            if (j->reason == REFIT_DRIFT)
-                drift_restart(d, m); /* not again at once: measure anew */
+                    m->name, reason_name(j->reason), j->ds.n,
+                    status ? uv_strerror(status) : calib_plugin_strerror(j->rc));
+            feed(d, m, EV_FIT_FAILED, &o); /* a drift measures anew, not again at once */
         }
     }
     free(j->data);
@@ -349,74 +406,34 @@ static int start_refit(calibd *d, model *m, size_t n, int reason)
         free(j);
         return -1;
     }
-    l->running = 1;
-    l->pending = REFIT_NONE;
     l->refits++;
     log_msg(&d->log, LOG_INFO, "loop", "%s: refit %llu (%s) of %s on the %zu newest samples",
             m->name, (unsigned long long)l->refits, reason_name(reason), m->params.method, n);
     return 0;
 }
 
-/* Samples a refit needs: refit_min_samples, or all the ring can hold. */
-static size_t refit_need(const model *m)
-{
-    size_t cap = m->ring.s.cap;
-    return m->cfg.refit_min_samples < cap ? (size_t)m->cfg.refit_min_samples : cap;
-}
-
-static size_t refit_want(const model *m)
-{
-    size_t len = calib_ring_len(&m->ring);
-    return m->cfg.refit_samples < len ? (size_t)m->cfg.refit_samples : len;
-}
-
 size_t loop_refit_now(calibd *d, model *m, char *why, size_t len)
 {
-    model_loop *l = &m->loop;
-    size_t n = m->shaped ? refit_want(m) : 0;
-    if (!m->shaped)
+    refit_out o;
+    if (!m->shaped) {
         snprintf(why, len, "the model has had no prediction yet");
-    else if (!l->ready)
-        snprintf(why, len, "the closed loop is off for this model (see calibd's log)");
-    else if (l->running)
-        snprintf(why, len, "a refit of this model is running");
-    else if (l->shadow)
-        snprintf(why, len, "a candidate of this model is in shadow");
-    else if (l->storing)
-        snprintf(why, len, "a new version of this model is being stored");
-    else if (n < refit_need(m))
-        snprintf(why, len, "%zu labelled samples in the ring, %zu needed (refit_min_samples)",
-                 n, refit_need(m));
-    else if (start_refit(d, m, n, REFIT_MANUAL) != 0)
+        return 0;
+    }
+    feed(d, m, EV_MANUAL, &o);
+    if (o.actions & ACT_REFUSED) {
+        refit_in in = machine_in(m);
+        if (m->loop.refit.phase == PHASE_IDLE) /* too few samples */
+            snprintf(why, len, "%zu labelled samples in the ring, %zu needed "
+                     "(refit_min_samples)", in.available, in.need);
+        else
+            snprintf(why, len, "%s", o.refusal);
+        return 0;
+    }
+    if (m->loop.refit.phase != PHASE_FITTING) {
         snprintf(why, len, "cannot start the refit (see calibd's log)");
-    else
-        return n;
-    return 0;
-}
-
-/* A waiting refit starts when its samples are there. After a drift, only
- * samples since the estimated change point count. */
-static void try_start(calibd *d, model *m)
-{
-    model_loop *l = &m->loop;
-    size_t want = refit_want(m), need = refit_need(m);
-    if (l->pending == REFIT_DRIFT) {
-        uint64_t change = l->drift_base + l->drift.change_at;
-        uint64_t since = m->ring.total > change ? m->ring.total - change : 0;
-        if (since < need)
-            return; /* wait for more of the new regime */
-        if (since < want)
-            want = (size_t)since;
+        return 0;
     }
-    if (want < need) {
-        if (l->pending == REFIT_SCHEDULE) {
-            log_msg(&d->log, LOG_DEBUG, "loop", "%s: scheduled refit skipped: %zu samples, "
-                    "%zu needed", m->name, want, need);
-            l->pending = REFIT_NONE;
-        }
-        return;
-    }
-    start_refit(d, m, want, l->pending);
+    return o.samples;
 }
 
 /* ------------------------------------------------------------ drift, gate */
@@ -513,12 +530,11 @@ static void store_done(uv_work_t *req, int status)
     calibd *d = j->d;
     model *m = j->m;
     const model_params *p = &j->p;
-    model_loop *l = &m->loop;
     char v[200], msg[1024];
-    l->storing = 0;
+    refit_out o;
     loop_format_params(p, v, sizeof v);
     if (status != 0 || j->saved < 0) {
-        l->store_errors++; /* passed the gate: not a rejection */
+        /* passed the gate: counted as a store error, not a rejection */
         log_msg(&d->log, LOG_ERROR, "loop", "%s: %s; version %llu (%s) not published",
                 m->name, status ? uv_strerror(status) : j->err,
                 (unsigned long long)p->version, v);
@@ -526,7 +542,7 @@ static void store_done(uv_work_t *req, int status)
         if (!d->stopping)
             alert_send(d, m, "refit", "critical", "the state directory refused the new "
                        "parameters; they were not published", av, 1);
-        drift_restart(d, m);
+        feed(d, m, EV_STORE_FAILED, &o);
         free(j);
         return;
     }
@@ -535,8 +551,8 @@ static void store_done(uv_work_t *req, int status)
     m->params = *p;
     for (int i = 0; i < WS_PER_VIEW; i++)
         calib_accum_init(&m->since_params[i]);
-    drift_restart(d, m); /* the reference restarts under the new parameters */
-    l->published++;
+    /* the reference restarts under the new parameters */
+    feed(d, m, EV_STORED, &o);
     send_params(d, m);
     snprintf(msg, sizeof msg, "published version %llu: %s %s; %s %.4g -> %.4g, "
              "improvement %.4g [%.4g, %.4g] on %llu shadow samples",
@@ -559,10 +575,10 @@ static void publish_candidate(calibd *d, model *m)
     const calib_gate *g = &l->gate;
     store_job *j = calloc(1, sizeof *j);
     if (!j) {
-        l->rejected++;
+        refit_out o;
         log_msg(&d->log, LOG_ERROR, "loop", "%s: out of memory publishing a candidate",
                 m->name);
-        drift_restart(d, m);
+        feed(d, m, EV_STORE_FAILED, &o);
         return;
     }
     model_params *p = &j->p;
@@ -580,11 +596,8 @@ static void publish_candidate(calibd *d, model *m)
     j->m = m;
     j->req.data = j;
     int rc = uv_queue_work(d->loop, &j->req, store_work, store_done);
-    if (rc != 0) {
+    if (rc != 0)
         store_done(&j->req, rc);
-        return;
-    }
-    l->storing = 1;
 }
 
 /* The gate has decided: publish, or count and report the rejection. */
@@ -592,20 +605,18 @@ static void decide(calibd *d, model *m)
 {
     model_loop *l = &m->loop;
     const calib_gate *g = &l->gate;
-    l->shadow = 0;
-    if (g->state == CALIB_GATE_PASSED && m->cfg.auto_publish) {
-        publish_candidate(d, m);
+    int passed = g->state == CALIB_GATE_PASSED;
+    refit_in in = machine_in(m);
+    refit_out o;
+    refit_step(&l->refit, passed ? EV_GATE_PASSED : EV_GATE_REJECTED, loop_now(d), &in, &o);
+    if (o.actions & ACT_STORE) {
+        act(d, m, &o);
         return;
     }
     double ci[2];
     calib_accum_ci95(&g->diff, ci);
     char v[200], msg[1024];
     loop_format_params(&l->candidate, v, sizeof v);
-    int passed = g->state == CALIB_GATE_PASSED;
-    if (passed)
-        l->withheld++;
-    else
-        l->rejected++;
     snprintf(msg, sizeof msg, "candidate %llu (%s %s) %s after %llu shadow samples: "
              "improvement %.4g [%.4g, %.4g], %s", (unsigned long long)l->candidates,
              l->candidate.method, v, passed ? "passed, not published (auto_publish = no)"
@@ -616,41 +627,22 @@ static void decide(calibd *d, model *m)
     alert_value av[] = {{"improvement", calib_accum_mean(&g->diff)}, {"ci_lo", ci[0]},
                         {"ci_hi", ci[1]}, {"samples", (double)g->diff.n}};
     alert_send(d, m, "refit", "warning", msg, av, 4);
-    if (l->shadow_reason == REFIT_DRIFT)
-        drift_restart(d, m); /* the drift stays unexplained: measure anew */
+    act(d, m, &o); /* counted; a drift stays unexplained: measure anew */
 }
 
 /* ------------------------------------------------------------ tick */
 
-/* A refit, a candidate in shadow or a version being stored: one at a time. */
-static int busy(const model_loop *l)
-{
-    return l->running || l->shadow || l->storing;
-}
-
-static void model_tick(calibd *d, model *m, double now)
+static void model_tick(calibd *d, model *m)
 {
     model_loop *l = &m->loop;
+    refit_out o;
     if (l->drift_alarm) {
         l->drift_alarm = 0;
         on_drift(d, m);
     }
-    if (m->cfg.refit_interval > 0 && now >= l->next_refit) {
-        l->next_refit = now + m->cfg.refit_interval;
-        if (!busy(l) && l->pending == REFIT_NONE)
-            l->pending = REFIT_SCHEDULE;
-    }
-    if (l->shadow && l->gate.state != CALIB_GATE_RUNNING)
+    if (l->refit.phase == PHASE_SHADOW && l->gate.state != CALIB_GATE_RUNNING)
         decide(d, m);
-    /* a drift refits once the model is free: an alarm raised while another
-     * candidate was in shadow waits for it (a publish restarts the drift
-     * reference, and so answers the alarm too) */
-    if (busy(l))
-        return;
-    if (l->drift_on && l->drift.state == CALIB_DRIFT_ALARM && l->pending != REFIT_DRIFT)
-        l->pending = REFIT_DRIFT;
-    if (l->pending != REFIT_NONE)
-        try_start(d, m);
+    feed(d, m, EV_TICK, &o);
 }
 
 void loop_tick(calibd *d, double wall)
@@ -666,9 +658,9 @@ void loop_tick(calibd *d, double wall)
         if (!m->shaped)
             continue;
         alert_check(d, m, wall);
-        if (!m->loop.ready)
+        if (m->loop.refit.phase == PHASE_OFF)
             continue;
-        model_tick(d, m, now);
+        model_tick(d, m);
         if (republish)
             send_params(d, m);
     }
@@ -710,7 +702,7 @@ static void pack_drift(msgpack_packer *pk, const model_loop *l)
 
 static void pack_shadow(msgpack_packer *pk, const model_loop *l)
 {
-    if (!l->shadow) {
+    if (l->refit.phase != PHASE_SHADOW) {
         msgpack_pack_nil(pk);
         return;
     }
@@ -728,14 +720,16 @@ static void pack_shadow(msgpack_packer *pk, const model_loop *l)
 void loop_pack_status(msgpack_packer *pk, const model *m)
 {
     const model_loop *l = &m->loop;
-    msgpack_pack_map(pk, 13);
-    pack_bool(pk, "on", l->ready);
+    msgpack_pack_map(pk, 14);
+    pack_bool(pk, "on", l->refit.phase != PHASE_OFF);
+    pack_str(pk, "phase");
+    pack_str(pk, refit_phase_name(l->refit.phase));
     pack_str(pk, "drift");
     pack_drift(pk, l);
-    pack_bool(pk, "refit_running", l->running);
+    pack_bool(pk, "refit_running", l->refit.phase == PHASE_FITTING);
     pack_str(pk, "refit_pending");
-    if (l->pending)
-        pack_str(pk, reason_name(l->pending));
+    if (l->refit.pending)
+        pack_str(pk, reason_name(l->refit.pending));
     else
         msgpack_pack_nil(pk);
     pack_counter(pk, "refits", l->refits);

@@ -348,9 +348,9 @@ void model_observe(model *m, const double *x, double y, double now)
     calib_ring_push(&m->ring, x, y, now);
     m->scored++;
     model_loop *l = &m->loop;
-    if (!l->ready)
+    if (l->refit.phase == PHASE_OFF)
         return;
-    if (l->shadow && l->gate.state == CALIB_GATE_RUNNING)
+    if (l->refit.phase == PHASE_SHADOW && l->gate.state == CALIB_GATE_RUNNING)
         shadow_observe(m, x, y, s[VIEW_CAL]);
     if (l->drift_on && calib_drift_add(&l->drift, s[VIEW_CAL][WS_MAIN]))
         l->drift_alarm = 1;

@@ -12,6 +12,7 @@
 #include "calib/plugin.h"
 #include "alert.h"
 #include "cfg.h"
+#include "refit.h"
 
 /* Reasons the daemon adds to the decoder's (calib_reject). */
 enum daemon_reject {
@@ -59,27 +60,21 @@ typedef struct model_sizes {
     size_t bytes; /* 0: too large to be sized */
 } model_sizes;
 
-/* Why a refit started. */
-enum refit_reason { REFIT_NONE, REFIT_DRIFT, REFIT_SCHEDULE, REFIT_MANUAL };
 
 /* The closed loop of one model (loop.c). Updated per sample by
  * model_observe, acted on by the loop's tick. */
 typedef struct model_loop {
-    int ready;              /* method resolved, detectors initialised */
+    refit_machine refit;    /* phase (OFF until the method is resolved and
+                               the detectors initialised), pending reason,
+                               schedule: refit.h */
     int drift_on;           /* the drift detector runs */
     calib_drift drift;
     uint64_t drift_base;    /* ring.total at the last drift reset */
     int drift_alarm;        /* the detector alarmed; cleared by the tick */
-    int pending;            /* enum refit_reason waiting to start */
-    int running;            /* a worker holds a refit job */
-    int shadow;             /* a candidate in shadow */
-    int storing;            /* a worker stores a version to publish */
-    int shadow_reason;
-    model_params candidate;
+    model_params candidate; /* PHASE_SHADOW, PHASE_STORING */
     calib_gate gate;
     calib_accum shadow_log[2]; /* log scores of current and candidate */
     double *xcand;          /* scratch: the candidate's outputs */
-    double next_refit;      /* schedule: loop_now() of the next refit */
     /* counters */
     uint64_t drift_alarms, refits, refit_errors, candidates, published, rejected;
     uint64_t withheld; /* passed the gate with auto_publish = no */

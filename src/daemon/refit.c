@@ -1,0 +1,153 @@
+/* refit.c — the closed loop's state machine (see refit.h). Pure: it reads
+ * its arguments and writes the machine and *out, nothing else. */
+#include <string.h>
+
+#include "refit.h"
+
+void refit_init(refit_machine *r, int on, double interval, double now)
+{
+    memset(r, 0, sizeof *r);
+    r->phase = on ? PHASE_IDLE : PHASE_OFF;
+    r->interval = interval > 0 ? interval : 0;
+    r->next_refit = r->interval ? now + r->interval : 0;
+}
+
+const char *refit_phase_name(int phase)
+{
+    static const char *const names[] = {"off", "idle", "fitting", "shadow", "storing"};
+    return phase >= PHASE_OFF && phase <= PHASE_STORING ? names[phase] : "unknown";
+}
+
+const char *refit_reason_name(int reason)
+{
+    static const char *const names[] = {NULL, "drift", "schedule", "manual"};
+    return reason > REFIT_NONE && reason <= REFIT_MANUAL ? names[reason] : NULL;
+}
+
+static size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+/* IDLE -> FITTING on the newest n records. */
+static void start(refit_machine *r, int reason, size_t n, refit_out *out)
+{
+    r->phase = PHASE_FITTING;
+    r->reason = reason;
+    r->pending = REFIT_NONE;
+    out->actions |= ACT_START_FIT;
+    out->reason = reason;
+    out->samples = n;
+}
+
+/* Back to IDLE after an outcome that leaves the refit's reason open: a
+ * drift stays unexplained, so its detector measures anew. */
+static void idle_after(refit_machine *r, unsigned action, refit_out *out)
+{
+    out->actions |= action;
+    if (r->reason == REFIT_DRIFT)
+        out->actions |= ACT_DRIFT_RESTART;
+    r->phase = PHASE_IDLE;
+}
+
+static void tick(refit_machine *r, double now, const refit_in *in, refit_out *out)
+{
+    if (r->interval > 0 && now >= r->next_refit) {
+        r->next_refit = now + r->interval;
+        if (r->phase == PHASE_IDLE && r->pending == REFIT_NONE)
+            r->pending = REFIT_SCHEDULE;
+    }
+    /* busy: an alarm is level-triggered and is seen again at an idle tick
+     * (unless a publish restarted the detector, which answers it) */
+    if (r->phase != PHASE_IDLE)
+        return;
+    if (in->drift_alarm)
+        r->pending = REFIT_DRIFT;
+    if (r->pending == REFIT_NONE)
+        return;
+    size_t want = min_size(in->want, in->available);
+    if (r->pending == REFIT_DRIFT) {
+        if (in->since_change < in->need)
+            return; /* wait for more of the new regime */
+        want = min_size(want, in->since_change);
+    }
+    if (want < in->need) {
+        if (r->pending == REFIT_SCHEDULE) {
+            r->pending = REFIT_NONE;
+            out->actions |= ACT_SKIPPED;
+            out->refusal = "too few labelled samples in the ring (refit_min_samples)";
+        }
+        return;
+    }
+    start(r, r->pending, want, out);
+}
+
+static void manual(refit_machine *r, const refit_in *in, refit_out *out)
+{
+    static const char *const busy[] = {
+        [PHASE_OFF] = "the closed loop is off for this model (see calibd's log)",
+        [PHASE_FITTING] = "a refit of this model is running",
+        [PHASE_SHADOW] = "a candidate of this model is in shadow",
+        [PHASE_STORING] = "a new version of this model is being stored",
+    };
+    size_t n = min_size(in->want, in->available);
+    if (r->phase != PHASE_IDLE)
+        out->refusal = busy[r->phase];
+    else if (n < in->need)
+        out->refusal = "too few labelled samples in the ring (refit_min_samples)";
+    if (out->refusal) {
+        out->actions |= ACT_REFUSED;
+        return;
+    }
+    start(r, REFIT_MANUAL, n, out);
+}
+
+unsigned refit_step(refit_machine *r, int event, double now, const refit_in *in,
+                    refit_out *out)
+{
+    memset(out, 0, sizeof *out);
+    out->reason = r->reason;
+    switch (event) {
+    case EV_TICK:
+        if (r->phase != PHASE_OFF)
+            tick(r, now, in, out);
+        break;
+    case EV_MANUAL:
+        manual(r, in, out);
+        break;
+    case EV_FIT_DONE:
+        if (r->phase == PHASE_FITTING) {
+            r->phase = PHASE_SHADOW;
+            out->actions |= ACT_START_SHADOW;
+        }
+        break;
+    case EV_FIT_FAILED:
+        if (r->phase == PHASE_FITTING)
+            idle_after(r, ACT_FIT_FAILED, out);
+        break;
+    case EV_GATE_PASSED:
+        if (r->phase != PHASE_SHADOW)
+            break;
+        if (in->auto_publish) {
+            r->phase = PHASE_STORING;
+            out->actions |= ACT_STORE;
+        } else {
+            idle_after(r, ACT_WITHHELD, out);
+        }
+        break;
+    case EV_GATE_REJECTED:
+        if (r->phase == PHASE_SHADOW)
+            idle_after(r, ACT_REJECTED, out);
+        break;
+    case EV_STORED:
+    case EV_STORE_FAILED:
+        /* whatever the reason: the parameters in force decide the reference */
+        if (r->phase == PHASE_STORING) {
+            out->actions |= (event == EV_STORED ? ACT_PUBLISH : ACT_STORE_FAILED) |
+                            ACT_DRIFT_RESTART;
+            r->phase = PHASE_IDLE;
+        }
+        break;
+    }
+    return out->actions;
+}

@@ -1,0 +1,271 @@
+/* test_refit.c — the closed loop's state machine (src/daemon/refit.c) with a
+ * fake clock: every transition, and the orders of events that once lost
+ * alarms or refitted every tick. No sockets, no threads. */
+#include "unit.h"
+
+#include <string.h>
+
+#include "refit.h"
+
+/* Enough samples for anything; a test lowers what it needs. */
+static refit_in plenty(void)
+{
+    return (refit_in){.drift_alarm = 0, .available = 5000, .since_change = 5000,
+                      .want = 10000, .need = 1000, .auto_publish = 1};
+}
+
+static unsigned step(refit_machine *r, int ev, double now, const refit_in *in, refit_out *o)
+{
+    return refit_step(r, ev, now, in, o);
+}
+
+static void off_does_nothing(void **state)
+{
+    refit_machine r;
+    refit_out o;
+    refit_in in = plenty();
+    in.drift_alarm = 1;
+    refit_init(&r, 0, 10, 0);
+    assert_int_equal(r.phase, PHASE_OFF);
+    for (int ev = EV_TICK; ev <= EV_STORE_FAILED; ev++)
+        if (ev != EV_MANUAL)
+            assert_int_equal(step(&r, ev, 100, &in, &o), 0);
+    assert_int_equal(step(&r, EV_MANUAL, 100, &in, &o), ACT_REFUSED);
+    assert_non_null(strstr(o.refusal, "off"));
+    assert_int_equal(r.phase, PHASE_OFF);
+}
+
+/* The schedule: due every interval; when due with enough samples it fits
+ * on the newest refit_samples (or what the ring has); too few: skipped. */
+static void schedule_fits_or_skips(void **state)
+{
+    refit_machine r;
+    refit_out o;
+    refit_in in = plenty();
+    refit_init(&r, 1, 10, 0);
+    assert_true(r.next_refit == 10);
+    assert_int_equal(step(&r, EV_TICK, 9.99, &in, &o), 0);
+    assert_int_equal(step(&r, EV_TICK, 10, &in, &o), ACT_START_FIT);
+    assert_int_equal(o.reason, REFIT_SCHEDULE);
+    assert_int_equal(o.samples, 5000); /* all the ring has: under want */
+    assert_int_equal(r.phase, PHASE_FITTING);
+    assert_int_equal(r.pending, REFIT_NONE);
+    assert_true(r.next_refit == 20);
+    /* due again while busy: not queued */
+    assert_int_equal(step(&r, EV_TICK, 20, &in, &o), 0);
+    assert_true(r.next_refit == 30);
+    assert_int_equal(r.pending, REFIT_NONE);
+    assert_int_equal(step(&r, EV_FIT_FAILED, 21, &in, &o), ACT_FIT_FAILED);
+    assert_int_equal(r.phase, PHASE_IDLE);
+    assert_int_equal(step(&r, EV_TICK, 25, &in, &o), 0); /* the skipped round stays skipped */
+    in.available = 999;
+    assert_int_equal(step(&r, EV_TICK, 30, &in, &o), ACT_SKIPPED);
+    assert_non_null(strstr(o.refusal, "refit_min_samples"));
+    assert_int_equal(r.pending, REFIT_NONE);
+    assert_int_equal(step(&r, EV_TICK, 31, &in, &o), 0); /* not every tick after */
+    /* no schedule: never due */
+    refit_init(&r, 1, 0, 0);
+    in = plenty();
+    assert_int_equal(step(&r, EV_TICK, 1e9, &in, &o), 0);
+}
+
+/* A drift refit waits for refit_min_samples since the change point and
+ * fits on those alone. */
+static void drift_waits_for_the_new_regime(void **state)
+{
+    refit_machine r;
+    refit_out o;
+    refit_in in = plenty();
+    refit_init(&r, 1, 0, 0);
+    in.drift_alarm = 1;
+    in.since_change = 400;
+    assert_int_equal(step(&r, EV_TICK, 1, &in, &o), 0);
+    assert_int_equal(r.pending, REFIT_DRIFT);
+    in.since_change = 1500;
+    assert_int_equal(step(&r, EV_TICK, 2, &in, &o), ACT_START_FIT);
+    assert_int_equal(o.reason, REFIT_DRIFT);
+    assert_int_equal(o.samples, 1500);
+    assert_int_equal(r.reason, REFIT_DRIFT);
+}
+
+/*
+ * An alarm raised while a candidate is in shadow is not lost: it waits
+ * (level-triggered), and once the candidate is rejected the drift refit
+ * starts; had the candidate been published, the publish restarts the
+ * detector, which answers the alarm.
+ */
+static void alarm_during_shadow(void **state)
+{
+    refit_machine r;
+    refit_out o;
+    refit_in in = plenty();
+    refit_init(&r, 1, 10, 0);
+    assert_int_equal(step(&r, EV_TICK, 10, &in, &o), ACT_START_FIT);
+    assert_int_equal(step(&r, EV_FIT_DONE, 11, &in, &o), ACT_START_SHADOW);
+    assert_int_equal(o.reason, REFIT_SCHEDULE);
+    assert_int_equal(r.phase, PHASE_SHADOW);
+    in.drift_alarm = 1;
+    assert_int_equal(step(&r, EV_TICK, 12, &in, &o), 0);
+    assert_int_equal(r.phase, PHASE_SHADOW);
+    /* a scheduled candidate rejected: no drift restart, and the alarm... */
+    assert_int_equal(step(&r, EV_GATE_REJECTED, 13, &in, &o), ACT_REJECTED);
+    assert_int_equal(r.phase, PHASE_IDLE);
+    /* ...starts its refit at the next tick */
+    assert_int_equal(step(&r, EV_TICK, 14, &in, &o), ACT_START_FIT);
+    assert_int_equal(o.reason, REFIT_DRIFT);
+
+    /* the same, but the scheduled candidate passes and is published */
+    refit_init(&r, 1, 10, 0);
+    in = plenty();
+    step(&r, EV_TICK, 10, &in, &o);
+    step(&r, EV_FIT_DONE, 11, &in, &o);
+    in.drift_alarm = 1;
+    assert_int_equal(step(&r, EV_TICK, 12, &in, &o), 0);
+    assert_int_equal(step(&r, EV_GATE_PASSED, 13, &in, &o), ACT_STORE);
+    assert_int_equal(r.phase, PHASE_STORING);
+    assert_int_equal(step(&r, EV_TICK, 14, &in, &o), 0); /* storing: busy */
+    assert_int_equal(step(&r, EV_STORED, 15, &in, &o), ACT_PUBLISH | ACT_DRIFT_RESTART);
+    in.drift_alarm = 0; /* the shell restarted the detector */
+    assert_int_equal(step(&r, EV_TICK, 16, &in, &o), 0);
+    assert_int_equal(r.phase, PHASE_IDLE);
+}
+
+/* A failed fit: back to idle, counted; a drift's detector measures anew
+ * (not a refit at every tick while the alarm stands). */
+static void failed_fit(void **state)
+{
+    refit_machine r;
+    refit_out o;
+    refit_in in = plenty();
+    refit_init(&r, 1, 0, 0);
+    in.drift_alarm = 1;
+    step(&r, EV_TICK, 1, &in, &o);
+    assert_int_equal(step(&r, EV_FIT_FAILED, 2, &in, &o), ACT_FIT_FAILED | ACT_DRIFT_RESTART);
+    assert_int_equal(o.reason, REFIT_DRIFT);
+    assert_int_equal(r.phase, PHASE_IDLE);
+    in.drift_alarm = 0; /* restarted */
+    assert_int_equal(step(&r, EV_TICK, 3, &in, &o), 0);
+    /* a manual refit's failure leaves any drift detector alone */
+    assert_int_equal(step(&r, EV_MANUAL, 4, &in, &o), ACT_START_FIT);
+    assert_int_equal(step(&r, EV_FIT_FAILED, 5, &in, &o), ACT_FIT_FAILED);
+}
+
+/* A store the state directory refuses: nothing published, counted, the
+ * detector restarts (the parameters in force did not change, but the
+ * candidate's shadow run has answered the alarm); the next version tries
+ * again later. */
+static void failed_store(void **state)
+{
+    refit_machine r;
+    refit_out o;
+    refit_in in = plenty();
+    refit_init(&r, 1, 0, 0);
+    step(&r, EV_MANUAL, 1, &in, &o);
+    step(&r, EV_FIT_DONE, 2, &in, &o);
+    assert_int_equal(step(&r, EV_GATE_PASSED, 3, &in, &o), ACT_STORE);
+    assert_int_equal(step(&r, EV_STORE_FAILED, 4, &in, &o),
+                     ACT_STORE_FAILED | ACT_DRIFT_RESTART);
+    assert_int_equal(o.reason, REFIT_MANUAL);
+    assert_int_equal(r.phase, PHASE_IDLE);
+    assert_int_equal(step(&r, EV_MANUAL, 5, &in, &o), ACT_START_FIT);
+}
+
+/* Manual requests: refused with the phase as the reason while busy, or
+ * with too few samples; started at once otherwise. */
+static void manual_refit(void **state)
+{
+    refit_machine r;
+    refit_out o;
+    refit_in in = plenty();
+    refit_init(&r, 1, 0, 0);
+    assert_int_equal(step(&r, EV_MANUAL, 1, &in, &o), ACT_START_FIT);
+    assert_int_equal(o.reason, REFIT_MANUAL);
+    assert_int_equal(o.samples, 5000);
+    assert_int_equal(step(&r, EV_MANUAL, 2, &in, &o), ACT_REFUSED);
+    assert_string_equal(o.refusal, "a refit of this model is running");
+    assert_int_equal(r.phase, PHASE_FITTING);
+    step(&r, EV_FIT_DONE, 3, &in, &o);
+    assert_int_equal(step(&r, EV_MANUAL, 4, &in, &o), ACT_REFUSED);
+    assert_string_equal(o.refusal, "a candidate of this model is in shadow");
+    step(&r, EV_GATE_PASSED, 5, &in, &o);
+    assert_int_equal(step(&r, EV_MANUAL, 6, &in, &o), ACT_REFUSED);
+    assert_string_equal(o.refusal, "a new version of this model is being stored");
+    step(&r, EV_STORED, 7, &in, &o);
+    in.available = 10;
+    assert_int_equal(step(&r, EV_MANUAL, 8, &in, &o), ACT_REFUSED);
+    assert_non_null(strstr(o.refusal, "refit_min_samples"));
+    assert_int_equal(r.phase, PHASE_IDLE);
+    /* a manual refit takes at most refit_samples */
+    in = plenty();
+    in.available = 50000;
+    assert_int_equal(step(&r, EV_MANUAL, 9, &in, &o), ACT_START_FIT);
+    assert_int_equal(o.samples, 10000);
+}
+
+/* auto_publish = no: a candidate that passes is withheld; a drift's
+ * detector then measures anew. */
+static void withheld_candidate(void **state)
+{
+    refit_machine r;
+    refit_out o;
+    refit_in in = plenty();
+    in.auto_publish = 0;
+    in.drift_alarm = 1;
+    refit_init(&r, 1, 0, 0);
+    step(&r, EV_TICK, 1, &in, &o);
+    step(&r, EV_FIT_DONE, 2, &in, &o);
+    assert_int_equal(step(&r, EV_GATE_PASSED, 3, &in, &o), ACT_WITHHELD | ACT_DRIFT_RESTART);
+    assert_int_equal(r.phase, PHASE_IDLE);
+    /* a drift candidate the gate rejects: the same restart */
+    step(&r, EV_TICK, 4, &in, &o);
+    step(&r, EV_FIT_DONE, 5, &in, &o);
+    assert_int_equal(step(&r, EV_GATE_REJECTED, 6, &in, &o), ACT_REJECTED | ACT_DRIFT_RESTART);
+}
+
+/* Events a phase does not expect change nothing. */
+static void unexpected_events_ignored(void **state)
+{
+    refit_machine r;
+    refit_out o;
+    refit_in in = plenty();
+    refit_init(&r, 1, 0, 0);
+    const int idle_ignores[] = {EV_FIT_DONE, EV_FIT_FAILED, EV_GATE_PASSED,
+                                EV_GATE_REJECTED, EV_STORED, EV_STORE_FAILED};
+    for (size_t i = 0; i < sizeof idle_ignores / sizeof *idle_ignores; i++) {
+        assert_int_equal(step(&r, idle_ignores[i], 1, &in, &o), 0);
+        assert_int_equal(r.phase, PHASE_IDLE);
+    }
+    step(&r, EV_MANUAL, 2, &in, &o);
+    assert_int_equal(step(&r, EV_GATE_PASSED, 3, &in, &o), 0);
+    assert_int_equal(step(&r, EV_STORED, 3, &in, &o), 0);
+    assert_int_equal(r.phase, PHASE_FITTING);
+    step(&r, EV_FIT_DONE, 4, &in, &o);
+    assert_int_equal(step(&r, EV_FIT_FAILED, 5, &in, &o), 0);
+    assert_int_equal(step(&r, EV_STORE_FAILED, 5, &in, &o), 0);
+    assert_int_equal(r.phase, PHASE_SHADOW);
+}
+
+static void names(void **state)
+{
+    assert_string_equal(refit_phase_name(PHASE_SHADOW), "shadow");
+    assert_string_equal(refit_phase_name(99), "unknown");
+    assert_string_equal(refit_reason_name(REFIT_DRIFT), "drift");
+    assert_null(refit_reason_name(REFIT_NONE));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(off_does_nothing),
+        cmocka_unit_test(schedule_fits_or_skips),
+        cmocka_unit_test(drift_waits_for_the_new_regime),
+        cmocka_unit_test(alarm_during_shadow),
+        cmocka_unit_test(failed_fit),
+        cmocka_unit_test(failed_store),
+        cmocka_unit_test(manual_refit),
+        cmocka_unit_test(withheld_candidate),
+        cmocka_unit_test(unexpected_events_ignored),
+        cmocka_unit_test(names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
