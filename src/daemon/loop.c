@@ -149,7 +149,8 @@ int loop_attach(calibd *d, model *m)
     double now = loop_now(d);
     char err[600];
     model_params p;
-    int rc = state_load_params(d->cfg.state_dir, m->name, &p, err, sizeof err);
+    state_param_names names;
+    int rc = state_load_params(d->cfg.state_dir, m->name, &p, names, err, sizeof err);
     if (rc < 0) {
         log_msg(&d->log, LOG_ERROR, "loop", "%s: %s; the loop is off for this model until "
                 "the file is repaired or removed (a version must never go back)", m->name, err);
@@ -159,11 +160,15 @@ int loop_attach(calibd *d, model *m)
                        : strcmp(c->method, "auto") != 0 ? c->method
                        : gauss ? "variance" : "temperature";
     const calib_plugin *desc = find_method(d, name, err, sizeof err);
-    if (!desc || !method_fits(m, desc) || (rc == 0 && p.n != desc->nparams)) {
+    if (!desc || !method_fits(m, desc)) {
         log_msg(&d->log, LOG_ERROR, "loop", "%s: method %s %s; the loop is off for this "
-                "model", m->name, name, !desc ? err : !method_fits(m, desc)
-                ? "does not handle this model's outputs" : "has another number of parameters "
-                "than the stored ones");
+                "model", m->name, name, !desc ? err : "does not handle this model's outputs");
+        return 0;
+    }
+    if (rc == 0 && state_params_by_name(&p, names, desc, err, sizeof err) != 0) {
+        log_msg(&d->log, LOG_ERROR, "loop", "%s: the stored parameters in %s/model.%s.params "
+                "do not fit method %s: %s; the loop is off for this model until the file is "
+                "repaired or removed", m->name, d->cfg.state_dir, m->name, desc->name, err);
         return 0;
     }
     if (rc == 0 && calib_plugin_params_check(desc, p.values, err, sizeof err) != CALIB_OK) {

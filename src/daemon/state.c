@@ -71,10 +71,11 @@ fail:
 }
 
 /* One "key value..." line into p; 0, or -1 if malformed. */
-static int parse_line(const char *line, model_params *p, unsigned *seen)
+static int parse_line(const char *line, model_params *p, state_param_names names,
+                      unsigned *seen)
 {
     unsigned long long u;
-    char word[64];
+    char word[CALIB_PLUGIN_NAME_MAX + 1];
     double a, b, c;
     if (line[0] == '#' || line[0] == '\n')
         return 0;
@@ -95,14 +96,15 @@ static int parse_line(const char *line, model_params *p, unsigned *seen)
     if (sscanf(line, "improvement %lf %lf %lf", &a, &b, &c) == 3)
         return p->improvement = a, p->ci[0] = b, p->ci[1] = c, 0;
     if (sscanf(line, "param %63s %lf", word, &a) == 2 && isfinite(a) && p->n < PARAMS_MAX) {
+        snprintf(names[p->n], sizeof names[p->n], "%s", word);
         p->values[p->n++] = a;
         return 0;
     }
     return -1;
 }
 
-int state_load_params(const char *dir, const char *name, model_params *p, char *err,
-                      size_t errlen)
+int state_load_params(const char *dir, const char *name, model_params *p,
+                      state_param_names names, char *err, size_t errlen)
 {
     char path[4352], line[256];
     state_path(path, sizeof path, dir, name, "");
@@ -122,7 +124,7 @@ int state_load_params(const char *dir, const char *name, model_params *p, char *
             rc = -1;
             break;
         }
-        if (parse_line(line, p, &seen) != 0) {
+        if (parse_line(line, p, names, &seen) != 0) {
             rc = -1;
             break;
         }
@@ -136,6 +138,34 @@ int state_load_params(const char *dir, const char *name, model_params *p, char *
         snprintf(err, errlen, "%s: no version, method or parameters", path);
         return -1;
     }
+    return 0;
+}
+
+int state_params_by_name(model_params *p, state_param_names names,
+                         const calib_plugin *desc, char *err, size_t errlen)
+{
+    double v[PARAMS_MAX];
+    unsigned found = 0;
+    for (unsigned i = 0; i < desc->nparams; i++) {
+        unsigned hits = 0;
+        for (unsigned j = 0; j < p->n; j++)
+            if (strcmp(names[j], desc->param_names[i]) == 0) {
+                v[i] = p->values[j];
+                hits++;
+            }
+        if (hits != 1) {
+            snprintf(err, errlen, "%s parameter %s is %s", desc->name, desc->param_names[i],
+                     hits ? "stored twice" : "not stored");
+            return -1;
+        }
+        found++;
+    }
+    if (found != p->n) {
+        snprintf(err, errlen, "%u parameters stored, %s has %u (%s, ...)", p->n, desc->name,
+                 desc->nparams, desc->param_names[0]);
+        return -1;
+    }
+    memcpy(p->values, v, desc->nparams * sizeof *v);
     return 0;
 }
 

@@ -20,13 +20,26 @@
 int state_save_params(const char *dir, const char *name, const model_params *p,
                       char *err, size_t errlen);
 
+/* The names of stored parameters, in the file's order. */
+typedef char state_param_names[PARAMS_MAX][CALIB_PLUGIN_NAME_MAX + 1];
+
 /*
- * Reads the stored parameters of model into p (desc left NULL: the caller
- * resolves p->method). Returns 1 if there are none, 0 when read, -1 with
- * err set when the file exists but cannot be trusted.
+ * Reads the stored parameters of model into p and their names into names,
+ * in the file's order (desc left NULL: the caller resolves p->method, then
+ * orders the values with state_params_by_name). Returns 1 if there are
+ * none, 0 when read, -1 with err set when the file exists but cannot be
+ * trusted.
  */
-int state_load_params(const char *dir, const char *name, model_params *p, char *err,
-                      size_t errlen);
+int state_load_params(const char *dir, const char *name, model_params *p,
+                      state_param_names names, char *err, size_t errlen);
+
+/*
+ * Puts p's values in the order of desc->param_names by their stored names:
+ * a method's parameters are restored by name, never by position. 0, or -1
+ * with err set when a name is missing, unknown to the method, or twice.
+ */
+int state_params_by_name(model_params *p, state_param_names names,
+                         const calib_plugin *desc, char *err, size_t errlen);
 
 /*
  * Makes the state directory if need be and takes its lock, STATE_DIR/lock:
