@@ -7,6 +7,7 @@
 #include "calib/plugin.h"
 #include "calib/protocol.h"
 #include "cfg.h"
+#include "clock.h"
 #include "http.h"
 #include "log.h"
 #include "model.h"
@@ -49,10 +50,6 @@ typedef struct calibd {
     int exit_code;
 } calibd;
 
-double wall_now(void);
-/* Monotonic seconds (the loop's clock): for intervals, which a step of the
- * wall clock must not stretch or shrink. */
-double loop_now(const calibd *d);
 
 /* ingest.c */
 void ingest_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg);

@@ -7,17 +7,6 @@
 #include "calibd.h"
 #include "loop.h"
 
-double wall_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-double loop_now(const calibd *d)
-{
-    return (double)uv_now(d->loop) / 1000;
-}
 
 /* ------------------------------------------------------------ models */
 
@@ -266,6 +255,13 @@ static int check_y(calibd *d, model *m, double y, const char *what)
 
 /* A joined pair: scored, unless the label waited for the model's first
  * prediction and its y turns out not to fit the model's K. */
+/* A message's two times (clock.h): when its pairs are scored (the wall
+ * clock, for windows) and when its items start waiting (monotonic, for the
+ * label TTL). */
+typedef struct ingest_time {
+    double wall, mono;
+} ingest_time;
+
 static void score_pair(calibd *d, model *m, const double *x, double y, double now)
 {
     if (check_y(d, m, y, "a label that waited for its prediction:") != 0)
@@ -273,8 +269,10 @@ static void score_pair(calibd *d, model *m, const double *x, double y, double no
     model_observe(m, x, y, now);
 }
 
-static void pred_record(calibd *d, model *m, int form, const calib_msg_rec *r, double now)
+static void pred_record(calibd *d, model *m, int form, const calib_msg_rec *r,
+                        const ingest_time *t)
 {
+    double now = t->wall;
     m->last_prediction_mono = loop_now(d);
     if (m->predictions++ == 0)
         m->first_prediction_mono = m->last_prediction_mono;
@@ -293,7 +291,7 @@ static void pred_record(calibd *d, model *m, int form, const calib_msg_rec *r, d
     calib_id id;
     calib_join_result jr;
     if (make_id(r, &id) != CALIB_OK ||
-        calib_join_pred(&m->join, &id, d->x, r->ts, now, &jr) != CALIB_OK) {
+        calib_join_pred(&m->join, &id, d->x, r->ts, t->mono, &jr) != CALIB_OK) {
         reject(d, m, CALIB_REJ_BAD_ID, "id", NULL);
         return;
     }
@@ -304,8 +302,9 @@ static void pred_record(calibd *d, model *m, int form, const calib_msg_rec *r, d
 /* A label waits in the join table whatever the model's shape: its y, known
  * to be finite, is checked against K now if the model has one, else when it
  * joins. */
-static void label_record(calibd *d, model *m, const calib_msg_rec *r, double now)
+static void label_record(calibd *d, model *m, const calib_msg_rec *r, const ingest_time *t)
 {
+    double now = t->wall;
     m->labels++;
     note_label(d, m);
     if (m->shaped && check_y(d, m, r->y, "label") != 0)
@@ -313,7 +312,7 @@ static void label_record(calibd *d, model *m, const calib_msg_rec *r, double now
     calib_id id;
     calib_join_result jr;
     if (make_id(r, &id) != CALIB_OK ||
-        calib_join_label(&m->join, &id, r->y, r->ts, now, &jr) != CALIB_OK) {
+        calib_join_label(&m->join, &id, r->y, r->ts, t->mono, &jr) != CALIB_OK) {
         reject(d, m, CALIB_REJ_BAD_ID, "id", NULL);
         return;
     }
@@ -423,7 +422,7 @@ void ingest_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg)
         reject(d, m, rc, rc == REJ_SHAPE ? shape_key(msg) : NULL, why);
         return;
     }
-    double now = wall_now();
+    ingest_time now = {wall_now(), loop_now(d)};
     for (size_t i = 0; i < msg->n; i++) {
         calib_msg_rec r;
         rc = calib_msg_record(msg, i, &r, msg->type == CALIB_MSG_PRED ? d->x : NULL);
@@ -433,8 +432,8 @@ void ingest_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg)
             continue;
         }
         if (msg->type == CALIB_MSG_PRED)
-            pred_record(d, m, msg->form, &r, now);
+            pred_record(d, m, msg->form, &r, &now);
         else
-            label_record(d, m, &r, now);
+            label_record(d, m, &r, &now);
     }
 }

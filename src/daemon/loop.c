@@ -659,7 +659,7 @@ void loop_tick(calibd *d, double wall)
     for (size_t i = 0; i < d->nmodels; i++) {
         model *m = d->models[i];
         /* every model's join table, also one that holds labels only */
-        model_join_tick(m, wall);
+        model_join_tick(m, now); /* TTLs are intervals: monotonic */
         if (!m->shaped)
             continue;
         alert_check(d, m, wall);

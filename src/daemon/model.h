@@ -138,7 +138,8 @@ void model_unshape(model *m);
 void model_free(model *m);
 
 /* From the tick: the join table takes the model's label_ttl (a reload may
- * change it) and expires what is due at now (wall clock, as ingest's). */
+ * change it) and expires what is due at now (the monotonic clock, as
+ * ingest's: clock.h). */
 void model_join_tick(model *m, double now);
 
 /* Checks a prediction's shape against the model's; 0 or REJ_SHAPE. */
