@@ -173,9 +173,12 @@ enum calib_gate_state {
  * keeps the unclamped differences for the reported mean and interval.
  */
 typedef struct calib_gate {
-    calib_gate_cfg cfg; /* read-only */
+    /* read-only */
+    calib_gate_cfg cfg;
     int state;          /* enum calib_gate_state */
+    /* private: calib_gate_log_e */
     calib_eproc e;
+    /* read-only */
     calib_accum diff;   /* S(current) - S(candidate), unclamped */
     calib_accum current, candidate; /* the scores themselves */
     uint64_t pairs;     /* pairs added, NaN ones included */
@@ -187,6 +190,8 @@ int calib_gate_init(calib_gate *g, const calib_gate_cfg *cfg);
  * pair with a NaN difference is not tested but counts towards
  * max_samples. */
 int calib_gate_add(calib_gate *g, double s_current, double s_candidate);
+/* The log of the gate's e-value so far (it passes at -ln alpha). */
+double calib_gate_log_e(const calib_gate *g);
 
 #ifdef __cplusplus
 }

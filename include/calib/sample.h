@@ -65,8 +65,10 @@ typedef struct calib_dataset {
 } calib_dataset;
 
 typedef struct calib_ring {
+    /* private: read through the functions below */
     calib_store s;
     size_t head;    /* slot of the next write */
+    /* read-only */
     uint64_t total; /* records ever pushed */
 } calib_ring;
 
@@ -76,10 +78,15 @@ void calib_ring_push(calib_ring *r, const double *x, double y, double t);
 /* The i-th oldest record held (0 = oldest, len - 1 = newest). */
 calib_record calib_ring_get(const calib_ring *r, size_t i);
 size_t calib_ring_len(const calib_ring *r);
+/* Records the ring holds at most. */
+size_t calib_ring_cap(const calib_ring *r);
 
 typedef struct calib_reservoir {
+    /* private: read through the functions below */
     calib_store s;
+    /* read-only */
     uint64_t seen;  /* records offered */
+    /* private */
     uint64_t skip;  /* records still to skip before the next replacement */
     double w;       /* Algorithm L's W */
     calib_rng rng;
@@ -91,6 +98,8 @@ void calib_reservoir_free(calib_reservoir *r);
 /* Offers a record; returns the slot it was stored in, or -1 if skipped. */
 long calib_reservoir_offer(calib_reservoir *r, const double *x, double y,
                            double t);
+/* Records the reservoir holds now (at most its capacity). */
+size_t calib_reservoir_len(const calib_reservoir *r);
 
 #ifdef __cplusplus
 }

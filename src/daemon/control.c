@@ -146,7 +146,7 @@ static void pack_model(msgpack_packer *pk, const model *m, double now)
     pack_counter(pk, "stale_window_samples", m->stale);
     pack_str(pk, "samples");
     msgpack_pack_map(pk, 2);
-    pack_counter(pk, "reservoir", m->reservoir.s.len);
+    pack_counter(pk, "reservoir", calib_reservoir_len(&m->reservoir));
     pack_counter(pk, "ring", calib_ring_len(&m->ring));
 }
 

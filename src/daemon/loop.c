@@ -222,7 +222,7 @@ static void publish_candidate(calibd *d, model *m);
 /* Samples a refit needs: refit_min_samples, or all the ring can hold. */
 static size_t refit_need(const model *m)
 {
-    size_t cap = m->ring.s.cap;
+    size_t cap = calib_ring_cap(&m->ring);
     return m->cfg.refit_min_samples < cap ? (size_t)m->cfg.refit_min_samples : cap;
 }
 
@@ -517,16 +517,18 @@ typedef struct store_job {
     uv_work_t req;
     calibd *d;
     model *m;
+    /* what the worker reads: copies, never the daemon's state */
+    char dir[4096], name[CFG_NAME_MAX + 1];
     model_params p;
     int saved; /* state_save_params() */
     char err[4600];
 } store_job;
 
+/* The worker thread: reads only the job. */
 static void store_work(uv_work_t *req)
 {
     store_job *j = req->data;
-    j->saved = state_save_params(j->d->cfg.state_dir, j->m->name, &j->p, j->err,
-                                 sizeof j->err);
+    j->saved = state_save_params(j->dir, j->name, &j->p, j->err, sizeof j->err);
 }
 
 static void store_done(uv_work_t *req, int status)
@@ -599,6 +601,8 @@ static void publish_candidate(calibd *d, model *m)
     calib_accum_ci95(&g->diff, p->ci);
     j->d = d;
     j->m = m;
+    snprintf(j->dir, sizeof j->dir, "%s", d->cfg.state_dir);
+    snprintf(j->name, sizeof j->name, "%s", m->name);
     j->req.data = j;
     int rc = uv_queue_work(d->loop, &j->req, store_work, store_done);
     if (rc != 0)
@@ -719,7 +723,7 @@ static void pack_shadow(msgpack_packer *pk, const model_loop *l)
     pack_str(pk, "improvement");
     pack_estimate(pk, &l->gate.diff);
     pack_str(pk, "log_e");
-    pack_num(pk, l->gate.e.log_wealth);
+    pack_num(pk, calib_gate_log_e(&l->gate));
 }
 
 void loop_pack_status(msgpack_packer *pk, const model *m)

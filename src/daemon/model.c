@@ -131,7 +131,7 @@ int model_shape(model *m, int form, size_t k)
     m->pcal = calloc(pk, sizeof *m->pcal);
     m->xcal = calloc(m->width, sizeof *m->xcal);
     m->loop.xcand = calloc(m->width, sizeof *m->loop.xcand);
-    m->ring_score = calloc(m->ring.s.cap, sizeof *m->ring_score);
+    m->ring_score = calloc(calib_ring_cap(&m->ring), sizeof *m->ring_score);
     if (!m->p || !m->pcal || !m->xcal || !m->loop.xcand || !m->ring_score) {
         rc = CALIB_ENOMEM;
         goto err;
@@ -219,7 +219,7 @@ static void to_probs(int form, const double *x, size_t k, double *p)
         memcpy(p, x, k * sizeof *p);
 }
 
-void model_canonical(const model *m, int form, const double *x, double *out)
+void model_canonical(model *m, int form, const double *x, double *out)
 {
     if (form == m->form) {
         memcpy(out, x, m->width * sizeof *x);
@@ -344,7 +344,7 @@ void model_observe(model *m, const double *x, double y, double now)
         }
     }
     calib_reservoir_offer(&m->reservoir, x, y, now);
-    m->ring_score[m->ring.total % m->ring.s.cap] = s[VIEW_CAL][WS_MAIN];
+    m->ring_score[m->ring.total % calib_ring_cap(&m->ring)] = s[VIEW_CAL][WS_MAIN];
     calib_ring_push(&m->ring, x, y, now);
     m->scored++;
     model_loop *l = &m->loop;
@@ -379,7 +379,7 @@ model_level model_level_since(model *m, uint64_t from, double threshold)
     calib_accum_init(&acc);
     uint64_t above = 0;
     for (uint64_t t = first; t < total; t++) {
-        double s = m->ring_score[t % m->ring.s.cap];
+        double s = m->ring_score[t % calib_ring_cap(&m->ring)];
         if (isnan(s))
             continue; /* as the detector, which ignores NaN */
         calib_accum_add(&acc, s);

@@ -146,8 +146,8 @@ void model_join_tick(model *m, double now);
 int model_accepts(const model *m, int form, size_t k);
 /* Converts an accepted record of form `form` to the model's form in out
  * (width doubles): logits, probabilities and a binary p of the same K are
- * one shape. */
-void model_canonical(const model *m, int form, const double *x, double *out);
+ * one shape. Uses the model's scratch (pcal), hence not const. */
+void model_canonical(model *m, int form, const double *x, double *out);
 
 /* Scores one joined pair (x raw outputs, y outcome) observed at now: both
  * views, the drift detector and, while a candidate is in shadow, the

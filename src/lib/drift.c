@@ -324,3 +324,8 @@ int calib_gate_add(calib_gate *g, double s_current, double s_candidate)
         g->state = CALIB_GATE_FAILED;
     return g->state;
 }
+
+double calib_gate_log_e(const calib_gate *g)
+{
+    return g->e.log_wealth;
+}

@@ -150,6 +150,16 @@ size_t calib_ring_len(const calib_ring *r)
     return r->s.len;
 }
 
+size_t calib_ring_cap(const calib_ring *r)
+{
+    return r->s.cap;
+}
+
+size_t calib_reservoir_len(const calib_reservoir *r)
+{
+    return r->s.len;
+}
+
 /* ------------------------------------------------------------------ reservoir */
 
 /* Algorithm L (Li 1994): after the reservoir fills, the gap to the next

@@ -629,6 +629,12 @@ static void gate_arguments(void **state)
     assert_int_equal(calib_gate_add(&g, INFINITY, INFINITY), CALIB_GATE_RUNNING);
     assert_int_equal(g.diff.n, 0);
     assert_int_equal(g.e.n, 0);
+    assert_true(calib_gate_log_e(&g) == 0); /* nothing tested: wealth 1 */
+    /* a clear improvement raises the e-value */
+    for (int i = 0; i < 50; i++)
+        calib_gate_add(&g, 1.0, 0.2);
+    assert_true(calib_gate_log_e(&g) > 0);
+    assert_true(calib_gate_log_e(&g) == g.e.log_wealth);
 }
 
 /* Current: raw logits of a classifier whose labels follow softmax(z / 2);

@@ -55,6 +55,7 @@ static void ring_keeps_most_recent(void **state)
     calib_ring r;
     assert_int_equal(calib_ring_init(&r, 2, 3), CALIB_OK);
     assert_int_equal(calib_ring_len(&r), 0);
+    assert_int_equal(calib_ring_cap(&r), 3);
     for (int i = 0; i < 5; i++) {
         double x[2] = {i, -i};
         calib_ring_push(&r, x, i % 2, 100 + i);
@@ -120,12 +121,15 @@ static void reservoir_fills_then_skips(void **state)
     long stored = 0;
     for (int i = 0; i < 4; i++) {
         double x = i;
+        assert_int_equal(calib_reservoir_len(&r), (size_t)i);
         assert_int_equal(calib_reservoir_offer(&r, &x, 1, 2), i);
     }
+    assert_int_equal(calib_reservoir_len(&r), 4);
     for (int i = 4; i < 100000; i++) {
         double x = i;
         stored += calib_reservoir_offer(&r, &x, 1, 2) >= 0;
     }
+    assert_int_equal(calib_reservoir_len(&r), 4); /* full: replaces, never grows */
     /* E[replacements] = sum_{i=5}^{N} 4/i ~= 4 ln(N/4) ~= 40 */
     assert_true(stored > 15 && stored < 80);
     /* same seed, same stream, same contents */
