@@ -172,8 +172,7 @@ void calibd_free_models(calibd *d)
 static void reject_topic(calibd *d, model *m, const void *topic, size_t topic_len,
                          int reason, const char *key, const char *detail)
 {
-    uint64_t *counter = m ? &m->rejected[reason] : &d->rejected[reason];
-    (*counter)++;
+    reason = reject_count(m ? m->rejected : d->rejected, reason);
     char t[LOG_ESCAPE_SIZE(LOG_TOPIC_MAX)];
     log_escape(t, sizeof t, topic, topic_len, LOG_TOPIC_MAX);
     const char *name = reject_name(reason);

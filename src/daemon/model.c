@@ -16,6 +16,7 @@ const char *reject_name(int reason)
     case REJ_SHAPE: return "shape_mismatch";
     case REJ_NO_MEMORY: return "no_memory";
     case REJ_MEMORY_LIMIT: return "memory_limit";
+    case REJ_INTERNAL: return "internal";
     }
     return calib_reject_name(reason);
 }
@@ -81,6 +82,19 @@ void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
     if (c->drift)
         bytes = add_bytes(bytes, (size_t)c->drift_reference * sizeof(double));
     s->bytes = bytes;
+}
+
+_Static_assert((int)CALIB_REJ_COUNT <= (int)REJ_FRAMING,
+               "the decoder's reasons end before the daemon's");
+_Static_assert(REJ_INTERNAL < REJ_MAX, "every reason has a counter");
+
+int reject_count(uint64_t counts[REJ_MAX], int reason)
+{
+    int known = (reason > CALIB_REJ_NONE && reason < CALIB_REJ_COUNT) ||
+                (reason >= REJ_FRAMING && reason < REJ_INTERNAL);
+    reason = known ? reason : REJ_INTERNAL;
+    counts[reason]++;
+    return reason;
 }
 
 int model_init(model *m, const model_cfg *cfg, uint64_t seed)

@@ -22,10 +22,15 @@ enum daemon_reject {
     REJ_SHAPE,         /* K or output form differs from the model's */
     REJ_NO_MEMORY,     /* the model's state could not be allocated */
     REJ_MEMORY_LIMIT,  /* the model would take the models past memory_limit */
+    REJ_INTERNAL,      /* a code that is no reason: a bug, counted, not lost */
 };
 #define REJ_MAX 128 /* counters per model, indexed by reason */
 
 const char *reject_name(int reason);
+/* Counts a rejection in counts[REJ_MAX]: a reason outside the decoder's
+ * (calib_reject) and the daemon's own counts as REJ_INTERNAL. Returns the
+ * reason counted. */
+int reject_count(uint64_t counts[REJ_MAX], int reason);
 
 enum { VIEW_RAW, VIEW_CAL, VIEWS };
 /* Window accumulators: for each view, the main score (Brier, or DSS for

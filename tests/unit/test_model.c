@@ -1,0 +1,113 @@
+/* test_model.c — a model of calibd without a daemon: its byte budgets,
+ * its shape and what a pair updates, and the rejection counters. */
+#define _POSIX_C_SOURCE 200809L
+#include "unit.h"
+
+#include <string.h>
+
+#include "calib/protocol.h"
+#include "cfg.h"
+#include "model.h"
+
+static model_cfg defaults(void)
+{
+    daemon_cfg d;
+    assert_int_equal(config_init(&d), 0);
+    model_cfg c = d.defaults;
+    snprintf(c.name, sizeof c.name, "m");
+    config_free(&d);
+    return c;
+}
+
+/* Every reason has its counter; a code that is no reason counts as
+ * internal, never out of bounds. */
+static void reject_counters_bounded(void **state)
+{
+    uint64_t counts[REJ_MAX] = {0};
+    assert_int_equal(reject_count(counts, CALIB_REJ_BAD_TOPIC), CALIB_REJ_BAD_TOPIC);
+    assert_int_equal(reject_count(counts, REJ_MEMORY_LIMIT), REJ_MEMORY_LIMIT);
+    assert_int_equal(reject_count(counts, CALIB_EINVAL), REJ_INTERNAL);
+    assert_int_equal(reject_count(counts, CALIB_REJ_NONE), REJ_INTERNAL);
+    assert_int_equal(reject_count(counts, CALIB_REJ_COUNT), REJ_INTERNAL);
+    assert_int_equal(reject_count(counts, REJ_MAX + 5), REJ_INTERNAL);
+    assert_int_equal(counts[CALIB_REJ_BAD_TOPIC], 1);
+    assert_int_equal(counts[REJ_MEMORY_LIMIT], 1);
+    assert_int_equal(counts[REJ_INTERNAL], 4);
+    assert_string_equal(reject_name(REJ_INTERNAL), "internal");
+    assert_string_equal(reject_name(REJ_MEMORY_LIMIT), "memory_limit");
+    assert_string_equal(reject_name(CALIB_REJ_BIN_AMBIGUOUS), "bin_ambiguous");
+}
+
+/* Capacities from the byte budgets, never above the configured counts;
+ * the bytes grow with K and stay within the budgets' sum. */
+static void sizes_follow_the_budgets(void **state)
+{
+    model_cfg c = defaults();
+    model_sizes s;
+    model_size(&c, CALIB_FORM_LOGITS, 10, &s);
+    assert_int_equal(s.pending, c.max_pending);
+    assert_int_equal(s.ring, c.ring);
+    assert_int_equal(s.reservoir, c.reservoir);
+    size_t k10 = s.bytes;
+    model_size(&c, CALIB_FORM_LOGITS, 65536, &s);
+    size_t item = sizeof(calib_join_entry) + 65536 * sizeof(double) + 2 * sizeof(uint32_t);
+    assert_int_equal(s.pending, c.join_memory / item);
+    assert_int_equal(s.ring, c.sample_memory / 2 / calib_store_bytes(65536, 1));
+    assert_true(s.bytes > k10);
+    assert_true(s.bytes < c.join_memory + c.sample_memory + (64u << 20));
+    /* before the shape: the labels-only join table */
+    model_sizes u;
+    model_size(&c, -1, 0, &u);
+    calib_join_cfg jc = {.ttl = 1, .capacity = c.max_pending, .joined_capacity = c.joined_memory};
+    assert_int_equal(u.bytes, sizeof(model) + calib_join_bytes(&jc));
+    /* a tiny budget still leaves one of each */
+    c.join_memory = c.sample_memory = 65536;
+    model_size(&c, CALIB_FORM_LOGITS, 65536, &s);
+    assert_int_equal(s.pending, 1);
+    assert_int_equal(s.ring, 1);
+}
+
+/* A shaped model holds what model_size said; a pair updates both views'
+ * scores (equal while the parameters are the identity) by hand values. */
+static void shape_and_observe(void **state)
+{
+    model_cfg c = defaults();
+    c.join_memory = 1u << 20; /* 8 KiB items at K = 1000: 127 of them */
+    model *m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    assert_int_equal(model_init(m, &c, 7), CALIB_OK);
+    assert_false(m->shaped);
+    assert_int_equal(model_shape(m, CALIB_FORM_LOGITS, 1000), CALIB_OK);
+    assert_true(m->shaped);
+    assert_int_equal(m->join.cfg.capacity, m->sizes.pending);
+    assert_true(m->sizes.pending < c.max_pending);
+    assert_int_equal(calib_ring_cap(&m->ring), m->sizes.ring);
+    model_free(m);
+
+    assert_int_equal(model_init(m, &c, 7), CALIB_OK);
+    assert_int_equal(model_shape(m, CALIB_FORM_BINARY, 2), CALIB_OK);
+    double x = 0.8;
+    model_observe(m, &x, 1, 1000);
+    x = 0.4;
+    model_observe(m, &x, 0, 1001);
+    /* Brier of a binary p: 2 (p - y)^2 -> 0.08 and 0.32 */
+    assert_int_equal(m->scored, 2);
+    assert_close(calib_accum_mean(&m->cum[VIEW_RAW][WS_MAIN]), 0.2, 1e-15);
+    assert_close(calib_accum_mean(&m->cum[VIEW_CAL][WS_MAIN]), 0.2, 1e-15);
+    /* log: -(ln 0.8 + ln 0.6) / 2 */
+    assert_close(calib_accum_mean(&m->cum[VIEW_RAW][WS_LOG]), -(log(0.8) + log(0.6)) / 2, 1e-15);
+    assert_int_equal(calib_ring_len(&m->ring), 2);
+    assert_int_equal(calib_reservoir_len(&m->reservoir), 2);
+    model_free(m);
+    free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(reject_counters_bounded),
+        cmocka_unit_test(sizes_follow_the_budgets),
+        cmocka_unit_test(shape_and_observe),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
