@@ -215,28 +215,40 @@ void alert_send(calibd *d, model *m, const char *kind, const char *severity,
     msgpack_sbuffer_destroy(&sb);
 }
 
+int alert_step(alert_state *st, int open_now, int close_now, double now, double cooldown)
+{
+    if (st->open) {
+        if (!close_now)
+            return ALERT_NONE;
+        st->open = 0;
+        return ALERT_CLOSED;
+    }
+    if (!open_now)
+        return ALERT_NONE;
+    st->open = 1;
+    if (st->alerted && now - st->last < cooldown)
+        return ALERT_SUPPRESSED;
+    st->alerted = 1;
+    st->last = now;
+    return ALERT_OPENED;
+}
+
 void alert_incident(calibd *d, model *m, int rule, int open_now, int close_now,
                     const char *kind, const char *severity, const char *message,
                     const alert_value *v, size_t nv)
 {
-    alert_state *st = &m->alert[rule];
-    if (st->open) {
-        if (close_now) {
-            st->open = 0;
-            log_msg(&d->log, LOG_INFO, "alert", "%s: %s cleared", m->name, kind);
-        }
-        return;
-    }
-    if (!open_now)
-        return;
-    st->open = 1;
-    double now = loop_now(d);
-    if (st->last > 0 && now - st->last < m->cfg.alert_cooldown) {
+    switch (alert_step(&m->alert[rule], open_now, close_now, loop_now(d),
+                       m->cfg.alert_cooldown)) {
+    case ALERT_CLOSED:
+        log_msg(&d->log, LOG_INFO, "alert", "%s: %s cleared", m->name, kind);
+        break;
+    case ALERT_SUPPRESSED:
         d->alerts_suppressed++;
-        return;
+        break;
+    case ALERT_OPENED:
+        alert_send(d, m, kind, severity, message, v, nv);
+        break;
     }
-    st->last = now;
-    alert_send(d, m, kind, severity, message, v, nv);
 }
 
 /* A level rule: opens above level, closes below level (1 - hysteresis). */
@@ -257,20 +269,33 @@ static void level_rule(calibd *d, model *m, int rule, const char *name, double v
  * inline outcome) has come for `label_starvation` seconds; a model that gets
  * nothing at all is idle, not starved. The incident closes with the next
  * label. */
-static void starvation_rule(calibd *d, model *m)
+void alert_starvation(const model *m, double now, double hysteresis, double *since,
+                      int *open_now, int *close_now)
 {
     double limit = m->cfg.label_starvation;
+    *since = 0;
+    *open_now = *close_now = 0;
     if (limit <= 0 || m->predictions == 0)
         return;
     /* the clock runs from the last label, or, before any, the first prediction */
     int labelled = m->last_label_mono > 0; /* the loop's clock starts far above 0 */
-    double since = loop_now(d) - (labelled ? m->last_label_mono : m->first_prediction_mono);
+    *since = now - (labelled ? m->last_label_mono : m->first_prediction_mono);
     int predicting = !labelled || m->last_prediction_mono > m->last_label_mono;
+    *open_now = predicting && *since > limit;
+    *close_now = *since < limit * (1 - hysteresis);
+}
+
+static void starvation_rule(calibd *d, model *m)
+{
+    double since, limit = m->cfg.label_starvation;
+    int open_now, close_now;
+    alert_starvation(m, loop_now(d), m->cfg.alert_hysteresis, &since, &open_now, &close_now);
+    if (!open_now && !close_now)
+        return;
     char msg[160];
     snprintf(msg, sizeof msg, "predictions but no labels for %.0f s (limit %g s)", since, limit);
     alert_value v[] = {{"seconds_without_labels", since}, {"limit", limit}};
-    alert_incident(d, m, RULE_STARVATION, predicting && since > limit,
-                   since < limit * (1 - m->cfg.alert_hysteresis), "label_starvation", "warning",
+    alert_incident(d, m, RULE_STARVATION, open_now, close_now, "label_starvation", "warning",
                    msg, v, 2);
 }
 

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "unit.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "calib/protocol.h"
