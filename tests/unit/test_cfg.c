@@ -1,0 +1,130 @@
+/* test_cfg.c — calibd's configuration without a daemon: defaults, a file
+ * over them and the command line over both, [defaults] under [model],
+ * unknown keys warned with their line, values and rules refused with the
+ * file, the line and what is expected, and derived settings. */
+#define _POSIX_C_SOURCE 200809L
+#include "unit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cfg.h"
+
+static char path[64];
+static char warned[8][256];
+static int nwarned;
+
+static void warn(void *arg, const char *msg)
+{
+    (void)arg;
+    if (nwarned < 8)
+        snprintf(warned[nwarned++], sizeof warned[0], "%s", msg);
+}
+
+/* Loads text as a configuration file over the defaults into c. */
+static int load(daemon_cfg *c, const char *text, char *err, size_t errlen)
+{
+    snprintf(path, sizeof path, "/tmp/test_cfg.XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    nwarned = 0;
+    assert_int_equal(config_init(c), 0);
+    int rc = config_load(c, path, warn, NULL, err, errlen);
+    unlink(path);
+    return rc;
+}
+
+static void defaults_documented(void **state)
+{
+    daemon_cfg c;
+    assert_int_equal(config_init(&c), 0);
+    /* the figures calibd.conf(5) states */
+    assert_int_equal(c.max_msg_size, 1 << 20);
+    assert_int_equal(c.ingest_memory, 256u << 20);
+    assert_int_equal(c.memory_limit, (uint64_t)2 << 30);
+    assert_true(c.drain_time == 0.005 && c.http_timeout == 10 && c.tick == 1);
+    assert_int_equal(c.http_max_connections, 256);
+    assert_int_equal(c.http_max_per_address, 16);
+    assert_int_equal(c.defaults.max_pending, 100000);
+    assert_int_equal(c.defaults.join_memory, 32u << 20);
+    assert_int_equal(c.defaults.sample_memory, 192u << 20);
+    assert_true(c.defaults.label_ttl == 3600);
+    /* the receive high-water mark in force: bytes over max_msg_size */
+    assert_int_equal(config_rcvhwm(&c), 256);
+    c.max_msg_size = (uint64_t)1 << 31;
+    assert_int_equal(config_rcvhwm(&c), 1);
+    c.max_msg_size = 1024;
+    c.rcvhwm = 1000;
+    assert_int_equal(config_rcvhwm(&c), 1000);
+    config_free(&c);
+}
+
+/* [defaults] then [model NAME], field by field; the command line over the
+ * file; unknown keys and sections warned with their line. */
+static void file_then_command_line(void **state)
+{
+    daemon_cfg c;
+    char err[512];
+    assert_int_equal(load(&c, "[daemon]\nmemory_limit = 1073741824\ncolour = blue\n"
+                              "[defaults]\nlabel_ttl = 60\nbins = 10\n"
+                              "[model a]\nbins = 20\nk = 3\nform = probs\n"
+                              "[extras]\nx = 1\n",
+                          err, sizeof err), 0);
+    assert_int_equal(c.memory_limit, 1u << 30);
+    model_cfg a, b;
+    config_model_for(&c, "a", &a);
+    config_model_for(&c, "b", &b);
+    assert_true(a.label_ttl == 60 && a.bins == 20 && a.k == 3);
+    assert_true(b.label_ttl == 60 && b.bins == 10 && b.k == 0);
+    assert_non_null(config_find_model(&c, "a"));
+    assert_null(config_find_model(&c, "b"));
+    assert_int_equal(nwarned, 2);
+    assert_non_null(strstr(warned[0], ":3: unknown key [daemon], key 'colour' ignored"));
+    assert_non_null(strstr(warned[1], ":12: unknown section [extras], key 'x' ignored"));
+    assert_int_equal(config_set_daemon(&c, "memory_limit", "33554432", err, sizeof err), 0);
+    assert_int_equal(c.memory_limit, 32u << 20);
+    assert_int_equal(config_set_daemon(&c, "memory_limit", "1", err, sizeof err), -1);
+    assert_non_null(strstr(err, "memory_limit = '1'"));
+    config_free(&c);
+}
+
+/* A value out of its range, and rules across keys, are refused with the
+ * file and line (or the section) and what is expected. */
+static void refusals_say_why(void **state)
+{
+    const struct {
+        const char *text, *says;
+    } bad[] = {
+        {"[defaults]\nwindow = 60\nmax_pending = lots\n", ":3: max_pending = 'lots': expected 1..1e8"},
+        {"[model a]\njoin_memory = 10\n", ":2: join_memory = '10': expected 65536..2^40 bytes"},
+        {"[daemon]\ndrain_time = 2\n", ":2: drain_time = '2': expected seconds in (0, 1]"},
+        {"[daemon]\nhttp_timeout = 0\n", ":2: http_timeout = '0'"},
+        {"[daemon]\nhttp_max_per_address = 0\n", ":2: http_max_per_address = '0'"},
+        {"[model a]\nrefit_samples = 100\nrefit_min_samples = 500\n",
+         "refit_samples (100) is below refit_min_samples"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        daemon_cfg c;
+        char err[512] = "";
+        assert_int_equal(load(&c, bad[i].text, err, sizeof err), -1);
+        if (!strstr(err, bad[i].says)) {
+            print_error("case %zu: '%s' lacks '%s'\n", i, err, bad[i].says);
+            fail();
+        }
+        config_free(&c);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(defaults_documented),
+        cmocka_unit_test(file_then_command_line),
+        cmocka_unit_test(refusals_say_why),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
