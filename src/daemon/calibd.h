@@ -29,8 +29,11 @@ typedef struct calibd {
     uv_signal_t sig[3]; /* INT, TERM, HUP */
     uv_timer_t tick;
     http_server http;
-    model **models;
+    model **models;     /* registry.c: in creation order */
     size_t nmodels, cap_models;
+    uint32_t *model_index; /* registry.c: open addressing by name, index_cap
+                              places of model numbers */
+    size_t index_cap;
     size_t model_bytes; /* what the models may hold at most: the sum of their
                            sizes.bytes, kept within cfg.memory_limit */
     calib_msg msg;      /* the decoder's reusable state */
@@ -53,8 +56,6 @@ typedef struct calibd {
 
 /* ingest.c */
 void ingest_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg);
-model *calibd_model(calibd *d, const char *name, size_t len, int create, int *reject);
-void calibd_free_models(calibd *d);
 
 #define SINKS_MAX 8 /* exec sinks running at once */
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "calibd.h"
+#include "registry.h"
 #include "loop.h"
 #include "pack.h"
 
@@ -221,7 +222,7 @@ static void reply_refit(calibd *d, msgpack_packer *pk, const msgpack_object *nam
         reply_error(pk, "\"model\" must be a string");
         return;
     }
-    model *m = calibd_model(d, name->via.str.ptr, name->via.str.size, 0, NULL);
+    model *m = registry_get(d, name->via.str.ptr, name->via.str.size, 0, NULL);
     char why[200];
     if (!m) {
         reply_error(pk, "no such model");

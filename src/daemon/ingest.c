@@ -2,161 +2,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "calibd.h"
 #include "loop.h"
+#include "registry.h"
 
-
-/* ------------------------------------------------------------ models */
-
-/* A join table's hash seed: random per process, distinct per model. */
-static uint64_t model_seed(const calibd *d)
-{
-    return d->hash_seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(d->nmodels + 1);
-}
-
-/*
- * Charges the most a model may hold, need bytes where it held had, against
- * memory_limit (calibd(8), LIMITS): 0, or REJ_MEMORY_LIMIT with what to
- * change in why. need 0: the model cannot even be sized.
- */
-static int charge(calibd *d, size_t had, size_t need, char *why, size_t len)
-{
-    size_t others = d->model_bytes - had;
-    uint64_t limit = d->cfg.memory_limit;
-    if (!need || need > limit || others > limit - need) {
-        snprintf(why, len, "it would hold up to %zu bytes, the other models up to %zu, over "
-                 "memory_limit = %llu; raise memory_limit, or lower the model's join_memory, "
-                 "sample_memory, max_pending or joined_memory", need, others,
-                 (unsigned long long)limit);
-        return REJ_MEMORY_LIMIT;
-    }
-    d->model_bytes = others + need;
-    return 0;
-}
-
-/* Fixes a model's form and K, and starts its closed loop; on failure the
- * model stays unshaped, its waiting labels kept, and why says what to do. */
-static int shape(calibd *d, model *m, int form, size_t k, char *why, size_t len)
-{
-    model_sizes sz;
-    size_t had = m->sizes.bytes;
-    model_size(&m->cfg, form, k, &sz);
-    int rc = charge(d, had, sz.bytes, why, len);
-    if (rc)
-        return rc;
-    if (model_shape(m, form, k) != CALIB_OK)
-        rc = REJ_NO_MEMORY;
-    else if (loop_attach(d, m) != 0) {
-        model_unshape(m);
-        rc = REJ_NO_MEMORY;
-    }
-    if (rc) {
-        d->model_bytes = d->model_bytes - sz.bytes + m->sizes.bytes;
-        snprintf(why, len, "out of memory for the model's state (K = %zu)", k);
-        return rc;
-    }
-    const model_cfg *c = &m->cfg;
-    if (sz.pending < c->max_pending || sz.ring < c->ring || sz.reservoir < c->reservoir)
-        log_msg(&d->log, LOG_INFO, "model", "%s: K = %zu: up to %zu waiting items "
-                "(join_memory), %zu ring and %zu reservoir records (sample_memory)",
-                m->name, k, sz.pending, sz.ring, sz.reservoir);
-    return 0;
-}
-
-/* A model configured with its form and K is shaped at creation. */
-static int configured_shape(calibd *d, model *m)
-{
-    const model_cfg *c = &m->cfg;
-    if (c->form < 0 || (c->form != CALIB_FORM_GAUSSIAN && c->form != CALIB_FORM_BINARY && !c->k))
-        return 0;
-    size_t k = c->form == CALIB_FORM_BINARY ? 2 : c->form == CALIB_FORM_GAUSSIAN ? 0 : c->k;
-    char why[300];
-    int rc = shape(d, m, c->form, k, why, sizeof why);
-    if (rc)
-        log_msg(&d->log, LOG_ERROR, "model", "%s: the configured shape is refused: %s",
-                m->name, why);
-    return rc;
-}
-
-static model *new_model(calibd *d, const char *name, int *reject)
-{
-    if (d->nmodels == CFG_MAX_MODELS) {
-        *reject = REJ_TOO_MANY_MODELS;
-        return NULL;
-    }
-    if (d->nmodels == d->cap_models) {
-        size_t cap = d->cap_models ? 2 * d->cap_models : 8;
-        model **v = realloc(d->models, cap * sizeof *v);
-        if (!v) {
-            *reject = REJ_NO_MEMORY;
-            return NULL;
-        }
-        d->models = v;
-        d->cap_models = cap;
-    }
-    model *m = malloc(sizeof *m);
-    if (!m) {
-        *reject = REJ_NO_MEMORY;
-        return NULL;
-    }
-    model_cfg mc;
-    model_sizes sz;
-    char why[300];
-    config_model_for(&d->cfg, name, &mc);
-    model_size(&mc, -1, 0, &sz);
-    if ((*reject = charge(d, 0, sz.bytes, why, sizeof why)) != 0) {
-        free(m);
-        return NULL;
-    }
-    /* the join table exists from the start, so labels that come before the
-     * model's first prediction wait for it, whatever the model's shape */
-    int rc = model_init(m, &mc, model_seed(d)) != CALIB_OK ? REJ_NO_MEMORY
-             : configured_shape(d, m);
-    if (rc) {
-        d->model_bytes -= m->sizes.bytes ? m->sizes.bytes : sz.bytes;
-        model_free(m);
-        free(m);
-        *reject = rc;
-        return NULL;
-    }
-    d->models[d->nmodels++] = m;
-    log_msg(&d->log, LOG_INFO, "model", "%s: created%s", m->name,
-            m->shaped ? " (shape from configuration)" : "");
-    return m;
-}
-
-model *calibd_model(calibd *d, const char *name, size_t len, int create, int *reject)
-{
-    for (size_t i = 0; i < d->nmodels; i++)
-        if (strlen(d->models[i]->name) == len && memcmp(d->models[i]->name, name, len) == 0)
-            return d->models[i];
-    if (!create)
-        return NULL;
-    char buf[CFG_NAME_MAX + 1];
-    if (len > CFG_NAME_MAX)
-        return NULL;
-    memcpy(buf, name, len);
-    buf[len] = 0;
-    if (!d->cfg.auto_models && !config_find_model(&d->cfg, buf)) {
-        *reject = REJ_UNKNOWN_MODEL;
-        return NULL;
-    }
-    return new_model(d, buf, reject);
-}
-
-void calibd_free_models(calibd *d)
-{
-    for (size_t i = 0; i < d->nmodels; i++) {
-        model_free(d->models[i]);
-        free(d->models[i]);
-    }
-    free(d->models);
-    d->models = NULL;
-    d->nmodels = d->cap_models = 0;
-    d->model_bytes = 0;
-}
 
 /* ------------------------------------------------------------ rejections */
 
@@ -350,7 +200,7 @@ static int check_shape(calibd *d, model *m, const calib_msg *msg, char *why, siz
                  m->shaped ? "" : "configured as ", have, got);
         return REJ_SHAPE;
     }
-    int rc = shape(d, m, form, k, why, len);
+    int rc = registry_shape(d, m, form, k, why, len);
     if (rc)
         return rc;
     log_msg(&d->log, LOG_INFO, "model", "%s: form %s, K = %zu", m->name, calib_form_name(form),
@@ -376,7 +226,7 @@ static model *decode(calibd *d, zmq_msg_t *frames)
     size_t topic_len = zmq_msg_size(&frames[0]);
     calib_msg *msg = &d->msg;
     int why = 0;
-    model *m = calibd_model(d, topic, topic_len, 0, &why);
+    model *m = registry_get(d, topic, topic_len, 0, &why);
     int rc = calib_msg_decode_k(msg, topic, topic_len, zmq_msg_data(&frames[1]),
                                 zmq_msg_size(&frames[1]), m && m->shaped ? m->k : 0);
     if (rc != CALIB_REJ_NONE) {
@@ -386,7 +236,7 @@ static model *decode(calibd *d, zmq_msg_t *frames)
         return NULL;
     }
     if (!m)
-        m = calibd_model(d, topic, topic_len, 1, &why);
+        m = registry_get(d, topic, topic_len, 1, &why);
     if (!m) {
         why = why ? why : REJ_UNKNOWN_MODEL;
         reject_topic(d, NULL, topic, topic_len, why, NULL, why == REJ_UNKNOWN_MODEL

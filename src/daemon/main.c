@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "calibd.h"
+#include "registry.h"
 #include "loop.h"
 #include "state.h"
 
@@ -255,7 +256,7 @@ static int create_models(calibd *d, char *err, size_t errlen)
     for (size_t i = 0; i < d->cfg.nmodels; i++) {
         const char *name = d->cfg.models[i].name;
         int why = 0;
-        if (!calibd_model(d, name, strlen(name), 1, &why)) {
+        if (!registry_get(d, name, strlen(name), 1, &why)) {
             snprintf(err, errlen, "model %s: %s", name, reject_name(why));
             return -1;
         }
@@ -450,7 +451,7 @@ int main(int argc, char **argv)
     if (d.zctx)
         zmq_ctx_term(d.zctx);
     calib_msg_destroy(&d.msg);
-    calibd_free_models(&d);
+    registry_free(&d);
     calib_plugin_registry_free(&d.plugins);
     free(d.x);
     config_free(&d.cfg);

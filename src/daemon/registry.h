@@ -1,0 +1,32 @@
+/* registry.h — the daemon's models by name (registry.c). All on the loop
+ * thread. */
+#ifndef CALIBD_REGISTRY_H
+#define CALIBD_REGISTRY_H
+
+#include <stddef.h>
+
+#include "calibd.h"
+
+/* The model of that name (len bytes, not NUL-terminated), or NULL. */
+model *registry_find(const calibd *d, const char *name, size_t len);
+
+/*
+ * The model of that name; with create, made if it does not exist and may:
+ * auto_models (or a [model] section), fewer than CFG_MAX_MODELS, and room
+ * under memory_limit. NULL with *reject set (REJ_UNKNOWN_MODEL,
+ * REJ_TOO_MANY_MODELS, REJ_MEMORY_LIMIT, REJ_NO_MEMORY) when not.
+ */
+model *registry_get(calibd *d, const char *name, size_t len, int create, int *reject);
+
+/*
+ * Fixes a model's form and K (its first prediction, or its configuration),
+ * charging the most it may then hold against memory_limit, and starts its
+ * closed loop. 0, or a rejection with what to do in why; the model then
+ * stays unshaped, its waiting labels kept.
+ */
+int registry_shape(calibd *d, model *m, int form, size_t k, char *why, size_t len);
+
+/* Frees every model (at exit). */
+void registry_free(calibd *d);
+
+#endif

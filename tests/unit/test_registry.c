@@ -1,0 +1,102 @@
+/* test_registry.c — the daemon's models by name, without sockets: hashed
+ * lookup over many names, and creation refused past CFG_MAX_MODELS, past
+ * memory_limit, or for an unknown name without auto_models. */
+#define _POSIX_C_SOURCE 200809L
+#include "unit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calibd.h"
+#include "registry.h"
+
+static calibd *daemon_new(void)
+{
+    calibd *d = calloc(1, sizeof *d);
+    assert_non_null(d);
+    assert_int_equal(config_init(&d->cfg), 0);
+    log_init(&d->log, LOG_ERROR, stderr);
+    d->hash_seed = 12345;
+    /* small models: many fit */
+    d->cfg.defaults.max_pending = 16;
+    d->cfg.defaults.joined_memory = 16;
+    return d;
+}
+
+static void daemon_free(calibd *d)
+{
+    registry_free(d);
+    config_free(&d->cfg);
+    free(d);
+}
+
+static void many_names_found(void **state)
+{
+    calibd *d = daemon_new();
+    char name[32];
+    int why = 0;
+    for (int i = 0; i < CFG_MAX_MODELS; i++) {
+        int n = snprintf(name, sizeof name, "model-%d", i);
+        assert_non_null(registry_get(d, name, (size_t)n, 1, &why));
+    }
+    assert_int_equal(d->nmodels, CFG_MAX_MODELS);
+    for (int i = CFG_MAX_MODELS - 1; i >= 0; i--) {
+        int n = snprintf(name, sizeof name, "model-%d", i);
+        model *m = registry_find(d, name, (size_t)n);
+        assert_non_null(m);
+        assert_string_equal(m->name, name);
+        /* a prefix or an extension is another name */
+        assert_true(registry_find(d, name, (size_t)n - 1) != m);
+    }
+    assert_null(registry_find(d, "model-", 6));
+    assert_null(registry_find(d, "model-1x", 8));
+    /* asking again does not create twice */
+    assert_ptr_equal(registry_get(d, "model-7", 7, 1, &why), registry_find(d, "model-7", 7));
+    assert_int_equal(d->nmodels, CFG_MAX_MODELS);
+    /* one more is refused */
+    why = 0;
+    assert_null(registry_get(d, "one-more", 8, 1, &why));
+    assert_int_equal(why, REJ_TOO_MANY_MODELS);
+    daemon_free(d);
+}
+
+static void creation_refused(void **state)
+{
+    calibd *d = daemon_new();
+    int why = 0;
+    /* not found, not created: nothing happens */
+    assert_null(registry_get(d, "a", 1, 0, &why));
+    assert_int_equal(d->nmodels, 0);
+    /* memory_limit: room for three models and no more */
+    model_sizes s;
+    model_size(&d->cfg.defaults, -1, 0, &s);
+    d->cfg.memory_limit = 3 * s.bytes + s.bytes / 2;
+    assert_non_null(registry_get(d, "a", 1, 1, &why));
+    assert_non_null(registry_get(d, "b", 1, 1, &why));
+    assert_non_null(registry_get(d, "c", 1, 1, &why));
+    assert_null(registry_get(d, "d", 1, 1, &why));
+    assert_int_equal(why, REJ_MEMORY_LIMIT);
+    assert_int_equal(d->model_bytes, 3 * s.bytes);
+    /* auto_models = no: only configured names */
+    d->cfg.auto_models = 0;
+    d->cfg.memory_limit = (uint64_t)1 << 40;
+    why = 0;
+    assert_null(registry_get(d, "e", 1, 1, &why));
+    assert_int_equal(why, REJ_UNKNOWN_MODEL);
+    /* a name too long for a model is never created */
+    char longname[CFG_NAME_MAX + 2];
+    memset(longname, 'x', sizeof longname);
+    d->cfg.auto_models = 1;
+    assert_null(registry_get(d, longname, sizeof longname, 1, &why));
+    daemon_free(d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(many_names_found),
+        cmocka_unit_test(creation_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
