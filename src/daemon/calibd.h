@@ -54,16 +54,10 @@ typedef struct calibd {
 } calibd;
 
 
-/* ingest.c */
-void ingest_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg);
-
 #define SINKS_MAX 8 /* exec sinks running at once */
 
 /* loop.c: the closed loop; see loop.h */
 /* Sends a two-frame message (topic, payload) on the PUB socket. */
 void publish(calibd *d, const char *topic, const void *buf, size_t len);
-
-/* control.c */
-void control_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg);
 
 #endif

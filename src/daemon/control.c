@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "calibd.h"
+#include "control.h"
 #include "registry.h"
 #include "loop.h"
 #include "pack.h"

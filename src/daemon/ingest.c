@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "calibd.h"
+#include "ingest.h"
 #include "loop.h"
 #include "registry.h"
 

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "calibd.h"
+#include "control.h"
+#include "ingest.h"
 #include "registry.h"
 #include "loop.h"
 #include "state.h"

@@ -1,0 +1,15 @@
+/* control.h — the REP control socket (control.c): ping, status, refit;
+ * msgpack requests {"v": 1, "cmd": ...}, documented in calibd(8). */
+#ifndef CALIBD_CONTROL_H
+#define CALIBD_CONTROL_H
+
+#include <stddef.h>
+#include <zmq.h>
+
+#include "zsock.h"
+
+/* A request from the control socket; arg is the calibd. Answers exactly
+ * once, an error map for a request it cannot parse. */
+void control_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg);
+
+#endif
