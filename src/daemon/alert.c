@@ -299,30 +299,24 @@ static void starvation_rule(calibd *d, model *m)
                    msg, v, 2);
 }
 
-void alert_check(calibd *d, model *m, double now)
+void alert_check(calibd *d, model *m)
 {
     starvation_rule(d, m);
     const model_cfg *c = &m->cfg;
     if (c->alert_brier <= 0 && c->alert_rbs <= 0 && c->alert_ece <= 0 && c->alert_dss <= 0)
         return;
-    calib_pane w, wc = {0};
-    if (model_window_pane(m, &w) != CALIB_OK)
+    /* the window as the tick summed it (model_view): what status and
+     * /metrics show is what the rules test */
+    const model_view *v = &m->view;
+    const calib_accum *main = &v->w.stat[VIEW_CAL * WS_PER_VIEW + WS_MAIN];
+    if (!v->have || main->n < c->alert_min_samples)
         return;
-    const calib_accum *main = &w.stat[VIEW_CAL * WS_PER_VIEW + WS_MAIN];
-    if (calib_window_sum(&m->win, now, &w) == CALIB_OK && main->n >= c->alert_min_samples) {
-        double mean = calib_accum_mean(main);
-        if (m->form == CALIB_FORM_GAUSSIAN) {
-            level_rule(d, m, RULE_DSS, "dss", mean, c->alert_dss, main->n);
-        } else {
-            level_rule(d, m, RULE_BRIER, "brier", mean, c->alert_brier, main->n);
-            level_rule(d, m, RULE_RBS, "rbs", sqrt(mean), c->alert_rbs, main->n);
-            calib_window_cfg cfg = m->win_cal.cfg;
-            if (c->alert_ece > 0 && calib_pane_init(&wc, &cfg) == CALIB_OK &&
-                calib_window_sum(&m->win_cal, now, &wc) == CALIB_OK)
-                level_rule(d, m, RULE_ECE, "ece", calib_bins_ece(&wc.top), c->alert_ece,
-                           main->n);
-            calib_pane_free(&wc);
-        }
+    double mean = calib_accum_mean(main);
+    if (m->form == CALIB_FORM_GAUSSIAN) {
+        level_rule(d, m, RULE_DSS, "dss", mean, c->alert_dss, main->n);
+        return;
     }
-    calib_pane_free(&w);
+    level_rule(d, m, RULE_BRIER, "brier", mean, c->alert_brier, main->n);
+    level_rule(d, m, RULE_RBS, "rbs", sqrt(mean), c->alert_rbs, main->n);
+    level_rule(d, m, RULE_ECE, "ece", calib_bins_ece(&v->cal.top), c->alert_ece, main->n);
 }

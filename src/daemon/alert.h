@@ -69,9 +69,9 @@ void alert_incident(struct calibd *d, struct model *m, int rule, int open_now, i
                     const char *kind, const char *severity, const char *message,
                     const alert_value *v, size_t nv);
 
-/* Threshold rules over the window (now: wall clock) and label starvation;
- * from the tick. */
-void alert_check(struct calibd *d, struct model *m, double now);
+/* Threshold rules over the model's window as the tick summed it (its
+ * model_view) and label starvation; from the tick. */
+void alert_check(struct calibd *d, struct model *m);
 
 /* Kills the exec sinks still running (at shut-down). */
 void alert_sinks_kill(struct calibd *d);

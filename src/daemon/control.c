@@ -123,28 +123,23 @@ static void pack_model(msgpack_packer *pk, const model *m, double now)
     pack_view(pk, m, m->cum[VIEW_CAL], bins ? &m->top[VIEW_CAL] : NULL, NULL);
     pack_str(pk, "calibrated_since_params");
     pack_view(pk, m, m->since_params, NULL, NULL);
-    calib_pane w;
-    int have_window = model_window_pane(m, &w) == CALIB_OK &&
-                      calib_window_sum(&m->win, now, &w) == CALIB_OK;
+    /* the window as the last tick summed it (model_view) */
+    const model_view *v = &m->view;
     pack_str(pk, "window");
-    if (have_window) {
-        msgpack_pack_map(pk, 4);
+    if (v->have) {
+        msgpack_pack_map(pk, 5);
         pack_str(pk, "seconds");
         pack_num(pk, m->cfg.window);
-        pack_counter(pk, "scored", w.stat[WS_MAIN].n);
+        pack_str(pk, "at");
+        pack_num(pk, v->at);
+        pack_counter(pk, "scored", v->w.stat[WS_MAIN].n);
         pack_str(pk, "raw");
-        pack_view(pk, m, &w.stat[VIEW_RAW * WS_PER_VIEW], bins ? &w.top : NULL, NULL);
+        pack_view(pk, m, &v->w.stat[VIEW_RAW * WS_PER_VIEW], bins ? &v->w.top : NULL, NULL);
         pack_str(pk, "calibrated");
-        calib_pane wc = {0};
-        calib_window_cfg cfg = m->win_cal.cfg;
-        int have_cal = bins && calib_pane_init(&wc, &cfg) == CALIB_OK &&
-                       calib_window_sum(&m->win_cal, now, &wc) == CALIB_OK;
-        pack_view(pk, m, &w.stat[VIEW_CAL * WS_PER_VIEW], have_cal ? &wc.top : NULL, NULL);
-        calib_pane_free(&wc);
+        pack_view(pk, m, &v->w.stat[VIEW_CAL * WS_PER_VIEW], bins ? &v->cal.top : NULL, NULL);
     } else {
         msgpack_pack_nil(pk);
     }
-    calib_pane_free(&w);
     pack_counter(pk, "stale_window_samples", m->stale);
     pack_str(pk, "samples");
     msgpack_pack_map(pk, 2);

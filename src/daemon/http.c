@@ -61,10 +61,11 @@ static void put_value(text *t, double x)
 
 /* ------------------------------------------------------------ metrics */
 
-/* One model as the metrics see it: its window is summed once per render. */
+/* One model as the metrics see it: its window as the tick summed it
+ * (model_view), the same that status and the alert rules read. */
 typedef struct snap {
     const model *m;
-    calib_pane w;
+    const calib_pane *w; /* both views' window scores; raw window bins */
     int have_w;
 } snap;
 
@@ -164,7 +165,7 @@ static const calib_accum *accums(const snap *s, int view, int window)
 {
     if (!window)
         return s->m->cum[view];
-    return s->have_w ? &s->w.stat[view * WS_PER_VIEW] : NULL;
+    return s->have_w ? &s->w->stat[view * WS_PER_VIEW] : NULL;
 }
 
 /* which 0: mean, 1: lower end of the interval, 2: upper end */
@@ -210,7 +211,11 @@ static void ece_family(text *t, const snap *s, size_t n)
         put_value(t, calib_bins_ece(&m->top[VIEW_CAL]));
         if (s[i].have_w) {
             put(t, "calibd_ece{model=\"%s\",view=\"raw\",scope=\"window\"} ", m->name);
-            put_value(t, calib_bins_ece(&s[i].w.top));
+            put_value(t, calib_bins_ece(&s[i].w->top));
+            /* the value alert_ece fires on */
+            put(t, "calibd_ece{model=\"%s\",view=\"calibrated\",scope=\"window\"} ",
+                m->name);
+            put_value(t, calib_bins_ece(&m->view.cal.top));
         }
     }
 }
@@ -253,7 +258,6 @@ static void http_counters(text *t, http_server *h)
 
 static void render(text *t, calibd *d)
 {
-    double now = wall_now();
     snap *s = calloc(d->nmodels ? d->nmodels : 1, sizeof *s);
     if (!s) {
         t->failed = 1;
@@ -261,8 +265,8 @@ static void render(text *t, calibd *d)
     }
     for (size_t i = 0; i < d->nmodels; i++) {
         s[i].m = d->models[i];
-        s[i].have_w = s[i].m->shaped && model_window_pane(s[i].m, &s[i].w) == CALIB_OK &&
-                      calib_window_sum(&s[i].m->win, now, &s[i].w) == CALIB_OK;
+        s[i].w = &s[i].m->view.w;
+        s[i].have_w = s[i].m->view.have;
     }
     help(t, "calibd_messages_total", "counter", "Messages received on the ingest sockets.");
     put(t, "calibd_messages_total %llu\n", (unsigned long long)d->messages);
@@ -274,8 +278,6 @@ static void render(text *t, calibd *d)
     for (int which = 0; which < 3; which++)
         score_family(t, s, d->nmodels, which);
     ece_family(t, s, d->nmodels);
-    for (size_t i = 0; i < d->nmodels; i++)
-        calib_pane_free(&s[i].w);
     free(s);
 }
 

@@ -666,7 +666,8 @@ void loop_tick(calibd *d, double wall)
         model_join_tick(m, now); /* TTLs are intervals: monotonic */
         if (!m->shaped)
             continue;
-        alert_check(d, m, wall);
+        model_view_fill(m, wall); /* what status, metrics and alerts read */
+        alert_check(d, m);
         if (m->loop.refit.phase == PHASE_OFF)
             continue;
         model_tick(d, m);

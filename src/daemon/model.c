@@ -69,6 +69,12 @@ void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
     window_cfgs(c, form, &wc, &wcal);
     bytes = add_bytes(bytes, calib_join_bytes(&jc));
     bytes = add_bytes(bytes, calib_window_bytes(&wc));
+    /* the view: one pane of each window */
+    wc.panes = wcal.panes = 1;
+    bytes = add_bytes(bytes, calib_window_bytes(&wc));
+    if (wcal.top_bins)
+        bytes = add_bytes(bytes, calib_window_bytes(&wcal));
+    wc.panes = wcal.panes = (uint32_t)c->window_panes;
     if (wcal.top_bins) {
         bytes = add_bytes(bytes, calib_window_bytes(&wcal));
         bytes = add_bytes(bytes, 2 * calib_bins_bytes((uint32_t)c->bins));
@@ -132,6 +138,8 @@ int model_shape(model *m, int form, size_t k)
     int rc;
     if ((rc = calib_window_init(&m->win, &wc)) ||
         (wcal.top_bins && (rc = calib_window_init(&m->win_cal, &wcal))) ||
+        (rc = calib_pane_init(&m->view.w, &wc)) ||
+        (wcal.top_bins && (rc = calib_pane_init(&m->view.cal, &wcal))) ||
         (rc = calib_reservoir_init(&m->reservoir, m->width, sz.reservoir, c->seed)) ||
         (rc = calib_ring_init(&m->ring, m->width, sz.ring)))
         goto err;
@@ -166,6 +174,9 @@ static void free_shaped(model *m)
 {
     calib_window_free(&m->win);
     calib_window_free(&m->win_cal);
+    calib_pane_free(&m->view.w);
+    calib_pane_free(&m->view.cal);
+    memset(&m->view, 0, sizeof m->view);
     calib_reservoir_free(&m->reservoir);
     calib_ring_free(&m->ring);
     for (int v = 0; v < VIEWS; v++)
@@ -407,8 +418,11 @@ model_level model_level_since(model *m, uint64_t from, double threshold)
     return lv;
 }
 
-int model_window_pane(const model *m, calib_pane *out)
+void model_view_fill(model *m, double now)
 {
-    calib_window_cfg wc = m->win.cfg;
-    return calib_pane_init(out, &wc);
+    model_view *v = &m->view;
+    v->have = m->shaped && calib_window_sum(&m->win, now, &v->w) == CALIB_OK &&
+              (!m->view.cal.top.m || calib_window_sum(&m->win_cal, now, &v->cal) == CALIB_OK);
+    v->at = now;
 }
+

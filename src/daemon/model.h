@@ -59,6 +59,16 @@ typedef struct model_params {
     double improvement, ci[2];  /* main score: before - after */
 } model_params;
 
+/* A model's window as status, /metrics and the alert rules read it:
+ * summed once per tick (model_view_fill), so that the three agree and the
+ * panes are summed once. */
+typedef struct model_view {
+    int have;       /* summed: the model has a shape */
+    double at;      /* wall-clock time of the sum */
+    calib_pane w;   /* both views' scores, the raw top-label bins */
+    calib_pane cal; /* the calibrated top-label bins (classification) */
+} model_view;
+
 /* What a model holds at most: see model_size. */
 typedef struct model_sizes {
     size_t pending, ring, reservoir;
@@ -103,6 +113,7 @@ typedef struct model {
                                k = 0 when K x bins > MODEL_CW_MAX_CELLS */
     calib_window win;       /* time window: stats and raw top-label bins */
     calib_window win_cal;   /* the same window's calibrated top-label bins */
+    model_view view;        /* the window at the last tick */
     calib_reservoir reservoir;
     calib_ring ring;
     double *ring_score;     /* the calibrated main score of each record of
@@ -129,6 +140,9 @@ typedef struct model {
  * form < 0: a model without shape yet (its labels-only join table).
  */
 void model_size(const model_cfg *c, int form, size_t k, model_sizes *s);
+
+/* Sums a shaped model's window at now (wall clock) into m->view. */
+void model_view_fill(model *m, double now);
 
 /* A model with settings but no shape yet: its join table (hash seed
  * `seed`) takes labels only, so that labels that come before the first
@@ -180,7 +194,5 @@ typedef struct model_level {
 } model_level;
 model_level model_level_since(model *m, uint64_t from, double threshold);
 
-/* Reads the window at now into out (a pane shaped by model_window_pane). */
-int model_window_pane(const model *m, calib_pane *out);
 
 #endif

@@ -19,7 +19,8 @@ run() {
         { bad "$name: simulate failed: $(cat "$work/$name.err")"; return; }
     summary=$(tail -1 "$work/$name.err")
     local pairs=$(( $(wc -l < "$dump") - 1 ))
-    if ! wait_for "$work/$name.json" "r['models']['$name']['scored'] >= $pairs"; then
+    # the window is the one the last tick summed: wait for the tick too
+    if ! wait_for "$work/$name.json" "r['models']['$name']['scored'] >= $pairs and (r['models']['$name']['window'] or {}).get('scored') == r['models']['$name']['scored']"; then
         bad "$name: scored $(json_get "$work/$name.json" "r['models'].get('$name', {}).get('scored')") of $pairs pairs ($summary)"
         return
     fi
