@@ -8,8 +8,9 @@
  * whose index is in (floor(t / w) - P, floor(t / w)]. A late sample whose pane
  * is still held lands in that pane; an older one is refused (CALIB_ESTALE).
  *
- * Each pane holds nstat accumulators and, optionally, top-label bins and
- * class-wise bins. The caller adds into the pane it is given with the
+ * Each pane holds nstat accumulators and, optionally, top_sets sets of
+ * top-label bins (one per view of the same predictions, say: raw and
+ * recalibrated, so that one window serves both) and class-wise bins. The caller adds into the pane it is given with the
  * accum/bins functions, and reads the window through calib_window_sum().
  */
 #ifndef CALIB_WINDOW_H
@@ -33,16 +34,19 @@ typedef struct calib_window_cfg {
     uint32_t panes;   /* P >= 1 */
     uint32_t nstat;   /* accumulators per pane, 0..CALIB_WINDOW_MAXSTAT */
     uint32_t top_bins; /* M of top-label bins, 0 for none */
+    uint32_t top_sets; /* sets of them per pane, 1..CALIB_WINDOW_MAXTOP;
+                          0 means 1 */
     uint32_t cw_k;    /* K of class-wise bins, 0 for none */
     uint32_t cw_bins; /* M of class-wise bins */
 } calib_window_cfg;
 
 #define CALIB_WINDOW_MAXSTAT 8
+#define CALIB_WINDOW_MAXTOP 2
 
 typedef struct calib_pane {
     int64_t index; /* pane number; INT64_MIN when empty */
     calib_accum stat[CALIB_WINDOW_MAXSTAT];
-    calib_bins top;
+    calib_bins top[CALIB_WINDOW_MAXTOP]; /* the first top_sets are in use */
     calib_cwbins cw;
 } calib_pane;
 

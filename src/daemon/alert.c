@@ -318,5 +318,5 @@ void alert_check(calibd *d, model *m)
     }
     level_rule(d, m, RULE_BRIER, "brier", mean, c->alert_brier, main->n);
     level_rule(d, m, RULE_RBS, "rbs", sqrt(mean), c->alert_rbs, main->n);
-    level_rule(d, m, RULE_ECE, "ece", calib_bins_ece(&v->cal.top), c->alert_ece, main->n);
+    level_rule(d, m, RULE_ECE, "ece", calib_bins_ece(&v->w.top[VIEW_CAL]), c->alert_ece, main->n);
 }

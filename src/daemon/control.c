@@ -134,9 +134,11 @@ static void pack_model(msgpack_packer *pk, const model *m, double now)
         pack_num(pk, v->at);
         pack_counter(pk, "scored", v->w.stat[WS_MAIN].n);
         pack_str(pk, "raw");
-        pack_view(pk, m, &v->w.stat[VIEW_RAW * WS_PER_VIEW], bins ? &v->w.top : NULL, NULL);
+        pack_view(pk, m, &v->w.stat[VIEW_RAW * WS_PER_VIEW], bins ? &v->w.top[VIEW_RAW] : NULL,
+                  NULL);
         pack_str(pk, "calibrated");
-        pack_view(pk, m, &v->w.stat[VIEW_CAL * WS_PER_VIEW], bins ? &v->cal.top : NULL, NULL);
+        pack_view(pk, m, &v->w.stat[VIEW_CAL * WS_PER_VIEW], bins ? &v->w.top[VIEW_CAL] : NULL,
+                  NULL);
     } else {
         msgpack_pack_nil(pk);
     }

@@ -211,11 +211,11 @@ static void ece_family(text *t, const snap *s, size_t n)
         put_value(t, calib_bins_ece(&m->top[VIEW_CAL]));
         if (s[i].have_w) {
             put(t, "calibd_ece{model=\"%s\",view=\"raw\",scope=\"window\"} ", m->name);
-            put_value(t, calib_bins_ece(&s[i].w->top));
+            put_value(t, calib_bins_ece(&s[i].w->top[VIEW_RAW]));
             /* the value alert_ece fires on */
             put(t, "calibd_ece{model=\"%s\",view=\"calibrated\",scope=\"window\"} ",
                 m->name);
-            put_value(t, calib_bins_ece(&m->view.cal.top));
+            put_value(t, calib_bins_ece(&s[i].w->top[VIEW_CAL]));
         }
     }
 }

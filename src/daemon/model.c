@@ -22,15 +22,16 @@ const char *reject_name(int reason)
 }
 
 /* The time window's configuration, and its calibrated twin's (bins only). */
-static void window_cfgs(const model_cfg *c, int form, calib_window_cfg *wc,
-                        calib_window_cfg *wcal)
+/* The time window: both views' scores and, for classification, a set of
+ * top-label bins per view (top[VIEW_RAW], top[VIEW_CAL]). */
+static calib_window_cfg window_cfg(const model_cfg *c, int form)
 {
-    *wc = (calib_window_cfg){.kind = CALIB_WINDOW_TIME, .span = c->window,
-                             .panes = (uint32_t)c->window_panes,
-                             .nstat = VIEWS * WS_PER_VIEW,
-                             .top_bins = form == CALIB_FORM_GAUSSIAN ? 0 : (uint32_t)c->bins};
-    *wcal = *wc;
-    wcal->nstat = 0;
+    int bins = form != CALIB_FORM_GAUSSIAN;
+    return (calib_window_cfg){.kind = CALIB_WINDOW_TIME, .span = c->window,
+                              .panes = (uint32_t)c->window_panes,
+                              .nstat = VIEWS * WS_PER_VIEW,
+                              .top_bins = bins ? (uint32_t)c->bins : 0,
+                              .top_sets = bins ? VIEWS : 0};
 }
 
 static size_t min_size(uint64_t a, size_t b)
@@ -65,20 +66,13 @@ void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
     s->ring = min_size(c->ring, (size_t)c->sample_memory / 2 / rec);
     s->reservoir = min_size(c->reservoir, (size_t)c->sample_memory / 2 / rec);
     jc.width = width;
-    calib_window_cfg wc, wcal;
-    window_cfgs(c, form, &wc, &wcal);
+    calib_window_cfg wc = window_cfg(c, form);
     bytes = add_bytes(bytes, calib_join_bytes(&jc));
     bytes = add_bytes(bytes, calib_window_bytes(&wc));
-    /* the view: one pane of each window */
-    wc.panes = wcal.panes = 1;
+    wc.panes = 1; /* the view: one pane like the window's */
     bytes = add_bytes(bytes, calib_window_bytes(&wc));
-    if (wcal.top_bins)
-        bytes = add_bytes(bytes, calib_window_bytes(&wcal));
-    wc.panes = wcal.panes = (uint32_t)c->window_panes;
-    if (wcal.top_bins) {
-        bytes = add_bytes(bytes, calib_window_bytes(&wcal));
-        bytes = add_bytes(bytes, 2 * calib_bins_bytes((uint32_t)c->bins));
-    }
+    if (form != CALIB_FORM_GAUSSIAN) /* the cumulative bins of both views */
+        bytes = add_bytes(bytes, VIEWS * calib_bins_bytes((uint32_t)c->bins));
     if (form != CALIB_FORM_GAUSSIAN && k * c->bins <= MODEL_CW_MAX_CELLS)
         bytes = add_bytes(bytes, calib_cwbins_bytes((uint32_t)k, (uint32_t)c->bins));
     bytes = add_bytes(bytes, calib_store_bytes(width, s->ring));
@@ -133,13 +127,10 @@ int model_shape(model *m, int form, size_t k)
     m->form = form;
     m->k = k;
     m->width = calib_form_width(form, k);
-    calib_window_cfg wc, wcal;
-    window_cfgs(c, form, &wc, &wcal);
+    calib_window_cfg wc = window_cfg(c, form);
     int rc;
     if ((rc = calib_window_init(&m->win, &wc)) ||
-        (wcal.top_bins && (rc = calib_window_init(&m->win_cal, &wcal))) ||
         (rc = calib_pane_init(&m->view.w, &wc)) ||
-        (wcal.top_bins && (rc = calib_pane_init(&m->view.cal, &wcal))) ||
         (rc = calib_reservoir_init(&m->reservoir, m->width, sz.reservoir, c->seed)) ||
         (rc = calib_ring_init(&m->ring, m->width, sz.ring)))
         goto err;
@@ -173,9 +164,7 @@ err:
 static void free_shaped(model *m)
 {
     calib_window_free(&m->win);
-    calib_window_free(&m->win_cal);
     calib_pane_free(&m->view.w);
-    calib_pane_free(&m->view.cal);
     memset(&m->view, 0, sizeof m->view);
     calib_reservoir_free(&m->reservoir);
     calib_ring_free(&m->ring);
@@ -339,7 +328,6 @@ void model_observe(model *m, const double *x, double y, double now)
     form[VIEW_RAW] = m->form;
     int err;
     calib_pane *pane = calib_window_at(&m->win, now, &err);
-    calib_pane *pane_cal = m->win_cal.pane ? calib_window_at(&m->win_cal, now, &err) : NULL;
     if (!pane)
         m->stale++; /* a clock step back past the window: cumulative only */
     for (int v = 0; v < VIEWS; v++) {
@@ -363,9 +351,8 @@ void model_observe(model *m, const double *x, double y, double now)
             add_bins(&m->top[v], p[v], m->k, y);
             if (v == VIEW_RAW && m->cw.k)
                 calib_cwbins_add(&m->cw, p[v], (size_t)y);
-            calib_pane *pb = v == VIEW_RAW ? pane : pane_cal;
-            if (pb)
-                add_bins(&pb->top, p[v], m->k, y);
+            if (pane)
+                add_bins(&pane->top[v], p[v], m->k, y);
         }
     }
     calib_reservoir_offer(&m->reservoir, x, y, now);
@@ -421,8 +408,7 @@ model_level model_level_since(model *m, uint64_t from, double threshold)
 void model_view_fill(model *m, double now)
 {
     model_view *v = &m->view;
-    v->have = m->shaped && calib_window_sum(&m->win, now, &v->w) == CALIB_OK &&
-              (!m->view.cal.top.m || calib_window_sum(&m->win_cal, now, &v->cal) == CALIB_OK);
+    v->have = m->shaped && calib_window_sum(&m->win, now, &v->w) == CALIB_OK;
     v->at = now;
 }
 

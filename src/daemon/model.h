@@ -65,8 +65,7 @@ typedef struct model_params {
 typedef struct model_view {
     int have;       /* summed: the model has a shape */
     double at;      /* wall-clock time of the sum */
-    calib_pane w;   /* both views' scores, the raw top-label bins */
-    calib_pane cal; /* the calibrated top-label bins (classification) */
+    calib_pane w;   /* both views' scores and top-label bins (top[view]) */
 } model_view;
 
 /* What a model holds at most: see model_size. */
@@ -111,8 +110,8 @@ typedef struct model {
     calib_bins top[VIEWS];  /* cumulative top-label bins */
     calib_cwbins cw;        /* cumulative class-wise bins of the raw outputs;
                                k = 0 when K x bins > MODEL_CW_MAX_CELLS */
-    calib_window win;       /* time window: stats and raw top-label bins */
-    calib_window win_cal;   /* the same window's calibrated top-label bins */
+    calib_window win;       /* time window: both views' scores and
+                               top-label bins (top[VIEW_RAW], top[VIEW_CAL]) */
     model_view view;        /* the window at the last tick */
     calib_reservoir reservoir;
     calib_ring ring;

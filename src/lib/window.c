@@ -6,16 +6,28 @@
 
 #define PANE_EMPTY INT64_MIN
 
+/* Sets of top-label bins a pane of cfg holds; -1 for too many. */
+static int top_sets(const calib_window_cfg *cfg)
+{
+    if (!cfg->top_bins)
+        return 0;
+    if (cfg->top_sets > CALIB_WINDOW_MAXTOP)
+        return -1;
+    return cfg->top_sets ? (int)cfg->top_sets : 1;
+}
+
 /* ------------------------------------------------------------------ panes */
 
 int calib_pane_init(calib_pane *p, const calib_window_cfg *cfg)
 {
     *p = (calib_pane){.index = PANE_EMPTY};
-    if (cfg->nstat > CALIB_WINDOW_MAXSTAT)
+    int sets = top_sets(cfg);
+    if (cfg->nstat > CALIB_WINDOW_MAXSTAT || sets < 0)
         return CALIB_EINVAL;
     int rc;
-    if (cfg->top_bins && (rc = calib_bins_init(&p->top, cfg->top_bins)) != 0)
-        goto err;
+    for (int s = 0; s < sets; s++)
+        if ((rc = calib_bins_init(&p->top[s], cfg->top_bins)) != 0)
+            goto err;
     if (cfg->cw_k && (rc = calib_cwbins_init(&p->cw, cfg->cw_k, cfg->cw_bins)) != 0)
         goto err;
     return CALIB_OK;
@@ -26,7 +38,8 @@ err:
 
 void calib_pane_free(calib_pane *p)
 {
-    calib_bins_free(&p->top);
+    for (int s = 0; s < CALIB_WINDOW_MAXTOP; s++)
+        calib_bins_free(&p->top[s]);
     calib_cwbins_free(&p->cw);
 }
 
@@ -35,8 +48,9 @@ void calib_pane_reset(calib_pane *p)
     p->index = PANE_EMPTY;
     for (int i = 0; i < CALIB_WINDOW_MAXSTAT; i++)
         calib_accum_init(&p->stat[i]);
-    if (p->top.m)
-        calib_bins_reset(&p->top);
+    for (int s = 0; s < CALIB_WINDOW_MAXTOP; s++)
+        if (p->top[s].m)
+            calib_bins_reset(&p->top[s]);
     if (p->cw.k)
         calib_cwbins_reset(&p->cw);
 }
@@ -46,8 +60,9 @@ int calib_pane_merge(calib_pane *dst, const calib_pane *src, uint32_t nstat)
     for (uint32_t i = 0; i < nstat && i < CALIB_WINDOW_MAXSTAT; i++)
         calib_accum_merge(&dst->stat[i], &src->stat[i]);
     int rc = 0;
-    if (dst->top.m && (rc = calib_bins_merge(&dst->top, &src->top)) != 0)
-        return rc;
+    for (int s = 0; s < CALIB_WINDOW_MAXTOP; s++)
+        if (dst->top[s].m && (rc = calib_bins_merge(&dst->top[s], &src->top[s])) != 0)
+            return rc;
     if (dst->cw.k && (rc = calib_cwbins_merge(&dst->cw, &src->cw)) != 0)
         return rc;
     return CALIB_OK;
@@ -57,11 +72,9 @@ int calib_pane_merge(calib_pane *dst, const calib_pane *src, uint32_t nstat)
 
 size_t calib_window_bytes(const calib_window_cfg *cfg)
 {
-    if (!cfg || cfg->panes == 0)
+    if (!cfg || cfg->panes == 0 || top_sets(cfg) < 0)
         return 0;
-    size_t pane = sizeof(calib_pane);
-    if (cfg->top_bins)
-        pane += calib_bins_bytes(cfg->top_bins);
+    size_t pane = sizeof(calib_pane) + (size_t)top_sets(cfg) * calib_bins_bytes(cfg->top_bins);
     if (cfg->cw_k) {
         size_t cw = calib_cwbins_bytes(cfg->cw_k, cfg->cw_bins);
         if (!cw || cw > SIZE_MAX - pane)
@@ -74,7 +87,7 @@ size_t calib_window_bytes(const calib_window_cfg *cfg)
 int calib_window_init(calib_window *w, const calib_window_cfg *cfg)
 {
     *w = (calib_window){.cfg = *cfg, .head = -1};
-    if (cfg->panes == 0 || cfg->nstat > CALIB_WINDOW_MAXSTAT ||
+    if (cfg->panes == 0 || cfg->nstat > CALIB_WINDOW_MAXSTAT || top_sets(cfg) < 0 ||
         !(cfg->span > 0) || !isfinite(cfg->span) ||
         (cfg->cw_k && !cfg->cw_bins))
         return CALIB_EINVAL;

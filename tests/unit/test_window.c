@@ -18,7 +18,7 @@ static void count_window_expiry(void **state)
         assert_non_null(p);
         calib_accum_add(&p->stat[0], c);
         calib_accum_add(&p->stat[1], 1);
-        calib_bins_add(&p->top, (c % 10) / 10.0, c % 2);
+        calib_bins_add(&p->top[0], (c % 10) / 10.0, c % 2);
         assert_int_equal(calib_window_sum(&w, 0, &sum), CALIB_OK);
         double want = 0;
         uint64_t n = 0;
@@ -29,7 +29,7 @@ static void count_window_expiry(void **state)
             }
         assert_int_equal(sum.stat[0].n, n);
         assert_close(calib_ksum_value(&sum.stat[0].s1), want, 0);
-        assert_int_equal(sum.top.n, n);
+        assert_int_equal(sum.top[0].n, n);
         assert_true(c < 8 || (n >= 8 && n <= 10));
     }
     calib_pane_free(&sum);
@@ -119,9 +119,40 @@ static void bytes_of_window(void **state)
     assert_int_equal(calib_window_bytes(&c), 0);
 }
 
+/* Two sets of top-label bins per pane: independent, summed set by set,
+ * and counted in the bytes; more than CALIB_WINDOW_MAXTOP is refused. */
+static void two_bin_sets(void **state)
+{
+    calib_window w;
+    calib_window_cfg c = {.kind = CALIB_WINDOW_COUNT, .span = 30, .panes = 3,
+                          .nstat = 1, .top_bins = 10, .top_sets = 2};
+    assert_int_equal(calib_window_bytes(&c), 3 * (sizeof(calib_pane) + 2 * calib_bins_bytes(10)));
+    assert_int_equal(calib_window_init(&w, &c), CALIB_OK);
+    for (int i = 0; i < 25; i++) {
+        calib_pane *p = calib_window_next(&w);
+        calib_bins_add(&p->top[0], 0.95, 1);
+        if (i % 5 == 0)
+            calib_bins_add(&p->top[1], 0.15, 0);
+    }
+    calib_pane sum;
+    assert_int_equal(calib_pane_init(&sum, &c), CALIB_OK);
+    assert_int_equal(calib_window_sum(&w, 0, &sum), CALIB_OK);
+    assert_int_equal(sum.top[0].n, 25);
+    assert_int_equal(sum.top[1].n, 5);
+    assert_close(calib_bins_ece(&sum.top[0]), 0.05, 1e-12);
+    assert_close(calib_bins_ece(&sum.top[1]), 0.15, 1e-12); /* |0 - 0.15| */
+    calib_pane_free(&sum);
+    calib_window_free(&w);
+    c.top_sets = CALIB_WINDOW_MAXTOP + 1;
+    assert_int_equal(calib_window_init(&w, &c), CALIB_EINVAL);
+    assert_int_equal(calib_window_bytes(&c), 0);
+    assert_int_equal(calib_pane_init(&sum, &c), CALIB_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(two_bin_sets),
         cmocka_unit_test(bytes_of_window),
         cmocka_unit_test(count_window_expiry),
         cmocka_unit_test(time_window_expiry),
