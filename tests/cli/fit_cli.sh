@@ -6,9 +6,7 @@ set -u
 : "${CALIBCTL:?}" "${srcdir:?}" "${BUILDDIR:?}"
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok()  { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+. "$(dirname "$0")/../integ/tap.sh"
 gen="$srcdir/examples/make_example.py"
 python3 "$gen" --n 20000 --k 10 --t 2 --seed 11 > "$tmp/train.csv"
 python3 "$gen" --n 20000 --k 10 --t 2 --seed 12 > "$tmp/test.csv"
@@ -76,5 +74,4 @@ refuse no_method "usage" "$tmp/train.csv"
 printf 'y,z0,z1\n0,1\n' > "$tmp/ragged.csv"
 refuse bad_file "ragged.csv:2: row has 2 fields" --method temperature "$tmp/ragged.csv"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

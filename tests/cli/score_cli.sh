@@ -6,10 +6,7 @@ set -u
 : "${CALIBCTL:?CALIBCTL must name the calibctl binary}"
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-
-ok()  { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+. "$(dirname "$0")/../integ/tap.sh"
 
 # expect_reject NAME LINE PATTERN CONTENT: exit 2, message on LINE, no stdout
 expect_reject() {
@@ -135,5 +132,4 @@ assert close(r['mse'], 0.125) and close(r['mean_var'], 1.5)
 # standard input
 printf 'y,p\n1,0.5\n' | "$CALIBCTL" score - | grep -q '"n": 1' && ok stdin || bad stdin
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -1,25 +1,31 @@
 # lib.sh — shared by the integration tests: a calibd on ephemeral ports in a
 # temporary state directory, and helpers to query it. Source it; it needs
 # CALIBD, CALIBCTL and BUILDDIR in the environment (Makefile.am sets them).
+# Each script has its own daemon and directory, and ends only the processes
+# it started (their pids): the scripts run alone or side by side. Checks
+# speak TAP (tap.sh): ok, bad, check, then finish.
 set -u
 : "${CALIBD:?}" "${CALIBCTL:?}" "${BUILDDIR:?}"
+. "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
 SIMULATE="$BUILDDIR/examples/simulate"
 HOSTILE="$BUILDDIR/tests/integ/hostile"
 work=$(mktemp -d) || exit 1
 calibd_pid=
-pass=0 fail=0
+bg_pids=() # track PID: what cleanup ends if the script stops early
 
+track() { bg_pids+=("$@"); }
 cleanup() {
     [ -n "$calibd_pid" ] && kill "$calibd_pid" 2>/dev/null && wait "$calibd_pid" 2>/dev/null
+    local p
+    for p in "${bg_pids[@]}"; do
+        kill "$p" 2>/dev/null
+    done
     rm -rf "$work"
 }
 trap cleanup EXIT
 
-ok()  { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
-check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
-
-# start_calibd [EXTRA OPTIONS...]: sets INGEST, PULL, CONTROL, PUBLISH
+# start_calibd [EXTRA OPTIONS...]: sets INGEST, PULL, CONTROL, PUBLISH and
+# HTTP (empty with --http off, lib.sh's default)
 start_calibd() {
     rm -f "$work/state/endpoints" # a restart must not read the last run's
     "$CALIBD" --ingest 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
@@ -34,8 +40,12 @@ start_calibd() {
     PULL=$(awk '$1 == "ingest_pull" {print $2; exit}' "$work/state/endpoints")
     CONTROL=$(awk '$1 == "control" {print $2; exit}' "$work/state/endpoints")
     PUBLISH=$(awk '$1 == "publish" {print $2; exit}' "$work/state/endpoints")
-    "$CALIBCTL" ping --control "$CONTROL" --timeout 5 > /dev/null ||
-        { echo "calibd did not start:"; cat "$work/calibd.log"; exit 1; }
+    HTTP=$(awk '$1 == "http" {print $2; exit}' "$work/state/endpoints")
+    "$CALIBCTL" ping --control "$CONTROL" --timeout 5 > /dev/null || {
+        sed 's/^/# /' "$work/calibd.log"
+        echo "Bail out! calibd did not start"
+        exit 1
+    }
 }
 
 stop_calibd() {
@@ -57,12 +67,23 @@ wait_for() {
     local f=$1 expr=$2
     for _ in $(seq 200); do
         if ! kill -0 "$calibd_pid" 2>/dev/null; then
-            echo "calibd is not running; its log:"
-            cat "$work/calibd.log"
+            echo "# calibd is not running; its log:"
+            sed 's/^/# /' "$work/calibd.log"
             return 1
         fi
         status --timeout 1 > "$f" 2>/dev/null &&
             [ "$(json_get "$f" "bool($expr)" 2>/dev/null)" = True ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+# wait_until SHELL-CONDITION [SECONDS]: polls the condition until it holds
+# (10 s at most, or SECONDS)
+wait_until() {
+    local n=$(( ${2:-10} * 20 ))
+    for _ in $(seq "$n"); do
+        eval "$1" && return 0
         sleep 0.05
     done
     return 1
@@ -93,10 +114,31 @@ ctx.term()
 ' "$1"
 }
 
+# make_sink: $work/sink.sh, an alert sink for alert_exec that appends each
+# alert to $work/alerts.jsonl; while $work/hang exists it hangs in a child
+# whose pid it writes to $work/sink_child.pid (the kill must take it too)
+make_sink() {
+    cat > "$work/sink.sh" <<SINK
+#!/bin/sh
+cat >> "$work/alerts.jsonl"
+if [ -e "$work/hang" ]; then
+    sleep 4321 &
+    echo \$! > "$work/sink_child.pid"
+    wait
+fi
+exit 0
+SINK
+    chmod +x "$work/sink.sh"
+    : > "$work/alerts.jsonl"
+}
+
+# uptime_past SECONDS STATUS-FILE: waits until calibd's uptime is SECONDS
+# past the one in STATUS-FILE (ticks, on calibd's clock, rather than a sleep)
+uptime_past() {
+    local t
+    t=$(json_get "$2" "r['uptime'] + $1") || return 1
+    wait_for "$work/uptime.json" "r['uptime'] >= $t"
+}
+
 # log_has FIXED-STRING: calibd's log has a line containing it
 log_has() { grep -qF -- "$1" "$work/calibd.log"; }
-
-finish() {
-    echo "$pass passed, $fail failed"
-    [ "$fail" -eq 0 ]
-}

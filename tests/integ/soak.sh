@@ -8,8 +8,7 @@
 # a sanitizer's shadow memory is no measure of calibd's.
 . "$(dirname "$0")/lib.sh"
 if [ "${CALIB_SANITIZERS:-no}" = yes ]; then
-    echo "soak: skipped under the sanitizers (their memory is not calibd's)"
-    exit 77
+    skip_all "under the sanitizers (their memory is not calibd's)"
 fi
 PY=/usr/bin/python3 # Debian's, with python3-zmq and python3-msgpack
 abuse() { "$PY" "$srcdir/tests/integ/abuse.py" "$@" --endpoint "$INGEST"; }

@@ -8,12 +8,12 @@
 #
 # Environment: CALIBCTL (the binary), srcdir (top source dir; the scripts are
 # in $srcdir/tests/ref).  CALIB_REF_KEEP=DIR keeps the failing inputs there.
-# Exit 0 pass, 1 fail, 77 skip (no python3).
+# Speaks TAP (tests/integ/tap.sh): a check per file; skipped without python3.
 set -u
+. "$(dirname "$0")/../integ/tap.sh"
 
 if ! command -v python3 > /dev/null 2>&1; then
-    echo "SKIP: python3 not found"
-    exit 77
+    skip_all "python3 not found"
 fi
 # the interpreter itself (skips version-manager shims on every call)
 py=$(python3 -c 'import sys; print(sys.executable or "python3")' 2> /dev/null) || py=python3
@@ -24,28 +24,26 @@ ref="${srcdir:-}/tests/ref"
 [ -f "$ref/calib_ref.py" ] || ref=$here
 : "${CALIBCTL:=$ref/../../calibctl}"
 if [ ! -x "$CALIBCTL" ]; then
-    echo "FAIL: CALIBCTL='$CALIBCTL' is not an executable"
+    echo "Bail out! CALIBCTL='$CALIBCTL' is not an executable"
     exit 1
 fi
 
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
 keep=${CALIB_REF_KEEP:-}
 
 failed() {  # NAME CSV REASON...
     local name=$1 csv=$2
     shift 2
-    fail=$((fail + 1))
-    echo "FAIL $name"
-    printf '%s\n' "$@" | sed 's/^/     /'
+    bad "$name
+$(printf '%s\n' "$@")"
     if [ -n "$keep" ]; then
         mkdir -p "$keep" && cp "$csv" "$keep/$name.csv"
     fi
 }
 
-# check NAME CSV [EXPECTED.json]: calibctl vs the reference (and vs EXPECTED)
-check() {
+# compare NAME CSV [EXPECTED.json]: calibctl vs the reference (and vs EXPECTED)
+compare() {
     local name=$1 csv=$2 expected=${3:-} rc msgs=""
     "$CALIBCTL" score "$csv" > "$tmp/c.json" 2> "$tmp/c.err"
     rc=$?
@@ -65,12 +63,8 @@ check() {
     if [ -n "$msgs" ]; then
         failed "$name" "$csv" "$msgs"
     else
-        pass=$((pass + 1))
-        if [ -s "$tmp/c.err" ]; then
-            echo "PASS $name (stderr: $(head -c 200 "$tmp/c.err"))"
-        else
-            echo "PASS $name"
-        fi
+        ok "$name"
+        [ -s "$tmp/c.err" ] && echo "# stderr: $(head -c 200 "$tmp/c.err" | tr '\n' ' ')"
     fi
 }
 
@@ -78,7 +72,7 @@ check() {
 for csv in "$ref"/cases/*.csv; do
     [ -f "$csv" ] || continue
     base=${csv%.csv}
-    check "cases/$(basename "$base")" "$csv" "$base.expected.json"
+    compare "cases/$(basename "$base")" "$csv" "$base.expected.json"
 done
 
 # random files: "kind n k" (seed = line number)
@@ -93,7 +87,7 @@ while read -r kind n k; do
         failed "$name" /dev/null "gen_csv.py failed: $(cat "$tmp/g.err")"
         continue
     fi
-    check "$name" "$csv"
+    compare "$name" "$csv"
 done <<'EOF'
 logits 1 2
 logits 1 7
@@ -137,5 +131,4 @@ logits 7 40
 probs 150 15
 EOF
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

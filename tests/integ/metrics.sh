@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# metrics.sh — GET /metrics on an ephemeral port: the text passes promtool's
+# check of the Prometheus exposition format, its values agree with
+# `calibctl status` (messages, pairs, rejections by model and reason, the
+# parameter version, the join gauges and counters, the loop's counters, the
+# mean scores), another path is 404, POST is 405, and slow clients from
+# another address neither hold the server nor outlive http_timeout.
+. "$(dirname "$0")/lib.sh"
+metrics() { curl -sS --max-time 5 "$HTTP"; }
+
+# a stored version 3 for one model, restored at start: a version that is
+# not 0 to compare
+mkdir -p "$work/state"
+printf '# calibd\nversion 3\nmethod temperature\nts 1\nfit_n 10\nshadow_n 10\nparam T 1.5\n' \
+    > "$work/state/model.stored.params"
+cat > "$work/calibd.conf" <<CONF
+[daemon]
+tick = 0.2
+http_timeout = 1
+ingest_pull = tcp://127.0.0.1:*
+[model stored]
+form = logits
+k = 3
+CONF
+start_calibd -c "$work/calibd.conf" --http 127.0.0.1:0
+check "the bound /metrics URL is in the endpoints file" '[[ "$HTTP" == http://127.0.0.1:*/metrics ]]'
+
+# pairs, with labels dropped and duplicated (join gauges and counters
+# that are not 0), then every rejection class of the hostile sender
+"$SIMULATE" --endpoint ">$INGEST" --model m --seed 7 --count 2000 --batch 50 --label-delay 0.1 \
+    --label-drop 0.1 --label-dup 0.1 --warmup-ms 300 --linger-ms 500 2> /dev/null
+"$SIMULATE" --endpoint ">$INGEST" --model stored --k 3 --seed 8 --count 500 --batch 50 \
+    --warmup-ms 300 --linger-ms 500 2> /dev/null
+"$HOSTILE" --endpoint ">$INGEST" --random 10 --seed 3 --warmup-ms 300 > /dev/null ||
+    bad "the hostile sender ran"
+
+# agree STATUS METRICS: python compares them; exits 1 with what differs
+agree() {
+    python3 - "$1" "$2" <<'PY'
+import json, math, re, sys
+r = json.load(open(sys.argv[1]))
+series = {}
+for line in open(sys.argv[2]):
+    if line.startswith("#") or not line.strip():
+        continue
+    m = re.fullmatch(r'(\w+)(?:\{(.*)\})? (\S+)\n?', line)
+    assert m, "not a sample line: %r" % line
+    labels = tuple(sorted(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or "")))
+    series[(m.group(1), labels)] = float(m.group(3))
+def get(name, **labels):
+    return series.get((name, tuple(sorted(labels.items()))))
+wrong = []
+def eq(what, got, want, tol=0):
+    if got is None or want is None or abs(got - want) > tol * max(1, abs(want)):
+        wrong.append(f"{what}: /metrics {got}, status {want}")
+eq("messages", get("calibd_messages_total"), r["messages"])
+# every rejection status counts is a series, and no other is above 0
+want_rej = {("", k): v for k, v in r["rejected"].items()}
+for name, m in r["models"].items():
+    want_rej.update({(name, k): v for k, v in m["rejected"].items()})
+for (model, reason), v in want_rej.items():
+    eq(f"rejected {model or '(no model)'}/{reason}", get("calibd_rejected_total", model=model, reason=reason), v)
+for (name, labels), v in series.items():
+    l = dict(labels)
+    if name == "calibd_rejected_total" and v and (l["model"], l["reason"]) not in want_rej:
+        wrong.append(f"rejected {labels} = {v} on /metrics only")
+if sum(want_rej.values()) < 30:
+    wrong.append(f"only {sum(want_rej.values())} rejections: the hostile sender's did not all arrive")
+for name, m in r["models"].items():
+    j, l = m["join"], m["loop"]
+    for metric, want in (("scored", m["scored"]), ("predictions", m["predictions"]), ("labels", m["labels"]),
+                         ("drift_alarms", l["drift"]["alarms"]), ("refits", l["refits"]),
+                         ("refit_errors", l["refit_errors"]), ("candidates", l["candidates"]),
+                         ("candidates_published", l["published"]), ("candidates_rejected", l["rejected"]),
+                         ("candidates_store_errors", l["store_errors"]), ("alerts", m["alerts"]),
+                         ("join_evicted", j["evicted"])):
+        eq(f"{name} {metric}", get(f"calibd_{metric}_total", model=name), want)
+    eq(f"{name} params version", get("calibd_params_version", model=name), m["params"]["version"])
+    for kind in ("prediction", "label"):
+        eq(f"{name} waiting {kind}s", get("calibd_join_waiting", model=name, kind=kind), j[f"waiting_{kind}s"])
+        eq(f"{name} expired {kind}s", get("calibd_join_expired_total", model=name, kind=kind), j[f"expired_{kind}s"])
+        eq(f"{name} duplicate {kind}s", get("calibd_join_duplicates_total", model=name, kind=kind), j[f"duplicate_{kind}s"])
+    if m["form"] in ("logits", "probs", "binary"):
+        for view in ("raw", "calibrated"):
+            eq(f"{name} {view} brier", get("calibd_score_mean", model=name, view=view, scope="cumulative", score="brier"),
+               m[view]["brier"]["mean"], 1e-12)
+            eq(f"{name} {view} ece", get("calibd_ece", model=name, view=view, scope="cumulative"), m[view]["ece"], 1e-12)
+m = r["models"].get("m", {})
+if m.get("scored") != 2000 - m.get("join", {}).get("waiting_predictions", 2000) or not m["join"]["waiting_predictions"] \
+        or not m["join"]["duplicate_labels"] or r["models"].get("stored", {}).get("params", {}).get("version") != 3:
+    wrong.append("the traffic is not all in yet")
+if wrong:
+    print("\n".join(wrong))
+    sys.exit(1)
+PY
+}
+# the loop renders /metrics every tick: wait until a scrape agrees with
+# the status taken just before it
+agreed=no
+for _ in $(seq 100); do
+    status > "$work/s.json" && metrics > "$work/metrics.txt" &&
+        agree "$work/s.json" "$work/metrics.txt" > "$work/agree.out" && { agreed=yes; break; }
+    sleep 0.1
+done
+check "/metrics agrees with calibctl status (messages, pairs, rejections by reason, params version, join, loop, scores)
+$(cat "$work/agree.out")" '[ $agreed = yes ]'
+grep -c '^calibd_' "$work/metrics.txt" | sed 's/^/# samples on \/metrics: /'
+
+if command -v promtool > /dev/null; then
+    promtool check metrics < "$work/metrics.txt" > "$work/promtool.out" 2>&1
+    rc=$?
+    check "promtool check metrics: the exposition format, no lint problem (exit $rc)
+$(cat "$work/promtool.out")" '[ $rc -eq 0 ] && [ ! -s "$work/promtool.out" ]'
+else
+    bad "promtool check metrics: promtool is not installed (scripts/deps.sh installs prometheus)"
+fi
+check "the content type is the text format 0.0.4" \
+    'curl -sS -o /dev/null -w "%{content_type}" "$HTTP" | grep -q "^text/plain; version=0.0.4"'
+check "GET of another path is 404" '[ "$(curl -sS -o /dev/null -w "%{http_code}" "${HTTP%/metrics}/nosuch")" = 404 ]'
+check "GET / is 404" '[ "$(curl -sS -o /dev/null -w "%{http_code}" "${HTTP%/metrics}/")" = 404 ]'
+check "POST /metrics is 405" '[ "$(curl -sS -o /dev/null -w "%{http_code}" -X POST -d x=1 "$HTTP")" = 405 ]'
+
+# two slow clients from 127.0.0.2 trickle a header each 0.2 s for 3 s
+# while 127.0.0.1 scrapes; http_timeout = 1 cuts them
+before=$(awk '$1 == "calibd_http_timeouts_total" {print $2}' "$work/metrics.txt")
+"$PY" - "$HTTP" > "$work/slow.out" <<'PY' &
+import socket, sys, time
+host, port = sys.argv[1].split("//")[1].split("/")[0].split(":")
+conns = []
+for _ in range(2):
+    s = socket.socket()
+    s.bind(("127.0.0.2", 0))
+    s.connect((host, int(port)))
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+    conns.append(s)
+print("connected", flush=True)
+end, cut = time.monotonic() + 3, 0
+while time.monotonic() < end and cut < len(conns):
+    for s in list(conns):
+        try:
+            s.sendall(b"X-Trickle: 1\r\n")
+        except OSError:
+            conns.remove(s)
+            cut += 1
+    time.sleep(0.2)
+print("cut %d of 2" % cut)
+PY
+slow=$!
+track "$slow"
+wait_until 'grep -q connected "$work/slow.out"' || bad "the slow clients connected"
+scrapes=0 slow_scrapes=0
+while kill -0 "$slow" 2> /dev/null && [ $scrapes -lt 30 ]; do
+    t=$(curl -sS --max-time 1 -o "$work/scrape.txt" -w '%{http_code} %{time_total}' "$HTTP") &&
+        [ "${t% *}" = 200 ] && grep -q '^calibd_messages_total' "$work/scrape.txt" ||
+        slow_scrapes=$((slow_scrapes + 1))
+    scrapes=$((scrapes + 1))
+    sleep 0.05
+done
+wait "$slow"
+echo "# slow clients: $(tail -1 "$work/slow.out"); $scrapes scrapes from 127.0.0.1, $slow_scrapes failed or over 1 s"
+check "scrapes answered while slow clients trickle" '[ $scrapes -ge 3 ] && [ $slow_scrapes -eq 0 ]'
+check "the slow clients are cut at http_timeout" 'grep -q "cut 2 of 2" "$work/slow.out"'
+check "and counted in calibd_http_timeouts_total" \
+    'wait_until "[ \"\$(metrics | awk '"'"'\$1 == \"calibd_http_timeouts_total\" {print \$2}'"'"')\" -ge $((before + 2)) ]"'
+stop_calibd
+check "sigterm_exit_0" '[ $? -eq 0 ]'
+finish
