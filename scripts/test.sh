@@ -2,7 +2,9 @@
 # test.sh — every test, twice: a plain build (then `make distcheck`) and a
 # build with AddressSanitizer + UndefinedBehaviorSanitizer (with
 # float-cast-overflow; clang, where installed). Installs what it
-# needs. Ends with one line "N passed, N failed".
+# needs. Ends with one line "N passed, N failed": unit tests count one
+# each, test scripts one per check (they speak TAP); exits 1 when any
+# test or check failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh || exit 1
@@ -17,13 +19,21 @@ run_variant() {
     (cd "$dir" && make -j"$(nproc)" check) || status=1
     local log="$dir/test-suite.log"
     if [ -f "$log" ]; then
-        passed=$((passed + $(sed -n 's/^# PASS: *//p' "$log")))
-        failed=$((failed + $(sed -n 's/^# FAIL: *//p' "$log") + $(sed -n 's/^# ERROR: *//p' "$log")))
-        grep -q '^# FAIL: *0$' "$log" && grep -q '^# ERROR: *0$' "$log" || cat "$log"
+        # the summary at the head of the log: unit tests count one each, the
+        # scripts one per check (TAP); a script that died before its plan is
+        # an ERROR, a failed check a FAIL, a skipped script a SKIP
+        local pass fail error
+        pass=$(summary PASS "$log") fail=$(summary FAIL "$log") error=$(summary ERROR "$log")
+        passed=$((passed + pass))
+        failed=$((failed + fail + error))
+        [ "$fail" -eq 0 ] && [ "$error" -eq 0 ] || { cat "$log"; status=1; }
     else
         failed=$((failed + 1))
     fi
 }
+# summary WORD LOG: the count on the summary line "# WORD: N" (the first
+# one: a failed script's log, copied below it, may hold anything)
+summary() { awk -v w="# $1:" 'index($0, w) == 1 { print $3 + 0; found = 1; exit } END { if (!found) print 0 }' "$2"; }
 
 run_variant plain
 # clang where it is (deps.sh installs it): its UBSan checks more than GCC's

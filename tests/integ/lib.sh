@@ -61,11 +61,11 @@ status() { "$CALIBCTL" status --control "$CONTROL" "$@"; }
 # jq-like field access with python: json_get FILE EXPR (EXPR on r)
 json_get() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
-# wait_for FILE EXPR: polls status into FILE until the python EXPR on r holds
-# (10 s at most); gives up at once if calibd has died
+# wait_for FILE EXPR [SECONDS]: polls status into FILE until the python EXPR
+# on r holds (10 s at most, or SECONDS); gives up at once if calibd has died
 wait_for() {
     local f=$1 expr=$2
-    for _ in $(seq 200); do
+    for _ in $(seq $(( ${3:-10} * 20 ))); do
         if ! kill -0 "$calibd_pid" 2>/dev/null; then
             echo "# calibd is not running; its log:"
             sed 's/^/# /' "$work/calibd.log"

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# sink.sh — an exec alert sink that hangs: calibd keeps answering, kills it
+# at alert_exec_timeout with the children it started, counts and logs it.
+. "$(dirname "$0")/lib.sh"
+
+make_sink
+touch "$work/hang"
+cat > "$work/calibd.conf" <<EOF
+[daemon]
+tick = 0.2
+alert_exec = $work/sink.sh
+alert_exec_timeout = 1
+[model starved]
+form = logits
+k = 10
+drift = no
+label_starvation = 1
+EOF
+start_calibd -c "$work/calibd.conf"
+
+# the starved model starves: its alert goes to the sink, which hangs
+"$SIMULATE" --endpoint ">$INGEST" --warmup-ms 300 --linger-ms 1000 --batch 100 --model starved \
+    --seed 15 --count 500 --rate 5000 --label-delay 1 --label-drop 1 2> /dev/null
+check "the sink runs, and hangs" 'wait_until "[ -s \"$work/sink_child.pid\" ]"'
+child=$(cat "$work/sink_child.pid" 2> /dev/null)
+[ -n "$child" ] && track "$child"
+
+# killed: the number of sinks calibd has killed
+killed() { status --timeout 1 2> /dev/null | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["alerts"]["sink_killed"])' 2> /dev/null; }
+# ping while the sink hangs, until calibd has killed it
+pings=0 blocked=0
+until [ "$(killed)" = 1 ] || [ $pings -ge 40 ]; do
+    "$CALIBCTL" ping --control "$CONTROL" --timeout 0.5 > /dev/null || blocked=$((blocked + 1))
+    pings=$((pings + 1))
+    sleep 0.1
+done
+echo "# $pings pings while the sink hung, $blocked unanswered"
+check "calibd answers while the sink hangs" '[ $pings -ge 2 ] && [ $blocked -eq 0 ]'
+check "a hanging exec sink is killed at its timeout" \
+    'wait_for "$work/s.json" "r[\"alerts\"][\"sink_killed\"] == 1 and r[\"alerts\"][\"sent\"] == 1"'
+check "the alert reached the sink before it hung" 'grep -q "label_starvation" "$work/alerts.jsonl"'
+check "the sink's own children are killed with it" \
+    '[ -n "$child" ] && wait_until "! kill -0 $child 2> /dev/null" 5'
+rm -f "$work/hang"
+check "calibd stops cleanly after the sink" "stop_calibd"
+check "the kill is logged" 'grep -q "killed" "$work/calibd.log"'
+finish
