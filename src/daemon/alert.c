@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "calibd.h"
+#include "pub.h"
 #include "msgpack_json.h"
 #include "pack.h"
 

@@ -56,8 +56,5 @@ typedef struct calibd {
 
 #define SINKS_MAX 8 /* exec sinks running at once */
 
-/* loop.c: the closed loop; see loop.h */
-/* Sends a two-frame message (topic, payload) on the PUB socket. */
-void publish(calibd *d, const char *topic, const void *buf, size_t len);
 
 #endif

@@ -5,7 +5,6 @@
 
 #include "calibd.h"
 #include "ingest.h"
-#include "loop.h"
 #include "registry.h"
 
 

@@ -9,6 +9,7 @@
 #include "calibd.h"
 #include "loop.h"
 #include "pack.h"
+#include "pub.h"
 #include "state.h"
 
 static const char *reason_name(int r)
@@ -27,18 +28,6 @@ void loop_format_params(const model_params *p, char *buf, size_t len)
 }
 
 /* ------------------------------------------------------------ publishing */
-
-void publish(calibd *d, const char *topic, const void *buf, size_t len)
-{
-    if (!d->pub)
-        return;
-    /* PUB never blocks: at the high-water mark the message is dropped */
-    if (zmq_send(d->pub, topic, strlen(topic), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
-        zmq_send(d->pub, buf, len, ZMQ_DONTWAIT) < 0) {
-        d->publish_errors++;
-        log_rl(&d->log, LOG_WARN, "publish", "%s: %s", topic, zmq_strerror(zmq_errno()));
-    }
-}
 
 /* {"brier": b, "log": l} or {"dss": b}: a published version's figures; an
  * empty map for version 0, which no shadow run measured. */

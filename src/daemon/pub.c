@@ -1,0 +1,17 @@
+/* pub.c — the PUB socket to the serving nodes (see pub.h). */
+#include <string.h>
+
+#include "calibd.h"
+#include "pub.h"
+
+void publish(calibd *d, const char *topic, const void *buf, size_t len)
+{
+    if (!d->pub)
+        return;
+    /* PUB never blocks: at the high-water mark the message is dropped */
+    if (zmq_send(d->pub, topic, strlen(topic), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+        zmq_send(d->pub, buf, len, ZMQ_DONTWAIT) < 0) {
+        d->publish_errors++;
+        log_rl(&d->log, LOG_WARN, "publish", "%s: %s", topic, zmq_strerror(zmq_errno()));
+    }
+}
