@@ -364,7 +364,7 @@ static void pack_pred(sim *s, msgpack_packer *pk, size_t n, double ts)
          * float32 or K/2 float64 to a daemon that does not know K yet */
         pack_str(pk, "k");
         msgpack_pack_uint64(pk, s->k);
-        pack_str(pk, s->o.form == CALIB_FORM_LOGITS ? "logits" : "probs");
+        pack_str(pk, calib_form_name(s->o.form));
         pack_outputs(s, pk, n, 0, s->k, batch);
     } else if (s->o.form == CALIB_FORM_BINARY) {
         pack_str(pk, "p");
@@ -726,10 +726,6 @@ static const struct option long_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
-static const char *const form_names[] = {
-    [CALIB_FORM_LOGITS] = "logits", [CALIB_FORM_PROBS] = "probs",
-    [CALIB_FORM_BINARY] = "binary", [CALIB_FORM_GAUSSIAN] = "gaussian",
-};
 static const char *const enc_names[] = {
     [ENC_F32] = "f32", [ENC_F64] = "f64", [ENC_ARRAY] = "array",
 };
@@ -773,8 +769,9 @@ static int parse_one(sim_opts *o, int c, const char *a, int *have_after,
         o->batch = (size_t)u;
         return 0;
     case 'f':
-        return parse_choice("form", a, form_names, 4,
-                            "logits, probs, binary or gaussian", &o->form);
+        if ((o->form = calib_form_parse(a)) < 0)
+            return bad_option("form", a, "logits, probs, binary or gaussian");
+        return 0;
     case OPT_ENCODING:
         return parse_choice("encoding", a, enc_names, 3, "f32, f64 or array", &o->enc);
     case OPT_IDS: return parse_choice("ids", a, id_names, 2, "str or int", &o->int_ids);
