@@ -28,7 +28,7 @@ run_variant() {
         failed=$((failed + fail + error))
         [ "$fail" -eq 0 ] && [ "$error" -eq 0 ] || { cat "$log"; status=1; }
     else
-        failed=$((failed + 1))
+        failed=$((failed + 1)) status=1
     fi
 }
 # summary WORD LOG: the count on the summary line "# WORD: N" (the first
