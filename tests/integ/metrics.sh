@@ -123,28 +123,8 @@ check "POST /metrics is 405" '[ "$(curl -sS -o /dev/null -w "%{http_code}" -X PO
 # two slow clients from 127.0.0.2 trickle a header each 0.2 s for 3 s
 # while 127.0.0.1 scrapes; http_timeout = 1 cuts them
 before=$(awk '$1 == "calibd_http_timeouts_total" {print $2}' "$work/metrics.txt")
-"$PY" - "$HTTP" > "$work/slow.out" <<'PY' &
-import socket, sys, time
-host, port = sys.argv[1].split("//")[1].split("/")[0].split(":")
-conns = []
-for _ in range(2):
-    s = socket.socket()
-    s.bind(("127.0.0.2", 0))
-    s.connect((host, int(port)))
-    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
-    conns.append(s)
-print("connected", flush=True)
-end, cut = time.monotonic() + 3, 0
-while time.monotonic() < end and cut < len(conns):
-    for s in list(conns):
-        try:
-            s.sendall(b"X-Trickle: 1\r\n")
-        except OSError:
-            conns.remove(s)
-            cut += 1
-    time.sleep(0.2)
-print("cut %d of 2" % cut)
-PY
+"$PY" "$srcdir/tests/integ/slowloris.py" "$HTTP" --clients 2 --seconds 3 --interval 0.2 \
+    --until-cut > "$work/slow.out" &
 slow=$!
 track "$slow"
 wait_until 'grep -q connected "$work/slow.out"' || bad "the slow clients connected"

@@ -69,29 +69,8 @@ check "new_models: refused past memory_limit" '[ "$(metric "calibd_rejected_tota
 check "new_models: the log says what to change" 'grep -q "rejected (memory_limit).*raise it, or lower max_pending" "$work/calibd.log"'
 
 # 100 slow HTTP clients from another loopback address while 127.0.0.1 scrapes
-"$PY" - "$HTTP" > "$work/slowloris.out" <<'PY' &
-import socket, sys, time
-host, port = sys.argv[1].split("//")[1].split("/")[0].split(":")
-conns = []
-for _ in range(100):
-    s = socket.socket()
-    s.bind(("127.0.0.2", 0))
-    try:
-        s.connect((host, int(port)))
-        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
-        conns.append(s)
-    except OSError:
-        s.close()
-end = time.monotonic() + 6
-while time.monotonic() < end:
-    for s in conns:
-        try:
-            s.sendall(b"X-Trickle: 1\r\n")
-        except OSError:
-            pass
-    time.sleep(0.5)
-print("trickled on %d connections" % len(conns))
-PY
+"$PY" "$srcdir/tests/integ/slowloris.py" "$HTTP" --clients 100 --seconds 6 --interval 0.5 \
+    > "$work/slowloris.out" &
 slow=$!
 probe --seconds 6 > "$work/slowloris.probe"
 wait "$slow"
