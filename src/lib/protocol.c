@@ -58,6 +58,11 @@ static const char *const reject_names[CALIB_REJ_COUNT] = {
     [CALIB_REJ_LABEL_RANGE] = "label_range",
     [CALIB_REJ_BAD_ID] = "bad_id",
     [CALIB_REJ_BIN_AMBIGUOUS] = "bin_ambiguous",
+    [CALIB_REJ_FRAMING] = "framing",
+    [CALIB_REJ_MODEL_MISMATCH] = "model_mismatch",
+    [CALIB_REJ_BAD_METHOD] = "bad_method",
+    [CALIB_REJ_BAD_PARAMS] = "bad_params",
+    [CALIB_REJ_BAD_VALUE] = "bad_value",
 };
 
 const char *calib_reject_name(int reason)
