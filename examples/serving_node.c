@@ -344,10 +344,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "serving_node: received %" PRIu64 ", accepted %" PRIu64
                 ", stale %" PRIu64 ", rejected %" PRIu64 "\n", st.received,
                 st.accepted, st.stale, st.rejected);
-        for (int r = 0; r < CALIB_CLIENT_REJ_COUNT; r++)
-            if (st.reject[r] && r != CALIB_CLIENT_REJ_OTHER_TYPE)
+        for (int r = 0; r < CALIB_REJ_COUNT; r++)
+            if (st.reject[r])
                 fprintf(stderr, "serving_node:   %s %" PRIu64 "\n",
-                        calib_client_reject_name(r), st.reject[r]);
+                        calib_reject_name(r), st.reject[r]);
     }
     calib_client_destroy(c);
     fflush(stdout);

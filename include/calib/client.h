@@ -28,14 +28,13 @@
 
 #include "calib/calib.h"
 #include "calib/plugin.h"
+#include "calib/pubmsg.h"
+#include "calib/reject.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define CALIB_CLIENT_MODEL_MAX 128     /* bytes of a model name (topic) */
-#define CALIB_CLIENT_METHOD_MAX CALIB_PLUGIN_NAME_MAX
-#define CALIB_CLIENT_PARAM_NAME_MAX 31 /* bytes of a parameter's name */
 #define CALIB_CLIENT_MAX_MODELS 256    /* subscriptions per client */
 #define CALIB_CLIENT_MAX_MSG_SIZE (1 << 20) /* default ZMQ_MAXMSGSIZE */
 
@@ -52,72 +51,15 @@ enum calib_client_error {
 };
 
 /*
- * Why a received message was not taken. Names (calib_client_reject_name)
- * are stable snake_case counter labels: never renumber; add before
- * CALIB_CLIENT_REJ_COUNT.
+ * A set of parameters: decoded from one message, or held for a model
+ * (calib/pubmsg.h). Until the first message a model holds version 0 with
+ * no parameters and NaN figures.
  */
-enum calib_client_reject {
-    CALIB_CLIENT_REJ_NONE = 0,
-    CALIB_CLIENT_REJ_OTHER_TYPE,     /* not a rejection: a well-formed
-                                        message of another type (an alert
-                                        for calib_client_decode, ...) */
-    CALIB_CLIENT_REJ_FRAMING,        /* not exactly two frames */
-    CALIB_CLIENT_REJ_BAD_TOPIC,      /* not 1..128 bytes of [A-Za-z0-9._:-] */
-    CALIB_CLIENT_REJ_BAD_MSGPACK,    /* undecodable, truncated, or a declared
-                                        count larger than the bytes left */
-    CALIB_CLIENT_REJ_TOO_DEEP,       /* more than 32 nested containers */
-    CALIB_CLIENT_REJ_TRAILING_BYTES, /* bytes after the one object */
-    CALIB_CLIENT_REJ_NOT_A_MAP,      /* the payload is not a map */
-    CALIB_CLIENT_REJ_BAD_KEY,        /* a key of the payload is not a string */
-    CALIB_CLIENT_REJ_DUPLICATE_KEY,  /* a known key (or parameter) twice */
-    CALIB_CLIENT_REJ_BAD_VERSION,    /* "v" missing or not the integer 1 */
-    CALIB_CLIENT_REJ_BAD_TYPE,       /* "type" missing or not a string */
-    CALIB_CLIENT_REJ_MISSING_KEY,    /* model, version, method or params */
-    CALIB_CLIENT_REJ_KEY_TYPE,       /* a known key's value has the wrong type */
-    CALIB_CLIENT_REJ_MODEL_MISMATCH, /* "model" differs from the topic */
-    CALIB_CLIENT_REJ_BAD_METHOD,     /* not 1..63 bytes of [A-Za-z0-9._-] */
-    CALIB_CLIENT_REJ_BAD_PARAMS,     /* a parameter of the method missing; an
-                                        unknown method's map empty, over
-                                        CALIB_RECAL_MAX_PARAMS, or with a bad
-                                        name (version 0, the identity, may
-                                        have an empty map) */
-    CALIB_CLIENT_REJ_BAD_VALUE,      /* a parameter non-finite or outside its
-                                        method's domain (T <= 0; variance
-                                        w <= 0 or b < 0); "ts" non-finite */
-    CALIB_CLIENT_REJ_NO_MEMORY,      /* msgpack-c could not allocate */
-    CALIB_CLIENT_REJ_COUNT
-};
+typedef calib_params_msg calib_client_params;
 
-/* A set of parameters: decoded from one message, or held for a model. */
-typedef struct calib_client_params {
-    char model[CALIB_CLIENT_MODEL_MAX + 1];
-    uint64_t version;                      /* 0: the identity */
-    char method[CALIB_CLIENT_METHOD_MAX + 1]; /* "" for version 0 */
-    const calib_plugin *desc;  /* the method's descriptor; NULL if unknown
-                                  (or version 0) */
-    unsigned nparams;
-    /* In the method's order (param_names) when it is known, else in the
-     * order of the message. */
-    char names[CALIB_RECAL_MAX_PARAMS][CALIB_CLIENT_PARAM_NAME_MAX + 1];
-    double values[CALIB_RECAL_MAX_PARAMS];
-    /* Informational; NaN (n: 0) when the message did not carry them. */
-    double ts;             /* publish time, seconds since the epoch */
-    uint64_t n;            /* labelled samples the fit used */
-    double improvement;    /* "improvement" (or its "mean") */
-    double ci[2];          /* "ci" (or improvement's "ci") */
-} calib_client_params;
-
-/* An alert, for calib_client_opts.on_alert; strings are NUL-terminated,
- * truncated copies ("" when absent). */
-typedef struct calib_client_alert {
-    char model[CALIB_CLIENT_MODEL_MAX + 1];
-    char severity[16];
-    char kind[32];
-    char message[512];
-    double ts;                 /* NaN when absent */
-    const void *payload;       /* the raw msgpack map, valid during the */
-    size_t payload_len;        /*   callback only */
-} calib_client_alert;
+/* An alert, for calib_client_opts.on_alert (calib/pubmsg.h); its payload
+ * is valid during the callback only. */
+typedef calib_alert_msg calib_client_alert;
 
 /* Counters since creation; each read atomically, not all at one instant. */
 typedef struct calib_client_stats {
@@ -128,7 +70,8 @@ typedef struct calib_client_stats {
     uint64_t other;        /* well-formed messages of another type */
     uint64_t unsubscribed; /* topics that only prefix-matched a model */
     uint64_t rejected;     /* malformed: the sum of reject[] */
-    uint64_t reject[CALIB_CLIENT_REJ_COUNT]; /* by calib_client_reject */
+    uint64_t reject[CALIB_REJ_COUNT]; /* by reason (calib/reject.h): the
+                                         decoder's, and CALIB_REJ_FRAMING */
 } calib_client_stats;
 
 /* Creation options; a zero-initialised struct (or NULL) gives defaults. */
@@ -209,7 +152,7 @@ int calib_client_apply(calib_client *c, const char *model, int form, size_t k,
                        const double *x, double *out, uint64_t *version);
 
 /* As calib_client_apply, with a set of parameters the caller holds (from
- * calib_client_get or calib_client_decode): one version for a batch. */
+ * calib_client_get or calib_pubmsg_decode): one version for a batch. */
 int calib_client_params_apply(const calib_client_params *p, int form, size_t k,
                               const double *x, double *out);
 
@@ -222,28 +165,6 @@ int calib_client_version(calib_client *c, const char *model,
                          uint64_t *version);
 
 void calib_client_stats_get(calib_client *c, calib_client_stats *out);
-
-/*
- * Decodes one params message: topic (frame 0) and payload (frame 1), fully
- * validated. Methods are resolved with calib_plugin_find(registry, method).
- * Returns CALIB_CLIENT_REJ_NONE and fills out; CALIB_CLIENT_REJ_OTHER_TYPE
- * for a well-formed message of another type; or the reason it is rejected
- * (out is then unspecified); CALIB_EINVAL if out is NULL. Pure: no I/O, allocations bounded by a small
- * multiple of payload_len, never reads outside the buffers.
- */
-int calib_client_decode(const void *topic, size_t topic_len,
-                        const void *payload, size_t payload_len,
-                        const calib_plugin_registry *registry,
-                        calib_client_params *out);
-
-/* The same for an alert: CALIB_CLIENT_REJ_NONE, _OTHER_TYPE for another
- * type (params included), or a reason. */
-int calib_client_decode_alert(const void *topic, size_t topic_len,
-                              const void *payload, size_t payload_len,
-                              calib_client_alert *out);
-
-/* "framing", "bad_topic", ...; "unknown" for a value outside the enum. */
-const char *calib_client_reject_name(int reason);
 
 /* calib_plugin_strerror(), knowing the CALIB_ECLIENT_* codes too. */
 const char *calib_client_strerror(int err);

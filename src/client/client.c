@@ -34,6 +34,7 @@
 
 #include "calib/client.h"
 #include "calib/protocol.h"
+#include "calib/pubmsg.h"
 
 _Static_assert(sizeof(double) == sizeof(uint64_t), "doubles travel as 64 bits");
 
@@ -43,7 +44,7 @@ _Static_assert(sizeof(double) == sizeof(uint64_t), "doubles travel as 64 bits");
 /* ------------------------------------------------------------------ state */
 
 typedef struct client_model {
-    char name[CALIB_CLIENT_MODEL_MAX + 1];
+    char name[CALIB_PUBMSG_MODEL_MAX + 1];
     size_t name_len;
 
     /* What apply reads, under the seqlock; written by the receiving thread
@@ -92,7 +93,7 @@ struct calib_client {
     int wake[2];           /* a pipe: stop writes, the thread wakes */
 
     _Atomic uint64_t st[ST_COUNT];
-    _Atomic uint64_t rej[CALIB_CLIENT_REJ_COUNT];
+    _Atomic uint64_t rej[CALIB_REJ_COUNT];
 };
 
 static void count(_Atomic uint64_t *ctr)
@@ -101,35 +102,6 @@ static void count(_Atomic uint64_t *ctr)
 }
 
 /* ------------------------------------------------------------------ names */
-
-static const char *const reject_names[CALIB_CLIENT_REJ_COUNT] = {
-    [CALIB_CLIENT_REJ_NONE] = "none",
-    [CALIB_CLIENT_REJ_OTHER_TYPE] = "other_type",
-    [CALIB_CLIENT_REJ_FRAMING] = "framing",
-    [CALIB_CLIENT_REJ_BAD_TOPIC] = "bad_topic",
-    [CALIB_CLIENT_REJ_BAD_MSGPACK] = "bad_msgpack",
-    [CALIB_CLIENT_REJ_TOO_DEEP] = "too_deep",
-    [CALIB_CLIENT_REJ_TRAILING_BYTES] = "trailing_bytes",
-    [CALIB_CLIENT_REJ_NOT_A_MAP] = "not_a_map",
-    [CALIB_CLIENT_REJ_BAD_KEY] = "bad_key",
-    [CALIB_CLIENT_REJ_DUPLICATE_KEY] = "duplicate_key",
-    [CALIB_CLIENT_REJ_BAD_VERSION] = "bad_version",
-    [CALIB_CLIENT_REJ_BAD_TYPE] = "bad_type",
-    [CALIB_CLIENT_REJ_MISSING_KEY] = "missing_key",
-    [CALIB_CLIENT_REJ_KEY_TYPE] = "key_type",
-    [CALIB_CLIENT_REJ_MODEL_MISMATCH] = "model_mismatch",
-    [CALIB_CLIENT_REJ_BAD_METHOD] = "bad_method",
-    [CALIB_CLIENT_REJ_BAD_PARAMS] = "bad_params",
-    [CALIB_CLIENT_REJ_BAD_VALUE] = "bad_value",
-    [CALIB_CLIENT_REJ_NO_MEMORY] = "no_memory",
-};
-
-const char *calib_client_reject_name(int reason)
-{
-    if (reason < 0 || reason >= CALIB_CLIENT_REJ_COUNT)
-        return "unknown";
-    return reject_names[reason];
-}
 
 const char *calib_client_strerror(int err)
 {
@@ -141,383 +113,6 @@ const char *calib_client_strerror(int err)
     case CALIB_ECLIENT_BUSY: return "socket in use by another thread";
     }
     return calib_plugin_strerror(err);
-}
-
-/* ================================================================== decoding */
-
-static int str_is(const msgpack_object_str *s, const char *lit)
-{
-    size_t n = strlen(lit);
-    return s->size == n && memcmp(s->ptr, lit, n) == 0;
-}
-
-/* Copies a msgpack string into buf (size bytes), truncating, NUL-ended. */
-static void str_copy(char *buf, size_t size, const msgpack_object_str *s)
-{
-    size_t n = s->size < size - 1 ? s->size : size - 1;
-    if (n > 0) /* a zero-length string may have no pointer */
-        memcpy(buf, s->ptr, n);
-    buf[n] = '\0';
-}
-
-enum env_key {
-    K_V, K_TYPE, K_MODEL, K_VERSION, K_METHOD, K_PARAMS, K_TS, K_N, K_BEFORE,
-    K_AFTER, K_IMPROVEMENT, K_CI, K_SEVERITY, K_KIND, K_MESSAGE, K_COUNT
-};
-
-static const char *const env_key_names[K_COUNT] = {
-    "v", "type", "model", "version", "method", "params", "ts", "n", "before",
-    "after", "improvement", "ci", "severity", "kind", "message",
-};
-
-enum env_type { ENV_PARAMS, ENV_ALERT, ENV_OTHER };
-
-/* A payload unpacked and its known keys found. */
-typedef struct envelope {
-    msgpack_unpacked unp;
-    const msgpack_object *val[K_COUNT];
-    int type; /* enum env_type */
-} envelope;
-
-/* The first pass over untrusted bytes: calib_proto_scan proves every
- * declared count is backed by bytes before msgpack-c allocates for it. */
-static int unpack_one(envelope *e, const void *payload, size_t len)
-{
-    size_t end = 0, off = 0;
-    int r = calib_proto_scan(payload, len, &end);
-    if (r == CALIB_REJ_TOO_DEEP)
-        return CALIB_CLIENT_REJ_TOO_DEEP;
-    if (r != CALIB_REJ_NONE)
-        return CALIB_CLIENT_REJ_BAD_MSGPACK;
-    if (end != len)
-        return CALIB_CLIENT_REJ_TRAILING_BYTES;
-    switch (msgpack_unpack_next(&e->unp, payload, len, &off)) {
-    case MSGPACK_UNPACK_SUCCESS: break;
-    case MSGPACK_UNPACK_NOMEM_ERROR: return CALIB_CLIENT_REJ_NO_MEMORY;
-    default: return CALIB_CLIENT_REJ_BAD_MSGPACK;
-    }
-    return off == len ? CALIB_CLIENT_REJ_NONE : CALIB_CLIENT_REJ_TRAILING_BYTES;
-}
-
-static int gather_keys(envelope *e)
-{
-    const msgpack_object *root = &e->unp.data;
-    if (root->type != MSGPACK_OBJECT_MAP)
-        return CALIB_CLIENT_REJ_NOT_A_MAP;
-    for (uint32_t i = 0; i < root->via.map.size; i++) {
-        const msgpack_object_kv *kv = &root->via.map.ptr[i];
-        if (kv->key.type != MSGPACK_OBJECT_STR)
-            return CALIB_CLIENT_REJ_BAD_KEY;
-        for (int k = 0; k < K_COUNT; k++) {
-            if (!str_is(&kv->key.via.str, env_key_names[k]))
-                continue;
-            if (e->val[k])
-                return CALIB_CLIENT_REJ_DUPLICATE_KEY;
-            e->val[k] = &kv->val;
-            break;
-        }
-    }
-    return CALIB_CLIENT_REJ_NONE;
-}
-
-/*
- * Everything every message shares: topic, one map, string keys, "v": 1,
- * "type"; and for params and alerts, "model" equal to the topic.
- * The caller destroys e->unp whatever the result.
- */
-static int envelope_open(envelope *e, const void *topic, size_t topic_len,
-                         const void *payload, size_t len)
-{
-    int r;
-    memset(e->val, 0, sizeof e->val);
-    e->type = ENV_OTHER;
-    if (!calib_proto_topic_ok(topic, topic_len))
-        return CALIB_CLIENT_REJ_BAD_TOPIC;
-    if (payload == NULL)
-        return CALIB_CLIENT_REJ_BAD_MSGPACK;
-    if ((r = unpack_one(e, payload, len)) || (r = gather_keys(e)))
-        return r;
-    const msgpack_object *v = e->val[K_V], *t = e->val[K_TYPE];
-    if (!v || v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 != 1)
-        return CALIB_CLIENT_REJ_BAD_VERSION;
-    if (!t || t->type != MSGPACK_OBJECT_STR)
-        return CALIB_CLIENT_REJ_BAD_TYPE;
-    if (str_is(&t->via.str, "params"))
-        e->type = ENV_PARAMS;
-    else if (str_is(&t->via.str, "alert"))
-        e->type = ENV_ALERT;
-    else
-        return CALIB_CLIENT_REJ_NONE;
-    const msgpack_object *m = e->val[K_MODEL];
-    if (!m)
-        return CALIB_CLIENT_REJ_MISSING_KEY;
-    if (m->type != MSGPACK_OBJECT_STR)
-        return CALIB_CLIENT_REJ_KEY_TYPE;
-    if (m->via.str.size != topic_len || memcmp(m->via.str.ptr, topic, topic_len))
-        return CALIB_CLIENT_REJ_MODEL_MISMATCH;
-    return CALIB_CLIENT_REJ_NONE;
-}
-
-static int is_number(const msgpack_object *o)
-{
-    double d;
-    return calib_proto_number(o, &d);
-}
-
-/* "ts": absent (NaN), or a finite number. */
-static int read_ts(const msgpack_object *o, double *ts)
-{
-    *ts = NAN;
-    if (!o)
-        return CALIB_CLIENT_REJ_NONE;
-    if (!calib_proto_number(o, ts))
-        return CALIB_CLIENT_REJ_KEY_TYPE;
-    return isfinite(*ts) ? CALIB_CLIENT_REJ_NONE : CALIB_CLIENT_REJ_BAD_VALUE;
-}
-
-/* "before" / "after": maps of score names to numbers (nil: unknown). */
-static int check_scores(const msgpack_object *o)
-{
-    if (!o)
-        return CALIB_CLIENT_REJ_NONE;
-    if (o->type != MSGPACK_OBJECT_MAP)
-        return CALIB_CLIENT_REJ_KEY_TYPE;
-    for (uint32_t i = 0; i < o->via.map.size; i++) {
-        const msgpack_object_kv *kv = &o->via.map.ptr[i];
-        if (kv->key.type != MSGPACK_OBJECT_STR)
-            return CALIB_CLIENT_REJ_KEY_TYPE;
-        if (kv->val.type != MSGPACK_OBJECT_NIL && !is_number(&kv->val))
-            return CALIB_CLIENT_REJ_KEY_TYPE;
-    }
-    return CALIB_CLIENT_REJ_NONE;
-}
-
-/* A number, or nil (NaN). */
-static int number_or_nil(const msgpack_object *o, double *out)
-{
-    *out = NAN;
-    return o->type == MSGPACK_OBJECT_NIL || calib_proto_number(o, out);
-}
-
-/* [lo, hi] of numbers or nils, or nil. */
-static int read_ci(const msgpack_object *a, double ci[2])
-{
-    if (a->type == MSGPACK_OBJECT_NIL)
-        return 1;
-    return a->type == MSGPACK_OBJECT_ARRAY && a->via.array.size == 2
-           && number_or_nil(&a->via.array.ptr[0], &ci[0])
-           && number_or_nil(&a->via.array.ptr[1], &ci[1]);
-}
-
-/*
- * The improvement, in either of two shapes: {"improvement": {"mean": x,
- * "ci": [lo, hi]}}, or, as calibd sends it, {"improvement": x, "ci":
- * [lo, hi]}. Numbers may be nil (unknown).
- */
-static int read_improvement(const msgpack_object *o, const msgpack_object *ci,
-                            calib_client_params *p)
-{
-    p->improvement = p->ci[0] = p->ci[1] = NAN;
-    if (ci && !read_ci(ci, p->ci))
-        return CALIB_CLIENT_REJ_KEY_TYPE;
-    if (!o)
-        return CALIB_CLIENT_REJ_NONE;
-    if (o->type != MSGPACK_OBJECT_MAP)
-        return number_or_nil(o, &p->improvement) ? CALIB_CLIENT_REJ_NONE
-                                                 : CALIB_CLIENT_REJ_KEY_TYPE;
-    int seen_mean = 0, seen_ci = 0;
-    for (uint32_t i = 0; i < o->via.map.size; i++) {
-        const msgpack_object_kv *kv = &o->via.map.ptr[i];
-        if (kv->key.type != MSGPACK_OBJECT_STR)
-            return CALIB_CLIENT_REJ_KEY_TYPE;
-        if (str_is(&kv->key.via.str, "mean")) {
-            if (seen_mean++)
-                return CALIB_CLIENT_REJ_DUPLICATE_KEY;
-            if (!number_or_nil(&kv->val, &p->improvement))
-                return CALIB_CLIENT_REJ_KEY_TYPE;
-        } else if (str_is(&kv->key.via.str, "ci")) {
-            if (seen_ci++ || ci)
-                return CALIB_CLIENT_REJ_DUPLICATE_KEY;
-            if (!read_ci(&kv->val, p->ci))
-                return CALIB_CLIENT_REJ_KEY_TYPE;
-        }
-    }
-    return CALIB_CLIENT_REJ_NONE;
-}
-
-/* The domain of a built-in's parameters, beyond finiteness. */
-static int params_in_domain(const char *method, const double *v)
-{
-    if (strcmp(method, "temperature") == 0)
-        return v[0] > 0;
-    if (strcmp(method, "variance") == 0)
-        return v[0] > 0 && v[1] >= 0;
-    return 1;
-}
-
-/* "params" of a known method: each of its param_names once, numbers;
- * other keys are ignored. */
-static int read_known_params(const msgpack_object_map *map,
-                             const calib_plugin *d, calib_client_params *p)
-{
-    unsigned seen = 0;
-    for (uint32_t i = 0; i < map->size; i++) {
-        const msgpack_object_kv *kv = &map->ptr[i];
-        if (kv->key.type != MSGPACK_OBJECT_STR)
-            return CALIB_CLIENT_REJ_BAD_PARAMS;
-        for (unsigned j = 0; j < d->nparams; j++) {
-            if (!str_is(&kv->key.via.str, d->param_names[j]))
-                continue;
-            if (seen & (1u << j))
-                return CALIB_CLIENT_REJ_DUPLICATE_KEY;
-            seen |= 1u << j;
-            if (!calib_proto_number(&kv->val, &p->values[j]))
-                return CALIB_CLIENT_REJ_KEY_TYPE;
-            break;
-        }
-    }
-    if (seen != (1u << d->nparams) - 1)
-        return CALIB_CLIENT_REJ_BAD_PARAMS;
-    p->nparams = d->nparams;
-    for (unsigned j = 0; j < d->nparams; j++) {
-        size_t n = strlen(d->param_names[j]);
-        n = n < CALIB_CLIENT_PARAM_NAME_MAX ? n : CALIB_CLIENT_PARAM_NAME_MAX;
-        memcpy(p->names[j], d->param_names[j], n);
-        p->names[j][n] = '\0';
-    }
-    return CALIB_CLIENT_REJ_NONE;
-}
-
-/* "params" of a method unknown here: kept as sent, in the message's order,
- * so that it can at least be shown. */
-static int read_unknown_params(const msgpack_object_map *map,
-                               calib_client_params *p)
-{
-    if (map->size == 0 || map->size > CALIB_RECAL_MAX_PARAMS)
-        return CALIB_CLIENT_REJ_BAD_PARAMS;
-    for (uint32_t i = 0; i < map->size; i++) {
-        const msgpack_object_kv *kv = &map->ptr[i];
-        if (kv->key.type != MSGPACK_OBJECT_STR
-            || kv->key.via.str.size > CALIB_CLIENT_PARAM_NAME_MAX
-            || !calib_plugin_name_ok(kv->key.via.str.ptr, kv->key.via.str.size))
-            return CALIB_CLIENT_REJ_BAD_PARAMS;
-        for (uint32_t j = 0; j < i; j++)
-            if (map->ptr[j].key.via.str.size == kv->key.via.str.size
-                && memcmp(map->ptr[j].key.via.str.ptr, kv->key.via.str.ptr,
-                          kv->key.via.str.size) == 0)
-                return CALIB_CLIENT_REJ_DUPLICATE_KEY;
-        if (!calib_proto_number(&kv->val, &p->values[i]))
-            return CALIB_CLIENT_REJ_KEY_TYPE;
-        str_copy(p->names[i], sizeof p->names[i], &kv->key.via.str);
-    }
-    p->nparams = map->size;
-    return CALIB_CLIENT_REJ_NONE;
-}
-
-static int decode_params(const envelope *e, const calib_plugin_registry *reg,
-                         calib_client_params *p)
-{
-    const msgpack_object *const *val = e->val;
-    int r;
-    memset(p, 0, sizeof *p);
-    if (!val[K_VERSION] || !val[K_METHOD] || !val[K_PARAMS])
-        return CALIB_CLIENT_REJ_MISSING_KEY;
-    if (val[K_VERSION]->type != MSGPACK_OBJECT_POSITIVE_INTEGER
-        || val[K_METHOD]->type != MSGPACK_OBJECT_STR
-        || val[K_PARAMS]->type != MSGPACK_OBJECT_MAP)
-        return CALIB_CLIENT_REJ_KEY_TYPE;
-    p->version = val[K_VERSION]->via.u64;
-    const msgpack_object_str *meth = &val[K_METHOD]->via.str;
-    if (!calib_plugin_name_ok(meth->ptr, meth->size))
-        return CALIB_CLIENT_REJ_BAD_METHOD;
-    str_copy(p->method, sizeof p->method, meth);
-    str_copy(p->model, sizeof p->model, &val[K_MODEL]->via.str);
-
-    if ((r = read_ts(val[K_TS], &p->ts)))
-        return r;
-    if (val[K_N]) {
-        if (val[K_N]->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-            return CALIB_CLIENT_REJ_KEY_TYPE;
-        p->n = val[K_N]->via.u64;
-    }
-    if ((r = check_scores(val[K_BEFORE])) || (r = check_scores(val[K_AFTER]))
-        || (r = read_improvement(val[K_IMPROVEMENT], val[K_CI], p)))
-        return r;
-
-    p->desc = calib_plugin_find(reg, p->method);
-    const msgpack_object_map *map = &val[K_PARAMS]->via.map;
-    if (p->version == 0 && map->size == 0)
-        return CALIB_CLIENT_REJ_NONE; /* the identity, by any name */
-    r = p->desc ? read_known_params(map, p->desc, p)
-                : read_unknown_params(map, p);
-    if (r)
-        return r;
-    for (unsigned j = 0; j < p->nparams; j++)
-        if (!isfinite(p->values[j]))
-            return CALIB_CLIENT_REJ_BAD_VALUE;
-    if (p->desc && !params_in_domain(p->method, p->values))
-        return CALIB_CLIENT_REJ_BAD_VALUE;
-    return CALIB_CLIENT_REJ_NONE;
-}
-
-/* An optional string of an alert: absent, or a string. */
-static int alert_str(const msgpack_object *o, char *buf, size_t size)
-{
-    buf[0] = '\0';
-    if (!o)
-        return CALIB_CLIENT_REJ_NONE;
-    if (o->type != MSGPACK_OBJECT_STR)
-        return CALIB_CLIENT_REJ_KEY_TYPE;
-    str_copy(buf, size, &o->via.str);
-    return CALIB_CLIENT_REJ_NONE;
-}
-
-static int decode_alert(const envelope *e, const void *payload, size_t len,
-                        calib_client_alert *a)
-{
-    int r;
-    memset(a, 0, sizeof *a);
-    str_copy(a->model, sizeof a->model, &e->val[K_MODEL]->via.str);
-    if ((r = read_ts(e->val[K_TS], &a->ts))
-        || (r = alert_str(e->val[K_SEVERITY], a->severity, sizeof a->severity))
-        || (r = alert_str(e->val[K_KIND], a->kind, sizeof a->kind))
-        || (r = alert_str(e->val[K_MESSAGE], a->message, sizeof a->message)))
-        return r;
-    a->payload = payload;
-    a->payload_len = len;
-    return CALIB_CLIENT_REJ_NONE;
-}
-
-int calib_client_decode(const void *topic, size_t topic_len, const void *payload,
-                        size_t payload_len, const calib_plugin_registry *registry,
-                        calib_client_params *out)
-{
-    if (!out)
-        return CALIB_EINVAL;
-    envelope e;
-    msgpack_unpacked_init(&e.unp);
-    int r = envelope_open(&e, topic, topic_len, payload, payload_len);
-    if (r == CALIB_CLIENT_REJ_NONE)
-        r = e.type == ENV_PARAMS ? decode_params(&e, registry, out)
-                                 : CALIB_CLIENT_REJ_OTHER_TYPE;
-    msgpack_unpacked_destroy(&e.unp);
-    return r;
-}
-
-int calib_client_decode_alert(const void *topic, size_t topic_len,
-                              const void *payload, size_t payload_len,
-                              calib_client_alert *out)
-{
-    if (!out)
-        return CALIB_EINVAL;
-    envelope e;
-    msgpack_unpacked_init(&e.unp);
-    int r = envelope_open(&e, topic, topic_len, payload, payload_len);
-    if (r == CALIB_CLIENT_REJ_NONE)
-        r = e.type == ENV_ALERT ? decode_alert(&e, payload, payload_len, out)
-                                : CALIB_CLIENT_REJ_OTHER_TYPE;
-    msgpack_unpacked_destroy(&e.unp);
-    return r;
 }
 
 /* ================================================================== applying */
@@ -685,10 +280,9 @@ void calib_client_stats_get(calib_client *c, calib_client_stats *out)
     out->other = atomic_load_explicit(&c->st[ST_OTHER], memory_order_relaxed);
     out->unsubscribed =
         atomic_load_explicit(&c->st[ST_UNSUBSCRIBED], memory_order_relaxed);
-    for (int r = 0; r < CALIB_CLIENT_REJ_COUNT; r++) {
+    for (int r = 0; r < CALIB_REJ_COUNT; r++) {
         out->reject[r] = atomic_load_explicit(&c->rej[r], memory_order_relaxed);
-        if (r != CALIB_CLIENT_REJ_NONE && r != CALIB_CLIENT_REJ_OTHER_TYPE)
-            out->rejected += out->reject[r];
+        out->rejected += out->reject[r];
     }
 }
 
@@ -707,8 +301,12 @@ static void sock_release(calib_client *c)
     atomic_store_explicit(&c->sock_busy, 0, memory_order_release);
 }
 
+/* Counts a rejection; a code that is no reason (a bug) is counted as
+ * reject[CALIB_REJ_NONE], not lost. */
 static void reject(calib_client *c, int reason)
 {
+    if (reason <= CALIB_REJ_NONE || reason >= CALIB_REJ_COUNT)
+        reason = CALIB_REJ_NONE;
     count(&c->rej[reason]);
 }
 
@@ -738,35 +336,28 @@ static void handle(calib_client *c, const char *topic, size_t topic_len,
         if (calib_proto_topic_ok(topic, topic_len))
             count(&c->st[ST_UNSUBSCRIBED]);
         else
-            reject(c, CALIB_CLIENT_REJ_BAD_TOPIC);
+            reject(c, CALIB_REJ_BAD_TOPIC);
         return;
     }
-    envelope e;
-    calib_client_params p;
-    calib_client_alert a;
-    msgpack_unpacked_init(&e.unp);
-    int r = envelope_open(&e, topic, topic_len, payload, len);
-    if (r == CALIB_CLIENT_REJ_NONE) {
-        switch (e.type) {
-        case ENV_PARAMS:
-            if ((r = decode_params(&e, c->registry, &p)) == CALIB_CLIENT_REJ_NONE)
-                install(c, m, &p);
-            break;
-        case ENV_ALERT:
-            if ((r = decode_alert(&e, payload, len, &a)) == CALIB_CLIENT_REJ_NONE) {
-                count(&c->st[ST_ALERTS]);
-                if (c->on_alert)
-                    c->on_alert(&a, c->arg);
-            }
-            break;
-        default:
-            count(&c->st[ST_OTHER]);
-            break;
-        }
-    }
-    msgpack_unpacked_destroy(&e.unp);
-    if (r != CALIB_CLIENT_REJ_NONE)
+    calib_pubmsg msg;
+    int r = calib_pubmsg_decode(topic, topic_len, payload, len, c->registry, &msg);
+    if (r != CALIB_REJ_NONE) {
         reject(c, r);
+        return;
+    }
+    switch (msg.type) {
+    case CALIB_PUBMSG_PARAMS:
+        install(c, m, &msg.params);
+        break;
+    case CALIB_PUBMSG_ALERT:
+        count(&c->st[ST_ALERTS]);
+        if (c->on_alert)
+            c->on_alert(&msg.alert, c->arg);
+        break;
+    default:
+        count(&c->st[ST_OTHER]);
+        break;
+    }
 }
 
 /*
@@ -805,7 +396,7 @@ static int recv_one(calib_client *c)
         frames++;
     }
     if (frames != 2)
-        reject(c, CALIB_CLIENT_REJ_FRAMING);
+        reject(c, CALIB_REJ_FRAMING);
     else
         handle(c, zmq_msg_data(&f[0]), zmq_msg_size(&f[0]), zmq_msg_data(&f[1]),
                zmq_msg_size(&f[1]));
@@ -950,7 +541,7 @@ int calib_client_create(calib_client **out, const calib_client_opts *opts)
     atomic_init(&c->thread_err, CALIB_OK);
     for (int i = 0; i < ST_COUNT; i++)
         atomic_init(&c->st[i], 0);
-    for (int i = 0; i < CALIB_CLIENT_REJ_COUNT; i++)
+    for (int i = 0; i < CALIB_REJ_COUNT; i++)
         atomic_init(&c->rej[i], 0);
     if (pthread_mutex_init(&c->ctl_lock, NULL) != 0) {
         free(c);
