@@ -10,7 +10,7 @@
 #include "calibd.h"
 #include "pub.h"
 #include "msgpack_json.h"
-#include "pack.h"
+#include "calib/pubmsg.h"
 
 /* ------------------------------------------------------------ exec sink */
 
@@ -180,40 +180,32 @@ static char *alert_json(const char *buf, size_t len, size_t *out_len)
 void alert_send(calibd *d, model *m, const char *kind, const char *severity,
                 const char *message, const alert_value *v, size_t nv)
 {
-    msgpack_sbuffer sb;
-    msgpack_packer pk;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    pack_message_head(&pk, 8, "alert", m->name, wall_now());
-    pack_str(&pk, "severity");
-    pack_str(&pk, severity);
-    pack_str(&pk, "kind");
-    pack_str(&pk, kind);
-    pack_str(&pk, "message");
-    pack_str(&pk, message);
-    pack_str(&pk, "values");
-    msgpack_pack_map(&pk, nv);
-    for (size_t i = 0; i < nv; i++) {
-        pack_str(&pk, v[i].name);
-        pack_num(&pk, v[i].value);
+    calib_alert_msg a;
+    calib_alert_msg_init(&a, m->name);
+    a.ts = wall_now();
+    snprintf(a.severity, sizeof a.severity, "%s", severity);
+    snprintf(a.kind, sizeof a.kind, "%s", kind);
+    snprintf(a.message, sizeof a.message, "%s", message);
+    for (size_t i = 0; i < nv && i < CALIB_PUBMSG_MAX_VALUES; i++) {
+        snprintf(a.value_names[i], sizeof a.value_names[i], "%s", v[i].name);
+        a.values[i] = v[i].value;
+        a.nvalues++;
     }
     m->alerts++;
     d->alerts++;
     log_msg(&d->log, LOG_WARN, "alert", "%s: %s %s: %s", m->name, severity, kind, message);
-    if (!sb.data) {
-        log_msg(&d->log, LOG_ERROR, "alert", "%s: out of memory packing an alert", m->name);
-        return;
-    }
-    publish(d, m->name, sb.data, sb.size);
-    if (d->cfg.alert_exec) {
+    calib_mpw w;
+    calib_mpw_init(&w);
+    calib_alert_msg_write(&w, &a);
+    if (publish_written(d, m->name, &w) == 0 && d->cfg.alert_exec) {
         size_t len = 0;
-        char *json = alert_json(sb.data, sb.size, &len);
+        char *json = alert_json(w.sb.data, w.sb.size, &len);
         if (json)
             sink_start(d, json, len);
         else
             d->sinks_failed++;
     }
-    msgpack_sbuffer_destroy(&sb);
+    calib_mpw_destroy(&w);
 }
 
 int alert_step(alert_state *st, int open_now, int close_now, double now, double cooldown)

@@ -256,7 +256,7 @@ void ingest_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg)
     (void)z;
     d->messages++;
     if (nframes != 2) {
-        reject_topic(d, NULL, zmq_msg_data(&frames[0]), zmq_msg_size(&frames[0]), REJ_FRAMING,
+        reject_topic(d, NULL, zmq_msg_data(&frames[0]), zmq_msg_size(&frames[0]), CALIB_REJ_FRAMING,
                      NULL, nframes < 2 ? "one frame; a message is a topic and a payload"
                      : "more than two frames; a message is a topic and a payload");
         return;

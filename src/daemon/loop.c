@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib/pubmsg.h"
 #include "calib/recal.h"
 #include "calibd.h"
 #include "loop.h"
@@ -29,67 +30,64 @@ void loop_format_params(const model_params *p, char *buf, size_t len)
 
 /* ------------------------------------------------------------ publishing */
 
-/* {"brier": b, "log": l} or {"dss": b}: a published version's figures; an
- * empty map for version 0, which no shadow run measured. */
-static void pack_scores(msgpack_packer *pk, const model *m, const model_params *p,
-                        const double s[2])
+/* A published version's figures into s: brier and log, or dss; none for
+ * version 0, which no shadow run measured. */
+static void scores_of(const model *m, const model_params *p, const double v[2],
+                      calib_pubmsg_scores *s)
 {
-    if (p->version == 0) {
-        msgpack_pack_map(pk, 0);
+    if (p->version == 0)
         return;
-    }
-    int gauss = m->form == CALIB_FORM_GAUSSIAN;
-    msgpack_pack_map(pk, gauss ? 1 : 2);
-    pack_str(pk, gauss ? "dss" : "brier");
-    pack_num(pk, s[0]);
-    if (!gauss) {
-        pack_str(pk, "log");
-        pack_num(pk, s[1]);
+    if (m->form == CALIB_FORM_GAUSSIAN) {
+        s->dss = v[0];
+    } else {
+        s->brier = v[0];
+        s->log = v[1];
     }
 }
 
-void loop_pack_values(msgpack_packer *pk, const model_params *p)
+void loop_params_msg(const model *m, double now, calib_params_msg *msg)
 {
-    msgpack_pack_map(pk, p->desc ? p->n : 0);
-    for (unsigned i = 0; p->desc && i < p->n; i++) {
-        pack_str(pk, p->desc->param_names[i]);
-        pack_num(pk, p->values[i]);
+    const model_params *p = &m->params;
+    calib_params_msg_init(msg, m->name);
+    msg->ts = now;
+    msg->version = p->version;
+    snprintf(msg->method, sizeof msg->method, "%s", p->method);
+    msg->nparams = p->desc ? p->n : 0;
+    for (unsigned i = 0; i < msg->nparams; i++) {
+        snprintf(msg->names[i], sizeof msg->names[i], "%s", p->desc->param_names[i]);
+        msg->values[i] = p->values[i];
     }
+    msg->published = p->ts; /* extension: when this version was first sent */
+    msg->n = p->fit_n;
+    msg->shadow_n = p->shadow_n; /* extension */
+    scores_of(m, p, p->before, &msg->before);
+    scores_of(m, p, p->after, &msg->after);
+    /* version 0 is the identity measured against itself: exactly 0 */
+    msg->improvement = p->version ? p->improvement : 0;
+    msg->ci[0] = p->version ? p->ci[0] : 0;
+    msg->ci[1] = p->version ? p->ci[1] : 0;
+}
+
+void loop_pack_values(calib_mpw *w, const model_params *p)
+{
+    calib_mpw_map(w);
+    for (unsigned i = 0; p->desc && i < p->n; i++) {
+        calib_mpw_key(w, p->desc->param_names[i]);
+        calib_mpw_num(w, p->values[i]);
+    }
+    calib_mpw_end(w);
 }
 
 /* The "params" message of the current parameters (calibd-protocol(7)). */
 static void send_params(calibd *d, const model *m)
 {
-    const model_params *p = &m->params;
-    msgpack_sbuffer sb;
-    msgpack_packer pk;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    pack_message_head(&pk, 14, "params", m->name, wall_now());
-    pack_counter(&pk, "version", p->version);
-    pack_str(&pk, "method");
-    pack_str(&pk, p->method);
-    pack_str(&pk, "params");
-    loop_pack_values(&pk, p);
-    pack_str(&pk, "published");  /* extension: when this version was first sent */
-    msgpack_pack_double(&pk, p->ts);
-    pack_counter(&pk, "n", p->fit_n);
-    pack_counter(&pk, "shadow_n", p->shadow_n); /* extension */
-    pack_str(&pk, "before");
-    pack_scores(&pk, m, p, p->before);
-    pack_str(&pk, "after");
-    pack_scores(&pk, m, p, p->after);
-    /* version 0 is the identity measured against itself: exactly 0 */
-    double ci0[2] = {0, 0};
-    pack_str(&pk, "improvement");
-    pack_num(&pk, p->version ? p->improvement : 0);
-    pack_str(&pk, "ci");
-    pack_pair(&pk, p->version ? p->ci : ci0);
-    if (sb.data)
-        publish(d, m->name, sb.data, sb.size);
-    else
-        log_msg(&d->log, LOG_ERROR, "publish", "%s: out of memory", m->name);
-    msgpack_sbuffer_destroy(&sb);
+    calib_params_msg msg;
+    calib_mpw w;
+    loop_params_msg(m, wall_now(), &msg);
+    calib_mpw_init(&w);
+    calib_params_msg_write(&w, &msg);
+    publish_written(d, m->name, &w);
+    calib_mpw_destroy(&w);
 }
 
 /* ------------------------------------------------------------ attaching */
@@ -667,78 +665,78 @@ void loop_tick(calibd *d, double wall)
 
 /* ------------------------------------------------------------ status */
 
-static void pack_bool(msgpack_packer *pk, const char *key, int b)
+static void pack_bool(calib_mpw *w, const char *key, int b)
 {
-    pack_str(pk, key);
-    if (b)
-        msgpack_pack_true(pk);
-    else
-        msgpack_pack_false(pk);
+    calib_mpw_key(w, key);
+    calib_mpw_bool(w, b);
 }
 
-static void pack_drift(msgpack_packer *pk, const model_loop *l)
+static void pack_drift(calib_mpw *w, const model_loop *l)
 {
     static const char *states[] = {"reference", "watching", "alarm"};
     const calib_drift *dr = &l->drift;
     if (!l->drift_on) {
-        msgpack_pack_nil(pk);
+        calib_mpw_nil(w);
         return;
     }
-    msgpack_pack_map(pk, 7);
-    pack_str(pk, "state");
-    pack_str(pk, states[dr->state]);
-    pack_str(pk, "reference");
-    pack_estimate(pk, &dr->ref);
-    pack_str(pk, "since_reference");
-    pack_estimate(pk, &dr->watch);
-    pack_str(pk, "bound");
-    pack_num(pk, dr->state == CALIB_DRIFT_REFERENCE ? NAN : dr->null_mean);
-    pack_str(pk, "log_e");
-    pack_num(pk, calib_drift_log_e(dr));
-    pack_counter(pk, "alarms", l->drift_alarms);
-    pack_counter(pk, "resets", dr->resets);
+    calib_mpw_map(w);
+    calib_mpw_key(w, "state");
+    calib_mpw_str(w, states[dr->state]);
+    calib_mpw_key(w, "reference");
+    pack_estimate(w, &dr->ref);
+    calib_mpw_key(w, "since_reference");
+    pack_estimate(w, &dr->watch);
+    calib_mpw_key(w, "bound");
+    calib_mpw_num(w, dr->state == CALIB_DRIFT_REFERENCE ? NAN : dr->null_mean);
+    calib_mpw_key(w, "log_e");
+    calib_mpw_num(w, calib_drift_log_e(dr));
+    pack_counter(w, "alarms", l->drift_alarms);
+    pack_counter(w, "resets", dr->resets);
+    calib_mpw_end(w);
 }
 
-static void pack_shadow(msgpack_packer *pk, const model_loop *l)
+static void pack_shadow(calib_mpw *w, const model_loop *l)
 {
     if (l->refit.phase != PHASE_SHADOW) {
-        msgpack_pack_nil(pk);
+        calib_mpw_nil(w);
         return;
     }
-    msgpack_pack_map(pk, 4);
-    pack_str(pk, "method");
-    pack_str(pk, l->candidate.method);
-    pack_str(pk, "values");
-    loop_pack_values(pk, &l->candidate);
-    pack_str(pk, "improvement");
-    pack_estimate(pk, &l->gate.diff);
-    pack_str(pk, "log_e");
-    pack_num(pk, calib_gate_log_e(&l->gate));
+    calib_mpw_map(w);
+    calib_mpw_key(w, "method");
+    calib_mpw_str(w, l->candidate.method);
+    calib_mpw_key(w, "values");
+    loop_pack_values(w, &l->candidate);
+    calib_mpw_key(w, "improvement");
+    pack_estimate(w, &l->gate.diff);
+    calib_mpw_key(w, "log_e");
+    calib_mpw_num(w, calib_gate_log_e(&l->gate));
+    calib_mpw_end(w);
 }
 
-void loop_pack_status(msgpack_packer *pk, const model *m)
+void loop_pack_status(calib_mpw *w, const model *m)
 {
     const model_loop *l = &m->loop;
-    msgpack_pack_map(pk, 14);
-    pack_bool(pk, "on", l->refit.phase != PHASE_OFF);
-    pack_str(pk, "phase");
-    pack_str(pk, refit_phase_name(l->refit.phase));
-    pack_str(pk, "drift");
-    pack_drift(pk, l);
-    pack_bool(pk, "refit_running", l->refit.phase == PHASE_FITTING);
-    pack_str(pk, "refit_pending");
+    calib_mpw_map(w);
+    pack_bool(w, "on", l->refit.phase != PHASE_OFF);
+    calib_mpw_key(w, "phase");
+    calib_mpw_str(w, refit_phase_name(l->refit.phase));
+    calib_mpw_key(w, "drift");
+    pack_drift(w, l);
+    pack_bool(w, "refit_running", l->refit.phase == PHASE_FITTING);
+    calib_mpw_key(w, "refit_pending");
     if (l->refit.pending)
-        pack_str(pk, reason_name(l->refit.pending));
+        calib_mpw_str(w, reason_name(l->refit.pending));
     else
-        msgpack_pack_nil(pk);
-    pack_counter(pk, "refits", l->refits);
-    pack_counter(pk, "refit_errors", l->refit_errors);
-    pack_counter(pk, "candidates", l->candidates);
-    pack_counter(pk, "published", l->published);
-    pack_counter(pk, "rejected", l->rejected);
-    pack_counter(pk, "withheld", l->withheld);
-    pack_counter(pk, "store_errors", l->store_errors);
-    pack_str(pk, "shadow");
-    pack_shadow(pk, l);
-    pack_counter(pk, "alerts", m->alerts);
+        calib_mpw_nil(w);
+    pack_counter(w, "refits", l->refits);
+    pack_counter(w, "refit_errors", l->refit_errors);
+    pack_counter(w, "candidates", l->candidates);
+    pack_counter(w, "published", l->published);
+    pack_counter(w, "rejected", l->rejected);
+    pack_counter(w, "withheld", l->withheld);
+    pack_counter(w, "store_errors", l->store_errors);
+    calib_mpw_key(w, "shadow");
+    pack_shadow(w, l);
+    pack_counter(w, "alerts", m->alerts);
+    calib_mpw_end(w);
 }

@@ -4,11 +4,14 @@
 #ifndef CALIBD_LOOP_H
 #define CALIBD_LOOP_H
 
-#include <msgpack.h>
 #include <stddef.h>
+
+#include "calib/mpw.h"
+#include "calib/pubmsg.h"
 
 struct calibd;
 struct model;
+struct model_params;
 
 /* Resolves the model's method, restores its stored parameters and starts
  * its detectors, once the model is shaped. A model whose method or stored
@@ -26,10 +29,14 @@ void loop_tick(struct calibd *d, double wall);
 size_t loop_refit_now(struct calibd *d, struct model *m, char *why, size_t len);
 
 /* The "loop" member of a model's status. */
-void loop_pack_status(msgpack_packer *pk, const struct model *m);
+void loop_pack_status(calib_mpw *w, const struct model *m);
 
 /* {"T": t} or {"a": a, "b": b}...: the values of p by their names. */
-void loop_pack_values(msgpack_packer *pk, const struct model_params *p);
+void loop_pack_values(calib_mpw *w, const struct model_params *p);
+
+/* The "params" message of m's current parameters, sent at now (wall
+ * clock): what every publish and republish sends. */
+void loop_params_msg(const struct model *m, double now, calib_params_msg *msg);
 
 /* The values of p as "T=1.98" or "a=1.1 b=-0.2", for logs. */
 void loop_format_params(const struct model_params *p, char *buf, size_t len);

@@ -10,11 +10,9 @@
 const char *reject_name(int reason)
 {
     switch (reason) {
-    case REJ_FRAMING: return "framing";
     case REJ_UNKNOWN_MODEL: return "unknown_model";
     case REJ_TOO_MANY_MODELS: return "too_many_models";
     case REJ_SHAPE: return "shape_mismatch";
-    case REJ_NO_MEMORY: return "no_memory";
     case REJ_MEMORY_LIMIT: return "memory_limit";
     case REJ_INTERNAL: return "internal";
     }
@@ -84,14 +82,14 @@ void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
     s->bytes = bytes;
 }
 
-_Static_assert((int)CALIB_REJ_COUNT <= (int)REJ_FRAMING,
+_Static_assert((int)CALIB_REJ_COUNT <= (int)REJ_UNKNOWN_MODEL,
                "the decoder's reasons end before the daemon's");
 _Static_assert(REJ_INTERNAL < REJ_MAX, "every reason has a counter");
 
 int reject_count(uint64_t counts[REJ_MAX], int reason)
 {
     int known = (reason > CALIB_REJ_NONE && reason < CALIB_REJ_COUNT) ||
-                (reason >= REJ_FRAMING && reason < REJ_INTERNAL);
+                (reason >= REJ_UNKNOWN_MODEL && reason < REJ_INTERNAL);
     reason = known ? reason : REJ_INTERNAL;
     counts[reason]++;
     return reason;

@@ -10,17 +10,18 @@
 #include "calib/drift.h"
 #include "calib/join.h"
 #include "calib/plugin.h"
+#include "calib/reject.h"
 #include "alert.h"
 #include "cfg.h"
 #include "refit.h"
 
-/* Reasons the daemon adds to the decoder's (calib_reject). */
+/* Reasons the daemon adds to the decoders' (calib_reject, which has
+ * CALIB_REJ_FRAMING and CALIB_REJ_NO_MEMORY: a model's state that could
+ * not be allocated counts as no_memory too). */
 enum daemon_reject {
-    REJ_FRAMING = 100, /* not exactly two frames */
-    REJ_UNKNOWN_MODEL, /* auto_models = no and the model is not configured */
+    REJ_UNKNOWN_MODEL = 100, /* auto_models = no and the model is not configured */
     REJ_TOO_MANY_MODELS,
     REJ_SHAPE,         /* K or output form differs from the model's */
-    REJ_NO_MEMORY,     /* the model's state could not be allocated */
     REJ_MEMORY_LIMIT,  /* the model would take the models past memory_limit */
     REJ_INTERNAL,      /* a code that is no reason: a bug, counted, not lost */
 };

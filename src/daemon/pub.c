@@ -15,3 +15,16 @@ void publish(calibd *d, const char *topic, const void *buf, size_t len)
         log_rl(&d->log, LOG_WARN, "publish", "%s: %s", topic, zmq_strerror(zmq_errno()));
     }
 }
+
+int publish_written(calibd *d, const char *topic, const calib_mpw *w)
+{
+    int err = calib_mpw_error(w);
+    if (err != CALIB_OK) {
+        d->publish_errors++;
+        log_rl(&d->log, LOG_ERROR, "publish", "%s: cannot write the message: %s", topic,
+               calib_strerror(err));
+        return -1;
+    }
+    publish(d, topic, w->sb.data, w->sb.size);
+    return 0;
+}

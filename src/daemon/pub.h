@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "calib/mpw.h"
+
 struct calibd;
 
 /* Sends a two-frame message (topic, payload); never blocks. A message the
@@ -12,5 +14,10 @@ struct calibd;
  * drops it silently) is counted in publish_errors and logged at a limited
  * rate. */
 void publish(struct calibd *d, const char *topic, const void *buf, size_t len);
+
+/* Publishes the message w holds (calib_params_msg_write, ...); one that
+ * could not be written whole (out of memory) is counted in publish_errors
+ * and logged instead. Returns 0 if it was handed to the socket, else -1. */
+int publish_written(struct calibd *d, const char *topic, const calib_mpw *w);
 
 #endif

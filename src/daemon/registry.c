@@ -64,10 +64,10 @@ int registry_shape(calibd *d, model *m, int form, size_t k, char *why, size_t le
     if (rc)
         return rc;
     if (model_shape(m, form, k) != CALIB_OK)
-        rc = REJ_NO_MEMORY;
+        rc = CALIB_REJ_NO_MEMORY;
     else if (loop_attach(d, m) != 0) {
         model_unshape(m);
-        rc = REJ_NO_MEMORY;
+        rc = CALIB_REJ_NO_MEMORY;
     }
     if (rc) {
         d->model_bytes = d->model_bytes - sz.bytes + m->sizes.bytes;
@@ -106,7 +106,7 @@ static model *new_model(calibd *d, const char *name, int *reject)
     if (!d->model_index) {
         d->index_cap = 2 * CFG_MAX_MODELS;
         if (!(d->model_index = malloc(d->index_cap * sizeof *d->model_index))) {
-            *reject = REJ_NO_MEMORY;
+            *reject = CALIB_REJ_NO_MEMORY;
             return NULL;
         }
         memset(d->model_index, 0xff, d->index_cap * sizeof *d->model_index);
@@ -115,7 +115,7 @@ static model *new_model(calibd *d, const char *name, int *reject)
         size_t cap = d->cap_models ? 2 * d->cap_models : 8;
         model **v = realloc(d->models, cap * sizeof *v);
         if (!v) {
-            *reject = REJ_NO_MEMORY;
+            *reject = CALIB_REJ_NO_MEMORY;
             return NULL;
         }
         d->models = v;
@@ -123,7 +123,7 @@ static model *new_model(calibd *d, const char *name, int *reject)
     }
     model *m = malloc(sizeof *m);
     if (!m) {
-        *reject = REJ_NO_MEMORY;
+        *reject = CALIB_REJ_NO_MEMORY;
         return NULL;
     }
     model_cfg mc;
@@ -137,7 +137,7 @@ static model *new_model(calibd *d, const char *name, int *reject)
     }
     /* the join table exists from the start, so labels that come before the
      * model's first prediction wait for it, whatever the model's shape */
-    int rc = model_init(m, &mc, model_seed(d)) != CALIB_OK ? REJ_NO_MEMORY
+    int rc = model_init(m, &mc, model_seed(d)) != CALIB_OK ? CALIB_REJ_NO_MEMORY
              : configured_shape(d, m);
     if (rc) {
         d->model_bytes -= m->sizes.bytes ? m->sizes.bytes : sz.bytes;

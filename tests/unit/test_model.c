@@ -1,13 +1,17 @@
 /* test_model.c — a model of calibd without a daemon: its byte budgets,
- * its shape and what a pair updates, and the rejection counters. */
+ * its shape and what a pair updates, the rejection counters, and the
+ * params message of its parameters. */
 #define _POSIX_C_SOURCE 200809L
 #include "unit.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib/mpw.h"
 #include "calib/protocol.h"
+#include "calib/pubmsg.h"
 #include "cfg.h"
+#include "loop.h"
 #include "model.h"
 
 static model_cfg defaults(void)
@@ -103,12 +107,75 @@ static void shape_and_observe(void **state)
     free(m);
 }
 
+/* The params message of a model's parameters (loop_params_msg, written by
+ * the codec) is what a serving node decodes: version 0 with an exact zero
+ * improvement, then a published version with its figures. */
+static void params_message_round_trips(void **state)
+{
+    model_cfg c = defaults();
+    model *m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    assert_int_equal(model_init(m, &c, 7), CALIB_OK);
+    assert_int_equal(model_shape(m, CALIB_FORM_BINARY, 2), CALIB_OK);
+    calib_params_msg msg;
+    calib_pubmsg got;
+    calib_mpw w;
+
+    loop_params_msg(m, 1000.5, &msg);
+    calib_mpw_init(&w);
+    assert_int_equal(calib_params_msg_write(&w, &msg), CALIB_OK);
+    assert_int_equal(calib_pubmsg_decode("m", 1, w.sb.data, w.sb.size, NULL, &got),
+                     CALIB_REJ_NONE);
+    assert_int_equal(got.type, CALIB_PUBMSG_PARAMS);
+    assert_true(got.params.version == 0);
+    assert_string_equal(got.params.method, "identity");
+    assert_int_equal(got.params.nparams, 0);
+    assert_true(got.params.ts == 1000.5);
+    assert_true(got.params.improvement == 0 && got.params.ci[0] == 0 && got.params.ci[1] == 0);
+    assert_nan(got.params.before.brier);
+
+    model_params *p = &m->params;
+    p->desc = calib_plugin_builtin("platt");
+    snprintf(p->method, sizeof p->method, "platt");
+    p->version = 4;
+    p->n = 2;
+    p->values[0] = 1.25;
+    p->values[1] = -0.5;
+    p->identity = 0;
+    p->ts = 999;
+    p->fit_n = 300;
+    p->shadow_n = 120;
+    p->before[0] = 0.3, p->before[1] = 0.8;
+    p->after[0] = 0.25, p->after[1] = 0.7;
+    p->improvement = 0.05, p->ci[0] = 0.01, p->ci[1] = 0.09;
+    loop_params_msg(m, 1001, &msg);
+    calib_mpw_reset(&w);
+    assert_int_equal(calib_params_msg_write(&w, &msg), CALIB_OK);
+    assert_int_equal(calib_pubmsg_decode("m", 1, w.sb.data, w.sb.size, NULL, &got),
+                     CALIB_REJ_NONE);
+    const calib_params_msg *g = &got.params;
+    assert_true(g->version == 4);
+    assert_ptr_equal(g->desc, calib_plugin_builtin("platt"));
+    assert_string_equal(g->names[0], "a");
+    assert_string_equal(g->names[1], "b");
+    assert_true(g->values[0] == 1.25 && g->values[1] == -0.5);
+    assert_true(g->published == 999 && g->n == 300 && g->shadow_n == 120);
+    assert_true(g->before.brier == 0.3 && g->before.log == 0.8);
+    assert_true(g->after.brier == 0.25 && g->after.log == 0.7);
+    assert_nan(g->after.dss);
+    assert_true(g->improvement == 0.05 && g->ci[0] == 0.01 && g->ci[1] == 0.09);
+    calib_mpw_destroy(&w);
+    model_free(m);
+    free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(reject_counters_bounded),
         cmocka_unit_test(sizes_follow_the_budgets),
         cmocka_unit_test(shape_and_observe),
+        cmocka_unit_test(params_message_round_trips),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
