@@ -75,6 +75,7 @@ void calib_mpw_uint(calib_mpw *w, uint64_t x);
 void calib_mpw_int(calib_mpw *w, int64_t x);
 void calib_mpw_bool(calib_mpw *w, int b);
 void calib_mpw_nil(calib_mpw *w);
+void calib_mpw_bin(calib_mpw *w, const void *data, size_t len);
 /* [lo, hi], or nil unless both are finite. */
 void calib_mpw_pair(calib_mpw *w, const double v[2]);
 

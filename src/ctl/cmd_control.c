@@ -8,6 +8,8 @@
 #include <string.h>
 #include <zmq.h>
 
+#include "calib/calib.h"
+#include "calib/mpw.h"
 #include "ctl.h"
 #include "msgpack_json.h"
 
@@ -19,24 +21,18 @@
 static int request(const char *endpoint, int timeout_ms, const char *cmd, const char *model)
 {
     const char *addr = endpoint[0] == '>' || endpoint[0] == '@' ? endpoint + 1 : endpoint;
-    msgpack_sbuffer sb;
-    msgpack_packer pk;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_map(&pk, model ? 3 : 2);
-    msgpack_pack_str(&pk, 1);
-    msgpack_pack_str_body(&pk, "v", 1);
-    msgpack_pack_uint8(&pk, 1);
-    msgpack_pack_str(&pk, 3);
-    msgpack_pack_str_body(&pk, "cmd", 3);
-    msgpack_pack_str(&pk, strlen(cmd));
-    msgpack_pack_str_body(&pk, cmd, strlen(cmd));
+    calib_mpw w;
+    calib_mpw_init(&w);
+    calib_mpw_map(&w);
+    calib_mpw_key(&w, "v");
+    calib_mpw_uint(&w, 1);
+    calib_mpw_key(&w, "cmd");
+    calib_mpw_str(&w, cmd);
     if (model) {
-        msgpack_pack_str(&pk, 5);
-        msgpack_pack_str_body(&pk, "model", 5);
-        msgpack_pack_str(&pk, strlen(model));
-        msgpack_pack_str_body(&pk, model, strlen(model));
+        calib_mpw_key(&w, "model");
+        calib_mpw_str(&w, model);
     }
+    calib_mpw_end(&w);
     int rc = CTL_FAIL, linger = 0;
     void *ctx = zmq_ctx_new(), *s = ctx ? zmq_socket(ctx, ZMQ_REQ) : NULL;
     zmq_msg_t reply;
@@ -53,7 +49,8 @@ static int request(const char *endpoint, int timeout_ms, const char *cmd, const 
         rc = CTL_BADINPUT;
         goto out;
     }
-    if (!sb.data || zmq_send(s, sb.data, sb.size, 0) < 0 || zmq_msg_recv(&reply, s, 0) < 0) {
+    if (calib_mpw_error(&w) != CALIB_OK || zmq_send(s, w.sb.data, w.sb.size, 0) < 0 ||
+        zmq_msg_recv(&reply, s, 0) < 0) {
         ctl_error(NULL, 0, "%s: no answer from calibd within %d ms", addr, timeout_ms);
         goto out;
     }
@@ -83,7 +80,7 @@ out:
         zmq_close(s);
     if (ctx)
         zmq_ctx_term(ctx);
-    msgpack_sbuffer_destroy(&sb);
+    calib_mpw_destroy(&w);
     return rc;
 }
 

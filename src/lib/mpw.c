@@ -211,6 +211,15 @@ void calib_mpw_nil(calib_mpw *w)
         wrote(w, msgpack_pack_nil(&w->pk));
 }
 
+void calib_mpw_bin(calib_mpw *w, const void *data, size_t len)
+{
+    if (!value(w))
+        return;
+    wrote(w, msgpack_pack_bin(&w->pk, len));
+    if (len)
+        wrote(w, msgpack_pack_bin_body(&w->pk, data, len));
+}
+
 void calib_mpw_pair(calib_mpw *w, const double v[2])
 {
     if (!isfinite(v[0]) || !isfinite(v[1])) {

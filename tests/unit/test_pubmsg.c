@@ -85,11 +85,13 @@ static void writer_counts_its_own_entries(void **state)
     calib_mpw_bool(&w, 0);
     calib_mpw_key(&w, "none");
     calib_mpw_nil(&w);
+    calib_mpw_key(&w, "bin");
+    calib_mpw_bin(&w, "\x01\x02", 2);
     calib_mpw_end(&w);
 
     payload p;
     pl_init(&p);
-    mp(&p, "M s u s A i d s M", 5, "a", 1, "list", 4, -2, 0.5, "x", 0);
+    mp(&p, "M s u s A i d s M", 6, "a", 1, "list", 4, -2, 0.5, "x", 0);
     msgpack_pack_str(&p.pk, 1);
     msgpack_pack_str_body(&p.pk, "t", 1);
     msgpack_pack_true(&p.pk);
@@ -98,6 +100,9 @@ static void writer_counts_its_own_entries(void **state)
     msgpack_pack_false(&p.pk);
     mp(&p, "s", "none");
     msgpack_pack_nil(&p.pk);
+    mp(&p, "s", "bin");
+    msgpack_pack_bin(&p.pk, 2);
+    msgpack_pack_bin_body(&p.pk, "\x01\x02", 2);
     same_bytes(&w, &p);
     pl_free(&p);
 
