@@ -31,6 +31,7 @@
 #include <zmq.h>
 
 #include "calib/calib.h"
+#include "calib/mpw.h"
 #include "producer.h"
 
 #define PROG "simulate"
@@ -129,7 +130,7 @@ typedef struct sim {
     double *z, *q;       /* k scratch */
     unsigned char *bin;  /* batch * width * 8 bytes */
     pending_label *lab;  /* batch labels of one label message */
-    pack_buf pb;
+    calib_mpw w; /* the payload being packed */
     label_fifo fifo;
     FILE *dump;
     uint64_t made, pred_msgs, label_msgs, labels, dropped, dups;
@@ -255,36 +256,35 @@ static void dump_row(sim *s, const double *x, double y)
 
 /* ------------------------------------------------------------ messages */
 
-static void pack_id(sim *s, msgpack_packer *pk, uint64_t seq)
+static void pack_id(sim *s, calib_mpw *w, uint64_t seq)
 {
     if (s->o.int_ids) {
-        msgpack_pack_uint64(pk, seq);
+        calib_mpw_uint(w, seq);
         return;
     }
     char id[64];
     int n = snprintf(id, sizeof id, "p-%" PRIu64 "-%" PRIu64, s->o.seed, seq);
-    msgpack_pack_str(pk, (size_t)n);
-    msgpack_pack_str_body(pk, id, (size_t)n);
+    calib_mpw_strn(w, id, (size_t)n);
 }
 
-static void pack_y(sim *s, msgpack_packer *pk, double y)
+static void pack_y(sim *s, calib_mpw *w, double y)
 {
     if (s->o.form == CALIB_FORM_GAUSSIAN)
-        msgpack_pack_double(pk, y);
+        calib_mpw_double(w, y);
     else
-        msgpack_pack_uint64(pk, (uint64_t)y);
+        calib_mpw_uint(w, (uint64_t)y);
 }
 
-static void pack_number(sim *s, msgpack_packer *pk, double v)
+static void pack_number(sim *s, calib_mpw *w, double v)
 {
     if (s->o.enc == ENC_F32)
-        msgpack_pack_float(pk, (float)v);
+        calib_mpw_float(w, (float)v);
     else
-        msgpack_pack_double(pk, v);
+        calib_mpw_double(w, v);
 }
 
 /* Outputs off..off+per-1 of records 0..n-1 as one bin, row-major. */
-static void pack_bin(sim *s, msgpack_packer *pk, size_t n, size_t off, size_t per)
+static void pack_bin(sim *s, calib_mpw *w, size_t n, size_t off, size_t per)
 {
     size_t elem = s->o.enc == ENC_F32 ? 4 : 8, at = 0;
     for (size_t i = 0; i < n; i++)
@@ -301,8 +301,7 @@ static void pack_bin(sim *s, msgpack_packer *pk, size_t n, size_t off, size_t pe
                 store_le64(s->bin + at, u);
             }
         }
-    msgpack_pack_bin(pk, at);
-    msgpack_pack_bin_body(pk, s->bin, at);
+    calib_mpw_bin(w, s->bin, at);
 }
 
 /*
@@ -311,91 +310,99 @@ static void pack_bin(sim *s, msgpack_packer *pk, size_t n, size_t off, size_t pe
  * --encoding array, a number, an array of per numbers (row), an array of n
  * numbers or of n arrays (batch, columnar as protocol.md asks).
  */
-static void pack_outputs(sim *s, msgpack_packer *pk, size_t n, size_t off,
+static void pack_outputs(sim *s, calib_mpw *w, size_t n, size_t off,
                          size_t per, int batch)
 {
     if (s->o.enc != ENC_ARRAY && (batch || per > 1)) {
-        pack_bin(s, pk, n, off, per);
+        pack_bin(s, w, n, off, per);
         return;
     }
     if (batch)
-        msgpack_pack_array(pk, n);
+        calib_mpw_array(w);
     for (size_t i = 0; i < n; i++) {
         const double *x = s->x + i * s->width + off;
         if (per > 1)
-            msgpack_pack_array(pk, per);
+            calib_mpw_array(w);
         for (size_t j = 0; j < per; j++)
-            pack_number(s, pk, x[j]);
+            pack_number(s, w, x[j]);
+        if (per > 1)
+            calib_mpw_end(w);
     }
-}
-
-/* The head every message shares: the map of `entries` keys, then "v",
- * "type", "n" (batch form), "ts", and the key "id" with, in the batch form,
- * its array header; the caller packs the ids. */
-static void pack_head(msgpack_packer *pk, size_t entries, const char *type, int batch,
-                      size_t n, double ts)
-{
-    msgpack_pack_map(pk, entries);
-    pack_str(pk, "v");
-    msgpack_pack_uint64(pk, 1);
-    pack_str(pk, "type");
-    pack_str(pk, type);
-    if (batch) {
-        pack_str(pk, "n");
-        msgpack_pack_uint64(pk, n);
-    }
-    pack_str(pk, "ts");
-    msgpack_pack_double(pk, ts);
-    pack_str(pk, "id");
     if (batch)
-        msgpack_pack_array(pk, n);
+        calib_mpw_end(w);
 }
 
-static void pack_pred(sim *s, msgpack_packer *pk, size_t n, double ts)
+/* The head every message shares: opens the map, then "v", "type", "n"
+ * (batch form), "ts", and "id": one id, or the array of the batch's. */
+static void pack_head(sim *s, calib_mpw *w, const char *type, int batch, size_t n,
+                      double ts, const uint64_t *seq, size_t stride)
+{
+    calib_mpw_map(w);
+    calib_mpw_key(w, "v");
+    calib_mpw_uint(w, 1);
+    calib_mpw_key(w, "type");
+    calib_mpw_str(w, type);
+    if (batch) {
+        calib_mpw_key(w, "n");
+        calib_mpw_uint(w, n);
+    }
+    calib_mpw_key(w, "ts");
+    calib_mpw_double(w, ts);
+    calib_mpw_key(w, "id");
+    if (batch)
+        calib_mpw_array(w);
+    for (size_t i = 0; i < n; i++)
+        pack_id(s, w, *(const uint64_t *)((const char *)seq + i * stride));
+    if (batch)
+        calib_mpw_end(w);
+}
+
+/* "y": one outcome, or the array of the batch's. */
+static void pack_ys(sim *s, calib_mpw *w, int batch, size_t n, const double *y,
+                    size_t stride)
+{
+    calib_mpw_key(w, "y");
+    if (batch)
+        calib_mpw_array(w);
+    for (size_t i = 0; i < n; i++)
+        pack_y(s, w, *(const double *)((const char *)y + i * stride));
+    if (batch)
+        calib_mpw_end(w);
+}
+
+static void pack_pred(sim *s, calib_mpw *w, size_t n, double ts)
 {
     int batch = s->o.batch > 1, vec = s->k && s->o.form != CALIB_FORM_BINARY;
-    size_t entries = 4 + (size_t)batch + (vec ? 2 : s->width) + (size_t)s->inline_y;
 
-    pack_head(pk, entries, "pred", batch, n, ts);
-    for (size_t i = 0; i < n; i++)
-        pack_id(s, pk, s->seq[i]);
+    pack_head(s, w, "pred", batch, n, ts, s->seq, sizeof *s->seq);
     if (vec) {
         /* "k" in the row form too: a bin of 4K bytes could otherwise be K
          * float32 or K/2 float64 to a daemon that does not know K yet */
-        pack_str(pk, "k");
-        msgpack_pack_uint64(pk, s->k);
-        pack_str(pk, calib_form_name(s->o.form));
-        pack_outputs(s, pk, n, 0, s->k, batch);
+        calib_mpw_key(w, "k");
+        calib_mpw_uint(w, s->k);
+        calib_mpw_key(w, calib_form_name(s->o.form));
+        pack_outputs(s, w, n, 0, s->k, batch);
     } else if (s->o.form == CALIB_FORM_BINARY) {
-        pack_str(pk, "p");
-        pack_outputs(s, pk, n, 0, 1, batch);
+        calib_mpw_key(w, "p");
+        pack_outputs(s, w, n, 0, 1, batch);
     } else {
-        pack_str(pk, "mean");
-        pack_outputs(s, pk, n, 0, 1, batch);
-        pack_str(pk, "var");
-        pack_outputs(s, pk, n, 1, 1, batch);
+        calib_mpw_key(w, "mean");
+        pack_outputs(s, w, n, 0, 1, batch);
+        calib_mpw_key(w, "var");
+        pack_outputs(s, w, n, 1, 1, batch);
     }
-    if (s->inline_y) {
-        pack_str(pk, "y");
-        if (batch)
-            msgpack_pack_array(pk, n);
-        for (size_t i = 0; i < n; i++)
-            pack_y(s, pk, s->y[i]);
-    }
+    if (s->inline_y)
+        pack_ys(s, w, batch, n, s->y, sizeof *s->y);
+    calib_mpw_end(w);
 }
 
-static void pack_labels(sim *s, msgpack_packer *pk, const pending_label *l,
+static void pack_labels(sim *s, calib_mpw *w, const pending_label *l,
                         size_t n, double ts)
 {
     int batch = s->o.batch > 1;
-    pack_head(pk, 5 + (size_t)batch, "label", batch, n, ts);
-    for (size_t i = 0; i < n; i++)
-        pack_id(s, pk, l[i].seq);
-    pack_str(pk, "y");
-    if (batch)
-        msgpack_pack_array(pk, n);
-    for (size_t i = 0; i < n; i++)
-        pack_y(s, pk, l[i].y);
+    pack_head(s, w, "label", batch, n, ts, &l->seq, sizeof *l);
+    pack_ys(s, w, batch, n, &l->y, sizeof *l);
+    calib_mpw_end(w);
 }
 
 /* Sends one frame; a signal interrupts a blocking PUSH send, which is then
@@ -412,15 +419,16 @@ static int send_frame(sim *s, const void *data, size_t len, int flags)
     }
 }
 
-/* Sends the topic and the packed payload in s->pb. */
+/* Sends the topic and the packed payload in s->w. */
 static int send_payload(sim *s)
 {
-    if (s->pb.oom) {
-        fprintf(stderr, PROG ": out of memory packing a message\n");
+    if (calib_mpw_error(&s->w) != CALIB_OK) {
+        fprintf(stderr, PROG ": cannot pack a message: %s\n",
+                calib_strerror(calib_mpw_error(&s->w)));
         return -1;
     }
     if (send_frame(s, s->o.model, strlen(s->o.model), ZMQ_SNDMORE) ||
-        send_frame(s, s->pb.data, s->pb.len, 0))
+        send_frame(s, s->w.sb.data, s->w.sb.size, 0))
         return -1;
     return 0;
 }
@@ -448,7 +456,6 @@ static int queue_label(sim *s, uint64_t seq, double y, double due)
 
 static int send_predictions(sim *s, size_t n)
 {
-    msgpack_packer pk;
     double due = mono_now() + s->o.label_delay;
 
     for (size_t i = 0; i < n; i++) {
@@ -460,9 +467,8 @@ static int send_predictions(sim *s, size_t n)
         if (s->dump && sent)
             dump_row(s, s->x + i * s->width, s->y[i]);
     }
-    s->pb.len = 0;
-    msgpack_packer_init(&pk, &s->pb, pack_buf_write);
-    pack_pred(s, &pk, n, wall_now());
+    calib_mpw_reset(&s->w);
+    pack_pred(s, &s->w, n, wall_now());
     if (send_payload(s))
         return -1;
     s->made += n;
@@ -476,7 +482,6 @@ static int send_predictions(sim *s, size_t n)
 static int flush_labels(sim *s, double now)
 {
     const pending_label *l;
-    msgpack_packer pk;
 
     while ((l = fifo_front(&s->fifo)) && l->due <= now) {
         size_t n = 0;
@@ -491,9 +496,8 @@ static int flush_labels(sim *s, double now)
                 s->lab[i - 1] = s->lab[j];
                 s->lab[j] = t;
             }
-        s->pb.len = 0;
-        msgpack_packer_init(&pk, &s->pb, pack_buf_write);
-        pack_labels(s, &pk, s->lab, n, wall_now());
+        calib_mpw_reset(&s->w);
+        pack_labels(s, &s->w, s->lab, n, wall_now());
         if (send_payload(s))
             return -1;
         s->label_msgs++;
@@ -594,7 +598,7 @@ static void sim_free(sim *s)
     free(s->q);
     free(s->bin);
     free(s->lab);
-    free(s->pb.data);
+    calib_mpw_destroy(&s->w);
     free(s->fifo.v);
 }
 
@@ -865,6 +869,7 @@ int main(int argc, char **argv)
 {
     sim s;
     memset(&s, 0, sizeof s);
+    calib_mpw_init(&s.w);
     int r = parse_options(&s.o, argc, argv);
     if (r)
         return r > 0 ? 0 : 2;

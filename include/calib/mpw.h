@@ -70,6 +70,7 @@ void calib_mpw_key(calib_mpw *w, const char *key);
 void calib_mpw_str(calib_mpw *w, const char *s);
 void calib_mpw_strn(calib_mpw *w, const char *s, size_t len);
 void calib_mpw_double(calib_mpw *w, double x); /* as is, NaN included */
+void calib_mpw_float(calib_mpw *w, float x);   /* float32, as is */
 void calib_mpw_num(calib_mpw *w, double x);    /* nil unless finite */
 void calib_mpw_uint(calib_mpw *w, uint64_t x);
 void calib_mpw_int(calib_mpw *w, int64_t x);

@@ -179,6 +179,12 @@ void calib_mpw_double(calib_mpw *w, double x)
         wrote(w, msgpack_pack_double(&w->pk, x));
 }
 
+void calib_mpw_float(calib_mpw *w, float x)
+{
+    if (value(w))
+        wrote(w, msgpack_pack_float(&w->pk, x));
+}
+
 void calib_mpw_num(calib_mpw *w, double x)
 {
     if (isfinite(x))

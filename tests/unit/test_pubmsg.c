@@ -221,6 +221,7 @@ static void writer_numbers(void **state)
     calib_mpw_pair(&w, (double[]){0.1, 0.2});
     calib_mpw_double(&w, NAN);
     calib_mpw_strn(&w, NULL, 0);
+    calib_mpw_float(&w, 0.375f);
     calib_mpw_end(&w);
     assert_int_equal(calib_mpw_error(&w), CALIB_OK);
 
@@ -231,7 +232,9 @@ static void writer_numbers(void **state)
                      MSGPACK_UNPACK_SUCCESS);
     assert_int_equal(off, w.sb.size);
     const msgpack_object_array *a = &u.data.via.array;
-    assert_int_equal(a->size, 7);
+    assert_int_equal(a->size, 8);
+    assert_int_equal(a->ptr[7].type, MSGPACK_OBJECT_FLOAT32);
+    assert_true(a->ptr[7].via.f64 == 0.375);
     assert_int_equal(a->ptr[0].type, MSGPACK_OBJECT_NIL);
     assert_int_equal(a->ptr[1].type, MSGPACK_OBJECT_NIL);
     assert_true(a->ptr[2].via.f64 == 2.5);
