@@ -3,27 +3,21 @@
  * "params" messages, the newest parameters per model, and their application
  * to a model's outputs from any number of threads. See calib_client(3).
  *
- * Two kinds of threads meet here:
- *   - one receiving thread at a time (inside calib_client_poll, or the
- *     background thread) owns the socket and is the only writer of every
- *     model's parameters; an atomic flag (sock_busy) hands the socket over,
- *     its acquire/release exchange being the full barrier ZeroMQ asks for
- *     when a socket moves between threads;
- *   - any number of predicting threads read the parameters.
- * Each model keeps its parameters twice: the full record (names, method,
- * figures) under a mutex, for calib_client_get, and the few numbers apply
- * needs (version, method, values) under a seqlock, so that predicting
- * threads never wait for each other. The seqlock follows Boehm, "Can
- * seqlocks get along with programming language memory models?" (MSPC 2012):
- * the protected data are relaxed atomics (no data race), the writer fences
- * with release after making the sequence odd, the reader fences with
- * acquire before re-reading it.
+ * Three parts, three homes: messages are decoded by libcalib's codec
+ * (calib_pubmsg_decode), each model's parameters live in a params store
+ * (params_store.h: one writer, lock-free readers), and this file keeps the
+ * socket, the receiving thread, the counters and the callbacks.
+ *
+ * One receiving thread at a time (inside calib_client_poll, or the
+ * background thread) owns the socket and is the only writer of every
+ * store; an atomic flag (sock_busy) hands the socket over, its
+ * acquire/release exchange being the full barrier ZeroMQ asks for when a
+ * socket moves between threads. Any number of predicting threads read.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,36 +29,12 @@
 #include "calib/client.h"
 #include "calib/protocol.h"
 #include "calib/pubmsg.h"
-
-_Static_assert(sizeof(double) == sizeof(uint64_t), "doubles travel as 64 bits");
+#include "params_store.h"
 
 #define POLL_BATCH 1024     /* messages handled per calib_client_poll */
 #define THREAD_TICK_MS 1000 /* the background thread's wait; stop wakes it */
 
 /* ------------------------------------------------------------------ state */
-
-typedef struct client_model {
-    char name[CALIB_PUBMSG_MODEL_MAX + 1];
-    size_t name_len;
-
-    /* What apply reads, under the seqlock; written by the receiving thread
-     * only. */
-    _Atomic uint64_t seq; /* odd while a write is in progress */
-    _Atomic uint64_t version;
-    _Atomic(const calib_plugin *) desc;
-    _Atomic uint64_t bits[CALIB_RECAL_MAX_PARAMS]; /* values, as bits */
-
-    /* The full record, for calib_client_get. */
-    pthread_mutex_t lock;
-    calib_client_params full;
-} client_model;
-
-/* One consistent copy of what apply needs. */
-typedef struct snapshot {
-    uint64_t version;
-    const calib_plugin *desc;
-    double values[CALIB_RECAL_MAX_PARAMS];
-} snapshot;
 
 enum { ST_RECEIVED, ST_ACCEPTED, ST_STALE, ST_ALERTS, ST_OTHER,
        ST_UNSUBSCRIBED, ST_COUNT };
@@ -79,7 +49,7 @@ struct calib_client {
     void *arg;
 
     /* Models: slots [0, nmodels) are complete; appended under sock_busy. */
-    client_model *models[CALIB_CLIENT_MAX_MODELS];
+    pstore *models[CALIB_CLIENT_MAX_MODELS];
     _Atomic size_t nmodels;
 
     atomic_int sock_busy; /* 1 while a thread owns the socket */
@@ -171,62 +141,20 @@ int calib_client_params_apply(const calib_client_params *p, int form, size_t k,
     return apply_checked(p->version, p->desc, p->values, form, k, x, out);
 }
 
-/* ------------------------------------------------------------------ seqlock */
-
-/* The one writer: the receiving thread. */
-static void snap_store(client_model *m, const calib_client_params *p)
-{
-    uint64_t s = atomic_load_explicit(&m->seq, memory_order_relaxed);
-    atomic_store_explicit(&m->seq, s + 1, memory_order_relaxed);
-    /* no store below may become visible before the odd sequence */
-    atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&m->version, p->version, memory_order_relaxed);
-    atomic_store_explicit(&m->desc, p->desc, memory_order_relaxed);
-    for (unsigned j = 0; j < CALIB_RECAL_MAX_PARAMS; j++) {
-        uint64_t b = 0;
-        if (j < p->nparams)
-            memcpy(&b, &p->values[j], sizeof b);
-        atomic_store_explicit(&m->bits[j], b, memory_order_relaxed);
-    }
-    atomic_store_explicit(&m->seq, s + 2, memory_order_release);
-}
-
-static void snap_load(client_model *m, snapshot *s)
-{
-    for (unsigned spins = 0;; spins++) {
-        uint64_t s0 = atomic_load_explicit(&m->seq, memory_order_acquire);
-        if (!(s0 & 1)) {
-            s->version = atomic_load_explicit(&m->version, memory_order_relaxed);
-            s->desc = atomic_load_explicit(&m->desc, memory_order_relaxed);
-            for (unsigned j = 0; j < CALIB_RECAL_MAX_PARAMS; j++) {
-                uint64_t b = atomic_load_explicit(&m->bits[j], memory_order_relaxed);
-                memcpy(&s->values[j], &b, sizeof b);
-            }
-            /* the loads above happen before the re-read of seq */
-            atomic_thread_fence(memory_order_acquire);
-            if (atomic_load_explicit(&m->seq, memory_order_relaxed) == s0)
-                return;
-        }
-        /* a writer is mid-update (a few stores): let it finish */
-        if (spins >= 16)
-            sched_yield();
-    }
-}
-
 /* ------------------------------------------------------------------ models */
 
-static client_model *find_model_n(calib_client *c, const char *name, size_t len)
+static pstore *find_model_n(calib_client *c, const char *name, size_t len)
 {
     size_t n = atomic_load_explicit(&c->nmodels, memory_order_acquire);
     for (size_t i = 0; i < n; i++) {
-        client_model *m = c->models[i];
+        pstore *m = c->models[i];
         if (m->name_len == len && memcmp(m->name, name, len) == 0)
             return m;
     }
     return NULL;
 }
 
-static client_model *find_model(calib_client *c, const char *name)
+static pstore *find_model(calib_client *c, const char *name)
 {
     return name ? find_model_n(c, name, strlen(name)) : NULL;
 }
@@ -236,14 +164,14 @@ int calib_client_apply(calib_client *c, const char *model, int form, size_t k,
 {
     if (!c || !x || !out)
         return CALIB_EINVAL;
-    client_model *m = find_model(c, model);
+    pstore *m = find_model(c, model);
     if (!m)
         return CALIB_ECLIENT_MODEL;
     int rc = check_input(form, &k, x);
     if (rc)
         return rc;
-    snapshot s;
-    snap_load(m, &s);
+    pstore_snapshot s;
+    pstore_load(m, &s);
     if (version)
         *version = s.version;
     return apply_checked(s.version, s.desc, s.values, form, k, x, out);
@@ -252,21 +180,19 @@ int calib_client_apply(calib_client *c, const char *model, int form, size_t k,
 int calib_client_get(calib_client *c, const char *model,
                      calib_client_params *out)
 {
-    client_model *m = c && out ? find_model(c, model) : NULL;
+    pstore *m = c && out ? find_model(c, model) : NULL;
     if (!m)
         return CALIB_ECLIENT_MODEL;
-    pthread_mutex_lock(&m->lock);
-    *out = m->full;
-    pthread_mutex_unlock(&m->lock);
+    pstore_get(m, out);
     return CALIB_OK;
 }
 
 int calib_client_version(calib_client *c, const char *model, uint64_t *version)
 {
-    client_model *m = c && version ? find_model(c, model) : NULL;
+    pstore *m = c && version ? find_model(c, model) : NULL;
     if (!m)
         return CALIB_ECLIENT_MODEL;
-    *version = atomic_load_explicit(&m->version, memory_order_acquire);
+    *version = pstore_version(m);
     return CALIB_OK;
 }
 
@@ -310,17 +236,12 @@ static void reject(calib_client *c, int reason)
     count(&c->rej[reason]);
 }
 
-static void install(calib_client *c, client_model *m, const calib_client_params *p)
+static void install(calib_client *c, pstore *m, const calib_client_params *p)
 {
-    /* only this thread writes the version: a plain read of it is current */
-    if (p->version <= atomic_load_explicit(&m->version, memory_order_relaxed)) {
+    if (!pstore_install(m, p)) {
         count(&c->st[ST_STALE]);
         return;
     }
-    pthread_mutex_lock(&m->lock);
-    m->full = *p;
-    pthread_mutex_unlock(&m->lock);
-    snap_store(m, p);
     count(&c->st[ST_ACCEPTED]);
     if (c->on_params)
         c->on_params(p, c->arg);
@@ -330,7 +251,7 @@ static void install(calib_client *c, client_model *m, const calib_client_params 
 static void handle(calib_client *c, const char *topic, size_t topic_len,
                    const void *payload, size_t len)
 {
-    client_model *m = find_model_n(c, topic, topic_len);
+    pstore *m = find_model_n(c, topic, topic_len);
     if (!m) {
         /* the SUB filter matched a prefix only */
         if (calib_proto_topic_ok(topic, topic_len))
@@ -594,7 +515,7 @@ void calib_client_destroy(calib_client *c)
             close(c->wake[i]);
     size_t n = atomic_load(&c->nmodels);
     for (size_t i = 0; i < n; i++) {
-        pthread_mutex_destroy(&c->models[i]->lock);
+        pstore_destroy(c->models[i]);
         free(c->models[i]);
     }
     pthread_mutex_destroy(&c->ctl_lock);
@@ -629,31 +550,22 @@ int calib_client_subscribe(calib_client *c, const char *model)
         return CALIB_ECLIENT_BUSY;
     int rc = CALIB_OK;
     size_t n = atomic_load_explicit(&c->nmodels, memory_order_relaxed);
-    client_model *m = NULL;
+    pstore *m = NULL;
     if (find_model_n(c, model, len))
         goto out;
     rc = CALIB_EFULL;
     if (n == CALIB_CLIENT_MAX_MODELS)
         goto out;
     rc = CALIB_ENOMEM;
-    if (!(m = calloc(1, sizeof *m)))
+    if (!(m = malloc(sizeof *m)))
         goto out;
-    if (pthread_mutex_init(&m->lock, NULL) != 0) {
+    if (pstore_init(m, model, len) != CALIB_OK) {
         free(m);
         goto out;
     }
-    memcpy(m->name, model, len + 1);
-    m->name_len = len;
-    memcpy(m->full.model, model, len + 1);
-    m->full.ts = m->full.improvement = m->full.ci[0] = m->full.ci[1] = NAN;
-    atomic_init(&m->seq, 0);
-    atomic_init(&m->version, 0);
-    atomic_init(&m->desc, NULL);
-    for (unsigned j = 0; j < CALIB_RECAL_MAX_PARAMS; j++)
-        atomic_init(&m->bits[j], 0);
     if (zmq_setsockopt(c->sub, ZMQ_SUBSCRIBE, model, len) != 0) {
         int err = errno;
-        pthread_mutex_destroy(&m->lock);
+        pstore_destroy(m);
         free(m);
         errno = err;
         rc = CALIB_ECLIENT_ZMQ;
