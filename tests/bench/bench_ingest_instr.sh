@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# bench_ingest_instr.sh [BUILD_DIR] — instructions calibd's ingest path
+# (ingest_on_message and all it calls) executes for N pairs (default
+# 100,000; K = 10, float32 bins, batches of 1000, PUSH -> PULL), counted by
+# callgrind, so that the figure does not depend on the machine's load. Two
+# cases: outcomes inline with identity parameters, and outcomes inline for
+# a model whose stored parameters (T = 1.5) are applied, so both views are
+# scored. Needs valgrind (Debian's valgrind package).
+# Run: tests/bench/bench_ingest_instr.sh build/plain
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+dir=$(cd "${1:-build/plain}" && pwd)
+n=${N:-100000}
+work=$(mktemp -d)
+trap '[ -n "${pid:-}" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT
+printf 'version 1\nmethod temperature\nparam T 1.5\n' > "$work/model.calibrated.params"
+valgrind --tool=callgrind --toggle-collect=ingest_on_message \
+    --callgrind-out-file="$work/cg.out" \
+    "$dir/calibd" --ingest 'tcp://127.0.0.1:*' --ingest-pull 'tcp://127.0.0.1:*' \
+    --publish 'tcp://127.0.0.1:*' --control 'tcp://127.0.0.1:*' --http off \
+    --state-dir "$work" --log-level warn 2> "$work/log" &
+pid=$!
+until [ -s "$work/endpoints" ]; do sleep 0.1; done
+pull=$(awk '$1 == "ingest_pull" {print $2}' "$work/endpoints")
+ctl=$(awk '$1 == "control" {print $2}' "$work/endpoints")
+
+scored() {
+    "$dir/calibctl" status --timeout 30 --control "$ctl" "$1" 2>/dev/null |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["models"][sys.argv[1]]["scored"])' "$1" ||
+        echo 0
+}
+
+# One case at a time: each dump holds the counts since the last one.
+count() {
+    callgrind_control --dump "$pid" > /dev/null
+    local f
+    f=$(ls -t "$work"/cg.out* | head -1)
+    callgrind_annotate --inclusive=yes "$f" 2> /dev/null |
+        awk '/ingest_on_message/ {gsub(",", "", $1); print $1; exit}'
+}
+
+for model in inline calibrated; do
+    "$dir/examples/simulate" --push --endpoint ">$pull" --model "$model" --count "$n" \
+        --batch 1000 --k 10 --encoding f32 2> /dev/null
+    until [ "$(scored "$model")" -ge "$n" ]; do sleep 0.2; done
+    ir=$(count)
+    echo "$model: $(( ir / n )) instructions a pair ($ir for $n pairs)"
+done
