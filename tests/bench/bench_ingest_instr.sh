@@ -14,7 +14,8 @@ n=${N:-100000}
 work=$(mktemp -d)
 trap '[ -n "${pid:-}" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT
 printf 'version 1\nmethod temperature\nparam T 1.5\n' > "$work/model.calibrated.params"
-valgrind --tool=callgrind --toggle-collect=ingest_on_message \
+# calibd in the build tree is libtool's wrapper: valgrind the program
+"$dir/libtool" --mode=execute valgrind --tool=callgrind --toggle-collect=ingest_on_message \
     --callgrind-out-file="$work/cg.out" \
     "$dir/calibd" --ingest 'tcp://127.0.0.1:*' --ingest-pull 'tcp://127.0.0.1:*' \
     --publish 'tcp://127.0.0.1:*' --control 'tcp://127.0.0.1:*' --http off \
@@ -32,11 +33,11 @@ scored() {
 
 # One case at a time: each dump holds the counts since the last one.
 count() {
-    callgrind_control --dump "$pid" > /dev/null
+    callgrind_control --dump "$pid" > /dev/null 2>&1
     local f
     f=$(ls -t "$work"/cg.out* | head -1)
     callgrind_annotate --inclusive=yes "$f" 2> /dev/null |
-        awk '/ingest_on_message/ {gsub(",", "", $1); print $1; exit}'
+        awk '/ingest_on_message/ && !done {gsub(",", "", $1); print $1; done = 1}'
 }
 
 for model in inline calibrated; do
