@@ -1,4 +1,5 @@
 /* http.c — GET /metrics in the Prometheus text format. */
+#include "config.h"
 #include <arpa/inet.h>
 #include <math.h>
 #include <microhttpd.h>
@@ -50,13 +51,24 @@ static void put(text *t, const char *fmt, ...)
     }
 }
 
-/* Prometheus numbers: NaN is written as such, and is legal. */
-static void put_value(text *t, double x)
+/* One sample, name{labels} value, or none when the value is not finite:
+ * a series without data is absent, never NaN, so that an alert rule on
+ * it is not silently false. */
+__attribute__((format(printf, 3, 4)))
+static void sample(text *t, double x, const char *fmt, ...)
 {
-    if (isnan(x))
-        put(t, "NaN\n");
-    else
-        put(t, "%.17g\n", x);
+    if (!isfinite(x) || t->failed)
+        return;
+    char head[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(head, sizeof head, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof head) {
+        t->failed = 1;
+        return;
+    }
+    put(t, "%s %.17g\n", head, x);
 }
 
 /* ------------------------------------------------------------ metrics */
@@ -189,10 +201,10 @@ static void score_family(text *t, const snap *s, size_t n, int which)
                 for (int k = 0; acc && k < (reg ? 1 : 2); k++) {
                     double ci[2];
                     calib_accum_ci95(&acc[k], ci);
-                    put(t, "%s{model=\"%s\",view=\"%s\",scope=\"%s\",score=\"%s\"} ",
-                        names[which], s[i].m->name, views[v], scopes[w],
-                        reg ? "dss" : k ? "log" : "brier");
-                    put_value(t, which == 0 ? calib_accum_mean(&acc[k]) : ci[which - 1]);
+                    sample(t, which == 0 ? calib_accum_mean(&acc[k]) : ci[which - 1],
+                           "%s{model=\"%s\",view=\"%s\",scope=\"%s\",score=\"%s\"}",
+                           names[which], s[i].m->name, views[v], scopes[w],
+                           reg ? "dss" : k ? "log" : "brier");
                 }
             }
     }
@@ -205,17 +217,16 @@ static void ece_family(text *t, const snap *s, size_t n)
         const model *m = s[i].m;
         if (!m->shaped || m->form == CALIB_FORM_GAUSSIAN)
             continue;
-        put(t, "calibd_ece{model=\"%s\",view=\"raw\",scope=\"cumulative\"} ", m->name);
-        put_value(t, calib_bins_ece(&m->top[VIEW_RAW]));
-        put(t, "calibd_ece{model=\"%s\",view=\"calibrated\",scope=\"cumulative\"} ", m->name);
-        put_value(t, calib_bins_ece(&m->top[VIEW_CAL]));
+        sample(t, calib_bins_ece(&m->top[VIEW_RAW]),
+               "calibd_ece{model=\"%s\",view=\"raw\",scope=\"cumulative\"}", m->name);
+        sample(t, calib_bins_ece(&m->top[VIEW_CAL]),
+               "calibd_ece{model=\"%s\",view=\"calibrated\",scope=\"cumulative\"}", m->name);
         if (s[i].have_w) {
-            put(t, "calibd_ece{model=\"%s\",view=\"raw\",scope=\"window\"} ", m->name);
-            put_value(t, calib_bins_ece(&s[i].w->top[VIEW_RAW]));
+            sample(t, calib_bins_ece(&s[i].w->top[VIEW_RAW]),
+                   "calibd_ece{model=\"%s\",view=\"raw\",scope=\"window\"}", m->name);
             /* the value alert_ece fires on */
-            put(t, "calibd_ece{model=\"%s\",view=\"calibrated\",scope=\"window\"} ",
-                m->name);
-            put_value(t, calib_bins_ece(&s[i].w->top[VIEW_CAL]));
+            sample(t, calib_bins_ece(&s[i].w->top[VIEW_CAL]),
+                   "calibd_ece{model=\"%s\",view=\"calibrated\",scope=\"window\"}", m->name);
         }
     }
 }
@@ -268,6 +279,10 @@ static void render(text *t, calibd *d)
         s[i].w = &s[i].m->view.w;
         s[i].have_w = s[i].m->view.have;
     }
+    help(t, "calibd_build_info", "gauge", "Always 1; the version of calibd as a label.");
+    put(t, "calibd_build_info{version=\"%s\"} 1\n", PACKAGE_VERSION);
+    help(t, "calibd_start_time_seconds", "gauge", "When calibd started, seconds since the epoch.");
+    sample(t, d->started, "calibd_start_time_seconds");
     help(t, "calibd_messages_total", "counter", "Messages received on the ingest sockets.");
     put(t, "calibd_messages_total %llu\n", (unsigned long long)d->messages);
     sockets(t, d);
@@ -304,11 +319,21 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
                                             MHD_RESPMEM_PERSISTENT);
     } else {
         pthread_mutex_lock(&h->lock);
-        r = MHD_create_response_from_buffer(h->len, h->text ? h->text : "",
-                                            MHD_RESPMEM_MUST_COPY);
+        if (h->text) {
+            r = MHD_create_response_from_buffer(h->len, h->text, MHD_RESPMEM_MUST_COPY);
+            if (r)
+                MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
+        } else {
+            /* no snapshot yet (the first render failed): say so, not an
+             * empty exposition a scraper would take for "no series" */
+            static const char body[] = "calibd: no metrics snapshot yet\n";
+            code = MHD_HTTP_SERVICE_UNAVAILABLE;
+            r = MHD_create_response_from_buffer(sizeof body - 1, (void *)body,
+                                                MHD_RESPMEM_PERSISTENT);
+            if (r)
+                MHD_add_response_header(r, "Retry-After", "1");
+        }
         pthread_mutex_unlock(&h->lock);
-        if (r)
-            MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
     }
     if (!r)
         return MHD_NO;

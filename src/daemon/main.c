@@ -399,6 +399,8 @@ static int start_loop(calibd *d, char *err, size_t errlen)
     d->tick.data = d;
     uint64_t ms = (uint64_t)(d->cfg.tick * 1000);
     uv_timer_start(&d->tick, on_tick, ms ? ms : 1, ms ? ms : 1);
+    /* /metrics from the start, not after the first tick */
+    http_update(&d->http, d);
     d->handles_ready = 1;
     return 0;
 }

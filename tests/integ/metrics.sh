@@ -4,7 +4,8 @@
 # `calibctl status` (messages, pairs, rejections by model and reason, the
 # parameter version, the join gauges and counters, the loop's counters, the
 # mean scores), another path is 404, POST is 405, and slow clients from
-# another address neither hold the server nor outlive http_timeout.
+# another address neither hold the server nor outlive http_timeout; the
+# first scrape, before any tick, is already whole, and no sample is NaN.
 . "$(dirname "$0")/lib.sh"
 metrics() { curl -sS --max-time 5 "$HTTP"; }
 
@@ -13,6 +14,21 @@ metrics() { curl -sS --max-time 5 "$HTTP"; }
 mkdir -p "$work/state"
 printf '# calibd\nversion 3\nmethod temperature\nts 1\nfit_n 10\nshadow_n 10\nparam T 1.5\n' \
     > "$work/state/model.stored.params"
+# before the first tick (60 s away): the snapshot rendered at start
+cat > "$work/slow-tick.conf" <<CONF
+[daemon]
+tick = 60
+[model stored]
+form = logits
+k = 3
+CONF
+start_calibd -c "$work/slow-tick.conf" --http 127.0.0.1:0
+code=$(curl -sS -o "$work/first.txt" -w '%{http_code}' --max-time 5 "$HTTP")
+check "the first scrape, before any tick, is 200 with the counters of the configured models
+$(head -5 "$work/first.txt")" \
+    '[ "$code" = 200 ] && grep -q "^calibd_scored_total{model=\"stored\"} 0$" "$work/first.txt"'
+stop_calibd
+
 cat > "$work/calibd.conf" <<CONF
 [daemon]
 tick = 0.2
@@ -21,6 +37,8 @@ ingest_pull = tcp://127.0.0.1:*
 [model stored]
 form = logits
 k = 3
+[model idle]
+form = binary
 CONF
 start_calibd -c "$work/calibd.conf" --http 127.0.0.1:0
 check "the bound /metrics URL is in the endpoints file" '[[ "$HTTP" == http://127.0.0.1:*/metrics ]]'
@@ -51,6 +69,8 @@ def get(name, **labels):
     return series.get((name, tuple(sorted(labels.items()))))
 wrong = []
 def eq(what, got, want, tol=0):
+    if got is None and want is None:
+        return  # no data: null in status, no series on /metrics
     if got is None or want is None or abs(got - want) > tol * max(1, abs(want)):
         wrong.append(f"{what}: /metrics {got}, status {want}")
 eq("messages", get("calibd_messages_total"), r["messages"])
@@ -105,6 +125,22 @@ done
 check "/metrics agrees with calibctl status (messages, pairs, rejections by reason, params version, join, loop, scores)
 $(cat "$work/agree.out")" '[ $agreed = yes ]'
 grep -c '^calibd_' "$work/metrics.txt" | sed 's/^/# samples on \/metrics: /'
+check "no sample is NaN or infinite: a series without data is absent
+$(grep -E ' (NaN|[+-]?Inf)$' "$work/metrics.txt" | head -3)" \
+    '! grep -qE " (NaN|[+-]?Inf)$" "$work/metrics.txt"'
+check "a model without pairs has its counters but no score or ECE series" \
+    'grep -q "^calibd_scored_total{model=\"idle\"} 0$" "$work/metrics.txt" &&
+     ! grep -qE "^calibd_(score_mean|score_ci_low|ece)\{model=\"idle\"" "$work/metrics.txt"'
+version=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$work/s.json")
+check "calibd_build_info carries the version status reports ($version)" \
+    'grep -qx "calibd_build_info{version=\"$version\"} 1" "$work/metrics.txt"'
+check "calibd_start_time_seconds is the start: now - uptime, within 2 s" \
+    'python3 - "$work/s.json" "$work/metrics.txt" <<PY
+import json, re, sys, time
+r = json.load(open(sys.argv[1]))
+t = [float(l.split()[1]) for l in open(sys.argv[2]) if l.startswith("calibd_start_time_seconds ")]
+sys.exit(0 if len(t) == 1 and abs(t[0] - (time.time() - r["uptime"])) < 2 else 1)
+PY'
 
 if command -v promtool > /dev/null; then
     promtool check metrics < "$work/metrics.txt" > "$work/promtool.out" 2>&1
