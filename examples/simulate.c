@@ -333,9 +333,9 @@ static void pack_outputs(sim *s, calib_mpw *w, size_t n, size_t off,
 }
 
 /* The head every message shares: opens the map, then "v", "type", "n"
- * (batch form), "ts", and "id": one id, or the array of the batch's. */
+ * (batch form), "ts", and "id": s->seq[0], or the array of s->seq[0..n). */
 static void pack_head(sim *s, calib_mpw *w, const char *type, int batch, size_t n,
-                      double ts, const uint64_t *seq, size_t stride)
+                      double ts)
 {
     calib_mpw_map(w);
     calib_mpw_key(w, "v");
@@ -352,20 +352,19 @@ static void pack_head(sim *s, calib_mpw *w, const char *type, int batch, size_t 
     if (batch)
         calib_mpw_array(w);
     for (size_t i = 0; i < n; i++)
-        pack_id(s, w, *(const uint64_t *)((const char *)seq + i * stride));
+        pack_id(s, w, s->seq[i]);
     if (batch)
         calib_mpw_end(w);
 }
 
-/* "y": one outcome, or the array of the batch's. */
-static void pack_ys(sim *s, calib_mpw *w, int batch, size_t n, const double *y,
-                    size_t stride)
+/* "y": s->y[0], or the array of s->y[0..n). */
+static void pack_ys(sim *s, calib_mpw *w, int batch, size_t n)
 {
     calib_mpw_key(w, "y");
     if (batch)
         calib_mpw_array(w);
     for (size_t i = 0; i < n; i++)
-        pack_y(s, w, *(const double *)((const char *)y + i * stride));
+        pack_y(s, w, s->y[i]);
     if (batch)
         calib_mpw_end(w);
 }
@@ -374,7 +373,7 @@ static void pack_pred(sim *s, calib_mpw *w, size_t n, double ts)
 {
     int batch = s->o.batch > 1, vec = s->k && s->o.form != CALIB_FORM_BINARY;
 
-    pack_head(s, w, "pred", batch, n, ts, s->seq, sizeof *s->seq);
+    pack_head(s, w, "pred", batch, n, ts);
     if (vec) {
         /* "k" in the row form too: a bin of 4K bytes could otherwise be K
          * float32 or K/2 float64 to a daemon that does not know K yet */
@@ -392,16 +391,16 @@ static void pack_pred(sim *s, calib_mpw *w, size_t n, double ts)
         pack_outputs(s, w, n, 1, 1, batch);
     }
     if (s->inline_y)
-        pack_ys(s, w, batch, n, s->y, sizeof *s->y);
+        pack_ys(s, w, batch, n);
     calib_mpw_end(w);
 }
 
-static void pack_labels(sim *s, calib_mpw *w, const pending_label *l,
-                        size_t n, double ts)
+/* The labels of s->seq[0..n), s->y[0..n). */
+static void pack_labels(sim *s, calib_mpw *w, size_t n, double ts)
 {
     int batch = s->o.batch > 1;
-    pack_head(s, w, "label", batch, n, ts, &l->seq, sizeof *l);
-    pack_ys(s, w, batch, n, &l->y, sizeof *l);
+    pack_head(s, w, "label", batch, n, ts);
+    pack_ys(s, w, batch, n);
     calib_mpw_end(w);
 }
 
@@ -496,8 +495,13 @@ static int flush_labels(sim *s, double now)
                 s->lab[i - 1] = s->lab[j];
                 s->lab[j] = t;
             }
+        /* the predictions' buffers are free between two sends */
+        for (size_t i = 0; i < n; i++) {
+            s->seq[i] = s->lab[i].seq;
+            s->y[i] = s->lab[i].y;
+        }
         calib_mpw_reset(&s->w);
-        pack_labels(s, &s->w, s->lab, n, wall_now());
+        pack_labels(s, &s->w, n, wall_now());
         if (send_payload(s))
             return -1;
         s->label_msgs++;
