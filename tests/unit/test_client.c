@@ -23,6 +23,7 @@
 #include "calib/recal.h"
 
 #include "mp.h"
+#include "pubmsg_util.h"
 
 /* ------------------------------------------------------------------ messages */
 
@@ -48,12 +49,7 @@ static void params_msg(payload *p, const char *model, uint64_t version,
     m.improvement = 0.05;
     m.ci[0] = 0.03;
     m.ci[1] = 0.07;
-    calib_mpw w;
-    calib_mpw_init(&w);
-    assert_int_equal(calib_params_msg_write(&w, &m), CALIB_OK);
-    pl_init(p);
-    assert_int_equal(msgpack_sbuffer_write(&p->sb, w.sb.data, w.sb.size), 0);
-    calib_mpw_destroy(&w);
+    pl_of_params(p, &m);
 }
 
 static const char *const T_NAMES[] = {"T"};
@@ -65,54 +61,10 @@ static int decode_pl(const char *topic, const payload *p,
                      const calib_plugin_registry *reg, calib_client_params *out)
 {
     calib_pubmsg msg;
-    memset(&msg, 0, sizeof msg);
-    int r = calib_pubmsg_decode(topic, strlen(topic), p->sb.data, p->sb.size, reg, &msg);
-    if (r == CALIB_REJ_NONE && msg.type != CALIB_PUBMSG_PARAMS)
-        r = CALIB_EINVAL;
+    int r = decode_as(CALIB_PUBMSG_PARAMS, topic, strlen(topic), p->sb.data, p->sb.size,
+                      reg, &msg);
     *out = msg.params;
     return r;
-}
-
-/* ------------------------------------------------------------------ a test plugin */
-
-/* "mix8": eight parameters; p' = p0 when all eight are equal, else -1 -- a
- * reader that saw half of one set and half of another would get -1. */
-static int mix_fit(const calib_dataset *ds, const calib_recal_opts *opts,
-                   calib_recal_result *res)
-{
-    return CALIB_EINVAL;
-}
-
-static int mix_apply(const double *params, int form, size_t k, const double *x,
-                     double *out)
-{
-    if (form != CALIB_FORM_BINARY)
-        return CALIB_EINVAL;
-    for (int j = 1; j < 8; j++)
-        if (params[j] != params[0]) {
-            out[0] = -1;
-            return CALIB_OK;
-        }
-    out[0] = params[0];
-    return CALIB_OK;
-}
-
-static const calib_plugin mix8 = {
-    .abi_version = CALIB_PLUGIN_ABI_VERSION,
-    .name = "mix8",
-    .summary = "test: detects a torn parameter set",
-    .forms = CALIB_FORM_BIT(CALIB_FORM_BINARY),
-    .nparams = 8,
-    .param_names = {"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7"},
-    .identity = {0},
-    .fit = mix_fit,
-    .apply = mix_apply,
-};
-
-static void mix_registry(calib_plugin_registry *r)
-{
-    calib_plugin_registry_init(r);
-    assert_int_equal(calib_plugin_add(r, &mix8, NULL, 0), CALIB_OK);
 }
 
 static void mix_msg(payload *p, const char *model, uint64_t version, double v)

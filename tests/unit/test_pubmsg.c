@@ -18,18 +18,16 @@
 #include "calib/pubmsg.h"
 
 #include "mp.h"
+#include "pubmsg_util.h"
 
 /* Not a reason: a well-formed message of another type than asked for. */
-#define OTHER_TYPE (-1000)
+#define OTHER_TYPE CALIB_EINVAL
 
 static int dec(const void *topic, size_t tl, const void *buf, size_t len,
                const calib_plugin_registry *reg, calib_params_msg *out)
 {
     calib_pubmsg msg;
-    memset(&msg, 0, sizeof msg);
-    int r = calib_pubmsg_decode(topic, tl, buf, len, reg, &msg);
-    if (r == CALIB_REJ_NONE && msg.type != CALIB_PUBMSG_PARAMS)
-        return OTHER_TYPE;
+    int r = decode_as(CALIB_PUBMSG_PARAMS, topic, tl, buf, len, reg, &msg);
     *out = msg.params;
     return r;
 }
@@ -38,10 +36,7 @@ static int dec_alert(const void *topic, size_t tl, const void *buf, size_t len,
                      calib_alert_msg *out)
 {
     calib_pubmsg msg;
-    memset(&msg, 0, sizeof msg);
-    int r = calib_pubmsg_decode(topic, tl, buf, len, NULL, &msg);
-    if (r == CALIB_REJ_NONE && msg.type != CALIB_PUBMSG_ALERT)
-        return OTHER_TYPE;
+    int r = decode_as(CALIB_PUBMSG_ALERT, topic, tl, buf, len, NULL, &msg);
     *out = msg.alert;
     return r;
 }
@@ -250,16 +245,6 @@ static void writer_numbers(void **state)
 
 /* ------------------------------------------------------------------ round trips */
 
-static void write_params(payload *p, const calib_params_msg *m)
-{
-    calib_mpw w;
-    calib_mpw_init(&w);
-    assert_int_equal(calib_params_msg_write(&w, m), CALIB_OK);
-    pl_init(p);
-    assert_int_equal(msgpack_sbuffer_write(&p->sb, w.sb.data, w.sb.size), 0);
-    calib_mpw_destroy(&w);
-}
-
 /* Equal, NaN equal to NaN. */
 static void same_num(double a, double b)
 {
@@ -281,7 +266,7 @@ static void round_trip_params(const calib_params_msg *m, const calib_plugin *des
 {
     payload pl;
     calib_params_msg got;
-    write_params(&pl, m);
+    pl_of_params(&pl, m);
     assert_int_equal(decode_pl(m->model, &pl, NULL, &got), CALIB_REJ_NONE);
     pl_free(&pl);
     assert_string_equal(got.model, m->model);
@@ -417,40 +402,6 @@ static void params_msg(payload *p, const char *model, uint64_t version,
 static const char *const T_NAMES[] = {"T"};
 static const char *const AB_NAMES[] = {"a", "b"};
 static const char *const WB_NAMES[] = {"w", "b"};
-
-/* "mix8": eight parameters, for a method known through a registry. */
-static int mix_fit(const calib_dataset *ds, const calib_recal_opts *opts,
-                   calib_recal_result *res)
-{
-    (void)ds, (void)opts, (void)res;
-    return CALIB_EINVAL;
-}
-
-static int mix_apply(const double *params, int form, size_t k, const double *x,
-                     double *out)
-{
-    (void)form, (void)k;
-    out[0] = params[0] * x[0];
-    return CALIB_OK;
-}
-
-static const calib_plugin mix8 = {
-    .abi_version = CALIB_PLUGIN_ABI_VERSION,
-    .name = "mix8",
-    .summary = "test: eight parameters",
-    .forms = CALIB_FORM_BIT(CALIB_FORM_BINARY),
-    .nparams = 8,
-    .param_names = {"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7"},
-    .identity = {0},
-    .fit = mix_fit,
-    .apply = mix_apply,
-};
-
-static void mix_registry(calib_plugin_registry *r)
-{
-    calib_plugin_registry_init(r);
-    assert_int_equal(calib_plugin_add(r, &mix8, NULL, 0), CALIB_OK);
-}
 
 /* ------------------------------------------------------------------ decoding */
 
