@@ -144,6 +144,9 @@ int calib_proto_check_y(int form, size_t k, double y);
  */
 int calib_proto_number(const msgpack_object *o, double *out);
 
+/* 1 when the msgpack string s is the NUL-terminated lit, byte for byte. */
+int calib_proto_str_is(const msgpack_object_str *s, const char *lit);
+
 /* 1 when topic is a model name: 1..CALIB_PROTO_MAX_TOPIC bytes of
  * [A-Za-z0-9._:-]; else 0. */
 int calib_proto_topic_ok(const void *topic, size_t len);

@@ -221,11 +221,9 @@ static void reply_status(calibd *d, calib_mpw *w, const char *only, size_t only_
 /* The string value of key in map o, or NULL. */
 static const msgpack_object *map_get(const msgpack_object *o, const char *key)
 {
-    size_t len = strlen(key);
     for (uint32_t i = 0; i < o->via.map.size; i++) {
         const msgpack_object_kv *kv = &o->via.map.ptr[i];
-        if (kv->key.type == MSGPACK_OBJECT_STR && kv->key.via.str.size == len &&
-            memcmp(kv->key.via.str.ptr, key, len) == 0)
+        if (kv->key.type == MSGPACK_OBJECT_STR && calib_proto_str_is(&kv->key.via.str, key))
             return &kv->val;
     }
     return NULL;
@@ -281,22 +279,21 @@ static void handle(calibd *d, const void *buf, size_t len, calib_mpw *w)
         reply_error(w, "\"cmd\" must be a string");
         goto out;
     }
-    const char *c = cmd->via.str.ptr;
-    size_t clen = cmd->via.str.size;
-    if (clen == 4 && memcmp(c, "ping", 4) == 0) {
+    const msgpack_object_str *c = &cmd->via.str;
+    if (calib_proto_str_is(c, "ping")) {
         calib_mpw_map(w);
         calib_mpw_key(w, "ok");
         calib_mpw_bool(w, 1);
         calib_mpw_key(w, "pong");
         calib_mpw_bool(w, 1);
         calib_mpw_end(w);
-    } else if (clen == 6 && memcmp(c, "status", 6) == 0) {
+    } else if (calib_proto_str_is(c, "status")) {
         const msgpack_object *only = map_get(&u.data, "model");
         if (only && only->type != MSGPACK_OBJECT_STR)
             reply_error(w, "\"model\" must be a string");
         else
             reply_status(d, w, only ? only->via.str.ptr : NULL, only ? only->via.str.size : 0);
-    } else if (clen == 5 && memcmp(c, "refit", 5) == 0) {
+    } else if (calib_proto_str_is(c, "refit")) {
         reply_refit(d, w, map_get(&u.data, "model"));
     } else {
         reply_error(w, "unknown command");

@@ -257,7 +257,7 @@ static const char *const key_names[KEY_COUNT] = {
     "n", "k",
 };
 
-static int str_is(const msgpack_object_str *s, const char *lit)
+int calib_proto_str_is(const msgpack_object_str *s, const char *lit)
 {
     size_t n = strlen(lit);
     return s->size == n && memcmp(s->ptr, lit, n) == 0;
@@ -266,7 +266,7 @@ static int str_is(const msgpack_object_str *s, const char *lit)
 static int key_index(const msgpack_object_str *s)
 {
     for (int i = 0; i < KEY_COUNT; i++)
-        if (str_is(s, key_names[i]))
+        if (calib_proto_str_is(s, key_names[i]))
             return i;
     return -1;
 }
@@ -311,9 +311,9 @@ static int read_type(calib_msg *m, const msgpack_object *t)
 {
     if (t == NULL || t->type != MSGPACK_OBJECT_STR)
         return CALIB_REJ_BAD_TYPE;
-    if (str_is(&t->via.str, "pred"))
+    if (calib_proto_str_is(&t->via.str, "pred"))
         m->type = CALIB_MSG_PRED;
-    else if (str_is(&t->via.str, "label"))
+    else if (calib_proto_str_is(&t->via.str, "label"))
         m->type = CALIB_MSG_LABEL;
     else
         return CALIB_REJ_BAD_TYPE;

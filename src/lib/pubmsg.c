@@ -155,12 +155,6 @@ int calib_alert_msg_write(calib_mpw *w, const calib_alert_msg *a)
 
 /* ------------------------------------------------------------------ reading */
 
-static int str_is(const msgpack_object_str *s, const char *lit)
-{
-    size_t n = strlen(lit);
-    return s->size == n && memcmp(s->ptr, lit, n) == 0;
-}
-
 /* Copies a msgpack string into buf (size bytes), truncating, NUL-ended. */
 static void str_copy(char *buf, size_t size, const msgpack_object_str *s)
 {
@@ -204,7 +198,7 @@ static int gather_keys(envelope *e)
         if (kv->key.type != MSGPACK_OBJECT_STR)
             return CALIB_REJ_BAD_KEY;
         for (int k = 0; k < K_COUNT; k++) {
-            if (!str_is(&kv->key.via.str, key_names[k]))
+            if (!calib_proto_str_is(&kv->key.via.str, key_names[k]))
                 continue;
             if (e->val[k])
                 return CALIB_REJ_DUPLICATE_KEY;
@@ -236,9 +230,9 @@ static int envelope_open(envelope *e, int *type, const void *topic,
         return CALIB_REJ_BAD_VERSION;
     if (!t || t->type != MSGPACK_OBJECT_STR)
         return CALIB_REJ_BAD_TYPE;
-    if (str_is(&t->via.str, TYPE_PARAMS))
+    if (calib_proto_str_is(&t->via.str, TYPE_PARAMS))
         *type = CALIB_PUBMSG_PARAMS;
-    else if (str_is(&t->via.str, TYPE_ALERT))
+    else if (calib_proto_str_is(&t->via.str, TYPE_ALERT))
         *type = CALIB_PUBMSG_ALERT;
     else
         return CALIB_REJ_NONE;
@@ -298,7 +292,7 @@ static int read_scores(const msgpack_object *o, calib_pubmsg_scores *s)
         if (kv->key.type != MSGPACK_OBJECT_STR || !number_or_nil(&kv->val, &x))
             return CALIB_REJ_KEY_TYPE;
         for (int j = 0; j < S_COUNT; j++) {
-            if (!str_is(&kv->key.via.str, score_names[j]))
+            if (!calib_proto_str_is(&kv->key.via.str, score_names[j]))
                 continue;
             if (seen & (1u << j))
                 return CALIB_REJ_DUPLICATE_KEY;
@@ -340,12 +334,12 @@ static int read_improvement(const msgpack_object *o, const msgpack_object *ci,
         const msgpack_object_kv *kv = &o->via.map.ptr[i];
         if (kv->key.type != MSGPACK_OBJECT_STR)
             return CALIB_REJ_KEY_TYPE;
-        if (str_is(&kv->key.via.str, KEY_MEAN)) {
+        if (calib_proto_str_is(&kv->key.via.str, KEY_MEAN)) {
             if (seen_mean++)
                 return CALIB_REJ_DUPLICATE_KEY;
             if (!number_or_nil(&kv->val, &p->improvement))
                 return CALIB_REJ_KEY_TYPE;
-        } else if (str_is(&kv->key.via.str, key_names[K_CI])) {
+        } else if (calib_proto_str_is(&kv->key.via.str, key_names[K_CI])) {
             if (seen_ci++ || ci)
                 return CALIB_REJ_DUPLICATE_KEY;
             if (!read_ci(&kv->val, p->ci))
@@ -376,7 +370,7 @@ static int read_known_params(const msgpack_object_map *map,
         if (kv->key.type != MSGPACK_OBJECT_STR)
             return CALIB_REJ_BAD_PARAMS;
         for (unsigned j = 0; j < d->nparams; j++) {
-            if (!str_is(&kv->key.via.str, d->param_names[j]))
+            if (!calib_proto_str_is(&kv->key.via.str, d->param_names[j]))
                 continue;
             if (seen & (1u << j))
                 return CALIB_REJ_DUPLICATE_KEY;
