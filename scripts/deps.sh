@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config clang curl
       libuv1-dev libzmq3-dev libmsgpack-dev libinih-dev libmicrohttpd-dev libcsv-dev libcmocka-dev python3
       python3-zmq python3-msgpack
-      prometheus) # promtool, for tests/integ/metrics.sh
+      prometheus # promtool and a real Prometheus, for the metrics and pooling tests
+      chromium) # a real headless browser, for the page's test (tests/integ/page.sh)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -2,6 +2,7 @@
  * calibd's alert exec sink. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "msgpack_json.h"
 
@@ -63,3 +64,24 @@ void msgpack_print_json(FILE *f, const msgpack_object *o)
     }
 }
 
+
+char *msgpack_to_json(const char *buf, size_t len, size_t *out_len)
+{
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    char *text = NULL;
+    size_t off = 0;
+    if (msgpack_unpack_next(&u, buf, len, &off) == MSGPACK_UNPACK_SUCCESS) {
+        FILE *f = open_memstream(&text, out_len);
+        if (f) {
+            msgpack_print_json(f, &u.data);
+            fputc('\n', f);
+            if (ferror(f) | fclose(f)) {
+                free(text);
+                text = NULL;
+            }
+        }
+    }
+    msgpack_unpacked_destroy(&u);
+    return text;
+}

@@ -7,5 +7,9 @@
 #include <stdio.h>
 
 void msgpack_print_json(FILE *f, const msgpack_object *o);
+/* The first msgpack object of buf as a JSON text ending in a newline,
+ * malloc'ed, its length in *out_len; NULL when buf does not start with a
+ * whole object, or out of memory. */
+char *msgpack_to_json(const char *buf, size_t len, size_t *out_len);
 
 #endif

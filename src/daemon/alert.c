@@ -153,28 +153,6 @@ void alert_sinks_kill(calibd *d)
         uv_walk(d->loop, sink_kill_one, NULL);
 }
 
-/* The alert as a JSON text, malloc'ed, from its msgpack form. */
-static char *alert_json(const char *buf, size_t len, size_t *out_len)
-{
-    msgpack_unpacked u;
-    msgpack_unpacked_init(&u);
-    char *text = NULL;
-    size_t off = 0;
-    if (msgpack_unpack_next(&u, buf, len, &off) == MSGPACK_UNPACK_SUCCESS) {
-        FILE *f = open_memstream(&text, out_len);
-        if (f) {
-            msgpack_print_json(f, &u.data);
-            fputc('\n', f);
-            if (fclose(f) != 0) {
-                free(text);
-                text = NULL;
-            }
-        }
-    }
-    msgpack_unpacked_destroy(&u);
-    return text;
-}
-
 /* ------------------------------------------------------------ alerts */
 
 void alert_send(calibd *d, model *m, const char *kind, const char *severity,
@@ -194,12 +172,15 @@ void alert_send(calibd *d, model *m, const char *kind, const char *severity,
     m->alerts++;
     d->alerts++;
     log_msg(&d->log, LOG_WARN, "alert", "%s: %s %s: %s", m->name, severity, kind, message);
+    /* refit results and drift are events of their own (loop.c) */
+    if (strcmp(kind, "refit") != 0 && strcmp(kind, "drift") != 0)
+        model_event_add(m, a.ts, "alert", "%s %s: %s", severity, kind, message);
     calib_mpw w;
     calib_mpw_init(&w);
     calib_alert_msg_write(&w, &a);
     if (publish_written(d, m->name, &w) == 0 && d->cfg.alert_exec) {
         size_t len = 0;
-        char *json = alert_json(w.sb.data, w.sb.size, &len);
+        char *json = msgpack_to_json(w.sb.data, w.sb.size, &len);
         if (json)
             sink_start(d, json, len);
         else

@@ -305,13 +305,24 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
         }
         return 0;
     }
-    if (strcmp(key, "tick") == 0 || strcmp(key, "drain_time") == 0 ||
-        strcmp(key, "http_timeout") == 0) {
-        double *f = key[0] == 't' ? &c->tick : key[0] == 'd' ? &c->drain_time
-                    : &c->http_timeout;
-        double max = key[0] == 't' ? 60 : key[0] == 'd' ? 1 : 3600;
-        if (parse_seconds(value, f) != 0 || *f > max) {
-            snprintf(err, errlen, "%s = '%s': expected seconds in (0, %g]", key, value, max);
+    static const struct {
+        const char *name;
+        size_t offset;
+        double max;
+    } secs[] = {
+        {"tick", offsetof(daemon_cfg, tick), 60},
+        {"drain_time", offsetof(daemon_cfg, drain_time), 1},
+        {"http_timeout", offsetof(daemon_cfg, http_timeout), 3600},
+        {"health_timeout", offsetof(daemon_cfg, health_timeout), 3600},
+        {"history_step", offsetof(daemon_cfg, history_step), 3600},
+    };
+    for (size_t i = 0; i < sizeof secs / sizeof secs[0]; i++) {
+        if (strcmp(key, secs[i].name) != 0)
+            continue;
+        double *f = (double *)((char *)c + secs[i].offset);
+        if (parse_seconds(value, f) != 0 || *f > secs[i].max) {
+            snprintf(err, errlen, "%s = '%s': expected seconds in (0, %g]", key, value,
+                     secs[i].max);
             return -1;
         }
         return 0;
@@ -328,6 +339,7 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
         {"memory_limit", offsetof(daemon_cfg, memory_limit), 1u << 24, (uint64_t)1 << 44},
         {"http_max_connections", offsetof(daemon_cfg, http_max_connections), 1, 100000},
         {"http_max_per_address", offsetof(daemon_cfg, http_max_per_address), 1, 100000},
+        {"history", offsetof(daemon_cfg, history), 0, 100000},
     };
     for (size_t i = 0; i < sizeof uints / sizeof uints[0]; i++) {
         if (strcmp(key, uints[i].name) != 0)
@@ -363,6 +375,9 @@ int config_init(daemon_cfg *c)
     c->memory_limit = (uint64_t)2 << 30;
     c->drain_time = 0.005;
     c->http_timeout = 10;
+    c->health_timeout = 10;
+    c->history = 1440;
+    c->history_step = 60;
     c->http_max_connections = 256;
     c->http_max_per_address = 16;
     c->rcvhwm = 100000;

@@ -60,6 +60,9 @@ typedef struct daemon_cfg {
     double drain_time;        /* seconds of receiving per socket wakeup */
     double http_timeout;      /* seconds an HTTP connection has per request */
     uint64_t http_max_connections, http_max_per_address;
+    double health_timeout;    /* /healthz fails when no tick for this long */
+    uint64_t history;         /* points of each model's history (0: off) */
+    double history_step;      /* seconds between two points of the history */
     double tick;
     double params_interval;   /* seconds between republished parameters */
     char *alert_exec;         /* absolute path of the exec sink, or NULL */

@@ -86,6 +86,102 @@ static void pack_params(calib_mpw *w, const model_params *p)
     calib_mpw_end(w);
 }
 
+/* {"brier": est, "log": est} or {"dss": est} */
+static void pack_scores(calib_mpw *w, const model *m, const calib_accum *acc)
+{
+    calib_mpw_map(w);
+    calib_mpw_key(w, m->form == CALIB_FORM_GAUSSIAN ? "dss" : "brier");
+    pack_estimate(w, &acc[WS_MAIN]);
+    if (m->form != CALIB_FORM_GAUSSIAN) {
+        calib_mpw_key(w, "log");
+        pack_estimate(w, &acc[WS_LOG]);
+    }
+    calib_mpw_end(w);
+}
+
+/* Both views on the same pairs since the current parameters took over. */
+static void pack_paired(calib_mpw *w, const model *m)
+{
+    const model_paired *p = &m->paired;
+    calib_mpw_map(w);
+    pack_counter(w, "version", p->version);
+    calib_mpw_key(w, "since");
+    calib_mpw_num(w, p->since);
+    pack_counter(w, "scored", p->view[VIEW_RAW][WS_MAIN].n);
+    calib_mpw_key(w, "raw");
+    pack_scores(w, m, p->view[VIEW_RAW]);
+    calib_mpw_key(w, "calibrated");
+    pack_scores(w, m, p->view[VIEW_CAL]);
+    calib_mpw_key(w, "improvement");
+    pack_scores(w, m, p->diff);
+    calib_mpw_end(w);
+}
+
+static void pack_bins(calib_mpw *w, const calib_bins *b)
+{
+    calib_mpw_map(w);
+    calib_mpw_key(w, "count");
+    calib_mpw_array(w);
+    for (uint32_t i = 0; i < b->m; i++)
+        calib_mpw_uint(w, b->count[i]);
+    calib_mpw_end(w);
+    calib_mpw_key(w, "confidence");
+    calib_mpw_array(w);
+    for (uint32_t i = 0; i < b->m; i++)
+        calib_mpw_double(w, calib_ksum_value(&b->conf[i]));
+    calib_mpw_end(w);
+    calib_mpw_key(w, "correct");
+    calib_mpw_array(w);
+    for (uint32_t i = 0; i < b->m; i++)
+        calib_mpw_uint(w, b->correct[i]);
+    calib_mpw_end(w);
+    calib_mpw_end(w);
+}
+
+/* The top-label reliability bins of both views, cumulative and in the
+ * window: the reliability diagram. */
+static void pack_reliability(calib_mpw *w, const model *m)
+{
+    const calib_bins *b[2][VIEWS] = {{&m->top[VIEW_RAW], &m->top[VIEW_CAL]},
+                                     {&m->view.w.top[VIEW_RAW], &m->view.w.top[VIEW_CAL]}};
+    static const char *scopes[2] = {"cumulative", "window"};
+    calib_mpw_map(w);
+    calib_mpw_key(w, "bins");
+    calib_mpw_uint(w, m->top[VIEW_RAW].m);
+    for (int s = 0; s < 2; s++) {
+        calib_mpw_key(w, scopes[s]);
+        if (s == 1 && !m->view.have) {
+            calib_mpw_nil(w);
+            continue;
+        }
+        calib_mpw_map(w);
+        calib_mpw_key(w, "raw");
+        pack_bins(w, b[s][VIEW_RAW]);
+        calib_mpw_key(w, "calibrated");
+        pack_bins(w, b[s][VIEW_CAL]);
+        calib_mpw_end(w);
+    }
+    calib_mpw_end(w);
+}
+
+/* The newest events, oldest first. */
+static void pack_events(calib_mpw *w, const model *m)
+{
+    calib_mpw_array(w);
+    for (size_t i = 0; i < model_events_len(m); i++) {
+        const model_event *e = model_event_get(m, i);
+        calib_mpw_map(w);
+        calib_mpw_key(w, "t");
+        calib_mpw_num(w, e->t);
+        calib_mpw_key(w, "kind");
+        calib_mpw_str(w, e->kind);
+        calib_mpw_key(w, "text");
+        calib_mpw_str(w, e->text);
+        calib_mpw_end(w);
+    }
+    calib_mpw_end(w);
+}
+
 /* The window as the last tick summed it (model_view), or nil. */
 static void pack_window(calib_mpw *w, const model *m)
 {
@@ -133,6 +229,8 @@ static void pack_model(calib_mpw *w, const model *m)
     calib_mpw_key(w, "params");
     pack_params(w, &m->params);
     pack_counter(w, "alerts", m->alerts);
+    calib_mpw_key(w, "events");
+    pack_events(w, m);
     /* labels wait before the model's first prediction too */
     calib_mpw_key(w, "join");
     pack_join(w, &m->join);
@@ -146,7 +244,13 @@ static void pack_model(calib_mpw *w, const model *m)
         calib_mpw_key(w, "calibrated");
         pack_view(w, m, m->cum[VIEW_CAL], bins ? &m->top[VIEW_CAL] : NULL, NULL);
         calib_mpw_key(w, "calibrated_since_params");
-        pack_view(w, m, m->since_params, NULL, NULL);
+        pack_view(w, m, m->paired.view[VIEW_CAL], NULL, NULL);
+        calib_mpw_key(w, "paired");
+        pack_paired(w, m);
+        if (bins) {
+            calib_mpw_key(w, "reliability");
+            pack_reliability(w, m);
+        }
         calib_mpw_key(w, "window");
         pack_window(w, m);
         pack_counter(w, "stale_window_samples", m->stale);
@@ -176,7 +280,7 @@ static int is_model(const model *m, const char *only, size_t only_len)
     return !only || (strlen(m->name) == only_len && memcmp(m->name, only, only_len) == 0);
 }
 
-static void reply_status(calibd *d, calib_mpw *w, const char *only, size_t only_len)
+void control_pack_status(calibd *d, calib_mpw *w, const char *only, size_t only_len)
 {
     double now = wall_now();
     size_t n = 0;
@@ -292,7 +396,7 @@ static void handle(calibd *d, const void *buf, size_t len, calib_mpw *w)
         if (only && only->type != MSGPACK_OBJECT_STR)
             reply_error(w, "\"model\" must be a string");
         else
-            reply_status(d, w, only ? only->via.str.ptr : NULL, only ? only->via.str.size : 0);
+            control_pack_status(d, w, only ? only->via.str.ptr : NULL, only ? only->via.str.size : 0);
     } else if (calib_proto_str_is(c, "refit")) {
         reply_refit(d, w, map_get(&u.data, "model"));
     } else {

@@ -6,10 +6,16 @@
 #include <stddef.h>
 #include <zmq.h>
 
+#include "calib/mpw.h"
 #include "zsock.h"
 
 /* A request from the control socket; arg is the calibd. Answers exactly
  * once, an error map for a request it cannot parse. */
 void control_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg);
+
+struct calibd;
+/* The reply to `status` (of the model named only[0..only_len), or of all
+ * when only is NULL): what calibctl status prints and GET /status serves. */
+void control_pack_status(struct calibd *d, calib_mpw *w, const char *only, size_t only_len);
 
 #endif

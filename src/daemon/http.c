@@ -1,4 +1,5 @@
-/* http.c — GET /metrics in the Prometheus text format. */
+/* http.c — calibd over HTTP: /metrics in the Prometheus text format,
+ * /status (calibctl status as JSON), /history, /healthz and the page at /. */
 #include "config.h"
 #include <arpa/inet.h>
 #include <math.h>
@@ -12,7 +13,13 @@
 #include <time.h>
 
 #include "calibd.h"
+#include "control.h"
 #include "http.h"
+#include "msgpack_json.h"
+#include "state.h"
+
+extern const char calibd_page[]; /* page.c, generated from page.html */
+extern const size_t calibd_page_len;
 
 /* ------------------------------------------------------------ text buffer */
 
@@ -49,6 +56,22 @@ static void put(text *t, const char *fmt, ...)
         t->buf = b;
         t->cap = cap;
     }
+}
+
+/* A JSON string (model names are printable, but escape anyway). */
+static void json_str(text *t, const char *s)
+{
+    put(t, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            put(t, "\\%c", c);
+        else if (c < 0x20)
+            put(t, "\\u%04x", c);
+        else
+            put(t, "%c", c);
+    }
+    put(t, "\"");
 }
 
 /* One sample, name{labels} value, or none when the value is not finite:
@@ -231,6 +254,229 @@ static void ece_family(text *t, const snap *s, size_t n)
     }
 }
 
+static const char *const view_names[VIEWS] = {"raw", "calibrated"};
+
+/* The name of score i (WS_MAIN, WS_LOG) of model m. */
+static const char *score_name(const model *m, int i)
+{
+    return m->form == CALIB_FORM_GAUSSIAN ? "dss" : i == WS_MAIN ? "brier" : "log";
+}
+
+static int scores_of(const model *m)
+{
+    return m->form == CALIB_FORM_GAUSSIAN ? 1 : WS_PER_VIEW;
+}
+
+/*
+ * The scores as counters, so that rate(sum) / rate(count) is the mean over
+ * any range and a sum over instances pools shards. A plain double sum of
+ * non-negative terms only grows, as a counter must; the DSS can be
+ * negative, so its negative parts are a counter of their own:
+ * mean = (rate(sum) - rate(negative_sum)) / rate(count), for every score.
+ */
+static void score_counters(text *t, const snap *s, size_t n)
+{
+    static const struct {
+        const char *name, *what;
+    } fam[] = {
+        {"calibd_score_count_total", "Pairs scored, by view and score."},
+        {"calibd_score_sum_total", "Sum of the positive parts of the per-pair scores (for "
+         "brier and log, their sum)."},
+        {"calibd_score_negative_sum_total", "Sum of the magnitudes of the negative per-pair "
+         "scores (only the DSS can be negative)."},
+        {"calibd_score_squares_total", "Sum of the squared per-pair scores."},
+    };
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        help(t, fam[f].name, "counter", fam[f].what);
+        for (size_t i = 0; i < n; i++) {
+            const model *m = s[i].m;
+            if (!m->shaped)
+                continue;
+            for (int v = 0; v < VIEWS; v++)
+                for (int k = 0; k < scores_of(m); k++) {
+                    const model_sums *sum = &m->sums[v][k];
+                    double x[4] = {(double)m->cum[v][k].n, sum->pos, sum->neg, sum->sq};
+                    put(t, "%s{model=\"%s\",view=\"%s\",score=\"%s\"} %.17g\n",
+                        fam[f].name, m->name, view_names[v], score_name(m, k), x[f]);
+                }
+        }
+    }
+}
+
+/* The cumulative top-label bins as counters: ECE and the reliability
+ * diagram of any range, pooled over instances, in PromQL. */
+static void bin_counters(text *t, const snap *s, size_t n)
+{
+    static const struct {
+        const char *name, *what;
+    } fam[] = {
+        {"calibd_bin_count_total", "Pairs in each top-label reliability bin."},
+        {"calibd_bin_confidence_sum_total", "Sum of the top-label confidences in each bin."},
+        {"calibd_bin_correct_total", "Pairs in each bin whose top label was the outcome."},
+    };
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        help(t, fam[f].name, "counter", fam[f].what);
+        for (size_t i = 0; i < n; i++) {
+            const model *m = s[i].m;
+            if (!m->shaped || m->form == CALIB_FORM_GAUSSIAN)
+                continue;
+            for (int v = 0; v < VIEWS; v++) {
+                const calib_bins *b = &m->top[v];
+                for (uint32_t j = 0; j < b->m; j++) {
+                    /* the running sum alone, not its compensation: it only grows */
+                    double x[3] = {(double)b->count[j], b->conf[j].sum, (double)b->correct[j]};
+                    put(t, "%s{model=\"%s\",view=\"%s\",bin=\"%u\"} %.17g\n", fam[f].name,
+                        m->name, view_names[v], (unsigned)j, x[f]);
+                }
+            }
+        }
+    }
+}
+
+/* TCE2 and RBS of both views and scopes, CWCE2 of the raw view. */
+static void estimator_gauges(text *t, const snap *s, size_t n)
+{
+    static const char *scopes[2] = {"cumulative", "window"};
+    help(t, "calibd_tce2", "gauge", "Squared top-label calibration error (binned lower bound).");
+    for (size_t i = 0; i < n; i++) {
+        const model *m = s[i].m;
+        if (!m->shaped || m->form == CALIB_FORM_GAUSSIAN)
+            continue;
+        for (int w = 0; w < 1 + s[i].have_w; w++)
+            for (int v = 0; v < VIEWS; v++)
+                sample(t, calib_bins_tce2(w ? &s[i].w->top[v] : &m->top[v]),
+                       "calibd_tce2{model=\"%s\",view=\"%s\",scope=\"%s\"}", m->name,
+                       view_names[v], scopes[w]);
+    }
+    help(t, "calibd_cwce2", "gauge",
+         "Squared class-wise calibration error of the raw outputs (binned lower bound).");
+    for (size_t i = 0; i < n; i++)
+        if (s[i].m->shaped && s[i].m->cw.k)
+            sample(t, calib_cwbins_cwce2(&s[i].m->cw),
+                   "calibd_cwce2{model=\"%s\",view=\"raw\",scope=\"cumulative\"}",
+                   s[i].m->name);
+    help(t, "calibd_rbs", "gauge", "Root Brier score: the square root of the mean Brier score.");
+    for (size_t i = 0; i < n; i++) {
+        const model *m = s[i].m;
+        if (!m->shaped || m->form == CALIB_FORM_GAUSSIAN)
+            continue;
+        for (int w = 0; w < 2; w++)
+            for (int v = 0; v < VIEWS; v++) {
+                const calib_accum *acc = accums(&s[i], v, w);
+                if (acc)
+                    sample(t, sqrt(calib_accum_mean(&acc[WS_MAIN])),
+                           "calibd_rbs{model=\"%s\",view=\"%s\",scope=\"%s\"}", m->name,
+                           view_names[v], scopes[w]);
+            }
+    }
+}
+
+/* The current parameters, and raw against calibrated on the same pairs
+ * since they took over. */
+static void params_gauges(text *t, const snap *s, size_t n)
+{
+    help(t, "calibd_params_value", "gauge", "Current parameter values, by name and version.");
+    for (size_t i = 0; i < n; i++) {
+        const model_params *p = &s[i].m->params;
+        for (unsigned j = 0; p->desc && j < p->n; j++)
+            sample(t, p->values[j],
+                   "calibd_params_value{model=\"%s\",method=\"%s\",param=\"%s\","
+                   "version=\"%llu\"}", s[i].m->name, p->method, p->desc->param_names[j],
+                   (unsigned long long)p->version);
+    }
+    help(t, "calibd_paired_count", "gauge",
+         "Pairs scored since the current parameter version took over.");
+    for (size_t i = 0; i < n; i++)
+        if (s[i].m->shaped)
+            put(t, "calibd_paired_count{model=\"%s\"} %llu\n", s[i].m->name,
+                (unsigned long long)s[i].m->paired.view[VIEW_RAW][WS_MAIN].n);
+    help(t, "calibd_paired_since_seconds", "gauge",
+         "When the current parameter version took over, seconds since the epoch.");
+    for (size_t i = 0; i < n; i++)
+        if (s[i].m->shaped && s[i].m->paired.since > 0)
+            sample(t, s[i].m->paired.since, "calibd_paired_since_seconds{model=\"%s\"}",
+                   s[i].m->name);
+    help(t, "calibd_paired_score_mean", "gauge",
+         "Mean score of each view on the same pairs, since the current parameters.");
+    for (size_t i = 0; i < n; i++) {
+        const model *m = s[i].m;
+        for (int v = 0; m->shaped && v < VIEWS; v++)
+            for (int k = 0; k < scores_of(m); k++)
+                sample(t, calib_accum_mean(&m->paired.view[v][k]),
+                       "calibd_paired_score_mean{model=\"%s\",view=\"%s\",score=\"%s\"}",
+                       m->name, view_names[v], score_name(m, k));
+    }
+    static const char *names[3] = {"calibd_paired_improvement",
+                                   "calibd_paired_improvement_ci_low",
+                                   "calibd_paired_improvement_ci_high"};
+    static const char *whats[3] = {
+        "Mean of raw minus calibrated score on the same pairs since the current parameters "
+        "(> 0: they improve the calibration by that much).",
+        "Lower end of the 95% interval of calibd_paired_improvement.",
+        "Upper end of the 95% interval of calibd_paired_improvement."};
+    for (int f = 0; f < 3; f++) {
+        help(t, names[f], "gauge", whats[f]);
+        for (size_t i = 0; i < n; i++) {
+            const model *m = s[i].m;
+            for (int k = 0; m->shaped && k < scores_of(m); k++) {
+                double ci[2];
+                calib_accum_ci95(&m->paired.diff[k], ci);
+                sample(t, f ? ci[f - 1] : calib_accum_mean(&m->paired.diff[k]),
+                       "%s{model=\"%s\",score=\"%s\"}", names[f], m->name, score_name(m, k));
+            }
+        }
+    }
+}
+
+/* The closed loop: its phase, the drift detector, the shadow run. */
+static void loop_gauges(text *t, const snap *s, size_t n)
+{
+    static const char *drift_states[] = {"reference", "watching", "alarm"};
+    help(t, "calibd_loop_phase", "gauge", "1 for the closed loop's current phase, else 0.");
+    for (size_t i = 0; i < n; i++)
+        for (int ph = PHASE_OFF; s[i].m->shaped && ph <= PHASE_STORING; ph++)
+            put(t, "calibd_loop_phase{model=\"%s\",phase=\"%s\"} %d\n", s[i].m->name,
+                refit_phase_name(ph), s[i].m->loop.refit.phase == ph);
+    help(t, "calibd_drift_state", "gauge", "1 for the drift detector's current state, else 0.");
+    for (size_t i = 0; i < n; i++) {
+        const model_loop *l = &s[i].m->loop;
+        for (int st = 0; s[i].m->shaped && l->drift_on && st < 3; st++)
+            put(t, "calibd_drift_state{model=\"%s\",state=\"%s\"} %d\n", s[i].m->name,
+                drift_states[st], (int)l->drift.state == st);
+    }
+    help(t, "calibd_drift_log_e", "gauge",
+         "Log of the drift detector's e-process (it alarms at log(1/drift_alpha)).");
+    for (size_t i = 0; i < n; i++) {
+        const model_loop *l = &s[i].m->loop;
+        if (s[i].m->shaped && l->drift_on && l->drift.state != CALIB_DRIFT_REFERENCE)
+            sample(t, calib_drift_log_e(&l->drift), "calibd_drift_log_e{model=\"%s\"}",
+                   s[i].m->name);
+    }
+    static const char *names[5] = {"calibd_shadow_samples", "calibd_shadow_log_e",
+                                   "calibd_shadow_improvement",
+                                   "calibd_shadow_improvement_ci_low",
+                                   "calibd_shadow_improvement_ci_high"};
+    static const char *whats[5] = {
+        "Pairs the candidate in shadow has been scored on.",
+        "Log of the shadow gate's e-process (it passes at log(1/gate_alpha)).",
+        "Mean of current minus candidate score in shadow (> 0: the candidate is better).",
+        "Lower end of the 95% interval of calibd_shadow_improvement.",
+        "Upper end of the 95% interval of calibd_shadow_improvement."};
+    for (int f = 0; f < 5; f++) {
+        help(t, names[f], "gauge", whats[f]);
+        for (size_t i = 0; i < n; i++) {
+            const model_loop *l = &s[i].m->loop;
+            if (!s[i].m->shaped || l->refit.phase != PHASE_SHADOW)
+                continue;
+            double ci[2];
+            calib_accum_ci95(&l->gate.diff, ci);
+            double x[5] = {(double)l->gate.diff.n, calib_gate_log_e(&l->gate),
+                           calib_accum_mean(&l->gate.diff), ci[0], ci[1]};
+            sample(t, x[f], "%s{model=\"%s\"}", names[f], s[i].m->name);
+        }
+    }
+}
+
 /* The ingest sockets: what ZeroMQ delivered, and the two ways calibd
  * learns it is losing messages it never receives. */
 static void sockets(text *t, const calibd *d)
@@ -293,10 +539,215 @@ static void render(text *t, calibd *d)
     for (int which = 0; which < 3; which++)
         score_family(t, s, d->nmodels, which);
     ece_family(t, s, d->nmodels);
+    score_counters(t, s, d->nmodels);
+    bin_counters(t, s, d->nmodels);
+    estimator_gauges(t, s, d->nmodels);
+    params_gauges(t, s, d->nmodels);
+    loop_gauges(t, s, d->nmodels);
     free(s);
 }
 
+/* ------------------------------------------------------------ history */
+
+/* /history?model=NAME as JSON (server thread, under the lock). */
+static void render_history(text *t, const hist *h, long i, const char *name)
+{
+    static const char *cols = "[\"t\",\"raw\",\"raw_lo\",\"raw_hi\",\"calibrated\","
+                              "\"calibrated_lo\",\"calibrated_hi\",\"scored\"]";
+    put(t, "{\"model\":");
+    json_str(t, name);
+    put(t, ",\"step\":%g,\"columns\":%s,\"points\":[", h->step, cols);
+    for (size_t j = 0; i >= 0 && j < h->s[i]->len; j++) {
+        const hist_point *p = hist_at(h, (size_t)i, j);
+        put(t, "%s[%.17g", j ? "," : "", p->t);
+        for (int k = 0; k < HIST_VALUES; k++) {
+            if (isfinite(p->v[k]))
+                put(t, ",%.9g", (double)p->v[k]);
+            else
+                put(t, ",null");
+        }
+        put(t, ",%u]", (unsigned)p->n);
+    }
+    put(t, "]}\n");
+}
+
+/* Loop thread: one point for each model with a window. */
+static void history_point(http_server *h, calibd *d, double wall)
+{
+    pthread_mutex_lock(&h->lock);
+    for (size_t i = 0; i < d->nmodels; i++) {
+        model *m = d->models[i];
+        if (!m->shaped || !m->view.have)
+            continue;
+        if (m->hist < 0 && (m->hist = hist_find(&h->hist, m->name, 1)) < 0)
+            continue; /* out of memory: no history for it, tried again next step */
+        const calib_accum *raw = &m->view.w.stat[VIEW_RAW * WS_PER_VIEW + WS_MAIN],
+                          *cal = &m->view.w.stat[VIEW_CAL * WS_PER_VIEW + WS_MAIN];
+        double ci[2][2];
+        calib_accum_ci95(raw, ci[0]);
+        calib_accum_ci95(cal, ci[1]);
+        hist_point p = {.t = wall,
+                        .v = {(float)calib_accum_mean(raw), (float)ci[0][0], (float)ci[0][1],
+                              (float)calib_accum_mean(cal), (float)ci[1][0], (float)ci[1][1]},
+                        .n = raw->n > UINT32_MAX ? UINT32_MAX : (uint32_t)raw->n};
+        hist_add(&h->hist, (size_t)m->hist, &p);
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+int http_history_save(http_server *h, calibd *d)
+{
+    if (!h->mhd || !h->hist.cap)
+        return 0;
+    calib_mpw w;
+    char err[4800];
+    calib_mpw_init(&w);
+    pthread_mutex_lock(&h->lock);
+    hist_write(&h->hist, &w);
+    pthread_mutex_unlock(&h->lock);
+    int rc = calib_mpw_error(&w) ? -1
+             : state_write_file(d->cfg.state_dir, "history", w.sb.data, w.sb.size, err,
+                                sizeof err);
+    if (calib_mpw_error(&w))
+        snprintf(err, sizeof err, "history: out of memory");
+    if (rc != 0)
+        log_msg(&d->log, rc < 0 ? LOG_ERROR : LOG_WARN, "http", "%s", err);
+    calib_mpw_destroy(&w);
+    return rc < 0 ? -1 : 0;
+}
+
+void http_history_load(http_server *h, calibd *d)
+{
+    char *buf, err[4800], moved[4400];
+    size_t len;
+    if (!h->mhd || !h->hist.cap)
+        return;
+    /* 64 bytes a point at most, as hist_write writes them */
+    size_t max = 4096 + (d->cfg.history + 16) * 64 * (CFG_MAX_MODELS + 16);
+    int rc = state_read_file(d->cfg.state_dir, "history", max, &buf, &len, err, sizeof err);
+    if (rc == 1)
+        return;
+    pthread_mutex_lock(&h->lock);
+    if (rc == 0)
+        rc = hist_read(&h->hist, buf, len, err, sizeof err);
+    size_t series = h->hist.n;
+    pthread_mutex_unlock(&h->lock);
+    free(buf);
+    if (rc == 0) {
+        log_msg(&d->log, LOG_INFO, "http", "history of %zu models restored from %s/history",
+                series, d->cfg.state_dir);
+        return;
+    }
+    if (state_move_aside(d->cfg.state_dir, "history", moved, sizeof moved) == 0)
+        log_msg(&d->log, LOG_WARN, "http", "%s/history: %s; moved aside to %s, the history "
+                "starts anew", d->cfg.state_dir, err, moved);
+    else
+        log_msg(&d->log, LOG_WARN, "http", "%s/history: %s; it could not be moved aside "
+                "(%s), the history starts anew", d->cfg.state_dir, err, strerror(errno));
+}
+
 /* ------------------------------------------------------------ server */
+
+static double mono_now(void);
+
+static struct MHD_Response *text_response(const char *body)
+{
+    return MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+}
+
+/* A copy of a snapshot (under the lock), or 503 with Retry-After when
+ * there is none yet. */
+static struct MHD_Response *snapshot(const char *data, size_t len, const char *type,
+                                     const char *what, unsigned *code)
+{
+    if (data) {
+        struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)data,
+                                                                 MHD_RESPMEM_MUST_COPY);
+        if (r)
+            MHD_add_response_header(r, "Content-Type", type);
+        return r;
+    }
+    char body[128];
+    snprintf(body, sizeof body, "calibd: no %s snapshot yet\n", what);
+    *code = MHD_HTTP_SERVICE_UNAVAILABLE;
+    struct MHD_Response *r = text_response(body);
+    if (r)
+        MHD_add_response_header(r, "Retry-After", "1");
+    return r;
+}
+
+static struct MHD_Response *route(http_server *h, struct MHD_Connection *c, const char *url,
+                                  unsigned *code)
+{
+    struct MHD_Response *r = NULL;
+    if (strcmp(url, "/") == 0) {
+        r = MHD_create_response_from_buffer(calibd_page_len, (void *)calibd_page,
+                                            MHD_RESPMEM_PERSISTENT);
+        if (r) {
+            MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
+            /* nothing from elsewhere: the page works with no network */
+            MHD_add_response_header(r, "Content-Security-Policy",
+                                    "default-src 'self'; style-src 'self' 'unsafe-inline'; "
+                                    "script-src 'self' 'unsafe-inline'; img-src 'self' data:");
+        }
+        return r;
+    }
+    if (strcmp(url, "/healthz") == 0) {
+        pthread_mutex_lock(&h->lock);
+        double age = mono_now() - h->beat, limit = h->health_timeout;
+        pthread_mutex_unlock(&h->lock);
+        char body[160];
+        if (age <= limit) {
+            snprintf(body, sizeof body, "ok\n");
+        } else {
+            *code = MHD_HTTP_SERVICE_UNAVAILABLE;
+            snprintf(body, sizeof body, "calibd: the event loop has not ticked for %.1f s "
+                     "(health_timeout %g s)\n", age, limit);
+        }
+        return text_response(body);
+    }
+    if (strcmp(url, "/history") == 0) {
+        const char *name = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "model");
+        text t = {.cap = 4096};
+        if (!(t.buf = malloc(t.cap)))
+            return NULL;
+        pthread_mutex_lock(&h->lock);
+        long i = name ? hist_find(&h->hist, name, 0) : -1;
+        if (i >= 0)
+            render_history(&t, &h->hist, i, name);
+        pthread_mutex_unlock(&h->lock);
+        if (i < 0) {
+            *code = MHD_HTTP_NOT_FOUND;
+            put(&t, "{\"error\":\"%s\"}\n", name ? "no history for this model yet"
+                                                 : "expected ?model=NAME");
+        }
+        if (t.failed) {
+            free(t.buf);
+            return NULL;
+        }
+        r = MHD_create_response_from_buffer(t.len, t.buf, MHD_RESPMEM_MUST_FREE);
+        if (r)
+            MHD_add_response_header(r, "Content-Type", "application/json");
+        else
+            free(t.buf);
+        return r;
+    }
+    if (strcmp(url, "/metrics") == 0 || strcmp(url, "/status") == 0) {
+        int metrics = url[1] == 'm';
+        pthread_mutex_lock(&h->lock);
+        if (metrics)
+            r = snapshot(h->text, h->len, "text/plain; version=0.0.4", "metrics", code);
+        else {
+            h->status_wanted = mono_now();
+            r = snapshot(h->status, h->status_len, "application/json", "status", code);
+        }
+        pthread_mutex_unlock(&h->lock);
+        return r;
+    }
+    *code = MHD_HTTP_NOT_FOUND;
+    return text_response("calibd: see / (the page), /metrics, /status, "
+                         "/history?model=NAME, /healthz\n");
+}
 
 static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version,
@@ -312,28 +763,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
         code = MHD_HTTP_METHOD_NOT_ALLOWED;
         r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
-    } else if (strcmp(url, "/metrics") != 0) {
-        static const char body[] = "calibd: see /metrics\n";
-        code = MHD_HTTP_NOT_FOUND;
-        r = MHD_create_response_from_buffer(sizeof body - 1, (void *)body,
-                                            MHD_RESPMEM_PERSISTENT);
     } else {
-        pthread_mutex_lock(&h->lock);
-        if (h->text) {
-            r = MHD_create_response_from_buffer(h->len, h->text, MHD_RESPMEM_MUST_COPY);
-            if (r)
-                MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
-        } else {
-            /* no snapshot yet (the first render failed): say so, not an
-             * empty exposition a scraper would take for "no series" */
-            static const char body[] = "calibd: no metrics snapshot yet\n";
-            code = MHD_HTTP_SERVICE_UNAVAILABLE;
-            r = MHD_create_response_from_buffer(sizeof body - 1, (void *)body,
-                                                MHD_RESPMEM_PERSISTENT);
-            if (r)
-                MHD_add_response_header(r, "Retry-After", "1");
-        }
-        pthread_mutex_unlock(&h->lock);
+        r = route(h, c, url, &code);
     }
     if (!r)
         return MHD_NO;
@@ -438,6 +869,7 @@ int http_start(http_server *h, const char *addr, const http_limits *lim, char *e
     }
     pthread_mutex_init(&h->lock, NULL);
     h->lim = *lim;
+    hist_init(&h->hist, lim->history, lim->history_step);
     unsigned idle = (unsigned)ceil(lim->timeout);
     /* one polling thread (epoll where there is one): a slow client costs a
      * descriptor and a small memory pool, never a thread */
@@ -460,23 +892,58 @@ int http_start(http_server *h, const char *addr, const http_limits *lim, char *e
     return info && info->port ? info->port : (int)port;
 }
 
+/* The status reply as JSON, malloc'ed; NULL out of memory. */
+static char *render_status(calibd *d, size_t *len)
+{
+    calib_mpw w;
+    calib_mpw_init(&w);
+    control_pack_status(d, &w, NULL, 0);
+    char *json = calib_mpw_error(&w) ? NULL : msgpack_to_json(w.sb.data, w.sb.size, len);
+    calib_mpw_destroy(&w);
+    return json;
+}
+
 void http_update(http_server *h, calibd *d)
 {
     if (!h->mhd)
         return;
+    double now = mono_now(), wall = wall_now();
+    pthread_mutex_lock(&h->lock);
+    h->beat = now;
+    h->health_timeout = d->cfg.health_timeout; /* a reload may change it */
+    int status = d->nmodels <= HTTP_STATUS_ALWAYS || now - h->status_wanted < 60;
+    pthread_mutex_unlock(&h->lock);
     cut_slow(h);
+    if (h->hist.cap && wall >= h->next_point) {
+        h->next_point = wall + h->hist.step;
+        history_point(h, d, wall);
+    }
+    if (h->next_save == 0) {
+        h->next_save = now + HTTP_HISTORY_SAVE;
+    } else if (h->hist.cap && now >= h->next_save) {
+        h->next_save = now + HTTP_HISTORY_SAVE;
+        http_history_save(h, d);
+    }
+    size_t slen = 0;
+    char *json = status ? render_status(d, &slen) : NULL;
     text t = {.cap = 1 << 16};
-    if (!(t.buf = malloc(t.cap)))
-        return; /* keep serving the previous snapshot */
-    render(&t, d);
-    if (t.failed) {
-        free(t.buf);
-        return; /* keep serving the previous snapshot */
+    if ((t.buf = malloc(t.cap)))
+        render(&t, d);
+    if (!t.buf || t.failed) {
+        free(t.buf); /* keep serving the previous snapshot */
+        t.buf = NULL;
     }
     pthread_mutex_lock(&h->lock);
-    free(h->text);
-    h->text = t.buf;
-    h->len = t.len;
+    if (t.buf) {
+        free(h->text);
+        h->text = t.buf;
+        h->len = t.len;
+    }
+    if (json || !status) { /* not asked for: dropped, so never stale */
+        free(h->status);
+        h->status = json;
+        h->status_len = slen;
+    }
     pthread_mutex_unlock(&h->lock);
 }
 
@@ -488,5 +955,7 @@ void http_stop(http_server *h)
     h->mhd = NULL;
     pthread_mutex_destroy(&h->lock);
     free(h->text);
-    h->text = NULL;
+    free(h->status);
+    h->text = h->status = NULL;
+    hist_free(&h->hist);
 }

@@ -136,6 +136,7 @@ int loop_attach(calibd *d, model *m)
     double now = loop_now(d);
     char err[600];
     model_params p;
+    model_paired_reset(m, 0, wall_now()); /* stays so if the loop is off */
     state_param_names names;
     int rc = state_load_params(d->cfg.state_dir, m->name, &p, names, err, sizeof err);
     if (rc < 0) {
@@ -171,9 +172,12 @@ int loop_attach(calibd *d, model *m)
     snprintf(p.method, sizeof p.method, "%s", desc->name);
     p.identity = model_params_is_identity(&p);
     m->params = p;
+    model_paired_reset(m, p.version, wall_now());
+    char v[200];
+    loop_format_params(&p, v, sizeof v);
+    model_event_add(m, wall_now(), "start", "%s version %llu: %s %s", rc == 0 ? "restored" :
+                    "identity,", (unsigned long long)p.version, p.method, v);
     if (rc == 0) {
-        char v[200];
-        loop_format_params(&p, v, sizeof v);
         log_msg(&d->log, LOG_INFO, "loop", "%s: parameters version %llu restored (%s %s)",
                 m->name, (unsigned long long)p.version, p.method, v);
         if (strcmp(c->method, "auto") != 0 && strcmp(c->method, p.method) != 0)
@@ -322,6 +326,9 @@ static void start_shadow(calibd *d, model *m, const refit_job *j)
             "%.1f ms (objective %.6g -> %.6g); in shadow", m->name,
             (unsigned long long)l->candidates, p->method, v, j->ds.n, (double)j->ns / 1e6,
             j->res.objective_before, j->res.objective_after);
+    model_event_add(m, wall_now(), "shadow_start", "candidate %llu: %s %s, fit on %zu "
+                    "samples; in shadow", (unsigned long long)l->candidates, p->method, v,
+                    j->ds.n);
 }
 
 /* A fit's result must be the method's number of finite parameters that its
@@ -354,9 +361,11 @@ static void refit_done(uv_work_t *req, int status)
             if (feed(d, m, EV_FIT_DONE, &o) & ACT_START_SHADOW)
                 start_shadow(d, m, j);
         } else {
+            const char *why = status ? uv_strerror(status) : calib_plugin_strerror(j->rc);
             log_msg(&d->log, LOG_WARN, "loop", "%s: refit (%s) on %zu samples failed: %s",
-                    m->name, reason_name(j->reason), j->ds.n,
-                    status ? uv_strerror(status) : calib_plugin_strerror(j->rc));
+                    m->name, reason_name(j->reason), j->ds.n, why);
+            model_event_add(m, wall_now(), "refit_error", "refit (%s) on %zu samples failed: "
+                            "%s", reason_name(j->reason), j->ds.n, why);
             feed(d, m, EV_FIT_FAILED, &o); /* a drift measures anew, not again at once */
         }
     }
@@ -401,6 +410,8 @@ static int start_refit(calibd *d, model *m, size_t n, int reason)
     l->refits++;
     log_msg(&d->log, LOG_INFO, "loop", "%s: refit %llu (%s) of %s on the %zu newest samples",
             m->name, (unsigned long long)l->refits, reason_name(reason), m->params.method, n);
+    model_event_add(m, wall_now(), "refit", "refit %llu (%s) of %s on the %zu newest samples",
+                    (unsigned long long)l->refits, reason_name(reason), m->params.method, n);
     return 0;
 }
 
@@ -491,6 +502,7 @@ static void on_drift(calibd *d, model *m)
     double ref = gauss ? reference_rate(dr) : calib_accum_mean(&dr->ref);
     char msg[1024];
     drift_message(m, &lv, ref, msg, sizeof msg);
+    model_event_add(m, wall_now(), "drift", "%s", msg);
     alert_value v[] = {{"reference", ref}, {"current", gauss ? lv.above : lv.mean},
                        {"bound", dr->null_mean}, {"log_e", calib_drift_log_e(dr)},
                        {"samples", (double)(dr->n - dr->cfg.reference)},
@@ -532,6 +544,9 @@ static void store_done(uv_work_t *req, int status)
         log_msg(&d->log, LOG_ERROR, "loop", "%s: %s; version %llu (%s) not published",
                 m->name, status ? uv_strerror(status) : j->err,
                 (unsigned long long)p->version, v);
+        model_event_add(m, wall_now(), "store_error", "version %llu (%s) not published: %s",
+                        (unsigned long long)p->version, v,
+                        status ? uv_strerror(status) : j->err);
         alert_value av[] = {{"version", (double)p->version}};
         if (!d->stopping)
             alert_send(d, m, "refit", "critical", "the state directory refused the new "
@@ -543,8 +558,7 @@ static void store_done(uv_work_t *req, int status)
     if (j->saved > 0)
         log_msg(&d->log, LOG_WARN, "loop", "%s: %s", m->name, j->err);
     m->params = *p;
-    for (int i = 0; i < WS_PER_VIEW; i++)
-        calib_accum_init(&m->since_params[i]);
+    model_paired_reset(m, p->version, p->ts);
     /* the reference restarts under the new parameters */
     feed(d, m, EV_STORED, &o);
     send_params(d, m);
@@ -553,6 +567,7 @@ static void store_done(uv_work_t *req, int status)
              (unsigned long long)p->version, p->method, v,
              m->form == CALIB_FORM_GAUSSIAN ? "DSS" : "Brier", p->before[0], p->after[0],
              p->improvement, p->ci[0], p->ci[1], (unsigned long long)p->shadow_n);
+    model_event_add(m, wall_now(), "publish", "%s", msg);
     alert_value av[] = {{"version", (double)p->version}, {"before", p->before[0]},
                         {"after", p->after[0]}, {"improvement", p->improvement},
                         {"ci_lo", p->ci[0]}, {"ci_hi", p->ci[1]},
@@ -620,6 +635,7 @@ static void decide(calibd *d, model *m)
              ci[1], passed ? "established" : "not established at gate_alpha above "
              "min_improvement");
     log_msg(&d->log, LOG_INFO, "loop", "%s: %s", m->name, msg);
+    model_event_add(m, wall_now(), passed ? "withheld" : "shadow_fail", "%s", msg);
     alert_value av[] = {{"improvement", calib_accum_mean(&g->diff)}, {"ci_lo", ci[0]},
                         {"ci_hi", ci[1]}, {"samples", (double)g->diff.n}};
     alert_send(d, m, "refit", "warning", msg, av, 4);

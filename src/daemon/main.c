@@ -232,10 +232,12 @@ static int open_sockets(calibd *d, char *err, size_t errlen)
     nb++;
     if (strcmp(c->http, "off") != 0) {
         http_limits lim = {c->http_timeout, (unsigned)c->http_max_connections,
-                           (unsigned)c->http_max_per_address};
+                           (unsigned)c->http_max_per_address, (size_t)c->history,
+                           c->history_step};
         int port = http_start(&d->http, c->http, &lim, err, errlen);
         if (port < 0)
             return -1;
+        http_history_load(&d->http, d);
         snprintf(bound[nb][0], 256, "http");
         snprintf(bound[nb][1], 256, "http://%.*s:%d/metrics",
                  (int)(strrchr(c->http, ':') - c->http), c->http, port);
@@ -292,6 +294,7 @@ static void close_all(calibd *d)
     if (d->pub)
         zmq_close(d->pub);
     d->pub = NULL;
+    http_history_save(&d->http, d); /* no-op without HTTP */
     http_stop(&d->http);
     alert_sinks_kill(d);
     if (!d->handles_ready)

@@ -1,5 +1,7 @@
 /* model.c — per-model statistics: everything a joined pair updates. */
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,8 +108,8 @@ int model_init(model *m, const model_cfg *cfg, uint64_t seed)
     for (int v = 0; v < VIEWS; v++)
         for (int s = 0; s < WS_PER_VIEW; s++)
             calib_accum_init(&m->cum[v][s]);
-    for (int s = 0; s < WS_PER_VIEW; s++)
-        calib_accum_init(&m->since_params[s]);
+    model_paired_reset(m, 0, 0);
+    m->hist = -1;
     calib_join_cfg jc = {.ttl = cfg->label_ttl, .capacity = cfg->max_pending,
                          .width = 0, .joined_capacity = cfg->joined_memory,
                          .seed = seed};
@@ -340,8 +342,15 @@ void model_observe(model *m, const double *x, double y, double now)
             if (isnan(s[v][i]))
                 continue;
             calib_accum_add(&m->cum[v][i], s[v][i]);
+            model_sums *sum = &m->sums[v][i];
+            if (s[v][i] >= 0)
+                sum->pos += s[v][i];
+            else
+                sum->neg -= s[v][i];
+            sum->sq += s[v][i] * s[v][i];
+            calib_accum_add(&m->paired.view[v][i], s[v][i]);
             if (v == VIEW_CAL)
-                calib_accum_add(&m->since_params[i], s[v][i]);
+                calib_accum_add(&m->paired.diff[i], s[VIEW_RAW][i] - s[v][i]);
             if (pane)
                 calib_accum_add(&pane->stat[v * WS_PER_VIEW + i], s[v][i]);
         }
@@ -364,6 +373,40 @@ void model_observe(model *m, const double *x, double y, double now)
         shadow_observe(m, x, y, s[VIEW_CAL]);
     if (l->drift_on && calib_drift_add(&l->drift, s[VIEW_CAL][WS_MAIN]))
         l->drift_alarm = 1;
+}
+
+void model_paired_reset(model *m, uint64_t version, double since)
+{
+    model_paired *p = &m->paired;
+    p->version = version;
+    p->since = since;
+    for (int i = 0; i < WS_PER_VIEW; i++) {
+        for (int v = 0; v < VIEWS; v++)
+            calib_accum_init(&p->view[v][i]);
+        calib_accum_init(&p->diff[i]);
+    }
+}
+
+void model_event_add(model *m, double t, const char *kind, const char *fmt, ...)
+{
+    model_event *e = &m->events[m->nevents++ % MODEL_EVENTS];
+    e->t = t;
+    snprintf(e->kind, sizeof e->kind, "%s", kind);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->text, sizeof e->text, fmt, ap);
+    va_end(ap);
+}
+
+size_t model_events_len(const model *m)
+{
+    return m->nevents < MODEL_EVENTS ? (size_t)m->nevents : MODEL_EVENTS;
+}
+
+const model_event *model_event_get(const model *m, size_t i)
+{
+    uint64_t first = m->nevents - model_events_len(m);
+    return &m->events[(first + i) % MODEL_EVENTS];
 }
 
 int model_params_is_identity(const model_params *p)

@@ -69,6 +69,34 @@ typedef struct model_view {
     calib_pane w;   /* both views' scores and top-label bins (top[view]) */
 } model_view;
 
+/* Raw against calibrated on the same pairs, since the current parameters
+ * took over (paired: the per-pair difference raw - calibrated estimates the
+ * change of the calibration error without bias, Gruber & Buettner 2022). */
+typedef struct model_paired {
+    uint64_t version;  /* the parameters' version */
+    double since;      /* wall clock when it took over (start, or publish) */
+    calib_accum view[VIEWS][WS_PER_VIEW];
+    calib_accum diff[WS_PER_VIEW]; /* raw - calibrated, per pair */
+} model_paired;
+
+/* Score sums as Prometheus counters: plain sums of non-negative terms, so
+ * that each only grows (a compensated sum's value may step back by an
+ * ulp, which Prometheus would read as a reset). The positive and negative
+ * parts apart, for the DSS can be negative. */
+typedef struct model_sums {
+    double pos, neg, sq;
+} model_sums;
+
+/* What happened to a model, for the page and status: the newest
+ * MODEL_EVENTS, oldest overwritten. */
+#define MODEL_EVENTS 32
+typedef struct model_event {
+    double t;       /* wall clock */
+    char kind[16];  /* drift, refit, refit_error, shadow_start, shadow_pass,
+                       shadow_fail, withheld, publish, store_error, alert, start */
+    char text[240];
+} model_event;
+
 /* What a model holds at most: see model_size. */
 typedef struct model_sizes {
     size_t pending, ring, reservoir;
@@ -106,8 +134,8 @@ typedef struct model {
     calib_join join;  /* from the model's creation: labels only (width 0)
                          until the shape is known */
     calib_accum cum[VIEWS][WS_PER_VIEW];
-    calib_accum since_params[WS_PER_VIEW]; /* calibrated view, since the
-                                              current parameters took over */
+    model_sums sums[VIEWS][WS_PER_VIEW]; /* beside cum: the counters */
+    model_paired paired;    /* both views since the current parameters */
     calib_bins top[VIEWS];  /* cumulative top-label bins */
     calib_cwbins cw;        /* cumulative class-wise bins of the raw outputs;
                                k = 0 when K x bins > MODEL_CW_MAX_CELLS */
@@ -124,6 +152,9 @@ typedef struct model {
     model_loop loop;
     alert_state alert[RULES];
     uint64_t alerts;        /* alerts sent */
+    model_event events[MODEL_EVENTS]; /* event number i at i % MODEL_EVENTS */
+    uint64_t nevents;       /* events recorded */
+    long hist;              /* http.c: index of its history series, -1 none */
     /* counters */
     uint64_t predictions, labels, scored, inline_scored, stale;
     uint64_t rejected[REJ_MAX];
@@ -172,6 +203,17 @@ void model_canonical(model *m, int form, const double *x, double *out);
  * views, the drift detector and, while a candidate is in shadow, the
  * candidate too. */
 void model_observe(model *m, const double *x, double y, double now);
+
+/* Restarts the paired comparison under parameter version `version`, which
+ * took over at wall time `since`. */
+void model_paired_reset(model *m, uint64_t version, double since);
+
+/* Records an event at wall time t (the text is cut to fit). */
+__attribute__((format(printf, 4, 5)))
+void model_event_add(model *m, double t, const char *kind, const char *fmt, ...);
+/* Event number i (0 = the oldest kept, up to model_events_len - 1). */
+size_t model_events_len(const model *m);
+const model_event *model_event_get(const model *m, size_t i);
 
 /* 1 when p's values are its method's identity (or it has no method). */
 int model_params_is_identity(const model_params *p);

@@ -31,24 +31,16 @@ static int sync_path(const char *path, int flags)
     return rc;
 }
 
-int state_save_params(const char *dir, const char *name, const model_params *p,
-                      char *err, size_t errlen)
+int state_write_file(const char *dir, const char *name, const void *data, size_t len,
+                     char *err, size_t errlen)
 {
     char path[4352], tmp[4360];
-    state_path(path, sizeof path, dir, name, "");
-    state_path(tmp, sizeof tmp, dir, name, ".tmp");
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (!f)
         goto fail;
-    fprintf(f, "# calibd: parameters of model %s, written before they were published\n"
-               "version %llu\nmethod %s\nts %.17g\nfit_n %llu\nshadow_n %llu\n"
-               "before %.17g %.17g\nafter %.17g %.17g\nimprovement %.17g %.17g %.17g\n",
-            name, (unsigned long long)p->version, p->method, p->ts,
-            (unsigned long long)p->fit_n, (unsigned long long)p->shadow_n, p->before[0],
-            p->before[1], p->after[0], p->after[1], p->improvement, p->ci[0], p->ci[1]);
-    for (unsigned i = 0; i < p->n; i++)
-        fprintf(f, "param %s %.17g\n", p->desc ? p->desc->param_names[i] : "?", p->values[i]);
-    if (ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0) {
+    if (fwrite(data, 1, len, f) != len || fflush(f) != 0 || fsync(fileno(f)) != 0) {
         int saved = errno;
         fclose(f);
         errno = saved;
@@ -56,8 +48,8 @@ int state_save_params(const char *dir, const char *name, const model_params *p,
     }
     if (fclose(f) != 0 || rename(tmp, path) != 0)
         goto fail;
-    /* renamed: the new version is the stored one from now on, whatever
-     * follows, so it must be published even if the directory's fsync fails */
+    /* renamed: the new content is the stored one from now on, whatever
+     * follows */
     if (sync_path(dir, O_RDONLY | O_DIRECTORY) != 0) {
         snprintf(err, errlen, "%s stored, but the directory %s could not be synced: %s",
                  path, dir, strerror(errno));
@@ -68,6 +60,84 @@ fail:
     snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
     unlink(tmp);
     return -1;
+}
+
+int state_save_params(const char *dir, const char *name, const model_params *p,
+                      char *err, size_t errlen)
+{
+    char file[CFG_NAME_MAX + 32];
+    char *text = NULL;
+    size_t len = 0;
+    snprintf(file, sizeof file, "model.%s.params", name);
+    FILE *f = open_memstream(&text, &len);
+    if (!f) {
+        snprintf(err, errlen, "cannot write %s/%s: %s", dir, file, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "# calibd: parameters of model %s, written before they were published\n"
+               "version %llu\nmethod %s\nts %.17g\nfit_n %llu\nshadow_n %llu\n"
+               "before %.17g %.17g\nafter %.17g %.17g\nimprovement %.17g %.17g %.17g\n",
+            name, (unsigned long long)p->version, p->method, p->ts,
+            (unsigned long long)p->fit_n, (unsigned long long)p->shadow_n, p->before[0],
+            p->before[1], p->after[0], p->after[1], p->improvement, p->ci[0], p->ci[1]);
+    for (unsigned i = 0; i < p->n; i++)
+        fprintf(f, "param %s %.17g\n", p->desc ? p->desc->param_names[i] : "?", p->values[i]);
+    if (ferror(f) | fclose(f)) {
+        snprintf(err, errlen, "cannot write %s/%s: out of memory", dir, file);
+        free(text);
+        return -1;
+    }
+    int rc = state_write_file(dir, file, text, len, err, errlen);
+    free(text);
+    return rc;
+}
+
+int state_read_file(const char *dir, const char *name, size_t max, char **data, size_t *len,
+                    char *err, size_t errlen)
+{
+    char path[4352];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    *data = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        if (errno == ENOENT)
+            return 1;
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
+        snprintf(err, errlen, "%s is not a regular file of at most %zu bytes", path, max);
+        goto fail;
+    }
+    size_t n = (size_t)st.st_size;
+    if (!(buf = malloc(n ? n : 1))) {
+        snprintf(err, errlen, "cannot read %s: out of memory", path);
+        goto fail;
+    }
+    if (fread(buf, 1, n, f) != n) {
+        snprintf(err, errlen, "cannot read %s: %s", path, ferror(f) ? strerror(errno)
+                 : "shorter than its size");
+        goto fail;
+    }
+    fclose(f);
+    *data = buf;
+    *len = n;
+    return 0;
+fail:
+    free(buf);
+    fclose(f);
+    return -1;
+}
+
+int state_move_aside(const char *dir, const char *name, char *moved, size_t movedlen)
+{
+    char path[4352];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(moved, movedlen, "%s.bad", path);
+    return rename(path, moved);
 }
 
 /* One "key value..." line into p; 0, or -1 if malformed. */
@@ -213,7 +283,7 @@ int state_lock(const char *dir, char *err, size_t errlen)
 static int stale_name(const char *name)
 {
     size_t len = strlen(name);
-    if (strcmp(name, "endpoints.tmp") == 0)
+    if (strcmp(name, "endpoints.tmp") == 0 || strcmp(name, "history.tmp") == 0)
         return 1;
     return len > strlen("model..params.tmp") && strncmp(name, "model.", 6) == 0 &&
            strcmp(name + len - strlen(".params.tmp"), ".params.tmp") == 0;

@@ -20,6 +20,23 @@
 int state_save_params(const char *dir, const char *name, const model_params *p,
                       char *err, size_t errlen);
 
+/*
+ * Writes len bytes of data as STATE_DIR/NAME the same way (NAME.tmp,
+ * fsync, rename, directory fsync). Returns as state_save_params.
+ */
+int state_write_file(const char *dir, const char *name, const void *data, size_t len,
+                     char *err, size_t errlen);
+/*
+ * Reads STATE_DIR/NAME, a regular file of at most max bytes, into *data
+ * (malloc'd, the caller frees it) and *len. Returns 0; 1 when there is no
+ * such file; -1 with err set when it cannot be read.
+ */
+int state_read_file(const char *dir, const char *name, size_t max, char **data, size_t *len,
+                    char *err, size_t errlen);
+/* Renames STATE_DIR/NAME to NAME.bad (the path in moved): a file that
+ * cannot be trusted is kept for a human, and not read again. 0 or -1. */
+int state_move_aside(const char *dir, const char *name, char *moved, size_t movedlen);
+
 /* The names of stored parameters, in the file's order. */
 typedef char state_param_names[PARAMS_MAX][CALIB_PLUGIN_NAME_MAX + 1];
 

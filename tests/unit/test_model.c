@@ -169,6 +169,95 @@ static void params_message_round_trips(void **state)
     free(m);
 }
 
+/* Raw against calibrated on the same pairs: the paired difference is the
+ * difference of the two views' means, pair by pair; a publish restarts it.
+ * The counters' sums agree with the accumulators. */
+static void paired_and_counter_sums(void **state)
+{
+    model_cfg c = defaults();
+    model *m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    assert_int_equal(model_init(m, &c, 7), CALIB_OK);
+    assert_int_equal(model_shape(m, CALIB_FORM_BINARY, 2), CALIB_OK);
+    model_params *p = &m->params;
+    p->desc = calib_plugin_builtin("platt");
+    snprintf(p->method, sizeof p->method, "platt");
+    p->n = 2;
+    p->values[0] = 0.5; /* a < 1: less confident */
+    p->values[1] = 0;
+    p->identity = 0;
+    model_paired_reset(m, 3, 500);
+    static const double xs[] = {0.9, 0.95, 0.2, 0.7, 0.99, 0.6};
+    static const double ys[] = {1, 0, 0, 1, 1, 0};
+    for (int i = 0; i < 6; i++)
+        model_observe(m, &xs[i], ys[i], 1000 + i);
+    const model_paired *pr = &m->paired;
+    assert_true(pr->version == 3 && pr->since == 500);
+    for (int k = 0; k < WS_PER_VIEW; k++) {
+        double raw = calib_accum_mean(&pr->view[VIEW_RAW][k]),
+               cal = calib_accum_mean(&pr->view[VIEW_CAL][k]);
+        assert_int_equal(pr->diff[k].n, 6);
+        assert_close(calib_accum_mean(&pr->diff[k]), raw - cal, 1e-14);
+        assert_true(raw != cal); /* the parameters change the scores */
+        for (int v = 0; v < VIEWS; v++) {
+            assert_close(calib_accum_mean(&pr->view[v][k]), calib_accum_mean(&m->cum[v][k]),
+                         1e-15);
+            const model_sums *sum = &m->sums[v][k];
+            assert_true(sum->neg == 0); /* Brier and log are >= 0 */
+            assert_close(sum->pos, calib_ksum_value(&m->cum[v][k].s1), 1e-12);
+            assert_close(sum->sq, calib_ksum_value(&m->cum[v][k].s2), 1e-12);
+        }
+    }
+    model_paired_reset(m, 4, 600);
+    assert_int_equal(m->paired.diff[WS_MAIN].n, 0);
+    assert_int_equal(m->paired.view[VIEW_CAL][WS_LOG].n, 0);
+    assert_int_equal(m->cum[VIEW_CAL][WS_LOG].n, 6); /* cumulative stays */
+    model_free(m);
+
+    /* a Gaussian's DSS is negative for a small variance: its negative
+     * parts are a counter of their own, and pos - neg is the sum */
+    assert_int_equal(model_init(m, &c, 7), CALIB_OK);
+    assert_int_equal(model_shape(m, CALIB_FORM_GAUSSIAN, 1), CALIB_OK);
+    double g[3][2] = {{0, 0.01}, {1, 4}, {2, 0.5}};
+    double gy[3] = {0.05, 3, 2.1};
+    for (int i = 0; i < 3; i++)
+        model_observe(m, g[i], gy[i], 1000);
+    const model_sums *sum = &m->sums[VIEW_RAW][WS_MAIN];
+    assert_true(sum->neg > 0 && sum->pos > 0);
+    assert_close(sum->pos - sum->neg, calib_ksum_value(&m->cum[VIEW_RAW][WS_MAIN].s1), 1e-12);
+    model_free(m);
+    free(m);
+}
+
+/* The newest MODEL_EVENTS events, oldest first, texts cut to fit. */
+static void events_ring(void **state)
+{
+    model_cfg c = defaults();
+    model *m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    assert_int_equal(model_init(m, &c, 7), CALIB_OK);
+    assert_int_equal(model_events_len(m), 0);
+    model_event_add(m, 1, "start", "first");
+    assert_int_equal(model_events_len(m), 1);
+    assert_string_equal(model_event_get(m, 0)->text, "first");
+    for (int i = 2; i <= MODEL_EVENTS + 5; i++)
+        model_event_add(m, i, i % 2 ? "drift" : "publish", "event %d", i);
+    assert_int_equal(model_events_len(m), MODEL_EVENTS);
+    assert_true(model_event_get(m, 0)->t == 6); /* 1..5 overwritten */
+    assert_string_equal(model_event_get(m, 0)->text, "event 6");
+    assert_string_equal(model_event_get(m, 0)->kind, "publish");
+    assert_true(model_event_get(m, MODEL_EVENTS - 1)->t == MODEL_EVENTS + 5);
+    char big[1000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    model_event_add(m, 99, "a_kind_longer_than_its_field", "%s", big);
+    const model_event *e = model_event_get(m, MODEL_EVENTS - 1);
+    assert_int_equal(strlen(e->text), sizeof e->text - 1);
+    assert_int_equal(strlen(e->kind), sizeof e->kind - 1);
+    model_free(m);
+    free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -176,6 +265,8 @@ int main(void)
         cmocka_unit_test(sizes_follow_the_budgets),
         cmocka_unit_test(shape_and_observe),
         cmocka_unit_test(params_message_round_trips),
+        cmocka_unit_test(paired_and_counter_sums),
+        cmocka_unit_test(events_ring),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
