@@ -384,11 +384,11 @@ static void params_gauges(text *t, const snap *s, size_t n)
                    "version=\"%llu\"}", s[i].m->name, p->method, p->desc->param_names[j],
                    (unsigned long long)p->version);
     }
-    help(t, "calibd_paired_count", "gauge",
+    help(t, "calibd_paired_samples", "gauge",
          "Pairs scored since the current parameter version took over.");
     for (size_t i = 0; i < n; i++)
         if (s[i].m->shaped)
-            put(t, "calibd_paired_count{model=\"%s\"} %llu\n", s[i].m->name,
+            put(t, "calibd_paired_samples{model=\"%s\"} %llu\n", s[i].m->name,
                 (unsigned long long)s[i].m->paired.view[VIEW_RAW][WS_MAIN].n);
     help(t, "calibd_paired_since_seconds", "gauge",
          "When the current parameter version took over, seconds since the epoch.");

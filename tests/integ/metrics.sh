@@ -33,6 +33,7 @@ cat > "$work/calibd.conf" <<CONF
 [daemon]
 tick = 0.2
 http_timeout = 1
+history_step = 0.2
 ingest_pull = tcp://127.0.0.1:*
 [model stored]
 form = logits
@@ -105,6 +106,36 @@ for name, m in r["models"].items():
             eq(f"{name} {view} brier", get("calibd_score_mean", model=name, view=view, scope="cumulative", score="brier"),
                m[view]["brier"]["mean"], 1e-12)
             eq(f"{name} {view} ece", get("calibd_ece", model=name, view=view, scope="cumulative"), m[view]["ece"], 1e-12)
+            eq(f"{name} {view} tce2", get("calibd_tce2", model=name, view=view, scope="cumulative"), m[view]["tce2"], 1e-12)
+            eq(f"{name} {view} rbs", get("calibd_rbs", model=name, view=view, scope="cumulative"), m[view]["rbs"], 1e-12)
+            # the counters: count, and (sum - negative sum) / count is the mean
+            for score in ("brier", "log"):
+                lab = dict(model=name, view=view, score=score)
+                n = get("calibd_score_count_total", **lab)
+                eq(f"{name} {view} {score} count", n, m[view][score]["n"])
+                s, neg = get("calibd_score_sum_total", **lab), get("calibd_score_negative_sum_total", **lab)
+                eq(f"{name} {view} {score} negative sum", neg, 0)
+                if n:
+                    eq(f"{name} {view} {score} sum / count", (s - neg) / n, m[view][score]["mean"], 1e-9)
+                p = m["paired"]
+                eq(f"{name} {view} {score} paired mean", get("calibd_paired_score_mean", **lab), p[view][score]["mean"], 1e-12)
+            # the reliability bins, bin by bin
+            rel = m["reliability"]["cumulative"][view]
+            for i in range(m["reliability"]["bins"]):
+                lab = dict(model=name, view=view, bin=str(i))
+                eq(f"{name} {view} bin {i} count", get("calibd_bin_count_total", **lab), rel["count"][i])
+                eq(f"{name} {view} bin {i} correct", get("calibd_bin_correct_total", **lab), rel["correct"][i])
+                eq(f"{name} {view} bin {i} confidence", get("calibd_bin_confidence_sum_total", **lab), rel["confidence"][i], 1e-9)
+        eq(f"{name} paired count", get("calibd_paired_samples", model=name), m["paired"]["scored"])
+        eq(f"{name} paired improvement", get("calibd_paired_improvement", model=name, score="brier"),
+           m["paired"]["improvement"]["brier"]["mean"], 1e-12)
+        for pname, v in m["params"]["values"].items():
+            eq(f"{name} parameter {pname}", get("calibd_params_value", model=name, method=m["params"]["method"], param=pname,
+                                                 version=str(m["params"]["version"])), v)
+        for phase in ("off", "idle", "fitting", "shadow", "storing"):
+            eq(f"{name} phase {phase}", get("calibd_loop_phase", model=name, phase=phase), int(m["loop"]["phase"] == phase))
+        for st in ("reference", "watching", "alarm"):
+            eq(f"{name} drift state {st}", get("calibd_drift_state", model=name, state=st), int(m["loop"]["drift"]["state"] == st))
 m = r["models"].get("m", {})
 if m.get("scored") != 2000 - m.get("join", {}).get("waiting_predictions", 2000) or not m["join"]["waiting_predictions"] \
         or not m["join"]["duplicate_labels"] or r["models"].get("stored", {}).get("params", {}).get("version") != 3:
@@ -153,7 +184,43 @@ fi
 check "the content type is the text format 0.0.4" \
     'curl -sS -o /dev/null -w "%{content_type}" "$HTTP" | grep -q "^text/plain; version=0.0.4"'
 check "GET of another path is 404" '[ "$(curl -sS -o /dev/null -w "%{http_code}" "${HTTP%/metrics}/nosuch")" = 404 ]'
-check "GET / is 404" '[ "$(curl -sS -o /dev/null -w "%{http_code}" "${HTTP%/metrics}/")" = 404 ]'
+base=${HTTP%/metrics}
+check "GET / is the page: 200, HTML, a policy that loads nothing from elsewhere" \
+    'curl -sS -D "$work/page.h" -o "$work/page.html" "$base/" &&
+     grep -q "^HTTP/1.1 200" "$work/page.h" && grep -qi "^Content-Type: text/html" "$work/page.h" &&
+     grep -qi "^Content-Security-Policy: default-src .self.;" "$work/page.h"'
+check "GET /healthz is 200 while the loop ticks" \
+    '[ "$(curl -sS -o /dev/null -w "%{http_code}" "$base/healthz")" = 200 ]'
+# /status: the JSON of calibctl status, once the traffic is in (the same figures)
+curl -sS "$base/status" > "$work/http-status.json"
+status > "$work/ctl-status.json"
+check "GET /status is the JSON of calibctl status (same models and figures)" \
+    'python3 - "$work/http-status.json" "$work/ctl-status.json" <<PY
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+drop = lambda r: {k: v for k, v in r.items() if k != "uptime"}
+sys.exit(0 if drop(a)["models"].keys() == drop(b)["models"].keys() and
+         all(a["models"][m]["scored"] == b["models"][m]["scored"] and
+             a["models"][m]["paired"] == b["models"][m]["paired"]
+             for m in a["models"] if a["models"][m]["form"]) and a["messages"] == b["messages"] else 1)
+PY'
+# history: a point each history_step (0.2 s here) for each model with data
+wait_until '[ "$(curl -sS "$base/history?model=m" | python3 -c "import json,sys; print(len(json.load(sys.stdin)[\"points\"]))")" -ge 3 ]'
+curl -sS "$base/history?model=m" > "$work/hist.json"
+check "GET /history?model=m: points of both views' window mean Brier with intervals
+$(head -c 300 "$work/hist.json")" \
+    'python3 - "$work/hist.json" "$work/ctl-status.json" <<PY
+import json, sys
+h, r = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+p = h["points"][-1]
+w = r["models"]["m"]["window"]
+ok = h["model"] == "m" and len(h["columns"]) == len(p) == 8 and p[7] == w["scored"] \
+    and abs(p[1] - w["raw"]["brier"]["mean"]) < 1e-6 and p[2] < p[1] < p[3] \
+    and all(a[0] < b[0] for a, b in zip(h["points"], h["points"][1:]))
+sys.exit(0 if ok else 1)
+PY'
+check "GET /history of an unknown model is 404" \
+    '[ "$(curl -sS -o /dev/null -w "%{http_code}" "$base/history?model=nosuch")" = 404 ]'
 check "POST /metrics is 405" '[ "$(curl -sS -o /dev/null -w "%{http_code}" -X POST -d x=1 "$HTTP")" = 405 ]'
 
 # two slow clients from 127.0.0.2 trickle a header each 0.2 s for 3 s
@@ -178,6 +245,23 @@ check "scrapes answered while slow clients trickle" '[ $scrapes -ge 3 ] && [ $sl
 check "the slow clients are cut at http_timeout" 'grep -q "cut 2 of 2" "$work/slow.out"'
 check "and counted in calibd_http_timeouts_total" \
     'wait_until "[ \"\$(metrics | awk '"'"'\$1 == \"calibd_http_timeouts_total\" {print \$2}'"'"')\" -ge $((before + 2)) ]"'
+npoints=$(curl -sS "$base/history?model=m" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["points"]))')
 stop_calibd
 check "sigterm_exit_0" '[ $? -eq 0 ]'
+
+# the history survives a restart: saved at exit, loaded at start
+check "the history is saved in the state directory at exit" '[ -s "$work/state/history" ]'
+start_calibd -c "$work/calibd.conf" --http 127.0.0.1:0
+base=${HTTP%/metrics}
+check "after a restart, /history?model=m still has the $npoints points of the last run" \
+    '[ "$(curl -sS "$base/history?model=m" | python3 -c "import json,sys; print(len(json.load(sys.stdin)[\"points\"]))")" -ge "$npoints" ]'
+stop_calibd
+
+# a history file that is not one is moved aside, with one line, and calibd starts
+printf '\x85garbage' > "$work/state/history"
+start_calibd -c "$work/calibd.conf" --http 127.0.0.1:0
+check "a corrupt history file is moved aside to history.bad and calibd starts without it
+$(grep history "$work/calibd.log")" \
+    '[ -s "$work/state/history.bad" ] && [ "$(grep -c "history: .*moved aside" "$work/calibd.log")" = 1 ]'
+stop_calibd
 finish
