@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Prints a few lines from `calibctl status MODEL` JSON on standard input:
 the calibration upper bound U with its interval, beside the binned lower
-bounds, for the raw outputs and after the published parameters, and the
-closed loop's state; with a second argument, the last line of the serving
-node's log. Used by run.sh."""
+bounds; raw against calibrated on the same pairs since the current
+parameters (the difference that measures the recalibration); the closed
+loop's state, the candidate in shadow and the last shadow test's result;
+with a second argument, the last line of the serving node's log. Used by
+run.sh."""
 import json
 import math
 import sys
+import time
 
 
 def est(e):
@@ -28,21 +31,37 @@ def main():
     print("%d messages  predictions %d  labels %d  scored %d  waiting %d  rejected %d"
           % (r["messages"], m["predictions"], m["labels"], m["scored"],
              j["waiting_predictions"], sum(m["rejected"].values())))
-    print("  upper bound U = mean Brier  %s   RBS %.4f" % (est(raw["brier"]), raw["rbs"]))
+    print("  upper bound U = mean Brier  %s   RBS %.4f  (U includes the irreducible part;"
+          % (est(raw["brier"]), raw["rbs"]))
+    print("  %s differences of U on the same pairs measure calibration)" % (" " * 27))
     print("  mean log score              %s" % est(raw["log"]))
     print("  window (%gs): U %s   ECE %.4f" % (m["window"]["seconds"], est(win["brier"]), win["ece"]))
     print("  binned lower bounds: ECE %.4f  TCE2 %.4f  CWCE2 %.4f"
           % (raw["ece"], raw["tce2"], raw.get("cwce2", math.nan)))
-    p, loop, since = m["params"], m["loop"], m["calibrated_since_params"]
+    p, loop, pr = m["params"], m["loop"], m["paired"]
     values = " ".join("%s=%.4f" % kv for kv in p["values"].items())
-    print("  parameters v%d %s %s; calibrated since: U %s"
-          % (p["version"], p["method"], values, est(since["brier"])))
+    print("  parameters v%d %s %s" % (p["version"], p["method"], values))
+    # raw and calibrated on the same pairs: their difference is what the
+    # parameters change in the calibration error (U also holds the
+    # irreducible part, the same in both)
+    imp = pr["improvement"]["brier"]
+    print("  same %d pairs since v%d: U raw %.4f -> calibrated %.4f, improvement %s"
+          % (pr["scored"], pr["version"], pr["raw"]["brier"]["mean"] or math.nan,
+             pr["calibrated"]["brier"]["mean"] or math.nan, est(imp)))
     d = loop["drift"] or {}
     shadow = loop["shadow"]
-    print("  loop: drift %s (log e %.2f, alarms %d)  candidates %d: published %d, rejected %d%s"
-          % (d.get("state", "off"), d.get("log_e") or 0, d.get("alarms", 0), loop["candidates"],
-             loop["published"], loop["rejected"],
-             "  [one in shadow: improvement %s]" % est(shadow["improvement"]) if shadow else ""))
+    print("  loop: %s; drift %s (log e %.2f, alarms %d); candidates %d: published %d, rejected %d"
+          % (loop["phase"], d.get("state", "off"), d.get("log_e") or 0, d.get("alarms", 0),
+             loop["candidates"], loop["published"], loop["rejected"]))
+    if shadow:
+        print("  in shadow: %s %s, improvement %s, log e %.2f"
+              % (shadow["method"], " ".join("%s=%.4f" % kv for kv in shadow["values"].items()),
+                 est(shadow["improvement"]), shadow["log_e"] or 0))
+    results = [e for e in m.get("events", []) if e["kind"] in ("publish", "shadow_fail", "withheld")]
+    if results:
+        e = results[-1]
+        print("  last shadow test (%s): %s" % (time.strftime("%H:%M:%S", time.localtime(e["t"])),
+                                               e["text"]))
     if len(sys.argv) > 2:
         try:
             lines = open(sys.argv[2]).read().split("\n")

@@ -35,11 +35,13 @@ pids+=($!)
 pids+=($!)
 
 echo "calibd on its defaults (log: $state/calibd.log), fed by examples/simulate; Ctrl-C stops."
+echo "The page, with the reliability diagrams and U over time: http://127.0.0.1:7453/"
 start=$(date +%s)
 while :; do
     sleep 2
     "$dir/calibctl" status sim 2>/dev/null |
         python3 scripts/live_status.py sim "$state/serving_node.log" || true
+    echo "  page: http://127.0.0.1:7453/   metrics: http://127.0.0.1:7453/metrics"
     if [ "$seconds" -gt 0 ] && [ $(( $(date +%s) - start )) -ge "$seconds" ]; then
         break
     fi
