@@ -296,8 +296,13 @@ static void score_counters(text *t, const snap *s, size_t n)
                 for (int k = 0; k < scores_of(m); k++) {
                     const model_sums *sum = &m->sums[v][k];
                     double x[4] = {(double)m->cum[v][k].n, sum->pos, sum->neg, sum->sq};
-                    put(t, "%s{model=\"%s\",view=\"%s\",score=\"%s\"} %.17g\n",
-                        fam[f].name, m->name, view_names[v], score_name(m, k), x[f]);
+                    /* a sum that overflowed stays +Inf, as the text format spells it */
+                    if (isinf(x[f]))
+                        put(t, "%s{model=\"%s\",view=\"%s\",score=\"%s\"} +Inf\n",
+                            fam[f].name, m->name, view_names[v], score_name(m, k));
+                    else
+                        put(t, "%s{model=\"%s\",view=\"%s\",score=\"%s\"} %.17g\n",
+                            fam[f].name, m->name, view_names[v], score_name(m, k), x[f]);
                 }
         }
     }
