@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# page.sh — the page at GET / in a headless Chromium with no network: it is
+# src/daemon/page.html verbatim, served as HTML under a Content-Security-
+# Policy that loads nothing from elsewhere, and it references no other
+# host; loaded while a simulator is sending, it draws the model's
+# reliability diagram and U over time, polls /status by itself (the scored
+# count it shows grows) and logs no error; a screenshot is left in
+# $BUILDDIR/tests/integ/page.png for a human to look at.
+. "$(dirname "$0")/lib.sh"
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+[ -x "$CHROMIUM" ] || skip_all "no $CHROMIUM (scripts/deps.sh installs chromium)"
+
+# chrome ARGS...: headless, as root (hence no sandbox), a private profile,
+# and no network: every request goes to a proxy that is not there, except
+# loopback ones, which Chromium never sends to a proxy (unless told
+# <-loopback>). Its stderr (noise, and the page's console with
+# --enable-logging) goes to $work/chromium.log.
+chrome() {
+    timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
+        --no-first-run --no-default-browser-check --user-data-dir="$work/chromium" \
+        --proxy-server=http://127.0.0.1:9 --enable-logging=stderr --v=0 "$@" 2>> "$work/chromium.log"
+}
+
+cat > "$work/calibd.conf" <<CONF
+[daemon]
+tick = 0.2
+history_step = 0.2
+CONF
+start_calibd -c "$work/calibd.conf" --http 127.0.0.1:0
+base=${HTTP%/metrics}
+check "the bound HTTP address is in the endpoints file ($base)" '[[ "$base" == http://127.0.0.1:* ]]'
+
+# --- a) the page as served
+code=$(curl -sS -D "$work/page.h" -o "$work/page.html" -w '%{http_code}' --max-time 5 "$base/")
+tr -d '\r' < "$work/page.h" > "$work/headers"
+check "GET / is 200 with Content-Type text/html
+$(head -8 "$work/headers")" \
+    '[ "$code" = 200 ] && grep -qi "^Content-Type: text/html" "$work/headers"'
+check "GET / is src/daemon/page.html verbatim" 'cmp -s "$work/page.html" "$srcdir/src/daemon/page.html"'
+csp=$(awk 'tolower($0) ~ /^content-security-policy:/ {sub(/^[^:]*: */, ""); print}' "$work/headers")
+# every directive's sources are 'self' or 'none' (with 'unsafe-inline', and
+# data: for images): nothing from another host, and default-src is 'self'
+python3 - "$csp" <<'PY'
+import sys
+d = dict((w[0].lower(), w[1:]) for w in (p.split() for p in sys.argv[1].split(";")) if w)
+ok = d.get("default-src") == ["'self'"]
+for name, sources in d.items():
+    allowed = {"'self'", "'none'", "'unsafe-inline'"} | ({"data:"} if name == "img-src" else set())
+    ok = ok and all(s.lower() in allowed for s in sources)
+sys.exit(0 if ok else 1)
+PY
+rc=$?
+check "the Content-Security-Policy loads from 'self' only (inline script and style, data: images)
+$csp" '[ $rc -eq 0 ]'
+# outside comments, no attribute, url() or @import names another host
+python3 - "$work/page.html" > "$work/external.txt" <<'PY'
+import re, sys
+html = re.sub(r"<!--.*?-->", "", open(sys.argv[1], encoding="utf-8").read(), flags=re.S)
+pat = re.compile(r"""(?:\b(?:src|href|action|srcset|poster|data)\s*=\s*["']?\s*(?:https?:)?//"""
+                 r"""|url\(\s*["']?\s*(?:https?:)?//|@import\s+["']?(?:url\()?\s*["']?(?:https?:)?//)""", re.I)
+for m in pat.finditer(html):
+    print(html[max(0, m.start() - 40):m.end() + 40].replace("\n", " "))
+PY
+check "the page references no other host (src=, href=, url(), @import)
+$(cat "$work/external.txt")" '[ ! -s "$work/external.txt" ]'
+
+# --- b) the page in Chromium while pairs arrive
+# pairs first, so that the diagram has bins and the history points
+"$SIMULATE" --endpoint ">$INGEST" --model m --k 10 --seed 7 --temperature 1.5 --count 5000 \
+    --batch 50 --warmup-ms 300 --linger-ms 500 2> "$work/sim1.err"
+check "the first pairs are scored" 'wait_for "$work/s1.json" "r[\"models\"][\"m\"][\"scored\"] >= 5000"'
+# then a slow, long sender, still sending while Chromium polls
+"$SIMULATE" --endpoint ">$INGEST" --model m --k 10 --seed 8 --temperature 1.5 --count 0 \
+    --rate 500 --batch 10 --warmup-ms 300 2> "$work/sim2.err" &
+sim=$!
+track $sim
+wait_for "$work/s2.json" "r['models']['m']['scored'] >= 5500" || bad "the slow sender's pairs arrive"
+history_points() {
+    curl -sS --max-time 5 "$base/history?model=m" |
+        python3 -c 'import json, sys; print(len(json.load(sys.stdin)["points"]))' 2> /dev/null || echo 0
+}
+wait_until '[ "$(history_points)" -ge 3 ]' || echo "# /history?model=m has $(history_points) points"
+
+# 5 minutes of the page's time (virtual: timers run at once, but each poll waits
+# for calibd's real answer, so the polls span real ticks too): 150 polls of
+# /status, 11 rounds of /history
+chrome --virtual-time-budget=300000 --dump-dom "$base/" > "$work/dom.html"
+rc=$?
+status > "$work/s3.json"
+python3 - "$work/dom.html" "$work/s3.json" > "$work/dom.txt" <<'PY'
+import html.parser, json, sys
+class P(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.body, self.sections, self.svgs, self.banner, self.cur = {}, {}, [], None, None
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        cls = (a.get("class") or "").split()
+        if tag == "body":
+            self.body = a
+        elif tag == "section" and "model" in cls:
+            self.cur = a.get("data-model")
+            self.sections[self.cur] = a
+        elif tag == "svg" and ("reliability" in cls or "history" in cls):
+            self.svgs.append((self.cur, cls[0], int(a.get("data-points", "-1"))))
+        elif a.get("id") == "banner":
+            self.banner = a
+p = P()
+p.feed(open(sys.argv[1], encoding="utf-8").read())
+r = json.load(open(sys.argv[2]))
+sec = p.sections.get("m", {})
+svg = {kind: n for model, kind, n in p.svgs if model == "m"}
+print("updates", p.body.get("data-updates", 0))
+print("section", int("m" in p.sections))
+print("scored", sec.get("data-scored", -1))
+print("first", sec.get("data-first-scored", -1))
+print("status", r["models"]["m"]["scored"])
+print("reliability", svg.get("reliability", -1))
+print("history", svg.get("history", -1))
+print("banner", int(p.banner is not None and "hidden" not in p.banner))
+PY
+val() { awk -v k="$1" '$1 == k {print $2}' "$work/dom.txt"; }
+echo "# chromium exit $rc; the page after 5 minutes (virtual): $(tr '\n' ' ' < "$work/dom.txt")"
+check "Chromium loads the page and dumps its DOM (exit $rc)" '[ $rc -eq 0 ] && grep -q "<section class=\"model\"" "$work/dom.html"'
+check "the page has a section for model m" '[ "$(val section)" = 1 ]'
+check "its reliability diagram plots bins (data-points $(val reliability))" '[ "$(val reliability)" -gt 0 ]'
+check "its history plots points of U (data-points $(val history))" '[ "$(val history)" -gt 0 ]'
+check "the page updated itself from /status (data-updates $(val updates) >= 2)" '[ "$(val updates)" -ge 2 ]'
+check "the scored count shown grew while the sender sent ($(val first) at the first render, $(val scored) at the last)" \
+    '[ "$(val scored)" -gt "$(val first)" ]'
+check "and is one calibd reported (at most $(val status), the count after)" '[ "$(val scored)" -le "$(val status)" ]'
+check "no unreachable banner" '[ "$(val banner)" = 0 ]'
+check "no uncaught script error or load the policy refused in the console
+$(grep -E 'CONSOLE.*(Uncaught|Refused|Content Security Policy)' "$work/chromium.log" | head -5)" \
+    '! grep -qE "CONSOLE.*(Uncaught|Refused|Content Security Policy)" "$work/chromium.log"'
+
+# --- c) a screenshot, for a human
+chrome --virtual-time-budget=10000 --hide-scrollbars --window-size=1280,2000 \
+    --screenshot="$work/page.png" "$base/" > /dev/null
+check "a screenshot of the page is produced ($(stat -c %s "$work/page.png" 2> /dev/null || echo no) bytes)" \
+    '[ -s "$work/page.png" ] && [ "$(head -c 8 "$work/page.png" | od -An -tx1 | tr -d " \n")" = 89504e470d0a1a0a ]'
+mkdir -p "$BUILDDIR/tests/integ" && cp "$work/page.png" "$BUILDDIR/tests/integ/page.png" 2> /dev/null &&
+    echo "# the screenshot: $BUILDDIR/tests/integ/page.png"
+
+kill $sim 2> /dev/null
+wait $sim 2> /dev/null
+stop_calibd
+rc=$?
+check "calibd exits 0 on SIGTERM" '[ $rc -eq 0 ]'
+finish
