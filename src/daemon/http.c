@@ -415,8 +415,8 @@ static void params_gauges(text *t, const snap *s, size_t n)
                                    "calibd_paired_improvement_ci_low",
                                    "calibd_paired_improvement_ci_high"};
     static const char *whats[3] = {
-        "Mean of raw minus calibrated score on the same pairs since the current parameters "
-        "(> 0: they improve the calibration by that much).",
+        ("Mean of raw minus calibrated score on the same pairs since the current parameters "
+         "(> 0: they improve the calibration by that much)."),
         "Lower end of the 95% interval of calibd_paired_improvement.",
         "Upper end of the 95% interval of calibd_paired_improvement."};
     for (int f = 0; f < 3; f++) {
