@@ -218,6 +218,45 @@ size_t calib_join_expire(calib_join *j, double now);
  */
 int calib_join_set_ttl(calib_join *j, double ttl);
 
+/*
+ * Saving and restoring a table (calibd's snapshots). An item as it waits:
+ * its kind, id, arrival time (on the clock `now` is on: its deadline minus
+ * the table's ttl), the producer's ts, and y (labels) or the cfg.width
+ * outputs x (predictions; NULL for a label).
+ */
+typedef struct calib_join_item {
+    int kind;          /* CALIB_JOIN_PRED or CALIB_JOIN_LABEL */
+    calib_id id;
+    double arrived;
+    double ts;
+    double y;
+    const double *x;
+} calib_join_item;
+
+/* Calls fn for every waiting item, oldest first, then fn_done for every
+ * remembered joined id, oldest first, with its arrival time; stops at the
+ * first call that returns non-zero and returns that value (0 when every
+ * call returned 0). Either callback may be NULL. The table must not change
+ * meanwhile. */
+int calib_join_each(const calib_join *j, int (*fn)(void *arg, const calib_join_item *it),
+                    int (*fn_done)(void *arg, const calib_id *id, double arrived),
+                    void *arg);
+/*
+ * Puts a waiting item back as it waited: its deadline is it->arrived +
+ * ttl. Items go back oldest first, as calib_join_each gave them, into a
+ * table whose width is the items' (predictions need width > 0); when the
+ * table is full the oldest is evicted, as for a new item. CALIB_OK;
+ * CALIB_EINVAL (nothing changes) for a malformed id or kind, an arrival
+ * that is not finite or older than the newest item's, a prediction without
+ * outputs or in a labels-only table, or an id that already waits or was
+ * joined. Only waiting_preds/labels (and evicted, for an eviction) count.
+ */
+int calib_join_put(calib_join *j, const calib_join_item *it);
+/* Puts a joined id back into the ring of remembered ids (oldest first,
+ * deadline arrived + ttl). CALIB_EINVAL as above; CALIB_OK also when the
+ * table remembers no ids (joined_capacity 0). */
+int calib_join_put_done(calib_join *j, const calib_id *id, double arrived);
+
 #ifdef __cplusplus
 }
 #endif

@@ -580,3 +580,79 @@ int calib_join_label(calib_join *j, const calib_id *id, double y, double ts,
     }
     return CALIB_OK;
 }
+
+/* ------------------------------------------------------------------ saving */
+
+int calib_join_each(const calib_join *j, int (*fn)(void *arg, const calib_join_item *it),
+                    int (*fn_done)(void *arg, const calib_id *id, double arrived),
+                    void *arg)
+{
+    int rc;
+    for (uint32_t i = j->head; fn && i != NIL; i = j->ent[i].next) {
+        const calib_join_entry *e = &j->ent[i];
+        calib_join_item it = {.kind = e->kind, .id = e->id,
+                              .arrived = e->deadline - j->cfg.ttl, .ts = e->ts,
+                              .y = e->kind == CALIB_JOIN_LABEL ? e->y : 0,
+                              .x = e->kind == CALIB_JOIN_PRED
+                                       ? j->x + (size_t)i * j->cfg.width : NULL};
+        if ((rc = fn(arg, &it)) != 0)
+            return rc;
+    }
+    for (size_t n = 0; fn_done && n < j->dlen; n++) {
+        size_t at = j->dhead + n;
+        const calib_join_done *d = &j->done[at >= j->cfg.joined_capacity
+                                                ? at - j->cfg.joined_capacity : at];
+        if ((rc = fn_done(arg, &d->id, d->deadline - j->cfg.ttl)) != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* The newest arrival in the FIFO, or -inf. */
+static double newest_arrival(const calib_join *j)
+{
+    return j->tail == NIL ? -INFINITY : j->ent[j->tail].deadline - j->cfg.ttl;
+}
+
+int calib_join_put(calib_join *j, const calib_join_item *it)
+{
+    if (!j || !it || calib_id_check(&it->id) != CALIB_OK || !isfinite(it->arrived) ||
+        it->arrived < newest_arrival(j) ||
+        (it->kind != CALIB_JOIN_PRED && it->kind != CALIB_JOIN_LABEL) ||
+        (it->kind == CALIB_JOIN_PRED && (!it->x || j->cfg.width == 0)))
+        return CALIB_EINVAL;
+    uint32_t hash = (uint32_t)calib_id_hash(&it->id, j->cfg.seed);
+    if (waiting_find(j, &it->id, hash) != NIL || done_find(j, &it->id, hash))
+        return CALIB_EINVAL;
+    int evicted = CALIB_JOIN_NONE;
+    /* waiting_stamp dates the item j->now: the clock is set to its arrival
+     * for the insertion, then to the latest seen again */
+    double now = j->now;
+    j->now = it->arrived;
+    waiting_insert(j, &it->id, hash, it->kind, it->ts,
+                   it->kind == CALIB_JOIN_LABEL ? it->y : 0, it->x, &evicted);
+    j->now = now > it->arrived ? now : it->arrived;
+    return CALIB_OK;
+}
+
+int calib_join_put_done(calib_join *j, const calib_id *id, double arrived)
+{
+    if (!j || !id || calib_id_check(id) != CALIB_OK || !isfinite(arrived))
+        return CALIB_EINVAL;
+    if (j->cfg.joined_capacity == 0)
+        return CALIB_OK;
+    size_t cap = j->cfg.joined_capacity;
+    if (j->dlen) {
+        size_t at = j->dhead + j->dlen - 1;
+        if (arrived < j->done[at >= cap ? at - cap : at].deadline - j->cfg.ttl)
+            return CALIB_EINVAL;
+    }
+    uint32_t hash = (uint32_t)calib_id_hash(id, j->cfg.seed);
+    if (waiting_find(j, id, hash) != NIL || done_find(j, id, hash))
+        return CALIB_EINVAL;
+    double now = j->now;
+    j->now = arrived;
+    done_push(j, id, hash);
+    j->now = now > arrived ? now : arrived;
+    return CALIB_OK;
+}

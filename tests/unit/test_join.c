@@ -3,6 +3,7 @@
  * an O(n) reference model. */
 #include "unit.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -841,6 +842,100 @@ static void model_check(void **state)
     model_run(300, 32, 1000, 60000, 256, 4);
 }
 
+
+/* ------------------------------------------------------------------ saving */
+
+typedef struct copy_ctx {
+    calib_join *to;
+    double shift; /* added to every arrival: another clock */
+    size_t items, done;
+} copy_ctx;
+
+static int copy_item(void *arg, const calib_join_item *it)
+{
+    copy_ctx *c = arg;
+    calib_join_item moved = *it;
+    moved.arrived += c->shift;
+    c->items++;
+    return calib_join_put(c->to, &moved);
+}
+
+static int copy_done(void *arg, const calib_id *id, double arrived)
+{
+    copy_ctx *c = arg;
+    c->done++;
+    return calib_join_put_done(c->to, id, arrived + c->shift);
+}
+
+/* A table copied item by item onto another clock behaves as the original:
+ * what waits joins with its own outputs and label, joined ids stay
+ * duplicates, and everything expires when it would have. */
+static void each_and_put_round_trip(void **state)
+{
+    calib_join a, b;
+    calib_join_result r;
+    table(&a, 10, 8, 2, 8);
+    assert_int_equal(pred(&a, uid(1), 1, 0, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(label(&a, sid("lab"), 1, 1, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(pred(&a, uid(2), 2, 2, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(label(&a, uid(2), 0, 3, &r), CALIB_JOIN_JOINED); /* done at 3 */
+    assert_int_equal(pred(&a, uid(3), 3, 4, &r), CALIB_JOIN_WAITING);
+    table(&b, 10, 8, 2, 8);
+    copy_ctx c = {.to = &b, .shift = 1000};
+    assert_int_equal(calib_join_each(&a, copy_item, copy_done, &c), 0);
+    assert_int_equal(c.items, 3);
+    assert_int_equal(c.done, 1);
+    assert_int_equal(b.waiting_preds, 2);
+    assert_int_equal(b.waiting_labels, 1);
+    /* at 1000 + 9.5: id 1 (arrived 0) has expired, nothing else */
+    assert_int_equal(calib_join_expire(&b, 1010.5), 1);
+    assert_int_equal(b.waiting_preds, 1);
+    /* the label "lab" still waits; id 2 was joined: a duplicate */
+    assert_int_equal(label(&b, uid(2), 1, 1010.6, &r), CALIB_JOIN_DUPLICATE);
+    assert_int_equal(label(&b, uid(3), 1, 1010.7, &r), CALIB_JOIN_JOINED);
+    assert_true(r.x[0] == 3 && r.x[1] == -3 && r.pred_ts == 3.25);
+    assert_int_equal(pred(&b, sid("lab"), 5, 1010.8, &r), CALIB_JOIN_JOINED);
+    assert_true(r.y == 1 && r.label_ts == 1.5);
+    /* the joined id 2 is forgotten at 1000 + 3 + 10 */
+    calib_join_expire(&b, 1013.1);
+    assert_int_equal(pred(&b, uid(2), 2, 1013.2, &r), CALIB_JOIN_WAITING);
+    calib_join_free(&a);
+    calib_join_free(&b);
+}
+
+static void put_refuses(void **state)
+{
+    calib_join j;
+    double x[2] = {1, 2};
+    table(&j, 10, 4, 2, 4);
+    calib_join_item it = {.kind = CALIB_JOIN_PRED, .id = uid(7), .arrived = 5, .x = x};
+    assert_int_equal(calib_join_put(&j, &it), CALIB_OK);
+    calib_join_item older = it;
+    older.id = uid(8);
+    older.arrived = 4; /* older than the newest: the FIFO would be out of order */
+    assert_int_equal(calib_join_put(&j, &older), CALIB_EINVAL);
+    calib_join_item again = it; /* the same id twice */
+    again.arrived = 6;
+    assert_int_equal(calib_join_put(&j, &again), CALIB_EINVAL);
+    calib_join_item nox = {.kind = CALIB_JOIN_PRED, .id = uid(9), .arrived = 6};
+    assert_int_equal(calib_join_put(&j, &nox), CALIB_EINVAL);
+    calib_join_item kind = {.kind = 3, .id = uid(9), .arrived = 6};
+    assert_int_equal(calib_join_put(&j, &kind), CALIB_EINVAL);
+    calib_join_item nan = {.kind = CALIB_JOIN_LABEL, .id = uid(9), .arrived = NAN};
+    assert_int_equal(calib_join_put(&j, &nan), CALIB_EINVAL);
+    calib_id bad = {.kind = 9};
+    assert_int_equal(calib_join_put_done(&j, &bad, 6), CALIB_EINVAL);
+    calib_id seven = uid(7); /* waits: cannot be joined too */
+    assert_int_equal(calib_join_put_done(&j, &seven, 6), CALIB_EINVAL);
+    calib_id ten = uid(10);
+    assert_int_equal(calib_join_put_done(&j, &ten, 6), CALIB_OK);
+    calib_id eleven = uid(11);
+    assert_int_equal(calib_join_put_done(&j, &eleven, 5.5), CALIB_EINVAL);
+    assert_int_equal(j.waiting_preds, 1);
+    assert_int_equal(j.waiting_labels, 0);
+    calib_join_free(&j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -861,6 +956,8 @@ int main(void)
         cmocka_unit_test(hash_spreads_similar_ids),
         cmocka_unit_test(colliding_ids),
         cmocka_unit_test(model_check),
+        cmocka_unit_test(each_and_put_round_trip),
+        cmocka_unit_test(put_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
