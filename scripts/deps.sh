@@ -3,7 +3,7 @@
 # only those missing. Used by run.sh and test.sh.
 set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config clang curl
-      libuv1-dev libzmq3-dev libmsgpack-dev libinih-dev libmicrohttpd-dev libcsv-dev libcmocka-dev python3
+      libuv1-dev libzmq3-dev libmsgpack-dev libinih-dev libmicrohttpd-dev zlib1g-dev libcsv-dev libcmocka-dev python3
       python3-zmq python3-msgpack
       prometheus # promtool and a real Prometheus, for the metrics and pooling tests
       chromium) # a real headless browser, for the page's test (tests/integ/page.sh)

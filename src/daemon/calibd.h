@@ -11,6 +11,7 @@
 #include "http.h"
 #include "log.h"
 #include "model.h"
+#include "snapshots.h"
 #include "zsock.h"
 
 struct cli; /* main.c: the command line */
@@ -48,6 +49,7 @@ typedef struct calibd {
     uint64_t alerts, alerts_suppressed;
     int sinks_running;
     uint64_t sinks_failed, sinks_killed, sinks_dropped;
+    snapshots snap;     /* snapshots.c */
     int stopping;
     int handles_ready; /* signals and timer initialised */
     int exit_code;

@@ -305,6 +305,17 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
         }
         return 0;
     }
+    if (strcmp(key, "snapshot_interval") == 0) { /* 0: no periodic snapshot */
+        char *end;
+        double v = strtod(value, &end);
+        if (end == value || *end || !isfinite(v) || v < 0 || v > 86400) {
+            snprintf(err, errlen, "%s = '%s': expected seconds in [0, 86400] (0: off)", key,
+                     value);
+            return -1;
+        }
+        c->snapshot_interval = v;
+        return 0;
+    }
     static const struct {
         const char *name;
         size_t offset;
@@ -378,6 +389,7 @@ int config_init(daemon_cfg *c)
     c->health_timeout = 10;
     c->history = 1440;
     c->history_step = 60;
+    c->snapshot_interval = 30;
     c->http_max_connections = 256;
     c->http_max_per_address = 16;
     c->rcvhwm = 100000;

@@ -63,6 +63,7 @@ typedef struct daemon_cfg {
     double health_timeout;    /* /healthz fails when no tick for this long */
     uint64_t history;         /* points of each model's history (0: off) */
     double history_step;      /* seconds between two points of the history */
+    double snapshot_interval; /* seconds between two snapshots (0: at exit only) */
     double tick;
     double params_interval;   /* seconds between republished parameters */
     char *alert_exec;         /* absolute path of the exec sink, or NULL */

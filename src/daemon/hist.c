@@ -7,6 +7,7 @@
 
 #include "calib/protocol.h"
 #include "hist.h"
+#include "mp_read.h"
 
 void hist_init(hist *h, size_t cap, double step)
 {
@@ -112,32 +113,6 @@ void hist_write(const hist *h, calib_mpw *w)
     calib_mpw_end(w);
 }
 
-static int is_str(const msgpack_object *o, const char *lit)
-{
-    return o->type == MSGPACK_OBJECT_STR && calib_proto_str_is(&o->via.str, lit);
-}
-
-static const msgpack_object *get(const msgpack_object *map, const char *key)
-{
-    for (uint32_t i = 0; i < map->via.map.size; i++)
-        if (is_str(&map->via.map.ptr[i].key, key))
-            return &map->via.map.ptr[i].val;
-    return NULL;
-}
-
-/* A number, or NaN for nil; 0 when it is neither. */
-static int number(const msgpack_object *o, double *x)
-{
-    switch (o->type) {
-    case MSGPACK_OBJECT_FLOAT32:
-    case MSGPACK_OBJECT_FLOAT64: *x = o->via.f64; return 1;
-    case MSGPACK_OBJECT_POSITIVE_INTEGER: *x = (double)o->via.u64; return 1;
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER: *x = (double)o->via.i64; return 1;
-    case MSGPACK_OBJECT_NIL: *x = NAN; return 1;
-    default: return 0;
-    }
-}
-
 static int read_series(hist *h, const msgpack_object *name, const msgpack_object *pts,
                        char *err, size_t errlen)
 {
@@ -165,7 +140,7 @@ static int read_series(hist *h, const msgpack_object *name, const msgpack_object
         double x[HIST_VALUES + 2];
         int ok = a->type == MSGPACK_OBJECT_ARRAY && a->via.array.size == HIST_VALUES + 2;
         for (uint32_t k = 0; ok && k < HIST_VALUES + 2; k++)
-            ok = number(&a->via.array.ptr[k], &x[k]);
+            ok = mpr_number(&a->via.array.ptr[k], &x[k]);
         ok = ok && isfinite(x[0]) && x[HIST_VALUES + 1] >= 0 &&
              x[HIST_VALUES + 1] <= UINT32_MAX;
         if (!ok) {
@@ -196,9 +171,9 @@ int hist_read(hist *h, const char *buf, size_t len, char *err, size_t errlen)
         snprintf(err, errlen, "not one msgpack map");
         goto out;
     }
-    const msgpack_object *fmt = get(&u.data, "format"), *v = get(&u.data, "v"),
-                         *series = get(&u.data, "series");
-    if (!fmt || !is_str(fmt, "calibd-history") || !v ||
+    const msgpack_object *fmt = mpr_find(&u.data, "format"), *v = mpr_find(&u.data, "v"),
+                         *series = mpr_find(&u.data, "series");
+    if (!fmt || !mpr_is_str(fmt, "calibd-history") || !v ||
         v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 != 1 || !series ||
         series->type != MSGPACK_OBJECT_MAP) {
         snprintf(err, errlen, "not a calibd history of version 1");

@@ -280,8 +280,10 @@ static void log_stale(void *arg, const char *name)
 static void on_tick(uv_timer_t *t)
 {
     calibd *d = t->data;
-    if (!d->stopping)
+    if (!d->stopping) {
         loop_tick(d, wall_now()); /* join expiry included */
+        snapshots_tick(d);
+    }
     http_update(&d->http, d);
 }
 
@@ -296,6 +298,7 @@ static void close_all(calibd *d)
     d->pub = NULL;
     http_history_save(&d->http, d); /* no-op without HTTP */
     http_stop(&d->http);
+    snapshots_stop(d); /* the final snapshot is written after the loop */
     alert_sinks_kill(d);
     if (!d->handles_ready)
         return;
@@ -444,7 +447,8 @@ int main(int argc, char **argv)
         log_msg(&d.log, LOG_WARN, "state", "cannot read %s: %s", d.cfg.state_dir,
                 strerror(errno));
     int code = 0;
-    if (create_models(&d, err, sizeof err) != 0 || open_sockets(&d, err, sizeof err) != 0 ||
+    if (snapshots_restore(&d) != 0 || create_models(&d, err, sizeof err) != 0 ||
+        open_sockets(&d, err, sizeof err) != 0 ||
         start_loop(&d, err, sizeof err) != 0) {
         log_msg(&d.log, LOG_ERROR, "main", "%s", err);
         code = 1;
@@ -454,6 +458,9 @@ int main(int argc, char **argv)
         log_msg(&d.log, LOG_INFO, "main", "calibd %s running", PACKAGE_VERSION);
     }
     uv_run(d.loop, UV_RUN_DEFAULT);
+    if (code == 0)
+        snapshots_final(&d);
+    snapshots_free(&d);
     uv_loop_close(d.loop);
     if (d.zctx)
         zmq_ctx_term(d.zctx);

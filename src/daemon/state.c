@@ -34,13 +34,23 @@ static int sync_path(const char *path, int flags)
 int state_write_file(const char *dir, const char *name, const void *data, size_t len,
                      char *err, size_t errlen)
 {
+    const state_part part = {data, len};
+    return state_write_parts(dir, name, &part, 1, err, errlen);
+}
+
+int state_write_parts(const char *dir, const char *name, const state_part *parts, int n,
+                      char *err, size_t errlen)
+{
     char path[4352], tmp[4360];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (!f)
         goto fail;
-    if (fwrite(data, 1, len, f) != len || fflush(f) != 0 || fsync(fileno(f)) != 0) {
+    int ok = 1;
+    for (int i = 0; ok && i < n; i++)
+        ok = fwrite(parts[i].data, 1, parts[i].len, f) == parts[i].len;
+    if (!ok || fflush(f) != 0 || fsync(fileno(f)) != 0) {
         int saved = errno;
         fclose(f);
         errno = saved;

@@ -26,6 +26,13 @@ int state_save_params(const char *dir, const char *name, const model_params *p,
  */
 int state_write_file(const char *dir, const char *name, const void *data, size_t len,
                      char *err, size_t errlen);
+/* The same for a file written in parts, one after the other. */
+typedef struct state_part {
+    const void *data;
+    size_t len;
+} state_part;
+int state_write_parts(const char *dir, const char *name, const state_part *parts, int n,
+                      char *err, size_t errlen);
 /*
  * Reads STATE_DIR/NAME, a regular file of at most max bytes, into *data
  * (malloc'd, the caller frees it) and *len. Returns 0; 1 when there is no

@@ -1,0 +1,89 @@
+/*
+ * snapshot.h — every model's full state in one file, STATE_DIR/snapshot,
+ * so that a restart (or a crash) loses at most one snapshot_interval of
+ * pairs (calibd(8), SNAPSHOTS).
+ *
+ * The file is a msgpack map, the header,
+ *   {"format": "calibd-snapshot", "v": 1, "byte_order": "little",
+ *    "written": wall seconds, "mono": the loop's monotonic seconds then,
+ *    "models": N, "daemon": {counters}, "body_bytes": B,
+ *    "crc32": CRC-32 of the body}
+ * followed by the body, B bytes: N msgpack maps, one per model, back to
+ * back: the loop packs
+ * them a few at a time between messages (snapshot_pack_model), never
+ * holding up ingest for long, and a worker thread writes the framed file
+ * atomically (state_write_file). Arrays of numbers are binaries of the
+ * host's little-endian doubles and integers, copied in and out whole.
+ *
+ * Reading trusts nothing: the frame, the version, the byte order and the
+ * checksum are checked before the body is parsed, and every length, index
+ * and count in a model is checked against the model it is restored into.
+ * A section whose dimensions no longer match the configuration (another
+ * window, ring or bin count) is left fresh and named in `skipped`.
+ */
+#ifndef CALIBD_SNAPSHOT_H
+#define CALIBD_SNAPSHOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <msgpack.h>
+
+#include "calib/mpw.h"
+#include "model.h"
+
+#define SNAPSHOT_FILE "snapshot"
+#define SNAPSHOT_VERSION 1
+
+/* What the frame says. body points into the data given to snapshot_open. */
+typedef struct snapshot_head {
+    double written;   /* wall clock */
+    double mono;      /* the writer's monotonic clock at `written` */
+    uint64_t models;
+    uint64_t messages;                 /* the daemon's counters */
+    uint64_t rejected[REJ_MAX];
+    const char *body;
+    size_t len;
+} snapshot_head;
+
+/* Appends model m's state to w as one map; mono: the loop's clock now. */
+void snapshot_pack_model(calib_mpw *w, const model *m);
+
+/* The header of a body of len bytes holding `models` maps into w (reset
+ * first), with the daemon's counters: the file is the header, then the
+ * body. */
+void snapshot_frame(calib_mpw *w, const char *body, size_t len, uint64_t models, double wall,
+                    double mono, uint64_t messages, const uint64_t rejected[REJ_MAX]);
+
+/* Checks the frame of a file's len bytes and fills h; 0, or -1 with err
+ * set (not a snapshot, another version or byte order, a checksum that
+ * does not match). */
+int snapshot_open(const char *data, size_t len, snapshot_head *h, char *err, size_t errlen);
+
+/* The next model map of the body from *off into u: 1, 0 at the end, -1
+ * with err set when the body does not parse. */
+int snapshot_next(const snapshot_head *h, size_t *off, msgpack_unpacked *u, char *err,
+                  size_t errlen);
+
+/* A model map's name and shape (shaped 0: form and k unset). 0 or -1. */
+int snapshot_model_head(const msgpack_object *o, char name[CFG_NAME_MAX + 1], int *shaped,
+                        int *form, size_t *k, char *err, size_t errlen);
+
+/*
+ * Restores a model map into m, which has the map's name and shape (see
+ * snapshot_model_head) and, if shaped, its loop attached (loop_attach):
+ * statistics, windows, bins, reservoir, ring, waiting items and joined ids,
+ * the loop's detectors and shadow run, counters, events, alert states.
+ * The stored parameters are not restored (the state directory's
+ * model.NAME.params are the authority; the paired comparison is kept only
+ * if its version is theirs); with_params = 1 restores them too (calibctl,
+ * which has no state directory). shift is added to every monotonic time
+ * (now on this clock - the writer's mono - the time the daemon was down).
+ * Returns 0 (skipped names the sections left fresh, "" if none), or -1
+ * with err set when the map is malformed: m is then partly restored and
+ * must be dropped.
+ */
+int snapshot_restore_model(model *m, const msgpack_object *o, double shift, int with_params,
+                           char *skipped, size_t skippedlen, char *err, size_t errlen);
+
+#endif

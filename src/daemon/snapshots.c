@@ -1,0 +1,287 @@
+/* snapshots.c — calibd's snapshots: restore, periodic packing in slices,
+ * the worker's write, the final one (see snapshots.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calibd.h"
+#include "registry.h"
+#include "snapshot.h"
+#include "snapshots.h"
+#include "state.h"
+
+/* ------------------------------------------------------------------ restoring */
+
+/* Restores one model map: 0 (also when the model cannot be restored for a
+ * reason of this configuration, logged), -1 with err set when the map is
+ * malformed. Counts its pairs and waiting items. */
+static int restore_one(calibd *d, const msgpack_object *o, double shift, char *err,
+                       size_t errlen, uint64_t *pairs, uint64_t *waiting)
+{
+    char name[CFG_NAME_MAX + 1], why[300], skipped[600];
+    int shaped, form, reject = 0;
+    size_t k;
+    if (snapshot_model_head(o, name, &shaped, &form, &k, err, errlen) != 0)
+        return -1;
+    model *m = registry_get(d, name, strlen(name), 1, &reject);
+    if (!m) {
+        log_msg(&d->log, LOG_WARN, "snapshot", "%s: not restored: %s", name,
+                reject_name(reject));
+        return 0;
+    }
+    if (shaped && !m->shaped && registry_shape(d, m, form, k, why, sizeof why) != 0) {
+        log_msg(&d->log, LOG_WARN, "snapshot", "%s: not restored: %s", name, why);
+        return 0;
+    }
+    if (shaped != m->shaped || (shaped && (form != m->form || k != m->k))) {
+        log_msg(&d->log, LOG_WARN, "snapshot", "%s: not restored: its configured shape "
+                "differs from the snapshot's", name);
+        return 0;
+    }
+    if (snapshot_restore_model(m, o, shift, 0, skipped, sizeof skipped, why, sizeof why) != 0) {
+        snprintf(err, errlen, "model %s: %s", name, why);
+        return -1;
+    }
+    if (skipped[0])
+        log_msg(&d->log, LOG_WARN, "snapshot", "%s: restored but for: %s", name, skipped);
+    model_event_add(m, wall_now(), "restore", "state restored from the snapshot: %llu pairs "
+                    "scored, %llu waiting", (unsigned long long)m->scored,
+                    (unsigned long long)(m->join.waiting_preds + m->join.waiting_labels));
+    *pairs += m->scored;
+    *waiting += m->join.waiting_preds + m->join.waiting_labels;
+    return 0;
+}
+
+int snapshots_restore(calibd *d)
+{
+    snapshots *s = &d->snap;
+    char err[700], moved[4400];
+    char *data = NULL;
+    size_t len = 0;
+    s->restored_age = -1;
+    if (d->cfg.snapshot_interval <= 0)
+        return 0;
+    /* no larger than all the models could be, with room for the framing */
+    size_t max = (size_t)(d->cfg.memory_limit < SIZE_MAX / 2 ? 2 * d->cfg.memory_limit
+                                                               : SIZE_MAX / 2);
+    int rc = state_read_file(d->cfg.state_dir, SNAPSHOT_FILE, max, &data, &len, err,
+                             sizeof err);
+    if (rc == 1) {
+        log_msg(&d->log, LOG_INFO, "snapshot", "no snapshot in %s: starting afresh",
+                d->cfg.state_dir);
+        return 0;
+    }
+    snapshot_head h;
+    uint64_t n = 0, pairs = 0, waiting = 0;
+    double age = 0;
+    if (rc == 0 && snapshot_open(data, len, &h, err, sizeof err) == 0) {
+        /* every monotonic time moves onto this process's clock, aged by
+         * the time calibd was down (on the wall clock) */
+        age = wall_now() - h.written;
+        double shift = loop_now(d) - h.mono - (age > 0 ? age : 0);
+        msgpack_unpacked u;
+        msgpack_unpacked_init(&u);
+        size_t off = 0;
+        while ((rc = snapshot_next(&h, &off, &u, err, sizeof err)) == 1 && n < h.models) {
+            if (restore_one(d, &u.data, shift, err, sizeof err, &pairs, &waiting) != 0) {
+                rc = -1;
+                break;
+            }
+            n++;
+        }
+        msgpack_unpacked_destroy(&u);
+        if (rc == 0 && n != h.models) {
+            snprintf(err, sizeof err, "%llu models in the body, %llu in the header",
+                     (unsigned long long)n, (unsigned long long)h.models);
+            rc = -1;
+        } else if (rc == 1) {
+            snprintf(err, sizeof err, "more models in the body than the header's %llu",
+                     (unsigned long long)h.models);
+            rc = -1;
+        }
+    } else {
+        rc = -1;
+    }
+    free(data);
+    if (rc == 0) {
+        d->messages = h.messages;
+        for (int i = 0; i < REJ_MAX; i++)
+            d->rejected[i] += h.rejected[i];
+        s->restored_age = age;
+        log_msg(&d->log, LOG_INFO, "snapshot", "restored %llu models from %s/%s, written %.0f s "
+                "ago: %llu pairs scored, %llu items waiting", (unsigned long long)n,
+                d->cfg.state_dir, SNAPSHOT_FILE, age, (unsigned long long)pairs,
+                (unsigned long long)waiting);
+        return 0;
+    }
+    /* nothing of it stays: the models it made go, the configured ones are
+     * made afresh by the caller */
+    registry_free(d);
+    if (state_move_aside(d->cfg.state_dir, SNAPSHOT_FILE, moved, sizeof moved) == 0)
+        log_msg(&d->log, LOG_ERROR, "snapshot", "%s/%s cannot be used (%s): moved aside to "
+                "%s; starting without it", d->cfg.state_dir, SNAPSHOT_FILE, err, moved);
+    else
+        log_msg(&d->log, LOG_ERROR, "snapshot", "%s/%s cannot be used (%s) nor moved aside "
+                "(%s); starting without it", d->cfg.state_dir, SNAPSHOT_FILE, err,
+                strerror(errno));
+    return 0;
+}
+
+/* ------------------------------------------------------------------ writing */
+
+/* The worker's share: the file, from head and body, which the loop leaves
+ * alone while `writing`. */
+static void write_work(uv_work_t *req)
+{
+    calibd *d = req->data;
+    snapshots *s = &d->snap;
+    state_part parts[2] = {{s->head.sb.data, s->head.sb.size},
+                           {s->body.sb.data, s->body.sb.size}};
+    s->rc = state_write_parts(d->cfg.state_dir, SNAPSHOT_FILE, parts, 2, s->err,
+                              sizeof s->err);
+}
+
+static void written(calibd *d, int rc, const char *err)
+{
+    snapshots *s = &d->snap;
+    if (rc < 0) {
+        s->errors++;
+        log_rl(&d->log, LOG_ERROR, "snapshot", "%s", err);
+        return;
+    }
+    if (rc > 0) /* stored, the directory not synced */
+        log_rl(&d->log, LOG_WARN, "snapshot", "%s", err);
+    s->writes++;
+    s->last_ok = wall_now();
+    s->bytes = s->head.sb.size + s->body.sb.size;
+    s->duration = (double)(uv_hrtime() - s->begun_ns) * 1e-9;
+}
+
+static void write_done(uv_work_t *req, int status)
+{
+    calibd *d = req->data;
+    snapshots *s = &d->snap;
+    s->writing = 0;
+    written(d, status == 0 ? s->rc : -1, status == 0 ? s->err : uv_strerror(status));
+    s->next_due = loop_now(d) + d->cfg.snapshot_interval;
+}
+
+/* The header of what body holds now: `models` models. */
+static int frame(calibd *d, uint64_t models)
+{
+    snapshots *s = &d->snap;
+    if (calib_mpw_error(&s->body) != CALIB_OK)
+        return -1;
+    snapshot_frame(&s->head, s->body.sb.data, s->body.sb.size, models, wall_now(),
+                   loop_now(d), d->messages, d->rejected);
+    return calib_mpw_error(&s->head) == CALIB_OK ? 0 : -1;
+}
+
+/* The loop's share: a slice of packing between two rounds of messages. */
+static void on_idle(uv_idle_t *h)
+{
+    calibd *d = h->data;
+    snapshots *s = &d->snap;
+    uint64_t t0 = uv_hrtime();
+    while (s->next < d->nmodels) {
+        snapshot_pack_model(&s->body, d->models[s->next++]);
+        if (uv_hrtime() - t0 >= SNAPSHOT_SLICE_NS)
+            break;
+    }
+    double slice = (double)(uv_hrtime() - t0) * 1e-9;
+    if (slice > s->slice_max)
+        s->slice_max = slice;
+    if (s->next < d->nmodels)
+        return;
+    uv_idle_stop(&s->idle);
+    s->packing = 0;
+    s->models = s->next;
+    if (frame(d, s->next) != 0) {
+        written(d, -1, "snapshot: out of memory to pack the models");
+        s->next_due = loop_now(d) + d->cfg.snapshot_interval;
+        return;
+    }
+    s->writing = 1;
+    s->req.data = d;
+    int rc = uv_queue_work(d->loop, &s->req, write_work, write_done);
+    if (rc != 0) {
+        s->writing = 0;
+        written(d, -1, uv_strerror(rc));
+        s->next_due = loop_now(d) + d->cfg.snapshot_interval;
+    }
+}
+
+void snapshots_tick(calibd *d)
+{
+    snapshots *s = &d->snap;
+    double now = loop_now(d);
+    if (d->cfg.snapshot_interval <= 0 || d->stopping || s->packing || s->writing)
+        return;
+    if (!s->ready) {
+        calib_mpw_init(&s->head);
+        calib_mpw_init(&s->body);
+        uv_idle_init(d->loop, &s->idle);
+        s->idle.data = d;
+        s->ready = 1;
+        s->next_due = now + d->cfg.snapshot_interval;
+        return;
+    }
+    if (now < s->next_due)
+        return;
+    calib_mpw_reset(&s->body);
+    s->next = 0;
+    s->slice_max = 0;
+    s->begun_ns = uv_hrtime();
+    s->packing = 1;
+    uv_idle_start(&s->idle, on_idle);
+}
+
+void snapshots_stop(calibd *d)
+{
+    snapshots *s = &d->snap;
+    if (!s->ready)
+        return;
+    uv_idle_stop(&s->idle);
+    s->packing = 0;
+    uv_close((uv_handle_t *)&s->idle, NULL);
+}
+
+void snapshots_final(calibd *d)
+{
+    snapshots *s = &d->snap;
+    if (d->cfg.snapshot_interval <= 0)
+        return;
+    if (!s->ready) {
+        calib_mpw_init(&s->head);
+        calib_mpw_init(&s->body);
+        s->ready = 1;
+    }
+    calib_mpw_reset(&s->body);
+    s->begun_ns = uv_hrtime();
+    for (size_t i = 0; i < d->nmodels; i++)
+        snapshot_pack_model(&s->body, d->models[i]);
+    if (frame(d, d->nmodels) != 0) {
+        written(d, -1, "snapshot: out of memory to pack the models");
+        return;
+    }
+    state_part parts[2] = {{s->head.sb.data, s->head.sb.size},
+                           {s->body.sb.data, s->body.sb.size}};
+    int rc = state_write_parts(d->cfg.state_dir, SNAPSHOT_FILE, parts, 2, s->err,
+                               sizeof s->err);
+    written(d, rc, s->err);
+    if (rc >= 0)
+        log_msg(&d->log, LOG_INFO, "snapshot", "%zu models written to %s/%s (%zu bytes)",
+                d->nmodels, d->cfg.state_dir, SNAPSHOT_FILE, s->bytes);
+}
+
+void snapshots_free(calibd *d)
+{
+    snapshots *s = &d->snap;
+    if (!s->ready)
+        return;
+    calib_mpw_destroy(&s->head);
+    calib_mpw_destroy(&s->body);
+    s->ready = 0;
+}

@@ -1,0 +1,59 @@
+/*
+ * snapshots.h — calibd's snapshots of every model (snapshot.h has the
+ * format): restored at start, packed by the loop a slice of at most
+ * SNAPSHOT_SLICE at a time every snapshot_interval seconds, written by a
+ * worker thread, and written once more at exit.
+ */
+#ifndef CALIBD_SNAPSHOTS_H
+#define CALIBD_SNAPSHOTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "calib/mpw.h"
+
+struct calibd;
+
+/* The loop packs models for at most this long before it takes messages
+ * again (one model is packed whole, however long it takes). */
+#define SNAPSHOT_SLICE_NS 2000000ull
+
+typedef struct snapshots {
+    int ready;            /* the idle handle is initialised */
+    int packing;          /* models are being packed into body */
+    int writing;          /* the worker owns head and body */
+    uv_idle_t idle;
+    uv_work_t req;
+    calib_mpw head, body;
+    size_t next;          /* the model packed next */
+    uint64_t begun_ns;    /* uv_hrtime at the start of packing */
+    double next_due;      /* loop_now of the next snapshot */
+    int rc;               /* the worker's: state_write_parts' */
+    char err[600];
+    /* figures (metrics) */
+    uint64_t writes, errors;
+    uint64_t models;      /* of the last snapshot written */
+    double last_ok;       /* wall clock of the last success, 0 before */
+    size_t bytes;         /* of the last snapshot written */
+    double duration;      /* seconds from the start of packing to written */
+    double slice_max;     /* the longest loop slice of the last snapshot */
+    double restored_age;  /* the restored snapshot's age at start, -1: none */
+} snapshots;
+
+/* Before the models are created: restores STATE_DIR/snapshot, if any and
+ * snapshot_interval > 0. A snapshot that cannot be used is moved aside
+ * (STATE_DIR/snapshot.bad) with one log line and calibd starts without it;
+ * models it created are dropped again. Returns -1 only when out of memory
+ * for its own bookkeeping. */
+int snapshots_restore(struct calibd *d);
+/* From the tick: starts a snapshot when one is due. */
+void snapshots_tick(struct calibd *d);
+/* At stop, from the loop: stops packing (the final snapshot follows). */
+void snapshots_stop(struct calibd *d);
+/* After the loop has ended: every model, written now. */
+void snapshots_final(struct calibd *d);
+void snapshots_free(struct calibd *d);
+
+#endif
