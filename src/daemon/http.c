@@ -482,6 +482,32 @@ static void loop_gauges(text *t, const snap *s, size_t n)
     }
 }
 
+/* The snapshots' figures (snapshots.h). */
+static void snapshot_metrics(text *t, const snapshots *s)
+{
+    help(t, "calibd_snapshot_writes_total", "counter", "Snapshots written to the state directory.");
+    put(t, "calibd_snapshot_writes_total %llu\n", (unsigned long long)s->writes);
+    help(t, "calibd_snapshot_errors_total", "counter",
+         "Snapshots that could not be packed or written (logged).");
+    put(t, "calibd_snapshot_errors_total %llu\n", (unsigned long long)s->errors);
+    if (!s->writes)
+        return;
+    help(t, "calibd_snapshot_last_success_timestamp_seconds", "gauge",
+         "When the last snapshot was written, seconds since the epoch.");
+    sample(t, s->last_ok, "calibd_snapshot_last_success_timestamp_seconds");
+    help(t, "calibd_snapshot_bytes", "gauge", "Size of the last snapshot written.");
+    put(t, "calibd_snapshot_bytes %zu\n", s->bytes);
+    help(t, "calibd_snapshot_models", "gauge", "Models in the last snapshot written.");
+    put(t, "calibd_snapshot_models %llu\n", (unsigned long long)s->models);
+    help(t, "calibd_snapshot_duration_seconds", "gauge",
+         "Seconds from the start of the last snapshot's packing to its file written.");
+    sample(t, s->duration, "calibd_snapshot_duration_seconds");
+    help(t, "calibd_snapshot_slice_max_seconds", "gauge",
+         "The longest the loop packed models without taking messages, in the last periodic "
+         "snapshot.");
+    sample(t, s->slice_max, "calibd_snapshot_slice_max_seconds");
+}
+
 /* The ingest sockets: what ZeroMQ delivered, and the two ways calibd
  * learns it is losing messages it never receives. */
 static void sockets(text *t, const calibd *d)
@@ -537,6 +563,7 @@ static void render(text *t, calibd *d)
     help(t, "calibd_messages_total", "counter", "Messages received on the ingest sockets.");
     put(t, "calibd_messages_total %llu\n", (unsigned long long)d->messages);
     sockets(t, d);
+    snapshot_metrics(t, &d->snap);
     http_counters(t, &d->http);
     rejections(t, d, s, d->nmodels);
     counters(t, s, d->nmodels);

@@ -293,7 +293,8 @@ int state_lock(const char *dir, char *err, size_t errlen)
 static int stale_name(const char *name)
 {
     size_t len = strlen(name);
-    if (strcmp(name, "endpoints.tmp") == 0 || strcmp(name, "history.tmp") == 0)
+    if (strcmp(name, "endpoints.tmp") == 0 || strcmp(name, "history.tmp") == 0 ||
+        strcmp(name, "snapshot.tmp") == 0)
         return 1;
     return len > strlen("model..params.tmp") && strncmp(name, "model.", 6) == 0 &&
            strcmp(name + len - strlen(".params.tmp"), ".params.tmp") == 0;

@@ -608,16 +608,19 @@ int calib_join_each(const calib_join *j, int (*fn)(void *arg, const calib_join_i
     return 0;
 }
 
-/* The newest arrival in the FIFO, or -inf. */
-static double newest_arrival(const calib_join *j)
+/* The newest deadline in the FIFO, or -inf. Order is checked on
+ * deadlines, as the FIFO keeps it: arrival + ttl rounds monotonically, so
+ * items in arrival order get deadlines in order, while an arrival taken
+ * back from a deadline (deadline - ttl) may round past the next one's. */
+static double newest_deadline(const calib_join *j)
 {
-    return j->tail == NIL ? -INFINITY : j->ent[j->tail].deadline - j->cfg.ttl;
+    return j->tail == NIL ? -INFINITY : j->ent[j->tail].deadline;
 }
 
 int calib_join_put(calib_join *j, const calib_join_item *it)
 {
     if (!j || !it || calib_id_check(&it->id) != CALIB_OK || !isfinite(it->arrived) ||
-        it->arrived < newest_arrival(j) ||
+        it->arrived + j->cfg.ttl < newest_deadline(j) ||
         (it->kind != CALIB_JOIN_PRED && it->kind != CALIB_JOIN_LABEL) ||
         (it->kind == CALIB_JOIN_PRED && (!it->x || j->cfg.width == 0)))
         return CALIB_EINVAL;
@@ -644,7 +647,7 @@ int calib_join_put_done(calib_join *j, const calib_id *id, double arrived)
     size_t cap = j->cfg.joined_capacity;
     if (j->dlen) {
         size_t at = j->dhead + j->dlen - 1;
-        if (arrived < j->done[at >= cap ? at - cap : at].deadline - j->cfg.ttl)
+        if (arrived + j->cfg.ttl < j->done[at >= cap ? at - cap : at].deadline)
             return CALIB_EINVAL;
     }
     uint32_t hash = (uint32_t)calib_id_hash(id, j->cfg.seed);

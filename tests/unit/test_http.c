@@ -119,7 +119,7 @@ static void healthz_follows_the_loop(void **state)
 
 /* The snapshots: 503 with Retry-After before the first, then the JSON of
  * calibctl status and the metrics. */
-static void snapshots(void **state)
+static void rendered_snapshots(void **state)
 {
     fixture *f = *state;
     int code;
@@ -195,7 +195,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(healthz_follows_the_loop, setup, teardown),
-        cmocka_unit_test_setup_teardown(snapshots, setup, teardown),
+        cmocka_unit_test_setup_teardown(rendered_snapshots, setup, teardown),
         cmocka_unit_test_setup_teardown(the_page, setup, teardown),
         cmocka_unit_test_setup_teardown(history, setup, teardown),
         cmocka_unit_test_setup_teardown(refusals, setup, teardown),

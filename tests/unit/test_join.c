@@ -903,6 +903,32 @@ static void each_and_put_round_trip(void **state)
     calib_join_free(&b);
 }
 
+/* Items that arrived at the same time, with a ttl whose sum rounds: put
+ * back in order all the same (an arrival computed back from a deadline
+ * must not look older than the one before). */
+static void same_arrivals_round_trip(void **state)
+{
+    for (int k = 0; k < 200; k++) {
+        calib_join a, b;
+        calib_join_result r;
+        table(&a, 3600, 64, 2, 64);
+        double now = 4000.123 + 17.377 * k; /* arrival + ttl crosses binades */
+        for (uint64_t i = 0; i < 4; i++)
+            assert_int_equal(pred(&a, uid(i), 1, now, &r), CALIB_JOIN_WAITING);
+        for (uint64_t i = 100; i < 104; i++) {
+            assert_int_equal(pred(&a, uid(i), 1, now + 1, &r), CALIB_JOIN_WAITING);
+            assert_int_equal(label(&a, uid(i), 1, now + 1, &r), CALIB_JOIN_JOINED);
+        }
+        table(&b, 3600, 64, 2, 64);
+        copy_ctx c = {.to = &b, .shift = 0.1 * k};
+        assert_int_equal(calib_join_each(&a, copy_item, copy_done, &c), 0);
+        assert_int_equal(b.waiting_preds, 4);
+        assert_int_equal(c.done, 4);
+        calib_join_free(&a);
+        calib_join_free(&b);
+    }
+}
+
 static void put_refuses(void **state)
 {
     calib_join j;
@@ -957,6 +983,7 @@ int main(void)
         cmocka_unit_test(colliding_ids),
         cmocka_unit_test(model_check),
         cmocka_unit_test(each_and_put_round_trip),
+        cmocka_unit_test(same_arrivals_round_trip),
         cmocka_unit_test(put_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
