@@ -18,6 +18,7 @@ static const struct command {
     {"status", cmd_status, "status [--control EP] [MODEL] a running calibd's statistics, as JSON"},
     {"refit", cmd_refit, "refit [--control EP] MODEL     refit MODEL on its recent samples now"},
     {"ping", cmd_ping, "ping [--control EP]           is calibd answering?"},
+    {"snapshot", cmd_snapshot, "snapshot FILE [MODEL]         a calibd snapshot, as status shows it"},
 };
 
 void ctl_error(const char *file, unsigned long line, const char *fmt, ...)

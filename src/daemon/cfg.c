@@ -192,6 +192,32 @@ static int set_model_key(model_cfg *m, const char *key, const char *value,
     return 1; /* unknown */
 }
 
+int config_set_model(model_cfg *m, const char *key, const char *value, char *err,
+                     size_t errlen)
+{
+    return set_model_key(m, key, value, err, errlen);
+}
+
+const char *config_model_key(size_t i, const model_cfg *m, char *value, size_t len)
+{
+    if (i >= N_MODEL_KEYS)
+        return NULL;
+    const struct model_key *k = &model_keys[i];
+    const void *f = (const char *)m + k->offset;
+    switch (k->type) {
+    case K_UINT: snprintf(value, len, "%llu", (unsigned long long)*(const uint64_t *)f); break;
+    case K_FORM: {
+        int form = *(const int *)f;
+        snprintf(value, len, "%s", form < 0 ? "auto" : calib_form_name(form));
+        break;
+    }
+    case K_BOOL: snprintf(value, len, "%s", *(const int *)f ? "yes" : "no"); break;
+    case K_METHOD: snprintf(value, len, "%s", (const char *)f); break;
+    default: snprintf(value, len, "%.17g", *(const double *)f); break;
+    }
+    return k->name;
+}
+
 /* Copies the fields src sets onto dst. */
 static void overlay(model_cfg *dst, const model_cfg *src)
 {

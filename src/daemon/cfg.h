@@ -102,6 +102,13 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
 
 /* Settings of a model named by the first message (auto_models): defaults. */
 void config_model_for(const daemon_cfg *c, const char *name, model_cfg *out);
+/* Sets one key of a [model] section from its text, as the file would:
+ * 0, 1 for an unknown key, -1 with err set for a bad value. */
+int config_set_model(model_cfg *m, const char *key, const char *value, char *err,
+                     size_t errlen);
+/* The name of model key number i (0, 1, ... until NULL) and its value in
+ * m as text that config_set_model reads back to the same value. */
+const char *config_model_key(size_t i, const model_cfg *m, char *value, size_t len);
 const model_cfg *config_find_model(const daemon_cfg *c, const char *name);
 
 #endif

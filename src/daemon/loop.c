@@ -187,11 +187,8 @@ int loop_attach(calibd *d, model *m)
                     "from 1)", m->name, c->method, p.method, d->cfg.state_dir, m->name);
     }
     if (c->drift) {
-        calib_drift_cfg dc = {.kind = gauss ? CALIB_DRIFT_EXCEED : CALIB_DRIFT_MEAN,
-                              .lo = 0, .hi = 2, .alpha = c->drift_alpha,
-                              .min_effect = c->drift_min_effect, .quantile = c->drift_quantile,
-                              .reference = c->drift_reference,
-                              .restart = c->drift_reference};
+        calib_drift_cfg dc;
+        model_drift_cfg(m, &dc);
         if ((rc = calib_drift_init(&l->drift, &dc)) != CALIB_OK) {
             log_msg(&d->log, LOG_ERROR, "loop", "%s: drift detector: %s", m->name,
                     calib_strerror(rc));

@@ -375,6 +375,16 @@ void model_observe(model *m, const double *x, double y, double now)
         l->drift_alarm = 1;
 }
 
+void model_drift_cfg(const model *m, calib_drift_cfg *dc)
+{
+    const model_cfg *c = &m->cfg;
+    *dc = (calib_drift_cfg){.kind = m->form == CALIB_FORM_GAUSSIAN ? CALIB_DRIFT_EXCEED
+                                                                  : CALIB_DRIFT_MEAN,
+                            .lo = 0, .hi = 2, .alpha = c->drift_alpha,
+                            .min_effect = c->drift_min_effect, .quantile = c->drift_quantile,
+                            .reference = c->drift_reference, .restart = c->drift_reference};
+}
+
 void model_paired_reset(model *m, uint64_t version, double since)
 {
     model_paired *p = &m->paired;

@@ -204,6 +204,9 @@ void model_canonical(model *m, int form, const double *x, double *out);
  * candidate too. */
 void model_observe(model *m, const double *x, double y, double now);
 
+/* The drift detector's configuration for the model's settings and form. */
+void model_drift_cfg(const model *m, calib_drift_cfg *dc);
+
 /* Restarts the paired comparison under parameter version `version`, which
  * took over at wall time `since`. */
 void model_paired_reset(model *m, uint64_t version, double since);

@@ -8,6 +8,7 @@
 #include <zlib.h>
 
 #include "calib/calib.h"
+#include "calib/plugin.h"
 #include "calib/protocol.h"
 #include "mp_read.h"
 #include "snapshot.h"
@@ -321,6 +322,28 @@ static void pack_rejected(calib_mpw *w, const uint64_t counts[REJ_MAX])
     calib_mpw_end(w);
 }
 
+/* The model's configuration as the text of its [model] keys, with the
+ * capacities it actually has (what its byte budgets allowed), so that
+ * calibctl can rebuild it without the daemon's file. */
+static void pack_cfg(calib_mpw *w, const model *m)
+{
+    model_cfg c = m->cfg;
+    c.max_pending = m->join.cfg.capacity;
+    c.joined_memory = m->join.cfg.joined_capacity ? m->join.cfg.joined_capacity : 1;
+    if (m->shaped) {
+        c.ring = calib_ring_cap(&m->ring);
+        c.reservoir = m->reservoir.s.cap;
+    }
+    char value[128];
+    const char *key;
+    calib_mpw_map(w);
+    for (size_t i = 0; (key = config_model_key(i, &c, value, sizeof value)); i++) {
+        calib_mpw_key(w, key);
+        calib_mpw_str(w, value);
+    }
+    calib_mpw_end(w);
+}
+
 void snapshot_pack_model(calib_mpw *w, const model *m)
 {
     calib_mpw_map(w);
@@ -329,6 +352,8 @@ void snapshot_pack_model(calib_mpw *w, const model *m)
     key_uint(w, "shaped", (uint64_t)(m->shaped != 0));
     key_uint(w, "form", (uint64_t)(m->shaped ? m->form : 0));
     key_uint(w, "k", m->shaped ? m->k : 0);
+    calib_mpw_key(w, "cfg");
+    pack_cfg(w, m);
     const uint64_t counters[] = {m->predictions, m->labels, m->scored, m->inline_scored,
                                  m->stale, m->alerts};
     key_bin(w, "counters", counters, sizeof counters);
@@ -531,6 +556,31 @@ int snapshot_model_head(const msgpack_object *o, char name[CFG_NAME_MAX + 1], in
     if (!r.failed && *shaped && calib_form_width(*form, *k) == 0)
         mpr_fail(&r, "model %s: form %d with k %zu is no shape", name, *form, *k);
     return r.failed ? -1 : 0;
+}
+
+int snapshot_model_cfg(const msgpack_object *o, model_cfg *c, char *err, size_t errlen)
+{
+    mpr r;
+    mpr_init(&r, err, errlen);
+    const msgpack_object *cfg = mpr_map(&r, o, "cfg");
+    if (!cfg)
+        return -1;
+    for (uint32_t i = 0; i < cfg->via.map.size; i++) {
+        const msgpack_object_kv *kv = &cfg->via.map.ptr[i];
+        char key[64], value[128];
+        if (kv->key.type != MSGPACK_OBJECT_STR || kv->val.type != MSGPACK_OBJECT_STR ||
+            kv->key.via.str.size >= sizeof key || kv->val.via.str.size >= sizeof value) {
+            snprintf(err, errlen, "cfg: entry %u is not a key and a value", i);
+            return -1;
+        }
+        snprintf(key, sizeof key, "%.*s", (int)kv->key.via.str.size, kv->key.via.str.ptr);
+        snprintf(value, sizeof value, "%.*s", (int)kv->val.via.str.size, kv->val.via.str.ptr);
+        if (config_set_model(c, key, value, err, errlen) < 0)
+            return -1; /* an unknown key (a later version's) is left alone */
+    }
+    /* the capacities are the stored ones: no byte budget caps them */
+    c->join_memory = c->sample_memory = (uint64_t)1 << 40;
+    return 0;
 }
 
 /* A note of a section left fresh, appended to skipped. */
@@ -1140,7 +1190,13 @@ int snapshot_restore_model(model *m, const msgpack_object *o, double shift, int 
         model_params p;
         if (!read_params(&r, params, &p) || !read_param_names(&r, params, &names))
             return -1;
-        p.desc = NULL; /* the caller resolves the method */
+        /* a built-in method by name, its values in its order; a plugin's
+         * (not loaded here) keeps its values unnamed */
+        const calib_plugin *desc = calib_plugin_builtin(p.method);
+        char why[200];
+        p.desc = desc && state_params_by_name(&p, names, desc, why, sizeof why) == 0 ? desc
+                                                                                   : NULL;
+        p.identity = model_params_is_identity(&p);
         m->params = p;
     }
     m->predictions = c[0], m->labels = c[1], m->scored = c[2], m->inline_scored = c[3];

@@ -69,6 +69,12 @@ int snapshot_next(const snapshot_head *h, size_t *off, msgpack_unpacked *u, char
 int snapshot_model_head(const msgpack_object *o, char name[CFG_NAME_MAX + 1], int *shaped,
                         int *form, size_t *k, char *err, size_t errlen);
 
+/* The model's configuration as the map stores it, over c (defaults and
+ * the name set by the caller), with byte budgets that keep its stored
+ * capacities: to rebuild a model without the daemon's configuration
+ * (calibctl). 0, or -1 with err set. */
+int snapshot_model_cfg(const msgpack_object *o, model_cfg *c, char *err, size_t errlen);
+
 /*
  * Restores a model map into m, which has the map's name and shape (see
  * snapshot_model_head) and, if shaped, its loop attached (loop_attach):
@@ -77,7 +83,7 @@ int snapshot_model_head(const msgpack_object *o, char name[CFG_NAME_MAX + 1], in
  * The stored parameters are not restored (the state directory's
  * model.NAME.params are the authority; the paired comparison is kept only
  * if its version is theirs); with_params = 1 restores them too (calibctl,
- * which has no state directory). shift is added to every monotonic time
+ * which has no state directory), with a built-in method's description. shift is added to every monotonic time
  * (now on this clock - the writer's mono - the time the daemon was down).
  * Returns 0 (skipped names the sections left fresh, "" if none), or -1
  * with err set when the map is malformed: m is then partly restored and

@@ -149,8 +149,46 @@ for i in range(50):
 PY
 check "labels sent after the restart join them: 50 more pairs scored ($base before)" \
     'wait_for "$work/w2.json" "r[\"models\"][\"m\"][\"scored\"] == $base + 50 and r[\"models\"][\"m\"][\"join\"][\"waiting_predictions\"] == $w0"'
+# a status whose window was summed after the last pair (the next tick)
+at=$(field "$work/w2.json" "r['models']['m']['window']['at']")
+wait_for "$work/w3.json" "r['models']['m']['window']['at'] > $at" || bad "a tick after the labels"
 check "calibd stops cleanly and writes a snapshot at exit" \
-    'stop_calibd && [ "$(snap scored)" = "$(field "$work/w2.json" "r[\"models\"][\"m\"][\"scored\"]")" ]'
+    'stop_calibd && [ "$(snap scored)" = "$(field "$work/w3.json" "r[\"models\"][\"m\"][\"scored\"]")" ]'
+
+# ---------------------------------------------------------------- calibctl snapshot
+# the file read without a daemon: what status said before the stop
+"$CALIBCTL" snapshot "$work/state/snapshot" > "$work/cs.json" 2> "$work/cs.err"
+check "calibctl snapshot prints the snapshot as status showed it (but uptime and the window's time)
+$(cat "$work/cs.err")" \
+    '"$PY" - "$work/w3.json" "$work/cs.json" <<'"'"'PY'"'"'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+for r in (a, b):
+    r.pop("uptime")
+    for m in r["models"].values():
+        m.get("window", {}).pop("at", None)
+def diff(x, y, p=""):
+    if isinstance(x, dict) and isinstance(y, dict):
+        for k in sorted(set(x) | set(y)):
+            diff(x.get(k), y.get(k), p + "/" + k)
+    elif isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
+        for i, (u, v) in enumerate(zip(x, y)):
+            diff(u, v, "%s/%d" % (p, i))
+    elif x != y:
+        print("# %s: status %r, snapshot %r" % (p, x, y))
+diff(a, b)
+sys.exit(0 if a == b else 1)
+PY'
+check "calibctl snapshot FILE MODEL: that model only" \
+    '"$CALIBCTL" snapshot "$work/state/snapshot" m | "$PY" -c "import json,sys; sys.exit(0 if list(json.load(sys.stdin)[\"models\"]) == [\"m\"] else 1)"'
+"$CALIBCTL" snapshot "$work/state/snapshot" nosuch > /dev/null 2> "$work/cs2.err"
+rc=$?
+check "calibctl snapshot of a model it does not hold: exit 2, saying so" \
+    '[ $rc -eq 2 ] && grep -q "no model nosuch" "$work/cs2.err"'
+"$CALIBCTL" snapshot "$work/calibd.conf" > /dev/null 2> "$work/cs3.err"
+rc=$?
+check "calibctl snapshot of a file that is no snapshot: exit 2, saying why ($(cat "$work/cs3.err"))" \
+    '[ $rc -eq 2 ] && [ -s "$work/cs3.err" ]'
 
 # ---------------------------------------------------------------- damaged files
 # each: moved aside to snapshot.bad with one error line, a fresh start
