@@ -100,6 +100,11 @@ long calib_reservoir_offer(calib_reservoir *r, const double *x, double y,
                            double t);
 /* Records the reservoir holds now (at most its capacity). */
 size_t calib_reservoir_len(const calib_reservoir *r);
+/* Merges src into dst (same width): dst then holds a uniform sample, of at
+ * most its capacity, of the records offered to either, and has seen both
+ * counts (calibctl merge). CALIB_EINVAL for another width, CALIB_ENOMEM
+ * (dst unchanged). */
+int calib_reservoir_merge(calib_reservoir *dst, const calib_reservoir *src);
 
 #ifdef __cplusplus
 }

@@ -164,12 +164,17 @@ size_t calib_reservoir_len(const calib_reservoir *r)
 
 /* Algorithm L (Li 1994): after the reservoir fills, the gap to the next
  * replacement is geometric with a parameter W that shrinks as W *= U^(1/k). */
+static void reservoir_draw_gap(calib_reservoir *r)
+{
+    double g = floor(log(calib_rng_uniform(&r->rng)) / log1p(-r->w));
+    r->skip = g < 1.8e19 ? (uint64_t)g : UINT64_MAX;
+}
+
 static void reservoir_draw_skip(calib_reservoir *r)
 {
     double k = (double)r->s.cap;
     r->w *= exp(log(calib_rng_uniform(&r->rng)) / k);
-    double g = floor(log(calib_rng_uniform(&r->rng)) / log1p(-r->w));
-    r->skip = g < 1.8e19 ? (uint64_t)g : UINT64_MAX;
+    reservoir_draw_gap(r);
 }
 
 int calib_reservoir_init(calib_reservoir *r, size_t width, size_t cap,
@@ -205,4 +210,66 @@ long calib_reservoir_offer(calib_reservoir *r, const double *x, double y,
     store_put(&r->s, slot, x, y, t);
     reservoir_draw_skip(r);
     return (long)slot;
+}
+
+/*
+ * Merging. Both reservoirs are uniform samples of their streams, of sizes
+ * k1 <= n1 and k2 <= n2 records offered. The merged sample is drawn one
+ * record at a time without replacement: from the first with probability
+ * r1 / (r1 + r2), r the records of each stream not yet drawn, a record
+ * picked uniformly among its sample's remaining ones; so each record
+ * offered to either ends up in it with probability k / (n1 + n2), as if
+ * one reservoir had been offered both streams (exactly while neither
+ * sample runs out before the draw ends, which holds whenever both are
+ * full, or neither is).
+ */
+int calib_reservoir_merge(calib_reservoir *dst, const calib_reservoir *src)
+{
+    if (!dst || !src || dst->s.width != src->s.width)
+        return CALIB_EINVAL;
+    size_t w = dst->s.width + 2, k1 = dst->s.len, k2 = src->s.len;
+    size_t k = k1 + k2 < dst->s.cap ? k1 + k2 : dst->s.cap;
+    double *data = malloc((dst->s.cap ? dst->s.cap : 1) * w * sizeof *data);
+    size_t *ia = malloc((k1 ? k1 : 1) * sizeof *ia), *ib = malloc((k2 ? k2 : 1) * sizeof *ib);
+    if (!data || !ia || !ib) {
+        free(data);
+        free(ia);
+        free(ib);
+        return CALIB_ENOMEM;
+    }
+    for (size_t i = 0; i < k1; i++)
+        ia[i] = i;
+    for (size_t i = 0; i < k2; i++)
+        ib[i] = i;
+    double r1 = (double)dst->seen, r2 = (double)src->seen;
+    size_t t1 = 0, t2 = 0;
+    for (size_t i = 0; i < k; i++) {
+        int from_a = t2 == k2 || (t1 < k1 && calib_rng_uniform(&dst->rng) * (r1 + r2) < r1);
+        size_t *idx = from_a ? ia : ib, *t = from_a ? &t1 : &t2, n = from_a ? k1 : k2;
+        size_t j = *t + (size_t)(calib_rng_next(&dst->rng) % (n - *t));
+        size_t pick = idx[j];
+        idx[j] = idx[*t];
+        idx[*t] = pick;
+        (*t)++;
+        const double *rec = (from_a ? dst->s.data : src->s.data) + pick * w;
+        memcpy(data + i * w, rec, w * sizeof *data);
+        if (from_a)
+            r1--;
+        else
+            r2--;
+    }
+    free(ia);
+    free(ib);
+    free(dst->s.data);
+    dst->s.data = data;
+    dst->s.len = k;
+    dst->seen += src->seen;
+    /* Algorithm L's state for a full reservoir after `seen` records: its W
+     * is the k-th smallest of `seen` uniform keys, taken at its mean
+     * k / (seen + 1); the next gap is drawn from it */
+    if (k == dst->s.cap && dst->s.cap) {
+        dst->w = (double)k / ((double)dst->seen + 1);
+        reservoir_draw_gap(dst);
+    }
+    return CALIB_OK;
 }

@@ -1,6 +1,8 @@
 /* test_sample.c — seeded RNG, recent ring, uniform reservoir. */
 #include "unit.h"
 
+#include <math.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,6 +155,59 @@ static void bytes_of_store(void **state)
     assert_int_equal(calib_store_bytes(SIZE_MAX / 2, 4), 0);
 }
 
+/* Two reservoirs of 300 and 100 records offered (as shards of one stream
+ * of 400), capacity 50, merged 4000 times: each record of either stream
+ * is in the merged sample with probability 50/400, so 3/4 of the merged
+ * records come from the first stream; the merged reservoir has seen 400
+ * and goes on sampling (its next replacement comes). */
+static void reservoir_merge_is_weighted(void **state)
+{
+    double from_a = 0, hits_first = 0;
+    const int reps = 4000;
+    for (int rep = 0; rep < reps; rep++) {
+        calib_reservoir a, b;
+        assert_int_equal(calib_reservoir_init(&a, 1, 50, 1000 + rep), CALIB_OK);
+        assert_int_equal(calib_reservoir_init(&b, 1, 50, 9000 + rep), CALIB_OK);
+        for (int i = 0; i < 300; i++) {
+            double x = i;
+            calib_reservoir_offer(&a, &x, 0, i);
+        }
+        for (int i = 0; i < 100; i++) {
+            double x = 1000 + i;
+            calib_reservoir_offer(&b, &x, 1, i);
+        }
+        assert_int_equal(calib_reservoir_merge(&a, &b), CALIB_OK);
+        assert_int_equal(calib_reservoir_len(&a), 50);
+        assert_int_equal(a.seen, 400);
+        for (size_t i = 0; i < 50; i++) {
+            calib_record r = calib_store_get(&a.s, i);
+            from_a += r.y == 0;
+            hits_first += r.x[0] == 0; /* record 0 of the first stream */
+        }
+        /* it goes on: within 400 more records at least one replacement */
+        int replaced = 0;
+        for (int i = 0; i < 400; i++) {
+            double x = 5000;
+            replaced |= calib_reservoir_offer(&a, &x, 2, i) >= 0;
+        }
+        assert_true(replaced);
+        calib_reservoir_free(&a);
+        calib_reservoir_free(&b);
+    }
+    double share = from_a / (50.0 * reps);
+    /* sd of the share over 200000 draws (not independent within a rep):
+     * well under 0.005 */
+    assert_true(fabs(share - 0.75) < 0.01);
+    /* one given record: p = 50/400 = 0.125, sd sqrt(p(1-p)/4000) = 0.0052 */
+    assert_true(fabs(hits_first / reps - 0.125) < 0.025);
+    calib_reservoir a, b;
+    assert_int_equal(calib_reservoir_init(&a, 1, 5, 1), CALIB_OK);
+    assert_int_equal(calib_reservoir_init(&b, 2, 5, 1), CALIB_OK);
+    assert_int_equal(calib_reservoir_merge(&a, &b), CALIB_EINVAL);
+    calib_reservoir_free(&a);
+    calib_reservoir_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -162,6 +217,7 @@ int main(void)
         cmocka_unit_test(ring_keeps_most_recent),
         cmocka_unit_test(reservoir_uniform),
         cmocka_unit_test(reservoir_fills_then_skips),
+        cmocka_unit_test(reservoir_merge_is_weighted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
