@@ -19,6 +19,7 @@ static const struct command {
     {"refit", cmd_refit, "refit [--control EP] MODEL     refit MODEL on its recent samples now"},
     {"ping", cmd_ping, "ping [--control EP]           is calibd answering?"},
     {"snapshot", cmd_snapshot, "snapshot FILE [MODEL]         a calibd snapshot, as status shows it"},
+    {"merge", cmd_merge, "merge FILE... -o OUT          snapshots of shards or days merged into one"},
 };
 
 void ctl_error(const char *file, unsigned long line, const char *fmt, ...)

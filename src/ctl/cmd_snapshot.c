@@ -2,7 +2,8 @@
  * (calibd(8), SNAPSHOTS) printed as the JSON `calibctl status` prints, by
  * the daemon's own code: each model is rebuilt from its stored
  * configuration, restored as calibd restores it, and packed by
- * control_pack_status. No daemon runs. */
+ * control_pack_status. No daemon runs. `calibctl merge A B... -o OUT`:
+ * snapshots merged model by model (merge.h) into one. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +14,10 @@
 #include "calibd.h"
 #include "control.h"
 #include "ctl.h"
+#include "merge.h"
 #include "msgpack_json.h"
 #include "snapshot.h"
+#include "state.h"
 
 /* The whole file, malloc'ed; NULL with the reason printed. */
 static char *slurp(const char *path, size_t *len)
@@ -56,8 +59,8 @@ static char *slurp(const char *path, size_t *len)
 }
 
 /* One model of the file, rebuilt and restored; NULL with err set. */
-static model *rebuild(const msgpack_object *o, const model_cfg *defaults, char *err,
-                      size_t errlen)
+static model *rebuild(const msgpack_object *o, const model_cfg *defaults, double shift,
+                      char *err, size_t errlen)
 {
     char name[CFG_NAME_MAX + 1], skipped[600];
     int shaped, form;
@@ -87,7 +90,8 @@ static model *rebuild(const msgpack_object *o, const model_cfg *defaults, char *
     }
     if (rc != CALIB_OK) {
         snprintf(err, errlen, "%s: %s", name, calib_strerror(rc));
-    } else if (snapshot_restore_model(m, o, 0, 1, skipped, sizeof skipped, err, errlen) != 0) {
+    } else if (snapshot_restore_model(m, o, shift, 1, skipped, sizeof skipped, err, errlen) !=
+               0) {
         rc = -1;
     } else if (skipped[0]) {
         ctl_error(NULL, 0, "%s: not restored: %s", name, skipped);
@@ -140,7 +144,7 @@ int cmd_snapshot(int argc, char **argv)
     size_t off = 0;
     int more;
     while ((more = snapshot_next(&h, &off, &u, err, sizeof err)) == 1 && d.nmodels < h.models) {
-        model *m = rebuild(&u.data, &dc.defaults, err, sizeof err);
+        model *m = rebuild(&u.data, &dc.defaults, 0, err, sizeof err);
         if (!m)
             break;
         model_view_fill(m, h.written);
@@ -181,5 +185,161 @@ out:
     calib_mpw_destroy(&w);
     config_free(&dc);
     free(data);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ merge */
+
+typedef struct merged {
+    model **m;
+    size_t n, cap;
+    double written;
+    uint64_t messages;
+    uint64_t rejected[REJ_MAX];
+} merged;
+
+static model *find(const merged *g, const char *name)
+{
+    for (size_t i = 0; i < g->n; i++)
+        if (strcmp(g->m[i]->name, name) == 0)
+            return g->m[i];
+    return NULL;
+}
+
+/* Every model of one file into g: a new name is added, a known one merged
+ * into. Their times move onto the wall clock (the file's "mono" is its
+ * "written"). CTL_OK or an exit code, the reason printed. */
+static int merge_file(merged *g, const char *path, const model_cfg *defaults)
+{
+    size_t len;
+    char *data = slurp(path, &len);
+    if (!data)
+        return CTL_BADINPUT;
+    snapshot_head h;
+    char err[700];
+    int rc = CTL_BADINPUT;
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    if (snapshot_open(data, len, &h, err, sizeof err) != 0) {
+        ctl_error(path, 0, "%s", err);
+        goto out;
+    }
+    if (h.written > g->written)
+        g->written = h.written;
+    g->messages += h.messages;
+    for (int i = 0; i < REJ_MAX; i++)
+        g->rejected[i] += h.rejected[i];
+    size_t off = 0;
+    uint64_t n = 0;
+    int more;
+    while ((more = snapshot_next(&h, &off, &u, err, sizeof err)) == 1 && n < h.models) {
+        model *m = rebuild(&u.data, defaults, h.written - h.mono, err, sizeof err);
+        if (!m) {
+            ctl_error(path, 0, "%s", err);
+            goto out;
+        }
+        n++;
+        model *into = find(g, m->name);
+        if (into) {
+            int bad = model_merge(into, m, err, sizeof err);
+            model_free(m);
+            free(m);
+            if (bad) {
+                ctl_error(path, 0, "%s", err);
+                goto out;
+            }
+            if (err[0])
+                ctl_error(path, 0, "%s", err);
+            continue;
+        }
+        if (g->n == g->cap) {
+            size_t cap = g->cap ? 2 * g->cap : 16;
+            model **v = realloc(g->m, cap * sizeof *v);
+            if (!v) {
+                ctl_error(path, 0, "out of memory");
+                model_free(m);
+                free(m);
+                rc = CTL_FAIL;
+                goto out;
+            }
+            g->m = v;
+            g->cap = cap;
+        }
+        g->m[g->n++] = m;
+    }
+    if (more < 0 || n != h.models) {
+        ctl_error(path, 0, "%s", more < 0 ? err : "fewer models than the header says");
+        goto out;
+    }
+    rc = CTL_OK;
+out:
+    msgpack_unpacked_destroy(&u);
+    free(data);
+    return rc;
+}
+
+int cmd_merge(int argc, char **argv)
+{
+    const char *out = NULL;
+    const char *in[256];
+    int nin = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc && !out)
+            out = argv[++i];
+        else if (argv[i][0] != '-' && nin < 256)
+            in[nin++] = argv[i];
+        else
+            nin = -1000;
+    }
+    if (!out || nin < 1) {
+        ctl_error(NULL, 0, "usage: calibctl merge FILE... -o OUT (up to 256 files)");
+        return CTL_BADINPUT;
+    }
+    daemon_cfg dc;
+    if (config_init(&dc) != 0) {
+        ctl_error(NULL, 0, "out of memory");
+        return CTL_FAIL;
+    }
+    merged g = {0};
+    int rc = CTL_OK;
+    for (int i = 0; i < nin && rc == CTL_OK; i++)
+        rc = merge_file(&g, in[i], &dc.defaults);
+    calib_mpw body, head;
+    calib_mpw_init(&body);
+    calib_mpw_init(&head);
+    if (rc == CTL_OK) {
+        for (size_t i = 0; i < g.n; i++)
+            snapshot_pack_model(&body, g.m[i]);
+        snapshot_frame(&head, body.sb.data, body.sb.size, g.n, g.written, g.written,
+                       g.messages, g.rejected);
+        if (calib_mpw_error(&body) != CALIB_OK || calib_mpw_error(&head) != CALIB_OK) {
+            ctl_error(NULL, 0, "out of memory");
+            rc = CTL_FAIL;
+        }
+    }
+    if (rc == CTL_OK) {
+        /* written as calibd writes its state: atomically, in OUT's folder */
+        char dir[4096], err[600];
+        const char *slash = strrchr(out, '/');
+        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - out) : 1, slash ? out : ".");
+        if (slash == out)
+            snprintf(dir, sizeof dir, "/");
+        state_part parts[2] = {{head.sb.data, head.sb.size}, {body.sb.data, body.sb.size}};
+        if (state_write_parts(dir, slash ? slash + 1 : out, parts, 2, err, sizeof err) < 0) {
+            ctl_error(NULL, 0, "%s", err);
+            rc = CTL_FAIL;
+        } else {
+            printf("{\"ok\": true, \"files\": %d, \"models\": %zu, \"bytes\": %zu}\n", nin,
+                   g.n, head.sb.size + body.sb.size);
+        }
+    }
+    for (size_t i = 0; i < g.n; i++) {
+        model_free(g.m[i]);
+        free(g.m[i]);
+    }
+    free(g.m);
+    calib_mpw_destroy(&body);
+    calib_mpw_destroy(&head);
+    config_free(&dc);
     return rc;
 }

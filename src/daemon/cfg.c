@@ -243,7 +243,9 @@ static int set_string(char **field, const char *value)
 
 /* Appends a comma-separated list of endpoints; blanks around each are
  * ignored, an empty one is an error. */
-static int add_endpoints(endpoint_list *l, const char *value, char *err, size_t errlen)
+/* A comma-separated list of `what`s (endpoints, topic prefixes) added to l. */
+static int add_list(endpoint_list *l, const char *value, const char *what, char *err,
+                    size_t errlen)
 {
     const char *p = value;
     for (;;) {
@@ -253,11 +255,11 @@ static int add_endpoints(endpoint_list *l, const char *value, char *err, size_t 
         while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
             len--;
         if (len == 0) {
-            snprintf(err, errlen, "empty endpoint in '%s'", value);
+            snprintf(err, errlen, "empty %s in '%s'", what, value);
             return -1;
         }
         if (l->n == CFG_MAX_ENDPOINTS) {
-            snprintf(err, errlen, "more than %d endpoints", CFG_MAX_ENDPOINTS);
+            snprintf(err, errlen, "more than %d %ss", CFG_MAX_ENDPOINTS, what);
             return -1;
         }
         if (!(l->ep[l->n] = strndup(p, len))) {
@@ -268,7 +270,7 @@ static int add_endpoints(endpoint_list *l, const char *value, char *err, size_t 
         p += strcspn(p, ",");
         if (*p == 0)
             return 0;
-        p++; /* the comma: another endpoint must follow */
+        p++; /* the comma: another item must follow */
     }
 }
 
@@ -312,9 +314,13 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
         return 0;
     }
     if (strcmp(key, "ingest") == 0)
-        return add_endpoints(&c->ingest, value, err, errlen);
+        return add_list(&c->ingest, value, "endpoint", err, errlen);
     if (strcmp(key, "ingest_pull") == 0)
-        return add_endpoints(&c->ingest_pull, value, err, errlen);
+        return add_list(&c->ingest_pull, value, "endpoint", err, errlen);
+    if (strcmp(key, "subscribe") == 0) {
+        config_clear_endpoints(&c->subscribe);
+        return add_list(&c->subscribe, value, "topic prefix", err, errlen);
+    }
     if (strcmp(key, "auto_models") == 0) {
         if (parse_bool(value, &b) != 0) {
             snprintf(err, errlen, "auto_models = '%s': expected yes or no", value);
@@ -452,6 +458,7 @@ void config_free(daemon_cfg *c)
 {
     config_clear_endpoints(&c->ingest);
     config_clear_endpoints(&c->ingest_pull);
+    config_clear_endpoints(&c->subscribe);
     free(c->publish);
     free(c->control);
     free(c->http);

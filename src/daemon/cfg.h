@@ -52,6 +52,7 @@ typedef struct endpoint_list {
 
 typedef struct daemon_cfg {
     endpoint_list ingest, ingest_pull;
+    endpoint_list subscribe;  /* topic prefixes of the SUB socket; none: all */
     char *publish, *control, *http, *state_dir, *log_level;
     int auto_models;
     uint64_t max_msg_size, rcvhwm, sndhwm;

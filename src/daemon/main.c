@@ -192,9 +192,14 @@ static int open_sockets(calibd *d, char *err, size_t errlen)
         goto zerr;
     set_int(d->ingest.sock, ZMQ_MAXMSGSIZE, (int64_t)c->max_msg_size);
     set_int(d->ingest.sock, ZMQ_RCVHWM, (int64_t)config_rcvhwm(c));
-    /* every model: configured ones come from the topic filter too, but an
-     * unconfigured topic must be counted as rejected, so subscribe to all */
-    zmq_setsockopt(d->ingest.sock, ZMQ_SUBSCRIBE, "", 0);
+    /* every model, unless `subscribe` names the prefixes of the models this
+     * instance owns (a shard): an unconfigured topic must be counted as
+     * rejected, so a configured model is no filter */
+    if (!c->subscribe.n)
+        zmq_setsockopt(d->ingest.sock, ZMQ_SUBSCRIBE, "", 0);
+    for (size_t i = 0; i < c->subscribe.n; i++)
+        zmq_setsockopt(d->ingest.sock, ZMQ_SUBSCRIBE, c->subscribe.ep[i],
+                       strlen(c->subscribe.ep[i]));
     for (size_t i = 0; i < c->ingest.n; i++) {
         snprintf(bound[nb][0], 256, "ingest");
         if (zsock_attach(&d->ingest, c->ingest.ep[i], bound[nb][1], 256, err, errlen))

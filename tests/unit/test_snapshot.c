@@ -15,6 +15,7 @@
 #include "calib/plugin.h"
 #include "calib/sample.h"
 #include "cfg.h"
+#include "merge.h"
 #include "model.h"
 #include "refit.h"
 #include "snapshot.h"
@@ -377,6 +378,65 @@ static void crafted_bodies_do_no_harm(void **state)
     model_free(&a);
 }
 
+/* Two shards of one stream merged = one model fed the whole stream:
+ * counts, sums (to rounding), bins and window panes exactly, the ring's
+ * newest records, the reservoir's size and count, the waiting items. */
+static void merged_shards_equal_the_whole(void **state)
+{
+    model_cfg c = small_cfg();
+    model a, b, whole;
+    make(&a, &c, 0);
+    make(&b, &c, 0);
+    make(&whole, &c, 0);
+    feed(&a, 11, 400, 7000);
+    feed(&whole, 11, 400, 7000);
+    feed(&b, 12, 500, 7020); /* later pairs, some in the same panes */
+    feed(&whole, 12, 500, 7020);
+    char why[300];
+    assert_int_equal(model_merge(&a, &b, why, sizeof why), 0);
+    assert_int_equal(a.scored, whole.scored);
+    for (int v = 0; v < VIEWS; v++)
+        for (int k = 0; k < WS_PER_VIEW; k++) {
+            assert_int_equal(a.cum[v][k].n, whole.cum[v][k].n);
+            double x = calib_accum_mean(&a.cum[v][k]), y = calib_accum_mean(&whole.cum[v][k]);
+            assert_true(fabs(x - y) <= 1e-13 * fabs(y));
+        }
+    for (int v = 0; v < VIEWS; v++) {
+        assert_memory_equal(a.top[v].count, whole.top[v].count, c.bins * sizeof(uint64_t));
+        assert_memory_equal(a.top[v].correct, whole.top[v].correct, c.bins * sizeof(uint64_t));
+    }
+    assert_memory_equal(a.cw.count, whole.cw.count, (size_t)K * c.bins * sizeof(uint64_t));
+    assert_true(a.win.head == whole.win.head);
+    for (uint32_t i = 0; i < a.win.cfg.panes; i++) {
+        assert_true(a.win.pane[i].index == whole.win.pane[i].index);
+        assert_int_equal(a.win.pane[i].stat[0].n, whole.win.pane[i].stat[0].n);
+    }
+    size_t n = calib_ring_len(&whole.ring);
+    assert_int_equal(calib_ring_len(&a.ring), n);
+    for (size_t i = 0; i < n; i++) {
+        calib_record x = calib_ring_get(&a.ring, i), y = calib_ring_get(&whole.ring, i);
+        assert_memory_equal(x.x, y.x, K * sizeof(double));
+        assert_true(x.t == y.t && x.y == y.y);
+    }
+    assert_int_equal(a.reservoir.seen, 900);
+    assert_int_equal(calib_reservoir_len(&a.reservoir), c.reservoir);
+    /* the waiting items of both: 5 predictions and 5 labels each */
+    assert_int_equal(a.join.waiting_preds, 10);
+    assert_int_equal(a.join.waiting_labels, 10);
+    assert_int_equal(a.join.joined, 2);
+    /* another window cannot be merged */
+    model_cfg c2 = c;
+    c2.window_panes = 3;
+    model d;
+    make(&d, &c2, 0);
+    assert_int_equal(model_merge(&a, &d, why, sizeof why), -1);
+    assert_non_null(strstr(why, "window"));
+    model_free(&a);
+    model_free(&b);
+    model_free(&whole);
+    model_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -386,6 +446,7 @@ int main(void)
         cmocka_unit_test(damaged_files_are_refused),
         cmocka_unit_test(foreign_files_are_refused),
         cmocka_unit_test(crafted_bodies_do_no_harm),
+        cmocka_unit_test(merged_shards_equal_the_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
