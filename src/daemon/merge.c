@@ -158,8 +158,10 @@ static int merge_join(model *dst, const model *src, uint64_t *dups)
         calib_join_each(&src->join, collect_item, collect_done, &l) || l.nomem ||
         calib_join_init(&fresh, &dst->join.cfg) != CALIB_OK)
         goto out;
-    qsort(l.it, l.n, sizeof *l.it, item_by_arrival);
-    qsort(l.done, l.nd, sizeof *l.done, done_by_arrival);
+    if (l.n) /* qsort takes no NULL, even for nothing */
+        qsort(l.it, l.n, sizeof *l.it, item_by_arrival);
+    if (l.nd)
+        qsort(l.done, l.nd, sizeof *l.done, done_by_arrival);
     for (size_t i = 0; i < l.n; i++)
         if (calib_join_put(&fresh, &l.it[i]) != CALIB_OK)
             (*dups)++;
