@@ -48,7 +48,8 @@ for s in "A a-1 1" "W a-1 1" "B b-1 2" "W b-1 2" "A p-1 3" "W p-1 3" "B p-1 4" "
 done
 wait_n() { # NAME MODEL N: NAME has scored N pairs of MODEL
     "$CALIBCTL" status --control "${ctl[$1]}" "$2" 2> /dev/null |
-        "$PY" -c "import json,sys; sys.exit(0 if json.load(sys.stdin)['models']['$2']['scored'] == $3 else 1)"
+        "$PY" -c "import json,sys; sys.exit(0 if json.load(sys.stdin)['models']['$2']['scored'] == $3 else 1)" \
+            2> /dev/null # the model does not exist yet: not yet
 }
 check "every owner scored its pairs: A a-1 and p-1, B b-1 and p-1, W all (3000 or 6000 each)" \
     'wait_until "wait_n A a-1 3000 && wait_n A p-1 3000 && wait_n B b-1 3000 && wait_n B p-1 3000 && wait_n W a-1 3000 && wait_n W b-1 3000 && wait_n W p-1 6000" 30'
