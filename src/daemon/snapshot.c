@@ -43,6 +43,34 @@ static void key_double(calib_mpw *w, const char *key, double v)
     calib_mpw_double(w, v);
 }
 
+/* A structure's settings as numbers: stored as an array, and compared with
+ * the running configuration's at restore (a section is restored only into
+ * the same dimensions). */
+enum { CFG_NUMBERS = 8 };
+
+static void window_numbers(const calib_window_cfg *c, double v[CFG_NUMBERS])
+{
+    const double n[CFG_NUMBERS] = {c->kind, c->span, c->panes, c->nstat,
+                                   c->top_bins, c->top_sets, c->cw_k, c->cw_bins};
+    memcpy(v, n, sizeof n);
+}
+
+static void drift_numbers(const calib_drift_cfg *c, double v[CFG_NUMBERS])
+{
+    const double n[CFG_NUMBERS] = {c->kind, c->lo, c->hi, c->alpha, c->min_effect, c->quantile,
+                                   (double)c->reference, (double)c->restart};
+    memcpy(v, n, sizeof n);
+}
+
+static void key_numbers(calib_mpw *w, const char *key, const double v[CFG_NUMBERS])
+{
+    calib_mpw_key(w, key);
+    calib_mpw_array(w);
+    for (int i = 0; i < CFG_NUMBERS; i++)
+        calib_mpw_double(w, v[i]);
+    calib_mpw_end(w);
+}
+
 static void pack_bins(calib_mpw *w, const calib_bins *b)
 {
     calib_mpw_map(w);
@@ -76,18 +104,10 @@ static void pack_window(calib_mpw *w, const calib_window *win)
 {
     const calib_window_cfg *c = &win->cfg;
     uint32_t sets = c->top_sets ? c->top_sets : 1;
+    double v[CFG_NUMBERS];
+    window_numbers(c, v);
     calib_mpw_map(w);
-    calib_mpw_key(w, "cfg");
-    calib_mpw_array(w);
-    calib_mpw_uint(w, (uint64_t)c->kind);
-    calib_mpw_double(w, c->span);
-    calib_mpw_uint(w, c->panes);
-    calib_mpw_uint(w, c->nstat);
-    calib_mpw_uint(w, c->top_bins);
-    calib_mpw_uint(w, c->top_sets);
-    calib_mpw_uint(w, c->cw_k);
-    calib_mpw_uint(w, c->cw_bins);
-    calib_mpw_end(w);
+    key_numbers(w, "cfg", v);
     calib_mpw_key(w, "head");
     calib_mpw_int(w, win->head);
     key_uint(w, "clock", win->clock);
@@ -234,18 +254,10 @@ static void pack_params(calib_mpw *w, const model_params *p)
 static void pack_drift(calib_mpw *w, const calib_drift *d)
 {
     const calib_drift_cfg *c = &d->cfg;
+    double v[CFG_NUMBERS];
+    drift_numbers(c, v);
     calib_mpw_map(w);
-    calib_mpw_key(w, "cfg");
-    calib_mpw_array(w);
-    calib_mpw_uint(w, (uint64_t)c->kind);
-    calib_mpw_double(w, c->lo);
-    calib_mpw_double(w, c->hi);
-    calib_mpw_double(w, c->alpha);
-    calib_mpw_double(w, c->min_effect);
-    calib_mpw_double(w, c->quantile);
-    calib_mpw_uint(w, c->reference);
-    calib_mpw_uint(w, c->restart);
-    calib_mpw_end(w);
+    key_numbers(w, "cfg", v);
     key_uint(w, "state", (uint64_t)d->state);
     key_bin(w, "ref", &d->ref, sizeof d->ref);
     key_bin(w, "ref_x", d->ref_x, d->ref_x ? c->reference * sizeof *d->ref_x : 0);
@@ -662,19 +674,28 @@ static int read_cwbins(mpr *r, const msgpack_object *o, calib_cwbins *b)
     return 1;
 }
 
-/* 1 when the stored window's configuration is w's. */
-static int window_matches(mpr *r, const msgpack_object *o, const calib_window *w)
+/* 1 when the stored settings (key "cfg" of o) are v, 0 when not or on
+ * failure. */
+static int numbers_match(mpr *r, const msgpack_object *o, const double v[CFG_NUMBERS])
 {
-    const msgpack_object *a = mpr_array(r, o, "cfg", 8);
+    const msgpack_object *a = mpr_array(r, o, "cfg", CFG_NUMBERS);
     if (!a)
         return 0;
-    const calib_window_cfg *c = &w->cfg;
-    double v[8];
-    for (int i = 0; i < 8; i++)
-        if (!mpr_number(&a->via.array.ptr[i], &v[i]))
-            return mpr_fail(r, "window: cfg holds a non-number");
-    return v[0] == c->kind && v[1] == c->span && v[2] == c->panes && v[3] == c->nstat &&
-           v[4] == c->top_bins && v[5] == c->top_sets && v[6] == c->cw_k && v[7] == c->cw_bins;
+    for (int i = 0; i < CFG_NUMBERS; i++) {
+        double x;
+        if (!mpr_number(&a->via.array.ptr[i], &x))
+            return mpr_fail(r, "cfg holds a non-number");
+        if (x != v[i])
+            return 0;
+    }
+    return 1;
+}
+
+static int window_matches(mpr *r, const msgpack_object *o, const calib_window *w)
+{
+    double v[CFG_NUMBERS];
+    window_numbers(&w->cfg, v);
+    return numbers_match(r, o, v);
 }
 
 static int read_window(mpr *r, const msgpack_object *o, calib_window *w)
@@ -900,20 +921,11 @@ static int read_param_names(mpr *r, const msgpack_object *o, state_param_names *
     return 1;
 }
 
-/* 1 when the stored detector's configuration is d's. */
 static int drift_matches(mpr *r, const msgpack_object *o, const calib_drift *d)
 {
-    const msgpack_object *a = mpr_array(r, o, "cfg", 8);
-    if (!a)
-        return 0;
-    double v[8];
-    for (int i = 0; i < 8; i++)
-        if (!mpr_number(&a->via.array.ptr[i], &v[i]))
-            return mpr_fail(r, "drift: cfg holds a non-number");
-    const calib_drift_cfg *c = &d->cfg;
-    return v[0] == c->kind && v[1] == c->lo && v[2] == c->hi && v[3] == c->alpha &&
-           v[4] == c->min_effect && v[5] == c->quantile && v[6] == (double)c->reference &&
-           v[7] == (double)c->restart;
+    double v[CFG_NUMBERS];
+    drift_numbers(&d->cfg, v);
+    return numbers_match(r, o, v);
 }
 
 static int eproc_ok(const calib_eproc *e)
