@@ -213,6 +213,12 @@ static void merge_events(model *dst, const model *src)
 
 /* ------------------------------------------------------------------ model */
 
+static void add_counters(model *dst, const model *src, const size_t *at, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        *model_counter(dst, at[i]) += *(const uint64_t *)((const char *)src + at[i]);
+}
+
 static const char *incompatible(const model *dst, const model *src)
 {
     if (dst->shaped != src->shaped || dst->form != src->form || dst->k != src->k)
@@ -240,12 +246,8 @@ int model_merge(model *dst, const model *src, char *why, size_t len)
     uint64_t dups = 0;
     if (merge_join(dst, src, &dups) != 0)
         goto nomem;
-    dst->predictions += src->predictions;
-    dst->labels += src->labels;
-    dst->scored += src->scored;
-    dst->inline_scored += src->inline_scored;
-    dst->stale += src->stale;
-    dst->alerts += src->alerts;
+    add_counters(dst, src, model_counters, MODEL_COUNTERS);
+    add_counters(dst, src, loop_counters, LOOP_COUNTERS);
     for (int i = 0; i < REJ_MAX; i++)
         dst->rejected[i] += src->rejected[i];
     merge_events(dst, src);
@@ -282,18 +284,9 @@ int model_merge(model *dst, const model *src, char *why, size_t len)
         calib_reservoir_merge(&dst->reservoir, &src->reservoir) != CALIB_OK ||
         merge_ring(dst, src) != 0)
         goto nomem;
-    /* the loop: counters add; its detectors and runs belonged to one
-     * daemon each, so the merged model's start afresh */
+    /* the loop's detectors and runs belonged to one daemon each (its
+     * counters were added above): the merged model's start afresh */
     model_loop *l = &dst->loop;
-    const model_loop *k = &src->loop;
-    l->drift_alarms += k->drift_alarms;
-    l->refits += k->refits;
-    l->refit_errors += k->refit_errors;
-    l->candidates += k->candidates;
-    l->published += k->published;
-    l->rejected += k->rejected;
-    l->withheld += k->withheld;
-    l->store_errors += k->store_errors;
     if (l->drift_on)
         calib_drift_reset(&l->drift);
     l->drift_base = dst->ring.total;

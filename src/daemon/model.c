@@ -1,5 +1,6 @@
 /* model.c — per-model statistics: everything a joined pair updates. */
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,6 +96,27 @@ int reject_count(uint64_t counts[REJ_MAX], int reason)
     reason = known ? reason : REJ_INTERNAL;
     counts[reason]++;
     return reason;
+}
+
+const size_t model_counters[MODEL_COUNTERS] = {
+    offsetof(model, predictions), offsetof(model, labels), offsetof(model, scored),
+    offsetof(model, inline_scored), offsetof(model, stale), offsetof(model, alerts)};
+const size_t loop_counters[LOOP_COUNTERS] = {
+    offsetof(model, loop.drift_alarms), offsetof(model, loop.refits),
+    offsetof(model, loop.refit_errors), offsetof(model, loop.candidates),
+    offsetof(model, loop.published), offsetof(model, loop.rejected),
+    offsetof(model, loop.withheld), offsetof(model, loop.store_errors)};
+
+void model_counters_get(const model *m, const size_t *at, size_t n, uint64_t *v)
+{
+    for (size_t i = 0; i < n; i++)
+        v[i] = *(const uint64_t *)((const char *)m + at[i]);
+}
+
+void model_counters_set(model *m, const size_t *at, size_t n, const uint64_t *v)
+{
+    for (size_t i = 0; i < n; i++)
+        *model_counter(m, at[i]) = v[i];
 }
 
 int model_init(model *m, const model_cfg *cfg, uint64_t seed)

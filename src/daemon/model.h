@@ -163,6 +163,19 @@ typedef struct model {
     double last_label_mono, first_prediction_mono, last_prediction_mono;
 } model;
 
+/* A model's counters, each a uint64_t member at an offset in model: the
+ * model's own and its loop's, in the order snapshots store them. Snapshots
+ * write and read them, and calibctl merge adds them, from these lists. */
+enum { MODEL_COUNTERS = 6, LOOP_COUNTERS = 8 };
+extern const size_t model_counters[MODEL_COUNTERS], loop_counters[LOOP_COUNTERS];
+static inline uint64_t *model_counter(model *m, size_t offset)
+{
+    return (uint64_t *)((char *)m + offset);
+}
+/* Copies n counters (offsets at) of m out to v, or in from v. */
+void model_counters_get(const model *m, const size_t *at, size_t n, uint64_t *v);
+void model_counters_set(model *m, const size_t *at, size_t n, const uint64_t *v);
+
 /*
  * What a model holds at most (calibd(8), LIMITS): the capacities its byte
  * budgets allow -- waiting items within join_memory, ring and reservoir

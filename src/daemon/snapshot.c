@@ -293,8 +293,9 @@ static void pack_gate(calib_mpw *w, const calib_gate *g)
     calib_mpw_end(w);
 }
 
-static void pack_loop(calib_mpw *w, const model_loop *l)
+static void pack_loop(calib_mpw *w, const model *m)
 {
+    const model_loop *l = &m->loop;
     calib_mpw_map(w);
     key_uint(w, "phase", (uint64_t)l->refit.phase);
     key_uint(w, "pending", (uint64_t)l->refit.pending);
@@ -319,8 +320,8 @@ static void pack_loop(calib_mpw *w, const model_loop *l)
     } else {
         calib_mpw_nil(w);
     }
-    const uint64_t counters[] = {l->drift_alarms, l->refits, l->refit_errors, l->candidates,
-                                 l->published, l->rejected, l->withheld, l->store_errors};
+    uint64_t counters[LOOP_COUNTERS];
+    model_counters_get(m, loop_counters, LOOP_COUNTERS, counters);
     key_bin(w, "counters", counters, sizeof counters);
     calib_mpw_end(w);
 }
@@ -366,8 +367,8 @@ void snapshot_pack_model(calib_mpw *w, const model *m)
     key_uint(w, "k", m->shaped ? m->k : 0);
     calib_mpw_key(w, "cfg");
     pack_cfg(w, m);
-    const uint64_t counters[] = {m->predictions, m->labels, m->scored, m->inline_scored,
-                                 m->stale, m->alerts};
+    uint64_t counters[MODEL_COUNTERS];
+    model_counters_get(m, model_counters, MODEL_COUNTERS, counters);
     key_bin(w, "counters", counters, sizeof counters);
     calib_mpw_key(w, "rejected");
     pack_rejected(w, m->rejected);
@@ -424,7 +425,7 @@ void snapshot_pack_model(calib_mpw *w, const model *m)
         calib_mpw_key(w, "ring");
         pack_ring(w, m);
         calib_mpw_key(w, "loop");
-        pack_loop(w, &m->loop);
+        pack_loop(w, m);
     }
     calib_mpw_end(w);
 }
@@ -1029,12 +1030,11 @@ static int read_loop(mpr *r, const msgpack_object *o, model *m, double shift, no
     const msgpack_object *drift = mpr_get(r, o, "drift"), *shadow = mpr_get(r, o, "shadow");
     uint64_t base = mpr_uint(r, o, "drift_base", 0, m->ring.total);
     int alarm = (int)mpr_uint(r, o, "drift_alarm", 0, 1);
-    uint64_t c[8];
+    uint64_t c[LOOP_COUNTERS];
     mpr_bin(r, o, "counters", c, sizeof c);
     if (r->failed)
         return 0;
-    l->drift_alarms = c[0], l->refits = c[1], l->refit_errors = c[2], l->candidates = c[3];
-    l->published = c[4], l->rejected = c[5], l->withheld = c[6], l->store_errors = c[7];
+    model_counters_set(m, loop_counters, LOOP_COUNTERS, c);
     if (l->refit.phase == PHASE_OFF) /* the loop is off now: nothing more to resume */
         return 1;
     if (drift->type != MSGPACK_OBJECT_NIL && l->drift_on) {
@@ -1187,7 +1187,7 @@ int snapshot_restore_model(model *m, const msgpack_object *o, double shift, int 
     notes sk = {skipped, skippedlen};
     if (skippedlen)
         skipped[0] = 0;
-    uint64_t c[6];
+    uint64_t c[MODEL_COUNTERS];
     double last[3];
     mpr_bin(&r, o, "counters", c, sizeof c);
     mpr_bin(&r, o, "last", last, sizeof last);
@@ -1211,8 +1211,7 @@ int snapshot_restore_model(model *m, const msgpack_object *o, double shift, int 
         p.identity = model_params_is_identity(&p);
         m->params = p;
     }
-    m->predictions = c[0], m->labels = c[1], m->scored = c[2], m->inline_scored = c[3];
-    m->stale = c[4], m->alerts = c[5];
+    model_counters_set(m, model_counters, MODEL_COUNTERS, c);
     for (int i = 0; i < REJ_MAX; i++)
         m->rejected[i] += rejected[i];
     double *mono[3] = {&m->last_label_mono, &m->first_prediction_mono,
