@@ -58,6 +58,20 @@ static char *slurp(const char *path, size_t *len)
     return buf;
 }
 
+static void drop_model(model *m)
+{
+    model_free(m);
+    free(m);
+}
+
+/* Frees n models and their array. */
+static void drop_models(model **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        drop_model(v[i]);
+    free(v);
+}
+
 /* One model of the file, rebuilt and restored; NULL with err set. */
 static model *rebuild(const msgpack_object *o, const model_cfg *defaults, double shift,
                       char *err, size_t errlen)
@@ -97,8 +111,7 @@ static model *rebuild(const msgpack_object *o, const model_cfg *defaults, double
         ctl_error(NULL, 0, "%s: not restored: %s", name, skipped);
     }
     if (rc != CALIB_OK) {
-        model_free(m);
-        free(m);
+        drop_model(m);
         return NULL;
     }
     return m;
@@ -177,11 +190,7 @@ int cmd_snapshot(int argc, char **argv)
         rc = CTL_BADINPUT;
     }
 out:
-    for (size_t i = 0; i < d.nmodels; i++) {
-        model_free(d.models[i]);
-        free(d.models[i]);
-    }
-    free(d.models);
+    drop_models(d.models, d.nmodels);
     calib_mpw_destroy(&w);
     config_free(&dc);
     free(data);
@@ -242,8 +251,7 @@ static int merge_file(merged *g, const char *path, const model_cfg *defaults)
         model *into = find(g, m->name);
         if (into) {
             int bad = model_merge(into, m, err, sizeof err);
-            model_free(m);
-            free(m);
+            drop_model(m);
             if (bad) {
                 ctl_error(path, 0, "%s", err);
                 goto out;
@@ -257,8 +265,7 @@ static int merge_file(merged *g, const char *path, const model_cfg *defaults)
             model **v = realloc(g->m, cap * sizeof *v);
             if (!v) {
                 ctl_error(path, 0, "out of memory");
-                model_free(m);
-                free(m);
+                drop_model(m);
                 rc = CTL_FAIL;
                 goto out;
             }
@@ -333,11 +340,7 @@ int cmd_merge(int argc, char **argv)
                    g.n, head.sb.size + body.sb.size);
         }
     }
-    for (size_t i = 0; i < g.n; i++) {
-        model_free(g.m[i]);
-        free(g.m[i]);
-    }
-    free(g.m);
+    drop_models(g.m, g.n);
     calib_mpw_destroy(&body);
     calib_mpw_destroy(&head);
     config_free(&dc);
