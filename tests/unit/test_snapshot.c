@@ -107,25 +107,34 @@ static void feed(model *m, uint64_t seed, int n, double t0)
     model_event_add(m, t0, "drift", "seed %llu", (unsigned long long)seed);
 }
 
-/* The whole file of one model: header then body. */
-static char *file_of(const model *m, size_t *len)
+/* A file of one model's body (blen bytes): the header (42 messages, 2
+ * shape rejections) then the body. */
+static char *framed(const char *body, size_t blen, size_t *len)
 {
-    calib_mpw body, head;
-    calib_mpw_init(&body);
+    calib_mpw head;
     calib_mpw_init(&head);
-    snapshot_pack_model(&body, m);
-    assert_int_equal(calib_mpw_error(&body), CALIB_OK);
     uint64_t rej[REJ_MAX] = {0};
     rej[REJ_SHAPE] = 2;
-    snapshot_frame(&head, body.sb.data, body.sb.size, 1, 1e9, 500, 42, rej);
+    snapshot_frame(&head, body, blen, 1, 1e9, 500, 42, rej);
     assert_int_equal(calib_mpw_error(&head), CALIB_OK);
-    *len = head.sb.size + body.sb.size;
+    *len = head.sb.size + blen;
     char *f = malloc(*len);
     assert_non_null(f);
     memcpy(f, head.sb.data, head.sb.size);
-    memcpy(f + head.sb.size, body.sb.data, body.sb.size);
-    calib_mpw_destroy(&body);
+    memcpy(f + head.sb.size, body, blen);
     calib_mpw_destroy(&head);
+    return f;
+}
+
+static char *body_of(const model *m, size_t *len);
+
+/* The whole file of one model. */
+static char *file_of(const model *m, size_t *len)
+{
+    size_t blen;
+    char *body = body_of(m, &blen);
+    char *f = framed(body, blen, len);
+    free(body);
     return f;
 }
 
@@ -135,6 +144,7 @@ static char *body_of(const model *m, size_t *len)
     calib_mpw w;
     calib_mpw_init(&w);
     snapshot_pack_model(&w, m);
+    assert_int_equal(calib_mpw_error(&w), CALIB_OK);
     *len = w.sb.size;
     char *b = malloc(*len);
     assert_non_null(b);
@@ -350,15 +360,8 @@ static void crafted_bodies_do_no_harm(void **state)
         int flips = 1 + (int)(calib_rng_next(&r) % 4);
         for (int j = 0; j < flips; j++)
             mut[calib_rng_next(&r) % blen] ^= (char)(1u << (calib_rng_next(&r) % 8));
-        calib_mpw head;
-        calib_mpw_init(&head);
-        uint64_t rej[REJ_MAX] = {0};
-        snapshot_frame(&head, mut, blen, 1, 1e9, 0, 0, rej);
-        size_t len = head.sb.size + blen;
-        char *f = malloc(len);
-        assert_non_null(f);
-        memcpy(f, head.sb.data, head.sb.size);
-        memcpy(f + head.sb.size, mut, blen);
+        size_t len;
+        char *f = framed(mut, blen, &len);
         model b;
         make(&b, &c, 0);
         char skipped[600], err[600];
@@ -371,7 +374,6 @@ static void crafted_bodies_do_no_harm(void **state)
         model_free(&b);
         free(f);
         free(mut);
-        calib_mpw_destroy(&head);
     }
     assert_true(refused > 0);
     free(body);
