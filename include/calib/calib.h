@@ -8,6 +8,8 @@
 #ifndef CALIB_CALIB_H
 #define CALIB_CALIB_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -51,6 +53,30 @@ const char *calib_strerror(int err);
 
 /* The library version, "MAJOR.MINOR.PATCH". */
 const char *calib_version(void);
+
+/*
+ * A byte budget. What grows with its contents (a join table, a ring, a
+ * reservoir) takes the bytes from its budget before it allocates them and
+ * gives them back when it frees them; a growth the budget refuses is not
+ * made (the structure then keeps what it has: see each). A budget may draw
+ * on a parent too (a model's on the daemon's): a take succeeds only if
+ * every budget up the chain has room, and is counted in each. A NULL
+ * budget has no limit. Not thread-safe.
+ */
+typedef struct calib_budget {
+    size_t limit;                /* bytes; SIZE_MAX: none */
+    size_t used;                 /* bytes taken and not given back */
+    unsigned long long refused;  /* takes refused */
+    struct calib_budget *parent; /* or NULL */
+} calib_budget;
+
+void calib_budget_init(calib_budget *b, size_t limit, calib_budget *parent);
+/* Takes n bytes from b and its parents: CALIB_OK, or CALIB_ENOMEM with
+ * nothing taken, counted in `refused` of b and of its parents up to the
+ * one that refused. */
+int calib_budget_take(calib_budget *b, size_t n);
+/* Gives back n bytes taken. */
+void calib_budget_give(calib_budget *b, size_t n);
 
 #ifdef __cplusplus
 }

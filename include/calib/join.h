@@ -36,12 +36,13 @@
  * needs before its first prediction fixes its shape. calib_join_set_width
  * gives it the width later; its waiting labels stay.
  *
- * Memory: everything is allocated by calib_join_init, except the outputs of
- * a table created with width 0, allocated by calib_join_set_width; nothing
- * afterwards. calib_join_bytes gives the amount. Ids are copied inline.
- * Slots are handed out in order and init writes none of them, so the pages
- * of a table that never fills are never touched: creating a table costs
- * the time of clearing its hash buckets, not of its capacity.
+ * Memory grows with the contents: a table starts with 64 waiting slots and
+ * 64 joined ids (fewer if its capacities are lower) and doubles either
+ * store when it is full, up to its capacity; calib_join_held gives what it
+ * holds, calib_join_bytes the most it can. Each allocation is taken from
+ * cfg.budget (calib_budget, calib.h) first; a growth refused by the budget
+ * or by malloc is not made, and the table then behaves as full at its
+ * present size (evicted, forgotten). Ids are copied inline.
  *
  * Ids hash with a seeded 64-bit hash (calib_id_hash). It is not a keyed
  * cryptographic hash: the seed makes colliding ids expensive to precompute,
@@ -97,6 +98,7 @@ typedef struct calib_join_cfg {
                                labels only, until calib_join_set_width */
     size_t joined_capacity; /* joined ids remembered; 0 remembers none */
     uint64_t seed;          /* hash seed: take it from a random source */
+    struct calib_budget *budget; /* the bytes come from it; NULL: no limit */
 } calib_join_cfg;
 
 enum calib_join_status {
@@ -158,13 +160,16 @@ typedef struct calib_join {
     size_t nbuckets;           /* power of two; bucket = hash & (nbuckets-1) */
     /* private */
     double now;                /* latest now seen */
-    calib_join_entry *ent;     /* capacity waiting slots */
-    double *x;                 /* capacity * width outputs, by slot */
+    size_t alloc;              /* waiting slots allocated, <= capacity */
+    size_t dalloc;             /* joined ids allocated, <= joined_capacity */
+    size_t held;               /* bytes allocated */
+    calib_join_entry *ent;     /* alloc waiting slots */
+    double *x;                 /* alloc * width outputs, by slot */
     uint32_t *bucket;          /* nbuckets chain heads into ent */
     uint32_t head, tail, free; /* FIFO oldest, newest; free list */
     uint32_t fresh;            /* slots fresh.. were never used (not on the
                                   free list: init touches no entry) */
-    calib_join_done *done;     /* ring of joined_capacity ids, oldest first */
+    calib_join_done *done;     /* ring of dalloc ids, oldest first */
     uint32_t *dbucket;         /* ndbuckets chain heads into done */
     size_t ndbuckets;
     size_t dhead, dlen;
@@ -175,8 +180,10 @@ typedef struct calib_join {
  * joined_capacity above the maxima), CALIB_ENOMEM. */
 int calib_join_init(calib_join *j, const calib_join_cfg *cfg);
 void calib_join_free(calib_join *j);
-/* Bytes calib_join_init allocates for cfg, or 0 for a bad cfg. */
+/* Bytes a table of cfg holds at most (full), or 0 for a bad cfg. */
 size_t calib_join_bytes(const calib_join_cfg *cfg);
+/* Bytes a table holds now. */
+size_t calib_join_held(const calib_join *j);
 /*
  * Sets the number of doubles per prediction and allocates their outputs
  * (capacity * width doubles); width 0 releases them and the table takes

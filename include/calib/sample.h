@@ -3,7 +3,12 @@
  * a skipped sample costs one decrement) and a ring of the most recent R
  * samples. A record is `width` doubles of model outputs (K logits or
  * probabilities, a binary p, or mean and var), the outcome y and a time t.
- * Storage is allocated once at init; offering and pushing never allocate.
+ * Storage grows with the records held, by doubling, up to the capacity
+ * (so a store that never fills costs what it holds, not its bound); a
+ * growth the store's budget (calib_budget, calib.h) or malloc refuses
+ * lowers the capacity to what is allocated instead: the ring then wraps
+ * there, the reservoir samples that many. Once full, offering and pushing
+ * never allocate.
  *
  * calib_rng is xoshiro256** seeded through splitmix64: the same seed gives
  * the same stream on every platform.
@@ -36,17 +41,35 @@ typedef struct calib_record {
     double t;
 } calib_record;
 
+struct calib_budget;
+
 typedef struct calib_store {
     size_t width;   /* outputs per record */
-    size_t cap;     /* records */
+    size_t cap;     /* records at most */
     size_t len;     /* records held */
-    double *data;   /* cap * (width + 2): x..., y, t */
+    size_t alloc;   /* records allocated: len <= alloc <= cap */
+    double *data;   /* alloc * (width + 2): x..., y, t */
+    struct calib_budget *budget; /* the bytes come from it; NULL: no limit */
 } calib_store;
 
-int calib_store_init(calib_store *s, size_t width, size_t cap); /* allocates */
-/* Bytes calib_store_init allocates (and so a ring's or a reservoir's);
- * 0 for a width or cap it refuses. */
+/* The first records a store allocates (fewer if its capacity is lower). */
+#define CALIB_STORE_FIRST 16
+
+/* Allocates the first records; CALIB_EINVAL for a width or cap
+ * calib_store_bytes refuses, CALIB_ENOMEM (malloc or the budget). */
+int calib_store_init(calib_store *s, size_t width, size_t cap,
+                     struct calib_budget *budget);
+/* Bytes a store of cap records holds when full (a ring's or a
+ * reservoir's most); 0 for a width or cap it refuses. */
 size_t calib_store_bytes(size_t width, size_t cap);
+/* Bytes a store holds now. */
+size_t calib_store_held(const calib_store *s);
+/* Makes room for n records (n <= cap), growing by doubling: CALIB_OK,
+ * CALIB_EINVAL (n > cap), CALIB_ENOMEM (nothing changed). */
+int calib_store_reserve(calib_store *s, size_t n);
+/* Lowers the capacity to the records allocated (a growth that was
+ * refused): the store holds no more from then on. */
+void calib_store_stop(calib_store *s);
 void calib_store_free(calib_store *s);
 /* Record i in storage order (i < len). */
 calib_record calib_store_get(const calib_store *s, size_t i);
@@ -72,13 +95,14 @@ typedef struct calib_ring {
     uint64_t total; /* records ever pushed */
 } calib_ring;
 
-int calib_ring_init(calib_ring *r, size_t width, size_t cap);
+int calib_ring_init(calib_ring *r, size_t width, size_t cap,
+                    struct calib_budget *budget);
 void calib_ring_free(calib_ring *r);
 void calib_ring_push(calib_ring *r, const double *x, double y, double t);
 /* The i-th oldest record held (0 = oldest, len - 1 = newest). */
 calib_record calib_ring_get(const calib_ring *r, size_t i);
 size_t calib_ring_len(const calib_ring *r);
-/* Records the ring holds at most. */
+/* Records the ring holds at most (it wraps there). */
 size_t calib_ring_cap(const calib_ring *r);
 
 typedef struct calib_reservoir {
@@ -93,7 +117,7 @@ typedef struct calib_reservoir {
 } calib_reservoir;
 
 int calib_reservoir_init(calib_reservoir *r, size_t width, size_t cap,
-                         uint64_t seed);
+                         uint64_t seed, struct calib_budget *budget);
 void calib_reservoir_free(calib_reservoir *r);
 /* Offers a record; returns the slot it was stored in, or -1 if skipped. */
 long calib_reservoir_offer(calib_reservoir *r, const double *x, double y,

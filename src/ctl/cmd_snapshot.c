@@ -86,7 +86,7 @@ static model *rebuild(const msgpack_object *o, const model_cfg *defaults, double
     if (snapshot_model_cfg(o, &c, err, errlen) != 0)
         return NULL;
     model *m = malloc(sizeof *m);
-    if (!m || model_init(m, &c, 0) != CALIB_OK) {
+    if (!m || model_init(m, &c, 0, NULL) != CALIB_OK) {
         snprintf(err, errlen, "%s: out of memory", name);
         free(m);
         return NULL;
@@ -146,6 +146,10 @@ int cmd_snapshot(int argc, char **argv)
     }
     d.started = h.written;
     d.messages = h.messages;
+    /* the memory status shows: what these models hold in this process */
+    calib_budget_init(&d.mem, SIZE_MAX, NULL);
+    d.cfg.memory_limit = dc.memory_limit;
+    d.cfg.max_models = dc.max_models;
     memcpy(d.rejected, h.rejected, sizeof d.rejected);
     d.models = calloc(h.models ? h.models : 1, sizeof *d.models);
     if (!d.models || h.models > SIZE_MAX / sizeof *d.models) {
@@ -161,6 +165,7 @@ int cmd_snapshot(int argc, char **argv)
         if (!m)
             break;
         model_view_fill(m, h.written);
+        d.mem.used += m->mem.used;
         d.models[d.nmodels++] = m;
     }
     msgpack_unpacked_destroy(&u);

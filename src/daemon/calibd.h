@@ -35,8 +35,8 @@ typedef struct calibd {
     uint32_t *model_index; /* registry.c: open addressing by name, index_cap
                               places of model numbers */
     size_t index_cap;
-    size_t model_bytes; /* what the models may hold at most: the sum of their
-                           sizes.bytes, kept within cfg.memory_limit */
+    calib_budget mem;   /* what the models hold (registry.c): every model's
+                           budget draws on it, up to cfg.memory_limit */
     calib_msg msg;      /* the decoder's reusable state */
     double *x;          /* one record's outputs, CALIB_PROTO_MAX_K doubles */
     uint64_t messages;  /* ingest messages received */

@@ -380,6 +380,7 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
         {"sndhwm", offsetof(daemon_cfg, sndhwm), 1, 100000000},
         {"ingest_memory", offsetof(daemon_cfg, ingest_memory), 1u << 20, (uint64_t)1 << 40},
         {"memory_limit", offsetof(daemon_cfg, memory_limit), 1u << 24, (uint64_t)1 << 44},
+        {"max_models", offsetof(daemon_cfg, max_models), 1, CFG_MAX_MODELS},
         {"http_max_connections", offsetof(daemon_cfg, http_max_connections), 1, 100000},
         {"http_max_per_address", offsetof(daemon_cfg, http_max_per_address), 1, 100000},
         {"history", offsetof(daemon_cfg, history), 0, 100000},
@@ -413,6 +414,7 @@ int config_init(daemon_cfg *c)
     char err[128];
     memset(c, 0, sizeof *c);
     c->auto_models = 1;
+    c->max_models = 1024;
     c->max_msg_size = 1u << 20;
     c->ingest_memory = 256u << 20;
     c->memory_limit = (uint64_t)2 << 30;

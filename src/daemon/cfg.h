@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #define CFG_MAX_ENDPOINTS 16
-#define CFG_MAX_MODELS 1024
+#define CFG_MAX_MODELS 100000 /* the most max_models can be, and [model] sections */
 #define CFG_NAME_MAX 128
 #define CFG_METHOD_MAX 63 /* CALIB_PLUGIN_NAME_MAX */
 
@@ -55,6 +55,7 @@ typedef struct daemon_cfg {
     endpoint_list subscribe;  /* topic prefixes of the SUB socket; none: all */
     char *publish, *control, *http, *state_dir, *log_level;
     int auto_models;
+    uint64_t max_models;      /* models at most */
     uint64_t max_msg_size, rcvhwm, sndhwm;
     uint64_t ingest_memory;   /* receive queue bytes per producer connection */
     uint64_t memory_limit;    /* bytes all models may hold at most */

@@ -229,6 +229,12 @@ static void pack_model(calib_mpw *w, const model *m)
     calib_mpw_key(w, "params");
     pack_params(w, &m->params);
     pack_counter(w, "alerts", m->alerts);
+    calib_mpw_key(w, "memory");
+    calib_mpw_map(w);
+    pack_counter(w, "bytes", m->mem.used);
+    pack_counter(w, "most", m->sizes.bytes);
+    pack_counter(w, "refused", m->mem.refused);
+    calib_mpw_end(w);
     calib_mpw_key(w, "events");
     pack_events(w, m);
     /* labels wait before the model's first prediction too */
@@ -275,21 +281,10 @@ static void reply_error(calib_mpw *w, const char *why)
     calib_mpw_end(w);
 }
 
-static int is_model(const model *m, const char *only, size_t only_len)
-{
-    return !only || (strlen(m->name) == only_len && memcmp(m->name, only, only_len) == 0);
-}
 
-void control_pack_status(calibd *d, calib_mpw *w, const char *only, size_t only_len)
+void control_status_begin(calibd *d, calib_mpw *w)
 {
     double now = wall_now();
-    size_t n = 0;
-    for (size_t i = 0; i < d->nmodels; i++)
-        n += is_model(d->models[i], only, only_len);
-    if (only && n == 0) {
-        reply_error(w, "no such model");
-        return;
-    }
     calib_mpw_map(w);
     calib_mpw_key(w, "ok");
     calib_mpw_bool(w, 1);
@@ -309,17 +304,42 @@ void control_pack_status(calibd *d, calib_mpw *w, const char *only, size_t only_
     pack_counter(w, "sink_killed", d->sinks_killed);
     pack_counter(w, "sink_dropped", d->sinks_dropped);
     calib_mpw_end(w);
+    calib_mpw_key(w, "memory");
+    calib_mpw_map(w);
+    pack_counter(w, "bytes", d->mem.used);
+    pack_counter(w, "limit", d->cfg.memory_limit);
+    pack_counter(w, "refused", d->mem.refused);
+    pack_counter(w, "models", d->nmodels);
+    pack_counter(w, "max_models", d->cfg.max_models);
+    calib_mpw_end(w);
     calib_mpw_key(w, "models");
     calib_mpw_map(w);
-    for (size_t i = 0; i < d->nmodels; i++) {
-        const model *m = d->models[i];
-        if (!is_model(m, only, only_len))
-            continue;
-        calib_mpw_key(w, m->name);
-        pack_model(w, m);
+}
+
+void control_status_model(calib_mpw *w, const model *m)
+{
+    calib_mpw_key(w, m->name);
+    pack_model(w, m);
+}
+
+void control_status_end(calib_mpw *w)
+{
+    calib_mpw_end(w);
+    calib_mpw_end(w);
+}
+
+void control_pack_status(calibd *d, calib_mpw *w, const char *only, size_t only_len)
+{
+    const model *one = only ? registry_find(d, only, only_len) : NULL;
+    if (only && !one) {
+        reply_error(w, "no such model");
+        return;
     }
-    calib_mpw_end(w);
-    calib_mpw_end(w);
+    control_status_begin(d, w);
+    for (size_t i = 0; i < d->nmodels; i++)
+        if (!one || d->models[i] == one)
+            control_status_model(w, d->models[i]);
+    control_status_end(w);
 }
 
 /* The string value of key in map o, or NULL. */

@@ -14,8 +14,14 @@
 void control_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg);
 
 struct calibd;
+struct model;
 /* The reply to `status` (of the model named only[0..only_len), or of all
  * when only is NULL): what calibctl status prints and GET /status serves. */
 void control_pack_status(struct calibd *d, calib_mpw *w, const char *only, size_t only_len);
+/* The same reply in parts, for a caller that packs the models a few at a
+ * time (http.c): begin, then each model's entry, then end. */
+void control_status_begin(struct calibd *d, calib_mpw *w);
+void control_status_model(calib_mpw *w, const struct model *m);
+void control_status_end(calib_mpw *w);
 
 #endif

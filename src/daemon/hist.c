@@ -86,6 +86,14 @@ const hist_point *hist_at(const hist *h, size_t i, size_t j)
 
 void hist_write(const hist *h, calib_mpw *w)
 {
+    hist_write_begin(h, w);
+    for (size_t i = 0; i < h->n; i++)
+        hist_write_series(h, i, w);
+    hist_write_end(w);
+}
+
+void hist_write_begin(const hist *h, calib_mpw *w)
+{
     calib_mpw_map(w);
     calib_mpw_key(w, "format");
     calib_mpw_str(w, "calibd-history");
@@ -95,20 +103,26 @@ void hist_write(const hist *h, calib_mpw *w)
     calib_mpw_double(w, h->step);
     calib_mpw_key(w, "series");
     calib_mpw_map(w);
-    for (size_t i = 0; i < h->n; i++) {
-        calib_mpw_key(w, h->s[i]->name);
+}
+
+void hist_write_series(const hist *h, size_t i, calib_mpw *w)
+{
+    calib_mpw_key(w, h->s[i]->name);
+    calib_mpw_array(w);
+    for (size_t j = 0; j < h->s[i]->len; j++) {
+        const hist_point *p = hist_at(h, i, j);
         calib_mpw_array(w);
-        for (size_t j = 0; j < h->s[i]->len; j++) {
-            const hist_point *p = hist_at(h, i, j);
-            calib_mpw_array(w);
-            calib_mpw_double(w, p->t);
-            for (int k = 0; k < HIST_VALUES; k++)
-                calib_mpw_num(w, p->v[k]);
-            calib_mpw_uint(w, p->n);
-            calib_mpw_end(w);
-        }
+        calib_mpw_double(w, p->t);
+        for (int k = 0; k < HIST_VALUES; k++)
+            calib_mpw_num(w, p->v[k]);
+        calib_mpw_uint(w, p->n);
         calib_mpw_end(w);
     }
+    calib_mpw_end(w);
+}
+
+void hist_write_end(calib_mpw *w)
+{
     calib_mpw_end(w);
     calib_mpw_end(w);
 }

@@ -50,6 +50,11 @@ const hist_point *hist_at(const hist *h, size_t i, size_t j);
 /* The whole history as msgpack: {"format": "calibd-history", "v": 1,
  * "step": s, "series": {NAME: [[t, v0..v5, n], ...]}}, NaN as nil. */
 void hist_write(const hist *h, calib_mpw *w);
+/* The same in parts, for a caller that packs a few series at a time:
+ * begin, then series i for each, then end. */
+void hist_write_begin(const hist *h, calib_mpw *w);
+void hist_write_series(const hist *h, size_t i, calib_mpw *w);
+void hist_write_end(calib_mpw *w);
 /* Reads what hist_write wrote into an empty h (keeping h's cap and step;
  * a series longer than cap keeps its newest points). 0, or -1 with err
  * set and h emptied when the bytes are not such a history. */

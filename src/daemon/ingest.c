@@ -242,8 +242,9 @@ static model *decode(calibd *d, zmq_msg_t *frames)
         reject_topic(d, NULL, topic, topic_len, why, NULL, why == REJ_UNKNOWN_MODEL
                      ? "no [model] section names it, and auto_models = no"
                      : why == REJ_TOO_MANY_MODELS ? "calibd holds as many models as it can"
-                     : why == REJ_MEMORY_LIMIT ? "a new model would take the models past "
-                       "memory_limit; raise it, or lower max_pending and joined_memory"
+                     : why == REJ_MEMORY_LIMIT ? "the models hold all of memory_limit; raise "
+                       "memory_limit, or lower max_models or the models' max_pending, "
+                       "joined_memory, ring or reservoir"
                      : "out of memory for a new model");
         return NULL;
     }

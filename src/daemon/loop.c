@@ -654,6 +654,25 @@ static void model_tick(calibd *d, model *m)
     feed(d, m, EV_TICK, &o);
 }
 
+/* Says once per model that memory_limit stopped its state growing (the
+ * refusals go on being counted: calibd_memory_refused_total). */
+static void memory_check(calibd *d, model *m, double wall)
+{
+    if (m->mem.refused == m->mem_refused_logged)
+        return;
+    if (!m->mem_refused_logged) {
+        size_t ring = m->shaped ? calib_ring_cap(&m->ring) : 0;
+        size_t res = m->shaped ? m->reservoir.s.cap : 0;
+        log_msg(&d->log, LOG_WARN, "model", "%s: memory_limit reached (the models hold %zu "
+                "bytes): its state stops growing, with %zu waiting slots, ring %zu, reservoir "
+                "%zu; raise memory_limit or lower max_pending, ring or reservoir", m->name,
+                d->mem.used, m->join.alloc, ring, res);
+        model_event_add(m, wall, "memory", "memory_limit reached: the state stops growing "
+                        "(%zu waiting slots, ring %zu, reservoir %zu)", m->join.alloc, ring, res);
+    }
+    m->mem_refused_logged = m->mem.refused;
+}
+
 void loop_tick(calibd *d, double wall)
 {
     double now = loop_now(d);
@@ -664,6 +683,7 @@ void loop_tick(calibd *d, double wall)
         model *m = d->models[i];
         /* every model's join table, also one that holds labels only */
         model_join_tick(m, now); /* TTLs are intervals: monotonic */
+        memory_check(d, m, wall);
         if (!m->shaped)
             continue;
         model_view_fill(m, wall); /* what status, metrics and alerts read */

@@ -82,10 +82,8 @@ static int merge_ring(model *dst, const model *src)
     dst->ring.s.len = 0;
     dst->ring.head = 0;
     dst->ring.total = 0;
-    for (size_t i = from; i < n; i++) {
-        dst->ring_score[dst->ring.total % cap] = all[i].score;
-        calib_ring_push(&dst->ring, all[i].rec, all[i].rec[w], all[i].rec[w + 1]);
-    }
+    for (size_t i = from; i < n; i++)
+        model_ring_push(dst, all[i].rec, all[i].rec[w], all[i].rec[w + 1], all[i].score);
     free(all);
     free(copy);
     return 0;

@@ -52,9 +52,8 @@ void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
     calib_join_cfg jc = {.ttl = c->label_ttl, .capacity = (size_t)c->max_pending,
                          .joined_capacity = (size_t)c->joined_memory};
     *s = (model_sizes){.pending = (size_t)c->max_pending};
-    size_t bytes = sizeof(model);
     if (form < 0) { /* labels only */
-        s->bytes = add_bytes(bytes, calib_join_bytes(&jc));
+        s->bytes = add_bytes(sizeof(model), calib_join_bytes(&jc));
         return;
     }
     size_t width = calib_form_width(form, k), pk = form == CALIB_FORM_GAUSSIAN ? 1 : k;
@@ -68,21 +67,24 @@ void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
     s->reservoir = min_size(c->reservoir, (size_t)c->sample_memory / 2 / rec);
     jc.width = width;
     calib_window_cfg wc = window_cfg(c, form);
-    bytes = add_bytes(bytes, calib_join_bytes(&jc));
-    bytes = add_bytes(bytes, calib_window_bytes(&wc));
+    size_t fixed = calib_window_bytes(&wc);
     wc.panes = 1; /* the view: one pane like the window's */
-    bytes = add_bytes(bytes, calib_window_bytes(&wc));
+    fixed = add_bytes(fixed, calib_window_bytes(&wc));
     if (form != CALIB_FORM_GAUSSIAN) /* the cumulative bins of both views */
-        bytes = add_bytes(bytes, VIEWS * calib_bins_bytes((uint32_t)c->bins));
+        fixed = add_bytes(fixed, VIEWS * calib_bins_bytes((uint32_t)c->bins));
     if (form != CALIB_FORM_GAUSSIAN && k * c->bins <= MODEL_CW_MAX_CELLS)
-        bytes = add_bytes(bytes, calib_cwbins_bytes((uint32_t)k, (uint32_t)c->bins));
+        fixed = add_bytes(fixed, calib_cwbins_bytes((uint32_t)k, (uint32_t)c->bins));
+    /* p, pcal; xcal, xcand; the drift reference */
+    fixed = add_bytes(fixed, (2 * pk + 2 * width) * sizeof(double));
+    if (c->drift)
+        fixed = add_bytes(fixed, (size_t)c->drift_reference * sizeof(double));
+    size_t bytes = add_bytes(sizeof(model), fixed);
+    bytes = add_bytes(bytes, calib_join_bytes(&jc));
     bytes = add_bytes(bytes, calib_store_bytes(width, s->ring));
     bytes = add_bytes(bytes, calib_store_bytes(width, s->reservoir));
-    /* p, pcal; xcal, xcand; ring_score; the drift reference */
-    bytes = add_bytes(bytes, (2 * pk + 2 * width + s->ring) * sizeof(double));
-    if (c->drift)
-        bytes = add_bytes(bytes, (size_t)c->drift_reference * sizeof(double));
-    s->bytes = bytes;
+    bytes = add_bytes(bytes, s->ring * sizeof(double)); /* ring_score */
+    s->fixed = fixed;
+    s->bytes = fixed ? bytes : 0;
 }
 
 _Static_assert((int)CALIB_REJ_COUNT <= (int)REJ_UNKNOWN_MODEL,
@@ -119,9 +121,12 @@ void model_counters_set(model *m, const size_t *at, size_t n, const uint64_t *v)
         *model_counter(m, at[i]) = v[i];
 }
 
-int model_init(model *m, const model_cfg *cfg, uint64_t seed)
+int model_init(model *m, const model_cfg *cfg, uint64_t seed, calib_budget *parent)
 {
     memset(m, 0, sizeof *m);
+    calib_budget_init(&m->mem, SIZE_MAX, parent);
+    if (calib_budget_take(&m->mem, sizeof *m) != CALIB_OK)
+        return CALIB_ENOMEM;
     memcpy(m->name, cfg->name, sizeof m->name);
     m->cfg = *cfg;
     model_size(cfg, -1, 0, &m->sizes);
@@ -134,8 +139,11 @@ int model_init(model *m, const model_cfg *cfg, uint64_t seed)
     m->hist = -1;
     calib_join_cfg jc = {.ttl = cfg->label_ttl, .capacity = cfg->max_pending,
                          .width = 0, .joined_capacity = cfg->joined_memory,
-                         .seed = seed};
-    return calib_join_init(&m->join, &jc);
+                         .seed = seed, .budget = &m->mem};
+    int rc = calib_join_init(&m->join, &jc);
+    if (rc != CALIB_OK)
+        calib_budget_give(&m->mem, sizeof *m);
+    return rc;
 }
 
 int model_shape(model *m, int form, size_t k)
@@ -146,6 +154,10 @@ int model_shape(model *m, int form, size_t k)
     model_size(c, form, k, &sz);
     if (!sz.bytes)
         return CALIB_ENOMEM;
+    /* what is allocated once here, taken as one figure (model_size) */
+    if (calib_budget_take(&m->mem, sz.fixed) != CALIB_OK)
+        return CALIB_ENOMEM;
+    m->sizes.fixed = sz.fixed;
     m->form = form;
     m->k = k;
     m->width = calib_form_width(form, k);
@@ -153,8 +165,10 @@ int model_shape(model *m, int form, size_t k)
     int rc;
     if ((rc = calib_window_init(&m->win, &wc)) ||
         (rc = calib_pane_init(&m->view.w, &wc)) ||
-        (rc = calib_reservoir_init(&m->reservoir, m->width, sz.reservoir, c->seed)) ||
-        (rc = calib_ring_init(&m->ring, m->width, sz.ring)))
+        (rc = calib_reservoir_init(&m->reservoir, m->width, sz.reservoir, c->seed,
+                                   &m->mem)) ||
+        (rc = calib_ring_init(&m->ring, m->width, sz.ring, &m->mem)) ||
+        (rc = model_ring_reserve(m, m->ring.s.alloc)))
         goto err;
     for (int v = 0; v < VIEWS && form != CALIB_FORM_GAUSSIAN; v++)
         if ((rc = calib_bins_init(&m->top[v], (uint32_t)c->bins)) != 0)
@@ -166,8 +180,7 @@ int model_shape(model *m, int form, size_t k)
     m->pcal = calloc(pk, sizeof *m->pcal);
     m->xcal = calloc(m->width, sizeof *m->xcal);
     m->loop.xcand = calloc(m->width, sizeof *m->loop.xcand);
-    m->ring_score = calloc(calib_ring_cap(&m->ring), sizeof *m->ring_score);
-    if (!m->p || !m->pcal || !m->xcal || !m->loop.xcand || !m->ring_score) {
+    if (!m->p || !m->pcal || !m->xcal || !m->loop.xcand) {
         rc = CALIB_ENOMEM;
         goto err;
     }
@@ -198,6 +211,10 @@ static void free_shaped(model *m)
     free(m->xcal);
     free(m->loop.xcand);
     free(m->ring_score);
+    calib_budget_give(&m->mem, m->ring_score_n * sizeof *m->ring_score);
+    m->ring_score_n = 0;
+    calib_budget_give(&m->mem, m->sizes.fixed);
+    m->sizes.fixed = 0;
     calib_drift_free(&m->loop.drift);
     m->p = m->pcal = m->xcal = m->loop.xcand = m->ring_score = NULL;
     memset(&m->loop, 0, sizeof m->loop);
@@ -219,6 +236,36 @@ void model_free(model *m)
 {
     free_shaped(m);
     calib_join_free(&m->join);
+    calib_budget_give(&m->mem, sizeof *m);
+}
+
+int model_ring_reserve(model *m, size_t n)
+{
+    if (n > m->ring_score_n) {
+        size_t more = (n - m->ring_score_n) * sizeof *m->ring_score;
+        if (calib_budget_take(&m->mem, more) != CALIB_OK)
+            return CALIB_ENOMEM;
+        double *v = realloc(m->ring_score, n * sizeof *v);
+        if (!v) {
+            calib_budget_give(&m->mem, more);
+            return CALIB_ENOMEM;
+        }
+        m->ring_score = v;
+        m->ring_score_n = n;
+    }
+    return calib_store_reserve(&m->ring.s, n);
+}
+
+void model_ring_push(model *m, const double *x, double y, double t, double score)
+{
+    calib_store *s = &m->ring.s;
+    if (s->len == s->alloc && s->len < s->cap) { /* filling, and out of room */
+        size_t more = s->alloc > s->cap / 2 ? s->cap : 2 * s->alloc;
+        if (model_ring_reserve(m, more) != CALIB_OK)
+            calib_store_stop(s); /* wraps here */
+    }
+    m->ring_score[m->ring.total % calib_ring_cap(&m->ring)] = score;
+    calib_ring_push(&m->ring, x, y, t);
 }
 
 void model_join_tick(model *m, double now)
@@ -385,8 +432,7 @@ void model_observe(model *m, const double *x, double y, double now)
         }
     }
     calib_reservoir_offer(&m->reservoir, x, y, now);
-    m->ring_score[m->ring.total % calib_ring_cap(&m->ring)] = s[VIEW_CAL][WS_MAIN];
-    calib_ring_push(&m->ring, x, y, now);
+    model_ring_push(m, x, y, now, s[VIEW_CAL][WS_MAIN]);
     m->scored++;
     model_loop *l = &m->loop;
     if (l->refit.phase == PHASE_OFF)

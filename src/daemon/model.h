@@ -100,7 +100,9 @@ typedef struct model_event {
 /* What a model holds at most: see model_size. */
 typedef struct model_sizes {
     size_t pending, ring, reservoir;
-    size_t bytes; /* 0: too large to be sized */
+    size_t fixed; /* bytes allocated when shaped, besides the join table,
+                     ring and reservoir, which grow with their contents */
+    size_t bytes; /* the most it holds; 0: too large to be sized */
 } model_sizes;
 
 
@@ -128,6 +130,9 @@ typedef struct model {
     char name[CFG_NAME_MAX + 1];
     model_cfg cfg;
     model_sizes sizes; /* what it holds at most now (model_size) */
+    calib_budget mem;  /* what it holds now: every allocation of its state is
+                          taken from it (and its parent, the daemon's) */
+    uint64_t mem_refused_logged; /* mem.refused when last logged */
     int shaped;       /* form and k are fixed */
     int form;         /* enum calib_form */
     size_t k, width;
@@ -147,6 +152,7 @@ typedef struct model {
     double *ring_score;     /* the calibrated main score of each record of
                                the ring (what the drift detector saw), at
                                the ring's slot: record number t % cap */
+    size_t ring_score_n;    /* allocated, >= the ring's records allocated */
     double *p, *pcal, *xcal; /* scratch: probabilities and calibrated outputs */
     model_params params;    /* current: what the calibrated view applies */
     model_loop loop;
@@ -177,10 +183,11 @@ void model_counters_get(const model *m, const size_t *at, size_t n, uint64_t *v)
 void model_counters_set(model *m, const size_t *at, size_t n, const uint64_t *v);
 
 /*
- * What a model holds at most (calibd(8), LIMITS): the capacities its byte
- * budgets allow -- waiting items within join_memory, ring and reservoir
- * records within half of sample_memory each, never more than configured --
- * and the bytes of all it allocates with them, the join table included.
+ * What a model holds at most (calibd.conf(5), MEMORY): the capacities its
+ * byte budgets allow -- waiting items within join_memory, ring and
+ * reservoir records within half of sample_memory each, never more than
+ * configured -- the bytes allocated at its shaping (fixed), and the bytes
+ * of all it holds when its join table, ring and reservoir are full.
  * form < 0: a model without shape yet (its labels-only join table).
  */
 void model_size(const model_cfg *c, int form, size_t k, model_sizes *s);
@@ -190,11 +197,19 @@ void model_view_fill(model *m, double now);
 
 /* A model with settings but no shape yet: its join table (hash seed
  * `seed`) takes labels only, so that labels that come before the first
- * prediction wait for it. CALIB_OK, or a CALIB_E* code with nothing held. */
-int model_init(model *m, const model_cfg *cfg, uint64_t seed);
+ * prediction wait for it. Its memory (its struct included) is taken from
+ * `parent` (NULL: no limit). CALIB_OK, or a CALIB_E* code with nothing
+ * held (CALIB_ENOMEM also when the parent refuses). */
+int model_init(model *m, const model_cfg *cfg, uint64_t seed, calib_budget *parent);
 /* Fixes form and k (cfg or first prediction) and allocates the rest of the
  * state. On an error the model is as it was: unshaped, its labels waiting. */
 int model_shape(model *m, int form, size_t k);
+/* Room in the ring (and its scores) for n records (n <= its capacity):
+ * CALIB_OK, or CALIB_ENOMEM with nothing changed. */
+int model_ring_reserve(model *m, size_t n);
+/* Appends a record and its calibrated main score to the ring, growing it
+ * (or, refused, stopping it where it is: it wraps there). */
+void model_ring_push(model *m, const double *x, double y, double t, double score);
 /* Undoes model_shape before any prediction: frees the shaped state; the
  * join table keeps its waiting labels. */
 void model_unshape(model *m);

@@ -1,7 +1,8 @@
 /*
  * registry.c — the daemon's models by name: a hashed lookup, creation
- * (auto_models, CFG_MAX_MODELS, memory_limit) and the shaping that fixes a
- * model's form and K and charges what it may hold (calibd(8), LIMITS).
+ * (auto_models, max_models, memory_limit) and the shaping that fixes a
+ * model's form and K (calibd(8), LIMITS). What the models hold is taken
+ * from one budget of memory_limit bytes (d->mem), as they grow.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,24 +34,26 @@ static uint64_t model_seed(const calibd *d)
     return d->hash_seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(d->nmodels + 1);
 }
 
-/*
- * Charges the most a model may hold, need bytes where it held had, against
- * memory_limit (calibd(8), LIMITS): 0, or REJ_MEMORY_LIMIT with what to
- * change in why. need 0: the model cannot even be sized.
- */
-static int charge(calibd *d, size_t had, size_t need, char *why, size_t len)
+/* The daemon's budget: memory_limit, which tests may change meanwhile. */
+static calib_budget *budget(calibd *d)
 {
-    size_t others = d->model_bytes - had;
-    uint64_t limit = d->cfg.memory_limit;
-    if (!need || need > limit || others > limit - need) {
-        snprintf(why, len, "it would hold up to %zu bytes, the other models up to %zu, over "
-                 "memory_limit = %llu; raise memory_limit, or lower the model's join_memory, "
-                 "sample_memory, max_pending or joined_memory", need, others,
-                 (unsigned long long)limit);
-        return REJ_MEMORY_LIMIT;
+    d->mem.limit = d->cfg.memory_limit < SIZE_MAX ? (size_t)d->cfg.memory_limit : SIZE_MAX;
+    return &d->mem;
+}
+
+/* What a failed allocation of `what` is: REJ_MEMORY_LIMIT when the budget
+ * refused it (refused counted more than `refused`), else out of memory;
+ * why says what to do. */
+static int refusal(calibd *d, uint64_t refused, const char *what, char *why, size_t len)
+{
+    if (d->mem.refused == refused) {
+        snprintf(why, len, "out of memory for %s", what);
+        return CALIB_REJ_NO_MEMORY;
     }
-    d->model_bytes = others + need;
-    return 0;
+    snprintf(why, len, "the models hold %zu bytes of memory_limit = %zu, no room for %s; "
+             "raise memory_limit, or lower max_models or the models' max_pending, "
+             "joined_memory, ring or reservoir", d->mem.used, d->mem.limit, what);
+    return REJ_MEMORY_LIMIT;
 }
 
 /* Fixes a model's form and K, and starts its closed loop; on failure the
@@ -58,21 +61,23 @@ static int charge(calibd *d, size_t had, size_t need, char *why, size_t len)
 int registry_shape(calibd *d, model *m, int form, size_t k, char *why, size_t len)
 {
     model_sizes sz;
-    size_t had = m->sizes.bytes;
     model_size(&m->cfg, form, k, &sz);
-    int rc = charge(d, had, sz.bytes, why, len);
-    if (rc)
-        return rc;
+    uint64_t refused = budget(d)->refused;
+    int rc = 0;
+    if (!sz.bytes) {
+        snprintf(why, len, "K = %zu is too large to be sized", k);
+        return CALIB_REJ_NO_MEMORY;
+    }
     if (model_shape(m, form, k) != CALIB_OK)
-        rc = CALIB_REJ_NO_MEMORY;
+        rc = 1;
     else if (loop_attach(d, m) != 0) {
         model_unshape(m);
-        rc = CALIB_REJ_NO_MEMORY;
+        rc = 1;
     }
     if (rc) {
-        d->model_bytes = d->model_bytes - sz.bytes + m->sizes.bytes;
-        snprintf(why, len, "out of memory for the model's state (K = %zu)", k);
-        return rc;
+        char what[64];
+        snprintf(what, sizeof what, "the model's state (K = %zu)", k);
+        return refusal(d, refused, what, why, len);
     }
     const model_cfg *c = &m->cfg;
     if (sz.pending < c->max_pending || sz.ring < c->ring || sz.reservoir < c->reservoir)
@@ -99,12 +104,15 @@ static int configured_shape(calibd *d, model *m)
 
 static model *new_model(calibd *d, const char *name, int *reject)
 {
-    if (d->nmodels == CFG_MAX_MODELS) {
+    if (d->nmodels >= d->cfg.max_models) {
         *reject = REJ_TOO_MANY_MODELS;
         return NULL;
     }
     if (!d->model_index) {
-        d->index_cap = 2 * CFG_MAX_MODELS;
+        /* a power of two, at least twice max_models: never full */
+        d->index_cap = 2;
+        while (d->index_cap < 2 * d->cfg.max_models)
+            d->index_cap <<= 1;
         if (!(d->model_index = malloc(d->index_cap * sizeof *d->model_index))) {
             *reject = CALIB_REJ_NO_MEMORY;
             return NULL;
@@ -127,20 +135,18 @@ static model *new_model(calibd *d, const char *name, int *reject)
         return NULL;
     }
     model_cfg mc;
-    model_sizes sz;
-    char why[300];
+    char why[400];
     config_model_for(&d->cfg, name, &mc);
-    model_size(&mc, -1, 0, &sz);
-    if ((*reject = charge(d, 0, sz.bytes, why, sizeof why)) != 0) {
+    uint64_t refused = budget(d)->refused;
+    /* the join table exists from the start, so labels that come before the
+     * model's first prediction wait for it, whatever the model's shape */
+    if (model_init(m, &mc, model_seed(d), &d->mem) != CALIB_OK) {
+        *reject = refusal(d, refused, "a new model", why, sizeof why);
         free(m);
         return NULL;
     }
-    /* the join table exists from the start, so labels that come before the
-     * model's first prediction wait for it, whatever the model's shape */
-    int rc = model_init(m, &mc, model_seed(d)) != CALIB_OK ? CALIB_REJ_NO_MEMORY
-             : configured_shape(d, m);
+    int rc = configured_shape(d, m);
     if (rc) {
-        d->model_bytes -= m->sizes.bytes ? m->sizes.bytes : sz.bytes;
         model_free(m);
         free(m);
         *reject = rc;
@@ -153,10 +159,20 @@ static model *new_model(calibd *d, const char *name, int *reject)
     return m;
 }
 
+/* The model of that name among d->models in order (no index: a registry
+ * filled by hand, as calibctl snapshot's is). */
+static model *scan(const calibd *d, const char *name, size_t len)
+{
+    for (size_t i = 0; i < d->nmodels; i++)
+        if (strlen(d->models[i]->name) == len && memcmp(d->models[i]->name, name, len) == 0)
+            return d->models[i];
+    return NULL;
+}
+
 model *registry_find(const calibd *d, const char *name, size_t len)
 {
     if (!d->model_index)
-        return NULL;
+        return scan(d, name, len);
     uint32_t mask = (uint32_t)d->index_cap - 1;
     for (uint32_t i = (uint32_t)name_hash(d, name, len) & mask;; i = (i + 1) & mask) {
         uint32_t slot = d->model_index[i];
@@ -168,8 +184,8 @@ model *registry_find(const calibd *d, const char *name, size_t len)
     }
 }
 
-/* Files model number slot under its name (the table never fills: twice as
- * many places as CFG_MAX_MODELS). */
+/* Files model number slot under its name (the table never fills: at least
+ * twice as many places as max_models). */
 static void index_add(calibd *d, uint32_t slot)
 {
     const char *name = d->models[slot]->name;
@@ -206,7 +222,6 @@ void registry_free(calibd *d)
     free(d->models);
     d->models = NULL;
     d->nmodels = d->cap_models = 0;
-    d->model_bytes = 0;
     free(d->model_index);
     d->model_index = NULL;
     d->index_cap = 0;

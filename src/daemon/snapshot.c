@@ -738,8 +738,10 @@ static int read_window(mpr *r, const msgpack_object *o, calib_window *w)
     return 1;
 }
 
-/* A store's records into s (same width, at most its capacity); returns
- * the stored len, or -1 on failure. */
+/* A store's records into s (same width, at most its capacity), room made
+ * for them; returns the stored len, -1 on failure, NO_ROOM when
+ * memory_limit (or malloc) refuses the room, s unchanged. */
+#define NO_ROOM (-2)
 static long read_store(mpr *r, const msgpack_object *o, calib_store *s)
 {
     uint64_t width = mpr_uint(r, o, "width", 0, UINT64_MAX);
@@ -749,21 +751,27 @@ static long read_store(mpr *r, const msgpack_object *o, calib_store *s)
     if (width != s->width)
         return mpr_fail(r, "records of width %llu, not %zu", (unsigned long long)width,
                         s->width), -1;
+    if (calib_store_reserve(s, (size_t)len) != CALIB_OK)
+        return NO_ROOM;
     if (!mpr_bin(r, o, "data", s->data, (size_t)len * (s->width + 2) * sizeof *s->data))
         return -1;
     s->len = (size_t)len;
     return (long)len;
 }
 
+/* 1, 0 on failure (r says why), or NO_ROOM with the ring as it was. */
 static int read_ring(mpr *r, const msgpack_object *o, model *m)
 {
     calib_ring *g = &m->ring;
     size_t cap = calib_ring_cap(g);
     uint64_t head = mpr_uint(r, o, "head", 0, cap - 1);
     uint64_t total = mpr_uint(r, o, "total", 0, UINT64_MAX);
+    uint64_t held = mpr_uint(r, o, "len", 0, cap);
+    if (!r->failed && model_ring_reserve(m, (size_t)held) != CALIB_OK)
+        return NO_ROOM;
     long len = r->failed ? -1 : read_store(r, o, &g->s);
     if (len < 0)
-        return 0;
+        return (int)len == NO_ROOM ? NO_ROOM : 0;
     /* filling: the next write goes to len; full: anywhere */
     if ((size_t)len < cap && (head != (uint64_t)len || total != (uint64_t)len))
         return mpr_fail(r, "ring: head %llu, %ld records, %llu pushed",
@@ -778,6 +786,7 @@ static int read_ring(mpr *r, const msgpack_object *o, model *m)
     return 1;
 }
 
+/* 1, 0 on failure (r says why), or NO_ROOM with the reservoir as it was. */
 static int read_reservoir(mpr *r, const msgpack_object *o, calib_reservoir *v)
 {
     uint64_t seen = mpr_uint(r, o, "seen", 0, UINT64_MAX);
@@ -787,7 +796,7 @@ static int read_reservoir(mpr *r, const msgpack_object *o, calib_reservoir *v)
     mpr_bin(r, o, "rng", rng, sizeof rng);
     long len = r->failed ? -1 : read_store(r, o, &v->s);
     if (len < 0)
-        return 0;
+        return (int)len == NO_ROOM ? NO_ROOM : 0;
     if ((uint64_t)len != (seen < v->s.cap ? seen : v->s.cap) || !(w > 0 && w <= 1) ||
         !(rng[0] | rng[1] | rng[2] | rng[3]))
         return mpr_fail(r, "reservoir: %ld records after %llu offered, W %g", len,
@@ -1166,15 +1175,22 @@ static int read_shaped(mpr *r, const msgpack_object *o, model *m, double shift, 
     uint64_t ringcap = mpr_uint(r, ring, "cap", 0, UINT64_MAX);
     if (r->failed)
         return 0;
+    int rc = rescap == m->reservoir.s.cap ? read_reservoir(r, res, &m->reservoir) : 1;
     if (rescap != m->reservoir.s.cap)
         note(skipped, "the reservoir (its capacity changed)");
-    else if (!read_reservoir(r, res, &m->reservoir))
+    else if (rc == NO_ROOM)
+        note(skipped, "the reservoir (no room under memory_limit)");
+    else if (!rc)
         return 0;
     if (ringcap != calib_ring_cap(&m->ring)) {
         note(skipped, "the ring and the loop (the ring's capacity changed)");
         return 1; /* the drift detector's base and the fits index the ring */
     }
-    if (!read_ring(r, ring, m))
+    if ((rc = read_ring(r, ring, m)) == NO_ROOM) {
+        note(skipped, "the ring and the loop (no room under memory_limit)");
+        return 1;
+    }
+    if (!rc)
         return 0;
     return read_loop(r, mpr_map(r, o, "loop"), m, shift, skipped);
 }

@@ -1,11 +1,14 @@
 /*
  * join.c — the per-model join table of predictions and labels.
  *
- * Waiting items live in a slab of `capacity` entries allocated at init, with
- * their outputs in a parallel slab of capacity * width doubles (allocated by
- * calib_join_set_width when the table starts with width 0, labels only, as
- * a model's does before its first prediction). Two intrusive
- * structures thread through the slab by 32-bit index:
+ * Waiting items live in a slab of entries, with their outputs in a parallel
+ * slab of width doubles per entry (none while the table has width 0, labels
+ * only, as a model's does before its first prediction). The slabs start at
+ * JOIN_FIRST entries and double when every entry is in use, up to
+ * `capacity`: a table costs what it holds, not its bound. Entries are
+ * addressed by 32-bit index, never by pointer, so a growth copies the slabs
+ * and rebuilds the hash chains, and nothing else changes. Two intrusive
+ * structures thread through the slab by index:
  *
  *  - index-chained hash buckets (id -> slot), a power of two of them, at
  *    least as many as slots, so the mean chain length stays below 1;
@@ -22,7 +25,11 @@
  * Joined ids are remembered for duplicate detection in a ring of
  * `joined_capacity` entries, oldest first, with their own hash buckets. They
  * only ever leave from the oldest end (expired, or pushed out when full), so
- * a ring suffices.
+ * a ring suffices; it grows like the slabs, unwrapped into the larger one.
+ *
+ * Every allocation is taken from cfg.budget first. A growth it (or malloc)
+ * refuses is not made: the table then behaves as full at its present size
+ * (the oldest waiting item is evicted, the oldest joined id forgotten).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -32,6 +39,7 @@
 #include "calib/join.h"
 
 #define NIL UINT32_MAX
+#define JOIN_FIRST 64 /* entries and joined ids a table starts with */
 
 /* ------------------------------------------------------------------ ids */
 
@@ -165,6 +173,122 @@ size_t calib_join_bytes(const calib_join_cfg *cfg)
     return sum;
 }
 
+/* ------------------------------------------------------------------ memory */
+
+/* n bytes taken from the budget, then malloc'ed; NULL (nothing taken) if
+ * either refuses. */
+static void *join_malloc(calib_join *j, size_t n)
+{
+    if (calib_budget_take(j->cfg.budget, n) != CALIB_OK)
+        return NULL;
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        calib_budget_give(j->cfg.budget, n);
+        return NULL;
+    }
+    j->held += n;
+    return p;
+}
+
+/* Frees what join_malloc gave for n bytes (p may be NULL). */
+static void join_release(calib_join *j, void *p, size_t n)
+{
+    if (!p)
+        return;
+    free(p);
+    calib_budget_give(j->cfg.budget, n);
+    j->held -= n;
+}
+
+static size_t ent_bytes(size_t n) { return n * sizeof(calib_join_entry); }
+static size_t x_bytes(size_t n, size_t width) { return n * width * sizeof(double); }
+static size_t bucket_bytes(size_t n) { return n * sizeof(uint32_t); }
+static size_t done_bytes(size_t n) { return n * sizeof(calib_join_done); }
+
+static void free_waiting(calib_join *j)
+{
+    join_release(j, j->ent, ent_bytes(j->alloc));
+    join_release(j, j->x, x_bytes(j->alloc, j->cfg.width));
+    join_release(j, j->bucket, bucket_bytes(j->nbuckets));
+    j->ent = NULL;
+    j->x = NULL;
+    j->bucket = NULL;
+}
+
+/* Threads waiting slot i onto its chain of bucket[nbuckets]. */
+static void chain_add(calib_join_entry *ent, uint32_t *bucket, size_t nbuckets, uint32_t i)
+{
+    uint32_t *h = &bucket[ent[i].hash & (nbuckets - 1)];
+    ent[i].hnext = *h;
+    *h = i;
+}
+
+/* Doubles the waiting slabs (up to capacity) when every slot is in use:
+ * copies them and rebuilds the chains. CALIB_ENOMEM: unchanged. */
+static int waiting_grow(calib_join *j)
+{
+    size_t cap = j->cfg.capacity, w = j->cfg.width;
+    size_t a = j->alloc > cap / 2 ? cap : 2 * j->alloc, nb = pow2_at_least(a);
+    calib_join_entry *ent = join_malloc(j, ent_bytes(a));
+    double *x = ent && w ? join_malloc(j, x_bytes(a, w)) : NULL;
+    uint32_t *bucket = ent && (x || !w) ? join_malloc(j, bucket_bytes(nb)) : NULL;
+    if (!bucket) {
+        join_release(j, ent, ent_bytes(a));
+        join_release(j, x, x_bytes(a, w));
+        return CALIB_ENOMEM;
+    }
+    /* grown when full: slots 0..fresh are the ones ever used */
+    memcpy(ent, j->ent, ent_bytes(j->fresh));
+    if (w)
+        memcpy(x, j->x, x_bytes(j->fresh, w));
+    memset(bucket, 0xff, bucket_bytes(nb));
+    for (uint32_t i = j->head; i != NIL; i = ent[i].next)
+        chain_add(ent, bucket, nb, i);
+    free_waiting(j);
+    j->ent = ent;
+    j->x = x;
+    j->bucket = bucket;
+    j->alloc = a;
+    j->nbuckets = nb;
+    return CALIB_OK;
+}
+
+/* Doubles the ring of joined ids (up to joined_capacity) when it is full:
+ * unwraps it, oldest at 0, and rebuilds its chains. CALIB_ENOMEM:
+ * unchanged. */
+static int done_grow(calib_join *j)
+{
+    size_t cap = j->cfg.joined_capacity;
+    size_t a = j->dalloc > cap / 2 ? cap : 2 * j->dalloc, nb = pow2_at_least(a);
+    calib_join_done *done = join_malloc(j, done_bytes(a));
+    uint32_t *dbucket = done ? join_malloc(j, bucket_bytes(nb)) : NULL;
+    if (!dbucket) {
+        join_release(j, done, done_bytes(a));
+        return CALIB_ENOMEM;
+    }
+    memset(dbucket, 0xff, bucket_bytes(nb));
+    for (size_t n = 0; n < j->dlen; n++) {
+        size_t at = j->dhead + n;
+        done[n] = j->done[at >= j->dalloc ? at - j->dalloc : at];
+        uint32_t *h = &dbucket[done[n].hash & (nb - 1)];
+        done[n].hnext = *h;
+        *h = (uint32_t)n;
+    }
+    join_release(j, j->done, done_bytes(j->dalloc));
+    join_release(j, j->dbucket, bucket_bytes(j->ndbuckets));
+    j->done = done;
+    j->dbucket = dbucket;
+    j->dalloc = a;
+    j->ndbuckets = nb;
+    j->dhead = 0;
+    return CALIB_OK;
+}
+
+size_t calib_join_held(const calib_join *j)
+{
+    return j->held;
+}
+
 /* ------------------------------------------------------------------ init */
 
 int calib_join_init(calib_join *j, const calib_join_cfg *cfg)
@@ -174,22 +298,24 @@ int calib_join_init(calib_join *j, const calib_join_cfg *cfg)
     if (!join_sizes(cfg, &s) || calib_join_bytes(cfg) == 0)
         return CALIB_EINVAL;
     j->cfg = *cfg;
-    j->nbuckets = s.nbuckets;
-    j->ndbuckets = s.ndbuckets;
+    j->alloc = cfg->capacity < JOIN_FIRST ? cfg->capacity : JOIN_FIRST;
+    j->nbuckets = pow2_at_least(j->alloc);
     j->now = -INFINITY;
-    j->ent = malloc(s.ent);
-    j->x = s.x ? malloc(s.x) : NULL; /* width 0: labels only */
-    j->bucket = malloc(s.bucket);
-    if (!j->ent || (s.x && !j->x) || !j->bucket)
+    j->ent = join_malloc(j, ent_bytes(j->alloc));
+    j->x = cfg->width ? join_malloc(j, x_bytes(j->alloc, cfg->width)) : NULL;
+    j->bucket = join_malloc(j, bucket_bytes(j->nbuckets));
+    if (!j->ent || (cfg->width && !j->x) || !j->bucket)
         goto err;
     if (cfg->joined_capacity) {
-        j->done = malloc(s.done);
-        j->dbucket = malloc(s.dbucket);
+        j->dalloc = cfg->joined_capacity < JOIN_FIRST ? cfg->joined_capacity : JOIN_FIRST;
+        j->ndbuckets = pow2_at_least(j->dalloc);
+        j->done = join_malloc(j, done_bytes(j->dalloc));
+        j->dbucket = join_malloc(j, bucket_bytes(j->ndbuckets));
         if (!j->done || !j->dbucket)
             goto err;
-        memset(j->dbucket, 0xff, s.dbucket); /* all NIL */
+        memset(j->dbucket, 0xff, bucket_bytes(j->ndbuckets)); /* all NIL */
     }
-    memset(j->bucket, 0xff, s.bucket);
+    memset(j->bucket, 0xff, bucket_bytes(j->nbuckets));
     j->head = j->tail = NIL;
     j->free = NIL;
     j->fresh = 0;
@@ -202,8 +328,8 @@ err:
 /*
  * Moves the waiting items into fresh slabs of `capacity` slots (allocated
  * by the caller: ent, bucket of nbuckets heads), the newest `capacity` of
- * them in FIFO order at slots 0.., evicting the older ones. Only labels
- * wait (no outputs to move).
+ * them in FIFO order at slots 0.., evicting the older ones, and frees the
+ * old slabs but the outputs. Only labels wait (no outputs to move).
  */
 static void join_compact(calib_join *j, calib_join_entry *ent, uint32_t *bucket,
                          size_t nbuckets, size_t capacity)
@@ -224,17 +350,15 @@ static void join_compact(calib_join *j, calib_join_entry *ent, uint32_t *bucket,
         e->next = NIL;
         if (n)
             ent[n - 1].next = n;
-        uint32_t *h = &bucket[e->hash & (nbuckets - 1)];
-        e->hnext = *h;
-        *h = n;
+        chain_add(ent, bucket, nbuckets, n);
         n++;
     }
-    free(j->ent);
-    free(j->bucket);
+    join_release(j, j->ent, ent_bytes(j->alloc));
+    join_release(j, j->bucket, bucket_bytes(j->nbuckets));
     j->ent = ent;
     j->bucket = bucket;
     j->nbuckets = nbuckets;
-    j->cfg.capacity = capacity;
+    j->alloc = capacity;
     j->head = n ? 0 : NIL;
     j->tail = n ? n - 1 : NIL;
     j->free = NIL;
@@ -252,26 +376,28 @@ int calib_join_set_width(calib_join *j, size_t width, size_t capacity)
         return CALIB_OK;
     if (j->waiting_preds)
         return CALIB_EINVAL;
+    /* the slabs keep their size, or shrink to the new capacity */
+    size_t a = j->alloc < capacity ? j->alloc : capacity, nb = pow2_at_least(a);
+    size_t had = x_bytes(j->alloc, j->cfg.width);
     double *x = NULL;
     calib_join_entry *ent = NULL;
     uint32_t *bucket = NULL;
-    size_t nbuckets = pow2_at_least(capacity);
-    if (width && !(x = malloc(capacity * width * sizeof *x)))
+    if (width && !(x = join_malloc(j, x_bytes(a, width))))
         goto nomem;
-    if (capacity < j->cfg.capacity &&
-        (!(ent = malloc(capacity * sizeof *ent)) ||
-         !(bucket = malloc(nbuckets * sizeof *bucket))))
+    if (a < j->alloc &&
+        (!(ent = join_malloc(j, ent_bytes(a))) || !(bucket = join_malloc(j, bucket_bytes(nb)))))
         goto nomem;
     if (ent)
-        join_compact(j, ent, bucket, nbuckets, capacity);
-    free(j->x);
+        join_compact(j, ent, bucket, nb, a);
+    join_release(j, j->x, had);
     j->x = x;
     j->cfg.width = width;
+    j->cfg.capacity = capacity;
     return CALIB_OK;
 nomem:
-    free(x);
-    free(ent);
-    free(bucket);
+    join_release(j, x, x_bytes(a, width));
+    join_release(j, ent, ent_bytes(a));
+    join_release(j, bucket, bucket_bytes(nb));
     return CALIB_ENOMEM;
 }
 
@@ -286,18 +412,16 @@ int calib_join_set_ttl(calib_join *j, double ttl)
     for (uint32_t i = j->head; i != NIL; i = j->ent[i].next)
         j->ent[i].deadline += shift;
     for (size_t n = 0; n < j->dlen; n++)
-        j->done[(j->dhead + n) % j->cfg.joined_capacity].deadline += shift;
+        j->done[(j->dhead + n) % j->dalloc].deadline += shift;
     j->cfg.ttl = ttl;
     return CALIB_OK;
 }
 
 void calib_join_free(calib_join *j)
 {
-    free(j->ent);
-    free(j->x);
-    free(j->bucket);
-    free(j->done);
-    free(j->dbucket);
+    free_waiting(j);
+    join_release(j, j->done, done_bytes(j->dalloc));
+    join_release(j, j->dbucket, bucket_bytes(j->ndbuckets));
     *j = (calib_join){0};
 }
 
@@ -365,11 +489,13 @@ static void waiting_remove(calib_join *j, uint32_t slot)
     j->free = slot;
 }
 
-/* A free slot, evicting the oldest waiting item if there is none; *evicted
- * receives that item's kind. */
+/* A free slot, growing the slabs if all are in use, else evicting the
+ * oldest waiting item; *evicted receives that item's kind. */
 static uint32_t waiting_take_slot(calib_join *j, int *evicted)
 {
-    if (j->free == NIL && j->fresh < j->cfg.capacity)
+    if (j->free == NIL && j->fresh == j->alloc && j->alloc < j->cfg.capacity)
+        waiting_grow(j); /* refused: evict as when full */
+    if (j->free == NIL && j->fresh < j->alloc)
         return j->fresh++;
     if (j->free == NIL) {
         *evicted = j->ent[j->head].kind;
@@ -400,7 +526,13 @@ static void waiting_insert(calib_join *j, const calib_id *id, uint32_t hash,
                            int kind, double ts, double y, const double *x,
                            int *evicted)
 {
+    /* x inside the outputs slab (a joined prediction's) follows a growth */
+    uintptr_t p = (uintptr_t)x, base = (uintptr_t)j->x;
+    int inside = x && j->x && p >= base && p < base + x_bytes(j->alloc, j->cfg.width);
+    size_t at = inside ? (size_t)(p - base) / sizeof(double) : 0;
     uint32_t slot = waiting_take_slot(j, evicted);
+    if (inside)
+        x = j->x + at;
     calib_join_entry *e = &j->ent[slot];
     e->id = *id;
     e->hash = hash;
@@ -439,20 +571,20 @@ static void done_pop_oldest(calib_join *j)
     while (*p != slot)
         p = &j->done[*p].hnext;
     *p = j->done[slot].hnext;
-    j->dhead = j->dhead + 1 == j->cfg.joined_capacity ? 0 : j->dhead + 1;
+    j->dhead = j->dhead + 1 == j->dalloc ? 0 : j->dhead + 1;
     j->dlen--;
 }
 
 static void done_push(calib_join *j, const calib_id *id, uint32_t hash)
 {
-    size_t cap = j->cfg.joined_capacity;
-    if (cap == 0)
+    if (j->cfg.joined_capacity == 0)
         return;
-    if (j->dlen == cap) {
+    if (j->dlen == j->dalloc &&
+        (j->dalloc == j->cfg.joined_capacity || done_grow(j) != CALIB_OK)) {
         done_pop_oldest(j);
         j->forgotten++;
     }
-    size_t at = j->dhead + j->dlen;
+    size_t cap = j->dalloc, at = j->dhead + j->dlen;
     uint32_t slot = (uint32_t)(at >= cap ? at - cap : at);
     calib_join_done *d = &j->done[slot];
     d->id = *id;
@@ -600,8 +732,7 @@ int calib_join_each(const calib_join *j, int (*fn)(void *arg, const calib_join_i
     }
     for (size_t n = 0; fn_done && n < j->dlen; n++) {
         size_t at = j->dhead + n;
-        const calib_join_done *d = &j->done[at >= j->cfg.joined_capacity
-                                                ? at - j->cfg.joined_capacity : at];
+        const calib_join_done *d = &j->done[at >= j->dalloc ? at - j->dalloc : at];
         if ((rc = fn_done(arg, &d->id, d->deadline - j->cfg.ttl)) != 0)
             return rc;
     }
@@ -644,7 +775,7 @@ int calib_join_put_done(calib_join *j, const calib_id *id, double arrived)
         return CALIB_EINVAL;
     if (j->cfg.joined_capacity == 0)
         return CALIB_OK;
-    size_t cap = j->cfg.joined_capacity;
+    size_t cap = j->dalloc;
     if (j->dlen) {
         size_t at = j->dhead + j->dlen - 1;
         if (arrived + j->cfg.ttl < j->done[at >= cap ? at - cap : at].deadline)

@@ -78,24 +78,69 @@ size_t calib_store_bytes(size_t width, size_t cap)
     return cap * (width + 2) * sizeof(double);
 }
 
-int calib_store_init(calib_store *s, size_t width, size_t cap)
+size_t calib_store_held(const calib_store *s)
+{
+    return s->alloc * (s->width + 2) * sizeof(double);
+}
+
+int calib_store_init(calib_store *s, size_t width, size_t cap, calib_budget *budget)
 {
     *s = (calib_store){0};
-    size_t bytes = calib_store_bytes(width, cap);
-    if (!bytes)
+    if (!calib_store_bytes(width, cap))
         return CALIB_EINVAL;
-    s->data = malloc(bytes);
-    if (!s->data)
-        return CALIB_ENOMEM;
     s->width = width;
     s->cap = cap;
+    s->budget = budget;
+    int rc = calib_store_reserve(s, cap < CALIB_STORE_FIRST ? cap : CALIB_STORE_FIRST);
+    if (rc != CALIB_OK)
+        *s = (calib_store){0};
+    return rc;
+}
+
+int calib_store_reserve(calib_store *s, size_t n)
+{
+    if (n > s->cap)
+        return CALIB_EINVAL;
+    if (n <= s->alloc)
+        return CALIB_OK;
+    size_t want = s->alloc > s->cap / 2 ? s->cap : 2 * s->alloc;
+    want = want < n ? n : want;
+    /* within calib_store_bytes(width, cap), which init checked */
+    size_t had = calib_store_held(s), bytes = want * (s->width + 2) * sizeof(double);
+    if (calib_budget_take(s->budget, bytes - had) != CALIB_OK)
+        return CALIB_ENOMEM;
+    double *data = realloc(s->data, bytes);
+    if (!data) {
+        calib_budget_give(s->budget, bytes - had);
+        return CALIB_ENOMEM;
+    }
+    s->data = data;
+    s->alloc = want;
     return CALIB_OK;
+}
+
+void calib_store_stop(calib_store *s)
+{
+    s->cap = s->alloc;
 }
 
 void calib_store_free(calib_store *s)
 {
+    calib_budget_give(s->budget, calib_store_held(s));
     free(s->data);
     *s = (calib_store){0};
+}
+
+/* Room for one more record at slot `len` of a store that is filling; when
+ * the growth is refused the store stops where it is. 1 if there is room. */
+static int store_room(calib_store *s)
+{
+    if (s->len < s->alloc)
+        return 1;
+    if (s->len < s->cap && calib_store_reserve(s, s->len + 1) == CALIB_OK)
+        return 1;
+    calib_store_stop(s);
+    return 0;
 }
 
 calib_record calib_store_get(const calib_store *s, size_t i)
@@ -115,10 +160,10 @@ static void store_put(calib_store *s, size_t slot, const double *x, double y,
 
 /* ------------------------------------------------------------------ ring */
 
-int calib_ring_init(calib_ring *r, size_t width, size_t cap)
+int calib_ring_init(calib_ring *r, size_t width, size_t cap, calib_budget *budget)
 {
     *r = (calib_ring){0};
-    return calib_store_init(&r->s, width, cap);
+    return calib_store_init(&r->s, width, cap, budget);
 }
 
 void calib_ring_free(calib_ring *r)
@@ -128,6 +173,12 @@ void calib_ring_free(calib_ring *r)
 
 void calib_ring_push(calib_ring *r, const double *x, double y, double t)
 {
+    /* filling (head = len): grow, or stop at what is allocated and wrap
+     * there (the store may also have been stopped by the caller) */
+    if (r->s.len < r->s.cap)
+        store_room(&r->s);
+    if (r->head >= r->s.cap)
+        r->head = 0;
     store_put(&r->s, r->head, x, y, t);
     r->head = r->head + 1 == r->s.cap ? 0 : r->head + 1;
     if (r->s.len < r->s.cap)
@@ -178,12 +229,12 @@ static void reservoir_draw_skip(calib_reservoir *r)
 }
 
 int calib_reservoir_init(calib_reservoir *r, size_t width, size_t cap,
-                         uint64_t seed)
+                         uint64_t seed, calib_budget *budget)
 {
     *r = (calib_reservoir){0};
     calib_rng_seed(&r->rng, seed);
     r->w = 1;
-    return calib_store_init(&r->s, width, cap);
+    return calib_store_init(&r->s, width, cap, budget);
 }
 
 void calib_reservoir_free(calib_reservoir *r)
@@ -195,6 +246,8 @@ long calib_reservoir_offer(calib_reservoir *r, const double *x, double y,
                            double t)
 {
     r->seen++;
+    if (r->s.len < r->s.cap && !store_room(&r->s)) /* full where it stopped */
+        reservoir_draw_skip(r);
     if (r->s.len < r->s.cap) {
         size_t slot = r->s.len++;
         store_put(&r->s, slot, x, y, t);
@@ -229,9 +282,13 @@ int calib_reservoir_merge(calib_reservoir *dst, const calib_reservoir *src)
         return CALIB_EINVAL;
     size_t w = dst->s.width + 2, k1 = dst->s.len, k2 = src->s.len;
     size_t k = k1 + k2 < dst->s.cap ? k1 + k2 : dst->s.cap;
-    double *data = malloc((dst->s.cap ? dst->s.cap : 1) * w * sizeof *data);
+    size_t alloc = k > dst->s.alloc ? k : dst->s.alloc, bytes = alloc * w * sizeof(double);
+    if (calib_budget_take(dst->s.budget, bytes) != CALIB_OK)
+        return CALIB_ENOMEM;
+    double *data = malloc(bytes);
     size_t *ia = malloc((k1 ? k1 : 1) * sizeof *ia), *ib = malloc((k2 ? k2 : 1) * sizeof *ib);
     if (!data || !ia || !ib) {
+        calib_budget_give(dst->s.budget, bytes);
         free(data);
         free(ia);
         free(ib);
@@ -260,8 +317,10 @@ int calib_reservoir_merge(calib_reservoir *dst, const calib_reservoir *src)
     }
     free(ia);
     free(ib);
+    calib_budget_give(dst->s.budget, calib_store_held(&dst->s));
     free(dst->s.data);
     dst->s.data = data;
+    dst->s.alloc = alloc;
     dst->s.len = k;
     dst->seen += src->seen;
     /* Algorithm L's state for a full reservoir after `seen` records: its W

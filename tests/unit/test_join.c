@@ -840,6 +840,88 @@ static void model_check(void **state)
     model_run(16, 8, 40, 60000, 16, 2);
     model_run(64, 256, 150, 60000, 16, 3);
     model_run(300, 32, 1000, 60000, 256, 4);
+    /* grown up to 512 slots and joined ids, both from 64 */
+    model_run(512, 512, 2000, 60000, 64, 5);
+}
+
+/* ------------------------------------------------------------------ memory */
+
+/* A table starts small and grows with what waits: 700 predictions and
+ * their labels, then 700 duplicate labels, behave as in a table allocated
+ * whole, and the bytes held stay within the bound. */
+static void grows_with_contents(void **state)
+{
+    calib_join j;
+    calib_join_result r;
+    calib_budget b;
+    calib_budget_init(&b, SIZE_MAX, NULL);
+    calib_join_cfg cfg = {.ttl = 1e6, .capacity = 1000, .width = 2,
+                          .joined_capacity = 1000, .seed = 9, .budget = &b};
+    assert_int_equal(calib_join_init(&j, &cfg), CALIB_OK);
+    size_t first = calib_join_held(&j);
+    assert_int_equal(b.used, first);
+    assert_true(first * 10 < calib_join_bytes(&cfg));
+    for (uint64_t i = 0; i < 700; i++) {
+        assert_int_equal(pred(&j, uid(i), (double)i, 1, &r), CALIB_JOIN_WAITING);
+        assert_int_equal(r.evicted, CALIB_JOIN_NONE);
+    }
+    assert_int_equal(j.waiting_preds, 700);
+    assert_true(j.alloc >= 700 && j.alloc <= 1000);
+    assert_int_equal(b.used, calib_join_held(&j));
+    assert_true(calib_join_held(&j) <= calib_join_bytes(&cfg));
+    for (uint64_t i = 700; i-- > 0;) { /* newest first: across the chains */
+        assert_int_equal(label(&j, uid(i), 1, 2, &r), CALIB_JOIN_JOINED);
+        assert_close(r.x[0], (double)i, 0);
+        assert_close(r.x[1], -(double)i, 0);
+    }
+    for (uint64_t i = 0; i < 700; i++)
+        assert_int_equal(label(&j, uid(i), 0, 3, &r), CALIB_JOIN_DUPLICATE);
+    assert_int_equal(j.forgotten, 0);
+    assert_int_equal(j.evicted, 0);
+    assert_int_equal(b.used, calib_join_held(&j));
+    calib_join_free(&j);
+    assert_int_equal(b.used, 0);
+}
+
+/* Bytes of n waiting slots of width 2 and their buckets. */
+static size_t slots_bytes(size_t n)
+{
+    size_t nb = 1;
+    while (nb < n)
+        nb <<= 1;
+    return n * (sizeof(calib_join_entry) + 2 * sizeof(double)) + nb * sizeof(uint32_t);
+}
+
+/* A budget with room for 128 slots: the table grows from 64 to 128, then
+ * behaves as full there (the oldest evicted), counted in the budget. */
+static void budget_stops_growth(void **state)
+{
+    calib_join j;
+    calib_join_result r;
+    calib_budget parent, b;
+    /* the growth allocates the new slabs before it frees the old */
+    calib_budget_init(&parent, slots_bytes(64) + slots_bytes(128), NULL);
+    calib_budget_init(&b, SIZE_MAX, &parent);
+    calib_join_cfg cfg = {.ttl = 1e6, .capacity = 1000, .width = 2,
+                          .joined_capacity = 0, .seed = 9, .budget = &b};
+    assert_int_equal(calib_join_init(&j, &cfg), CALIB_OK);
+    assert_int_equal(parent.used, slots_bytes(64));
+    for (uint64_t i = 0; i < 200; i++)
+        pred(&j, uid(i), (double)i, 1, &r);
+    assert_int_equal(j.alloc, 128);
+    assert_int_equal(j.waiting_preds, 128);
+    assert_int_equal(j.evicted, 72);
+    assert_true(b.refused >= 1 && parent.refused == b.refused);
+    assert_int_equal(parent.used, slots_bytes(128));
+    for (uint64_t i = 0; i < 72; i++) /* evicted: the label waits alone */
+        assert_int_equal(label(&j, uid(i), 1, 2, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(j.evicted, 144);
+    calib_join_free(&j);
+    assert_int_equal(parent.used, 0);
+    /* no room for the first slots: the table is not made */
+    calib_budget_init(&parent, slots_bytes(64) - 1, NULL);
+    assert_int_equal(calib_join_init(&j, &cfg), CALIB_ENOMEM);
+    assert_int_equal(parent.used, 0);
 }
 
 
@@ -982,6 +1064,8 @@ int main(void)
         cmocka_unit_test(hash_spreads_similar_ids),
         cmocka_unit_test(colliding_ids),
         cmocka_unit_test(model_check),
+        cmocka_unit_test(grows_with_contents),
+        cmocka_unit_test(budget_stops_growth),
         cmocka_unit_test(each_and_put_round_trip),
         cmocka_unit_test(same_arrivals_round_trip),
         cmocka_unit_test(put_refuses),

@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "unit.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,7 +81,7 @@ static void shape_and_observe(void **state)
     c.join_memory = 1u << 20; /* 8 KiB items at K = 1000: 127 of them */
     model *m = calloc(1, sizeof *m);
     assert_non_null(m);
-    assert_int_equal(model_init(m, &c, 7), CALIB_OK);
+    assert_int_equal(model_init(m, &c, 7, NULL), CALIB_OK);
     assert_false(m->shaped);
     assert_int_equal(model_shape(m, CALIB_FORM_LOGITS, 1000), CALIB_OK);
     assert_true(m->shaped);
@@ -89,7 +90,7 @@ static void shape_and_observe(void **state)
     assert_int_equal(calib_ring_cap(&m->ring), m->sizes.ring);
     model_free(m);
 
-    assert_int_equal(model_init(m, &c, 7), CALIB_OK);
+    assert_int_equal(model_init(m, &c, 7, NULL), CALIB_OK);
     assert_int_equal(model_shape(m, CALIB_FORM_BINARY, 2), CALIB_OK);
     double x = 0.8;
     model_observe(m, &x, 1, 1000);
@@ -107,6 +108,88 @@ static void shape_and_observe(void **state)
     free(m);
 }
 
+/* Feeds n pairs of K = 10 logits with outcomes drawn from them. */
+static void feed10(model *m, int n, uint64_t seed)
+{
+    calib_rng rng;
+    calib_rng_seed(&rng, seed);
+    for (int i = 0; i < n; i++) {
+        double x[10], p[10], z = 0;
+        for (int c = 0; c < 10; c++) {
+            x[c] = 2 * calib_rng_normal(&rng);
+            z += p[c] = exp(x[c]);
+        }
+        for (int c = 0; c < 10; c++)
+            p[c] /= z;
+        model_observe(m, x, (double)calib_rng_categorical(&rng, p, 10), 1000 + i * 0.01);
+    }
+}
+
+/* A new K = 10 model on the defaults holds at most 256 KiB, taken from its
+ * parent budget; fed, it grows to its ring and reservoir and no further
+ * than model_size's most; freed, it gives everything back. */
+static void memory_grows_with_use(void **state)
+{
+    model_cfg c = defaults();
+    calib_budget daemon;
+    calib_budget_init(&daemon, SIZE_MAX, NULL);
+    model *m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    assert_int_equal(model_init(m, &c, 7, &daemon), CALIB_OK);
+    assert_int_equal(model_shape(m, CALIB_FORM_LOGITS, 10), CALIB_OK);
+    print_message("a new K = 10 model: %zu bytes (at most %zu)\n", m->mem.used,
+                  m->sizes.bytes);
+    assert_true(m->mem.used <= 256 * 1024);
+    assert_int_equal(daemon.used, m->mem.used);
+    size_t fresh = m->mem.used;
+    feed10(m, 25000, 3);
+    assert_int_equal(calib_ring_len(&m->ring), c.ring);
+    assert_int_equal(calib_reservoir_len(&m->reservoir), c.reservoir);
+    size_t stores = calib_store_bytes(10, c.ring) + calib_store_bytes(10, c.reservoir) +
+                    c.ring * sizeof(double);
+    assert_true(m->mem.used >= fresh + stores - CALIB_STORE_FIRST * 25 * sizeof(double));
+    assert_true(m->mem.used <= m->sizes.bytes);
+    assert_int_equal(daemon.used, m->mem.used);
+    assert_int_equal(daemon.refused, 0);
+    model_free(m);
+    assert_int_equal(daemon.used, 0);
+    free(m);
+}
+
+/* Under a parent budget with 200 KiB to spare, the ring and the reservoir
+ * stop growing where it refuses; every pair is still scored, the ring
+ * keeps the newest records and the drift scores stay with them. */
+static void memory_limit_stops_growth(void **state)
+{
+    model_cfg c = defaults();
+    calib_budget daemon;
+    calib_budget_init(&daemon, SIZE_MAX, NULL);
+    model *m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    assert_int_equal(model_init(m, &c, 7, &daemon), CALIB_OK);
+    assert_int_equal(model_shape(m, CALIB_FORM_LOGITS, 10), CALIB_OK);
+    daemon.limit = daemon.used + 200 * 1024;
+    feed10(m, 20000, 4);
+    assert_int_equal(m->scored, 20000);
+    assert_true(daemon.refused > 0 && m->mem.refused == daemon.refused);
+    assert_true(daemon.used <= daemon.limit);
+    size_t ring = calib_ring_cap(&m->ring), res = m->reservoir.s.cap;
+    print_message("stopped at ring %zu, reservoir %zu\n", ring, res);
+    assert_true(ring < c.ring && res < c.reservoir);
+    assert_int_equal(calib_ring_len(&m->ring), ring);
+    assert_int_equal(calib_reservoir_len(&m->reservoir), res);
+    /* the newest records, in order, with their scores */
+    calib_record last = calib_ring_get(&m->ring, ring - 1);
+    assert_close(last.t, 1000 + 19999 * 0.01, 1e-9);
+    model_level lv = model_level_since(m, m->ring.total - ring, 2);
+    assert_int_equal(lv.n, ring);
+    assert_false(lv.truncated);
+    assert_true(lv.mean > 0 && lv.mean < 2);
+    model_free(m);
+    assert_int_equal(daemon.used, 0);
+    free(m);
+}
+
 /* The params message of a model's parameters (loop_params_msg, written by
  * the codec) is what a serving node decodes: version 0 with an exact zero
  * improvement, then a published version with its figures. */
@@ -115,7 +198,7 @@ static void params_message_round_trips(void **state)
     model_cfg c = defaults();
     model *m = calloc(1, sizeof *m);
     assert_non_null(m);
-    assert_int_equal(model_init(m, &c, 7), CALIB_OK);
+    assert_int_equal(model_init(m, &c, 7, NULL), CALIB_OK);
     assert_int_equal(model_shape(m, CALIB_FORM_BINARY, 2), CALIB_OK);
     calib_params_msg msg;
     calib_pubmsg got;
@@ -177,7 +260,7 @@ static void paired_and_counter_sums(void **state)
     model_cfg c = defaults();
     model *m = calloc(1, sizeof *m);
     assert_non_null(m);
-    assert_int_equal(model_init(m, &c, 7), CALIB_OK);
+    assert_int_equal(model_init(m, &c, 7, NULL), CALIB_OK);
     assert_int_equal(model_shape(m, CALIB_FORM_BINARY, 2), CALIB_OK);
     model_params *p = &m->params;
     p->desc = calib_plugin_builtin("platt");
@@ -216,7 +299,7 @@ static void paired_and_counter_sums(void **state)
 
     /* a Gaussian's DSS is negative for a small variance: its negative
      * parts are a counter of their own, and pos - neg is the sum */
-    assert_int_equal(model_init(m, &c, 7), CALIB_OK);
+    assert_int_equal(model_init(m, &c, 7, NULL), CALIB_OK);
     assert_int_equal(model_shape(m, CALIB_FORM_GAUSSIAN, 1), CALIB_OK);
     double g[3][2] = {{0, 0.01}, {1, 4}, {2, 0.5}};
     double gy[3] = {0.05, 3, 2.1};
@@ -235,7 +318,7 @@ static void events_ring(void **state)
     model_cfg c = defaults();
     model *m = calloc(1, sizeof *m);
     assert_non_null(m);
-    assert_int_equal(model_init(m, &c, 7), CALIB_OK);
+    assert_int_equal(model_init(m, &c, 7, NULL), CALIB_OK);
     assert_int_equal(model_events_len(m), 0);
     model_event_add(m, 1, "start", "first");
     assert_int_equal(model_events_len(m), 1);
@@ -264,6 +347,8 @@ int main(void)
         cmocka_unit_test(reject_counters_bounded),
         cmocka_unit_test(sizes_follow_the_budgets),
         cmocka_unit_test(shape_and_observe),
+        cmocka_unit_test(memory_grows_with_use),
+        cmocka_unit_test(memory_limit_stops_growth),
         cmocka_unit_test(params_message_round_trips),
         cmocka_unit_test(paired_and_counter_sums),
         cmocka_unit_test(events_ring),

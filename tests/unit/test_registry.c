@@ -1,5 +1,5 @@
 /* test_registry.c — the daemon's models by name, without sockets: hashed
- * lookup over many names, and creation refused past CFG_MAX_MODELS, past
+ * lookup over many names, and creation refused past max_models, past
  * memory_limit, or for an unknown name without auto_models. */
 #define _POSIX_C_SOURCE 200809L
 #include "unit.h"
@@ -33,15 +33,17 @@ static void daemon_free(calibd *d)
 
 static void many_names_found(void **state)
 {
+    enum { MANY = 3000 }; /* past the old fixed bound of 1024 */
     calibd *d = daemon_new();
+    d->cfg.max_models = MANY;
     char name[32];
     int why = 0;
-    for (int i = 0; i < CFG_MAX_MODELS; i++) {
+    for (int i = 0; i < MANY; i++) {
         int n = snprintf(name, sizeof name, "model-%d", i);
         assert_non_null(registry_get(d, name, (size_t)n, 1, &why));
     }
-    assert_int_equal(d->nmodels, CFG_MAX_MODELS);
-    for (int i = CFG_MAX_MODELS - 1; i >= 0; i--) {
+    assert_int_equal(d->nmodels, MANY);
+    for (int i = MANY - 1; i >= 0; i--) {
         int n = snprintf(name, sizeof name, "model-%d", i);
         model *m = registry_find(d, name, (size_t)n);
         assert_non_null(m);
@@ -53,7 +55,7 @@ static void many_names_found(void **state)
     assert_null(registry_find(d, "model-1x", 8));
     /* asking again does not create twice */
     assert_ptr_equal(registry_get(d, "model-7", 7, 1, &why), registry_find(d, "model-7", 7));
-    assert_int_equal(d->nmodels, CFG_MAX_MODELS);
+    assert_int_equal(d->nmodels, MANY);
     /* one more is refused */
     why = 0;
     assert_null(registry_get(d, "one-more", 8, 1, &why));
@@ -68,16 +70,20 @@ static void creation_refused(void **state)
     /* not found, not created: nothing happens */
     assert_null(registry_get(d, "a", 1, 0, &why));
     assert_int_equal(d->nmodels, 0);
-    /* memory_limit: room for three models and no more */
-    model_sizes s;
-    model_size(&d->cfg.defaults, -1, 0, &s);
-    d->cfg.memory_limit = 3 * s.bytes + s.bytes / 2;
+    /* memory_limit: room for three models and no more; what one holds
+     * when new is measured on a first one */
+    assert_non_null(registry_get(d, "first", 5, 1, &why));
+    size_t one = d->mem.used;
+    assert_true(one > sizeof(model) && one < 256 * 1024);
+    registry_free(d);
+    assert_int_equal(d->mem.used, 0);
+    d->cfg.memory_limit = 3 * one + one / 2;
     assert_non_null(registry_get(d, "a", 1, 1, &why));
     assert_non_null(registry_get(d, "b", 1, 1, &why));
     assert_non_null(registry_get(d, "c", 1, 1, &why));
     assert_null(registry_get(d, "d", 1, 1, &why));
     assert_int_equal(why, REJ_MEMORY_LIMIT);
-    assert_int_equal(d->model_bytes, 3 * s.bytes);
+    assert_int_equal(d->mem.used, 3 * one);
     /* auto_models = no: only configured names */
     d->cfg.auto_models = 0;
     d->cfg.memory_limit = (uint64_t)1 << 40;

@@ -55,7 +55,7 @@ static void categorical_draws(void **state)
 static void ring_keeps_most_recent(void **state)
 {
     calib_ring r;
-    assert_int_equal(calib_ring_init(&r, 2, 3), CALIB_OK);
+    assert_int_equal(calib_ring_init(&r, 2, 3, NULL), CALIB_OK);
     assert_int_equal(calib_ring_len(&r), 0);
     assert_int_equal(calib_ring_cap(&r), 3);
     for (int i = 0; i < 5; i++) {
@@ -74,33 +74,38 @@ static void ring_keeps_most_recent(void **state)
     }
     assert_int_equal(r.total, 5);
     calib_ring_free(&r);
-    assert_int_equal(calib_ring_init(&r, 0, 3), CALIB_EINVAL);
-    assert_int_equal(calib_ring_init(&r, 1, 0), CALIB_EINVAL);
-    assert_int_equal(calib_ring_init(&r, SIZE_MAX / 4, 2), CALIB_EINVAL);
+    assert_int_equal(calib_ring_init(&r, 0, 3, NULL), CALIB_EINVAL);
+    assert_int_equal(calib_ring_init(&r, 1, 0, NULL), CALIB_EINVAL);
+    assert_int_equal(calib_ring_init(&r, SIZE_MAX / 4, 2, NULL), CALIB_EINVAL);
 }
 
-/* Inclusion frequencies of a reservoir of 10 over a stream of n items, over
- * T seeded trials, are uniform: chi-square against T * 10 / n per item,
- * below the 0.1% critical value for n - 1 degrees of freedom. */
-static double inclusion_chi2(size_t n, int trials)
+/* Inclusion frequencies of a reservoir of `cap` over a stream of n items,
+ * over T seeded trials, are uniform: chi-square against T * held / n per
+ * item, below the 0.1% critical value for n - 1 degrees of freedom. With a
+ * budget of `limit` bytes (0: none) the reservoir stops growing where the
+ * budget refuses, and samples uniformly that many. */
+static double inclusion_chi2(size_t n, int trials, size_t cap, size_t limit, size_t held)
 {
-    enum { CAP = 10 };
     long *hits = calloc(n, sizeof *hits);
     assert_non_null(hits);
     for (int t = 0; t < trials; t++) {
         calib_reservoir r;
-        assert_int_equal(calib_reservoir_init(&r, 1, CAP, (uint64_t)t + 1), CALIB_OK);
+        calib_budget b;
+        calib_budget_init(&b, limit ? limit : SIZE_MAX, NULL);
+        assert_int_equal(calib_reservoir_init(&r, 1, cap, (uint64_t)t + 1, &b), CALIB_OK);
         for (size_t i = 0; i < n; i++) {
             double x = (double)i;
             calib_reservoir_offer(&r, &x, 0, 0);
         }
-        assert_int_equal(r.s.len, CAP);
+        assert_int_equal(r.s.len, held);
         assert_int_equal(r.seen, n);
-        for (size_t j = 0; j < CAP; j++)
+        assert_int_equal(b.used, calib_store_held(&r.s));
+        for (size_t j = 0; j < held; j++)
             hits[(size_t)calib_store_get(&r.s, j).x[0]]++;
         calib_reservoir_free(&r);
+        assert_int_equal(b.used, 0);
     }
-    double expect = (double)trials * CAP / (double)n, chi2 = 0;
+    double expect = (double)trials * (double)held / (double)n, chi2 = 0;
     for (size_t i = 0; i < n; i++)
         chi2 += (hits[i] - expect) * (hits[i] - expect) / expect;
     free(hits);
@@ -109,17 +114,79 @@ static double inclusion_chi2(size_t n, int trials)
 
 static void reservoir_uniform(void **state)
 {
-    double c1 = inclusion_chi2(100, 20000);  /* dof 99: critical 148.2 */
-    double c2 = inclusion_chi2(2000, 10000); /* dof 1999: critical 2200.1 */
-    print_message("chi2 %.1f (99 dof), %.1f (1999 dof)\n", c1, c2);
+    double c1 = inclusion_chi2(100, 20000, 10, 0, 10);  /* dof 99: critical 148.2 */
+    double c2 = inclusion_chi2(2000, 10000, 10, 0, 10); /* dof 1999: critical 2200.1 */
+    /* grown from CALIB_STORE_FIRST to 40 records on the way */
+    double c3 = inclusion_chi2(100, 20000, 40, 0, 40);
+    print_message("chi2 %.1f (99 dof), %.1f (1999 dof), %.1f (grown)\n", c1, c2, c3);
     assert_true(c1 < 148.2);
     assert_true(c2 < 2200.1);
+    assert_true(c3 < 148.2);
+}
+
+/* A budget of 20 records' bytes: the first 16 are allocated, the growth to
+ * 32 is refused, and the reservoir samples 16 uniformly. */
+static void reservoir_stopped_by_budget_is_uniform(void **state)
+{
+    double c = inclusion_chi2(100, 20000, 40, 20 * 3 * sizeof(double), CALIB_STORE_FIRST);
+    print_message("chi2 %.1f (99 dof, stopped at %d)\n", c, CALIB_STORE_FIRST);
+    assert_true(c < 148.2);
+}
+
+/* A ring grows by doubling as it fills, holds what its records need and
+ * not its capacity; where the budget refuses a growth, it wraps there and
+ * keeps the newest records. */
+static void ring_grows_then_stops(void **state)
+{
+    calib_ring r;
+    calib_budget b;
+    calib_budget_init(&b, SIZE_MAX, NULL);
+    assert_int_equal(calib_ring_init(&r, 1, 100, &b), CALIB_OK);
+    assert_int_equal(b.used, CALIB_STORE_FIRST * 3 * sizeof(double));
+    for (int i = 0; i < 250; i++) {
+        double x = i;
+        calib_ring_push(&r, &x, 0, i);
+        assert_true(r.s.alloc >= calib_ring_len(&r) && r.s.alloc <= 100);
+        assert_int_equal(b.used, calib_store_held(&r.s));
+    }
+    assert_int_equal(calib_ring_cap(&r), 100);
+    assert_int_equal(calib_ring_len(&r), 100);
+    for (size_t i = 0; i < 100; i++)
+        assert_close(calib_ring_get(&r, i).x[0], 150 + (double)i, 0);
+    calib_ring_free(&r);
+    assert_int_equal(b.used, 0);
+
+    /* room for 40 records: 16, then 32, then the growth to 64 is refused */
+    calib_budget parent, child;
+    calib_budget_init(&parent, 40 * 3 * sizeof(double), NULL);
+    calib_budget_init(&child, SIZE_MAX, &parent);
+    assert_int_equal(calib_ring_init(&r, 1, 100, &child), CALIB_OK);
+    for (int i = 0; i < 250; i++) {
+        double x = i;
+        calib_ring_push(&r, &x, 0, i);
+    }
+    assert_int_equal(calib_ring_cap(&r), 32);
+    assert_int_equal(calib_ring_len(&r), 32);
+    assert_int_equal(r.total, 250);
+    for (size_t i = 0; i < 32; i++)
+        assert_close(calib_ring_get(&r, i).x[0], 218 + (double)i, 0);
+    assert_int_equal(parent.refused, 1);
+    assert_int_equal(child.refused, 1); /* counted where asked too */
+    assert_int_equal(parent.used, 32 * 3 * sizeof(double));
+    assert_int_equal(child.used, parent.used);
+    calib_ring_free(&r);
+    assert_int_equal(parent.used, 0);
+    assert_int_equal(child.used, 0);
+    /* a budget too small for the first records: nothing allocated */
+    calib_budget_init(&b, 8, NULL);
+    assert_int_equal(calib_ring_init(&r, 1, 100, &b), CALIB_ENOMEM);
+    assert_int_equal(b.used, 0);
 }
 
 static void reservoir_fills_then_skips(void **state)
 {
     calib_reservoir r;
-    assert_int_equal(calib_reservoir_init(&r, 1, 4, 5), CALIB_OK);
+    assert_int_equal(calib_reservoir_init(&r, 1, 4, 5, NULL), CALIB_OK);
     long stored = 0;
     for (int i = 0; i < 4; i++) {
         double x = i;
@@ -136,7 +203,7 @@ static void reservoir_fills_then_skips(void **state)
     assert_true(stored > 15 && stored < 80);
     /* same seed, same stream, same contents */
     calib_reservoir s;
-    calib_reservoir_init(&s, 1, 4, 5);
+    calib_reservoir_init(&s, 1, 4, 5, NULL);
     for (int i = 0; i < 100000; i++) {
         double x = i;
         calib_reservoir_offer(&s, &x, 1, 2);
@@ -166,8 +233,8 @@ static void reservoir_merge_is_weighted(void **state)
     const int reps = 4000;
     for (int rep = 0; rep < reps; rep++) {
         calib_reservoir a, b;
-        assert_int_equal(calib_reservoir_init(&a, 1, 50, 1000 + rep), CALIB_OK);
-        assert_int_equal(calib_reservoir_init(&b, 1, 50, 9000 + rep), CALIB_OK);
+        assert_int_equal(calib_reservoir_init(&a, 1, 50, 1000 + rep, NULL), CALIB_OK);
+        assert_int_equal(calib_reservoir_init(&b, 1, 50, 9000 + rep, NULL), CALIB_OK);
         for (int i = 0; i < 300; i++) {
             double x = i;
             calib_reservoir_offer(&a, &x, 0, i);
@@ -201,8 +268,8 @@ static void reservoir_merge_is_weighted(void **state)
     /* one given record: p = 50/400 = 0.125, sd sqrt(p(1-p)/4000) = 0.0052 */
     assert_true(fabs(hits_first / reps - 0.125) < 0.025);
     calib_reservoir a, b;
-    assert_int_equal(calib_reservoir_init(&a, 1, 5, 1), CALIB_OK);
-    assert_int_equal(calib_reservoir_init(&b, 2, 5, 1), CALIB_OK);
+    assert_int_equal(calib_reservoir_init(&a, 1, 5, 1, NULL), CALIB_OK);
+    assert_int_equal(calib_reservoir_init(&b, 2, 5, 1, NULL), CALIB_OK);
     assert_int_equal(calib_reservoir_merge(&a, &b), CALIB_EINVAL);
     calib_reservoir_free(&a);
     calib_reservoir_free(&b);
@@ -217,6 +284,8 @@ int main(void)
         cmocka_unit_test(ring_keeps_most_recent),
         cmocka_unit_test(reservoir_uniform),
         cmocka_unit_test(reservoir_fills_then_skips),
+        cmocka_unit_test(reservoir_stopped_by_budget_is_uniform),
+        cmocka_unit_test(ring_grows_then_stops),
         cmocka_unit_test(reservoir_merge_is_weighted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

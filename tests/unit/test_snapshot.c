@@ -44,7 +44,7 @@ static model_cfg small_cfg(void)
  * the drift detector on and, with shadow, a candidate T = 1.2 in shadow. */
 static void make(model *m, const model_cfg *c, int shadow)
 {
-    assert_int_equal(model_init(m, c, 7), CALIB_OK);
+    assert_int_equal(model_init(m, c, 7, NULL), CALIB_OK);
     assert_int_equal(model_shape(m, CALIB_FORM_LOGITS, K), CALIB_OK);
     const calib_plugin *t = calib_plugin_builtin("temperature");
     assert_non_null(t);
