@@ -5,6 +5,7 @@
 #include <math.h>
 #include <microhttpd.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,50 @@ typedef struct text {
     char *buf;
     size_t len, cap;
     int failed;
+    /* a round's model metrics: help() moves to the next family's buffer
+     * (and writes its header only with headers set) */
+    http_round *fam;
+    size_t cur;     /* families begun in this render */
+    int headers;
 } text;
+
+/* Leaves the family being written, if any, in its buffer of the round. */
+static void fam_stash(text *t)
+{
+    if (t->fam && t->cur)
+        t->fam->fam[t->cur - 1] = (http_text){t->buf, t->len, t->cap};
+}
+
+/* Starts a render of model families into the round's buffers. */
+static text fam_text(http_round *r, int headers)
+{
+    return (text){.fam = r, .headers = headers};
+}
+
+/* The next family's buffer as t's; 0, or -1 out of memory. */
+static int fam_next(text *t)
+{
+    http_round *r = t->fam;
+    fam_stash(t);
+    if (t->cur == r->nfam) {
+        if (r->nfam == r->famcap) {
+            size_t cap = r->famcap ? 2 * r->famcap : 64;
+            http_text *f = realloc(r->fam, cap * sizeof *f);
+            if (!f)
+                return -1;
+            r->fam = f;
+            r->famcap = cap;
+        }
+        r->fam[r->nfam++] = (http_text){0};
+    }
+    http_text *f = &r->fam[t->cur++];
+    if (!f->buf && !(f->buf = malloc(f->cap = 4096)))
+        return -1;
+    t->buf = f->buf;
+    t->len = f->len;
+    t->cap = f->cap;
+    return 0;
+}
 
 __attribute__((format(printf, 2, 3)))
 static void put(text *t, const char *fmt, ...)
@@ -106,7 +150,12 @@ typedef struct snap {
 
 static void help(text *t, const char *name, const char *type, const char *what)
 {
-    put(t, "# HELP %s %s\n# TYPE %s %s\n", name, what, name, type);
+    if (t->fam && !t->failed && fam_next(t) != 0) {
+        t->failed = 1;
+        t->cur = 0; /* the buffers stay the round's, as stashed */
+    }
+    if (!t->fam || t->headers)
+        put(t, "# HELP %s %s\n# TYPE %s %s\n", name, what, name, type);
 }
 
 static void counters(text *t, const snap *s, size_t n)
@@ -145,11 +194,12 @@ static void counters(text *t, const snap *s, size_t n)
             (unsigned long long)s[i].m->params.version);
 }
 
+/* d NULL: the models' alone (a round's model by model) */
 static void rejections(text *t, const calibd *d, const snap *s, size_t n)
 {
     help(t, "calibd_rejected_total", "counter",
          "Rejected messages or records, by model (empty when unknown) and reason.");
-    for (int r = 0; r < REJ_MAX; r++)
+    for (int r = 0; d && r < REJ_MAX; r++)
         if (d->rejected[r])
             put(t, "calibd_rejected_total{model=\"\",reason=\"%s\"} %llu\n", reject_name(r),
                 (unsigned long long)d->rejected[r]);
@@ -542,41 +592,72 @@ static void http_counters(text *t, http_server *h)
     unsigned long long n = h->timeouts;
     pthread_mutex_unlock(&h->lock);
     put(t, "calibd_http_timeouts_total %llu\n", n);
+    if (h->round_seconds <= 0)
+        return; /* no round done yet */
+    help(t, "calibd_http_render_seconds", "gauge",
+         "Seconds the last rendering of /metrics and /status took, from its start on the "
+         "loop to the text served (what the text lags behind at most, besides the tick).");
+    sample(t, h->round_seconds, "calibd_http_render_seconds");
+    help(t, "calibd_http_render_slice_max_seconds", "gauge",
+         "The longest the loop rendered models without taking messages, in the last rendering.");
+    sample(t, h->round_slice_max, "calibd_http_render_slice_max_seconds");
 }
 
-static void render(text *t, calibd *d)
+/* What the models hold, against memory_limit and max_models. */
+static void memory(text *t, const calibd *d)
 {
-    snap *s = calloc(d->nmodels ? d->nmodels : 1, sizeof *s);
-    if (!s) {
-        t->failed = 1;
-        return;
-    }
-    for (size_t i = 0; i < d->nmodels; i++) {
-        s[i].m = d->models[i];
-        s[i].w = &s[i].m->view.w;
-        s[i].have_w = s[i].m->view.have;
-    }
+    help(t, "calibd_models", "gauge", "Models held.");
+    put(t, "calibd_models %zu\n", d->nmodels);
+    help(t, "calibd_max_models", "gauge", "Models calibd holds at most (max_models).");
+    put(t, "calibd_max_models %llu\n", (unsigned long long)d->cfg.max_models);
+    help(t, "calibd_memory_bytes", "gauge", "Bytes the models' state holds.");
+    put(t, "calibd_memory_bytes %zu\n", d->mem.used);
+    help(t, "calibd_memory_limit_bytes", "gauge", "Bytes the models' state may hold (memory_limit).");
+    put(t, "calibd_memory_limit_bytes %llu\n", (unsigned long long)d->cfg.memory_limit);
+    help(t, "calibd_memory_refused_total", "counter",
+         "Allocations of the models' state refused by memory_limit.");
+    put(t, "calibd_memory_refused_total %llu\n", (unsigned long long)d->mem.refused);
+}
+
+static void model_memory(text *t, const snap *s, size_t n)
+{
+    help(t, "calibd_model_memory_bytes", "gauge", "Bytes a model's state holds.");
+    for (size_t i = 0; i < n; i++)
+        put(t, "calibd_model_memory_bytes{model=\"%s\"} %zu\n", s[i].m->name, s[i].m->mem.used);
+}
+
+/* The metrics of the daemon as a whole. */
+static void render_daemon(text *t, calibd *d)
+{
     help(t, "calibd_build_info", "gauge", "Always 1; the version of calibd as a label.");
     put(t, "calibd_build_info{version=\"%s\"} 1\n", PACKAGE_VERSION);
     help(t, "calibd_start_time_seconds", "gauge", "When calibd started, seconds since the epoch.");
     sample(t, d->started, "calibd_start_time_seconds");
     help(t, "calibd_messages_total", "counter", "Messages received on the ingest sockets.");
     put(t, "calibd_messages_total %llu\n", (unsigned long long)d->messages);
+    memory(t, d);
     sockets(t, d);
     snapshot_metrics(t, &d->snap);
     http_counters(t, &d->http);
-    rejections(t, d, s, d->nmodels);
-    counters(t, s, d->nmodels);
-    joins(t, s, d->nmodels);
+}
+
+/* The families of models s[0..n) (with d, the daemon's rejections too):
+ * each begins with help(), whatever n, so that a round renders each model
+ * into the same sequence of families. */
+static void render_models(text *t, const calibd *d, const snap *s, size_t n)
+{
+    rejections(t, d, s, n);
+    counters(t, s, n);
+    joins(t, s, n);
+    model_memory(t, s, n);
     for (int which = 0; which < 3; which++)
-        score_family(t, s, d->nmodels, which);
-    ece_family(t, s, d->nmodels);
-    score_counters(t, s, d->nmodels);
-    bin_counters(t, s, d->nmodels);
-    estimator_gauges(t, s, d->nmodels);
-    params_gauges(t, s, d->nmodels);
-    loop_gauges(t, s, d->nmodels);
-    free(s);
+        score_family(t, s, n, which);
+    ece_family(t, s, n);
+    score_counters(t, s, n);
+    bin_counters(t, s, n);
+    estimator_gauges(t, s, n);
+    params_gauges(t, s, n);
+    loop_gauges(t, s, n);
 }
 
 /* ------------------------------------------------------------ history */
@@ -603,16 +684,15 @@ static void render_history(text *t, const hist *h, long i, const char *name)
     put(t, "]}\n");
 }
 
-/* Loop thread: one point for each model with a window. */
-static void history_point(http_server *h, calibd *d, double wall)
+/* Loop thread: model m's point of the history, if it has a window. */
+static void history_add(http_server *h, model *m, double wall)
 {
+    if (!m->shaped || !m->view.have)
+        return;
     pthread_mutex_lock(&h->lock);
-    for (size_t i = 0; i < d->nmodels; i++) {
-        model *m = d->models[i];
-        if (!m->shaped || !m->view.have)
-            continue;
-        if (m->hist < 0 && (m->hist = hist_find(&h->hist, m->name, 1)) < 0)
-            continue; /* out of memory: no history for it, tried again next step */
+    if (m->hist < 0)
+        m->hist = hist_find(&h->hist, m->name, 1); /* -1 out of memory: next step */
+    if (m->hist >= 0) {
         const calib_accum *raw = &m->view.w.stat[VIEW_RAW * WS_PER_VIEW + WS_MAIN],
                           *cal = &m->view.w.stat[VIEW_CAL * WS_PER_VIEW + WS_MAIN];
         double ci[2][2];
@@ -627,25 +707,85 @@ static void history_point(http_server *h, calibd *d, double wall)
     pthread_mutex_unlock(&h->lock);
 }
 
+/* The history's file written from w; 0, or -1 with err set. */
+static int history_write(const calibd *d, const calib_mpw *w, char *err, size_t errlen)
+{
+    if (calib_mpw_error(w)) {
+        snprintf(err, errlen, "history: out of memory");
+        return -1;
+    }
+    return state_write_file(d->cfg.state_dir, "history", w->sb.data, w->sb.size, err, errlen);
+}
+
+static void history_logged(calibd *d, int rc, const char *err)
+{
+    if (rc != 0)
+        log_msg(&d->log, rc < 0 ? LOG_ERROR : LOG_WARN, "http", "%s", err);
+}
+
 int http_history_save(http_server *h, calibd *d)
 {
-    if (!h->mhd || !h->hist.cap)
+    if (!h->started || !h->hist.cap)
         return 0;
     calib_mpw w;
     char err[4800];
     calib_mpw_init(&w);
-    pthread_mutex_lock(&h->lock);
-    hist_write(&h->hist, &w);
-    pthread_mutex_unlock(&h->lock);
-    int rc = calib_mpw_error(&w) ? -1
-             : state_write_file(d->cfg.state_dir, "history", w.sb.data, w.sb.size, err,
-                                sizeof err);
-    if (calib_mpw_error(&w))
-        snprintf(err, sizeof err, "history: out of memory");
-    if (rc != 0)
-        log_msg(&d->log, rc < 0 ? LOG_ERROR : LOG_WARN, "http", "%s", err);
+    hist_write(&h->hist, &w); /* the loop's own: no lock to read it */
+    int rc = history_write(d, &w, err, sizeof err);
+    history_logged(d, rc, err);
     calib_mpw_destroy(&w);
     return rc < 0 ? -1 : 0;
+}
+
+/* The periodic save, a series at a time on the loop (the loop alone
+ * changes the history, so it reads it without the lock), written by a
+ * worker. */
+static size_t series_now(void *arg)
+{
+    return ((http_server *)arg)->hist.n;
+}
+
+static void save_series(void *arg, size_t i)
+{
+    http_server *h = arg;
+    hist_write_series(&h->hist, i, &h->saving.w);
+}
+
+static void save_work(uv_work_t *req)
+{
+    http_server *h = req->data;
+    http_saving *s = &h->saving;
+    s->rc = history_write(h->d, &s->w, s->err, sizeof s->err);
+}
+
+static void save_done(uv_work_t *req, int status)
+{
+    http_server *h = req->data;
+    h->saving.busy = 0;
+    history_logged(h->d, status ? -1 : h->saving.rc, status ? uv_strerror(status) : h->saving.err);
+}
+
+static void series_packed(void *arg)
+{
+    http_server *h = arg;
+    http_saving *s = &h->saving;
+    hist_write_end(&s->w);
+    s->work.data = h;
+    if (uv_queue_work(h->d->loop, &s->work, save_work, save_done) != 0) {
+        save_work(&s->work); /* no worker: at once */
+        save_done(&s->work, 0);
+    }
+}
+
+static void save_start(http_server *h)
+{
+    http_saving *s = &h->saving;
+    if (s->busy || !s->series.ready)
+        return;
+    s->busy = 1;
+    calib_mpw_reset(&s->w);
+    hist_write_begin(&h->hist, &s->w);
+    slicer_start(&s->series);
 }
 
 void http_history_load(http_server *h, calibd *d)
@@ -655,7 +795,7 @@ void http_history_load(http_server *h, calibd *d)
     if (!h->mhd || !h->hist.cap)
         return;
     /* 64 bytes a point at most, as hist_write writes them */
-    size_t max = 4096 + (d->cfg.history + 16) * 64 * (CFG_MAX_MODELS + 16);
+    size_t max = 4096 + (d->cfg.history + 16) * 64 * (d->cfg.max_models + 16);
     int rc = state_read_file(d->cfg.state_dir, "history", max, &buf, &len, err, sizeof err);
     if (rc == 1)
         return;
@@ -689,14 +829,50 @@ static struct MHD_Response *text_response(const char *body)
 
 /* A copy of a snapshot (under the lock), or 503 with Retry-After when
  * there is none yet. */
-static struct MHD_Response *snapshot(const char *data, size_t len, const char *type,
-                                     const char *what, unsigned *code)
+/* Text served: the server's current one and each response that sends it
+ * hold it, and the last to let go frees it, so a request copies nothing
+ * and holds no lock while it is sent. */
+typedef struct http_blob {
+    atomic_size_t refs;
+    size_t len;
+    char *data;
+} http_blob;
+
+static http_blob *blob_new(char *data, size_t len)
 {
-    if (data) {
-        struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)data,
-                                                                 MHD_RESPMEM_MUST_COPY);
+    http_blob *b = malloc(sizeof *b);
+    if (!b) {
+        free(data);
+        return NULL;
+    }
+    atomic_init(&b->refs, 1);
+    b->data = data;
+    b->len = len;
+    return b;
+}
+
+static void blob_release(void *arg)
+{
+    http_blob *b = arg;
+    if (b && atomic_fetch_sub(&b->refs, 1) == 1) {
+        free(b->data);
+        free(b);
+    }
+}
+
+/* The response of a snapshot (under the lock), or a 503 before there is
+ * one. */
+static struct MHD_Response *snapshot(http_blob *b, const char *type, const char *what,
+                                     unsigned *code)
+{
+    if (b) {
+        atomic_fetch_add(&b->refs, 1);
+        struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback_cls(
+            b->len, b->data, blob_release, b);
         if (r)
             MHD_add_response_header(r, "Content-Type", type);
+        else
+            blob_release(b);
         return r;
     }
     char body[128];
@@ -767,11 +943,12 @@ static struct MHD_Response *route(http_server *h, struct MHD_Connection *c, cons
     if (strcmp(url, "/metrics") == 0 || strcmp(url, "/status") == 0) {
         int metrics = url[1] == 'm';
         pthread_mutex_lock(&h->lock);
-        if (metrics)
-            r = snapshot(h->text, h->len, "text/plain; version=0.0.4", "metrics", code);
-        else {
+        if (metrics) {
+            h->metrics_wanted = mono_now();
+            r = snapshot(h->text, "text/plain; version=0.0.4", "metrics", code);
+        } else {
             h->status_wanted = mono_now();
-            r = snapshot(h->status, h->status_len, "application/json", "status", code);
+            r = snapshot(h->status, "application/json", "status", code);
         }
         pthread_mutex_unlock(&h->lock);
         return r;
@@ -920,63 +1097,180 @@ int http_start(http_server *h, const char *addr, const http_limits *lim, char *e
         snprintf(err, errlen, "http: cannot listen on %s", addr);
         return -1;
     }
+    h->started = 1;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_BIND_PORT);
     return info && info->port ? info->port : (int)port;
 }
 
-/* The status reply as JSON, malloc'ed; NULL out of memory. */
-static char *render_status(calibd *d, size_t *len)
+/* ------------------------------------------------------------ rounds */
+
+static size_t models_now(void *arg)
 {
-    calib_mpw w;
-    calib_mpw_init(&w);
-    control_pack_status(d, &w, NULL, 0);
-    char *json = calib_mpw_error(&w) ? NULL : msgpack_to_json(w.sb.data, w.sb.size, len);
-    calib_mpw_destroy(&w);
-    return json;
+    return ((http_server *)arg)->d->nmodels;
+}
+
+/* One model into the round: its metrics, family by family, its status,
+ * its history point. */
+static void round_model(void *arg, size_t i)
+{
+    http_server *h = arg;
+    http_round *r = &h->round;
+    model *m = h->d->models[i];
+    if (r->metrics && !r->failed) {
+        snap s = {.m = m, .w = &m->view.w, .have_w = m->view.have};
+        text t = fam_text(r, 0);
+        render_models(&t, NULL, &s, 1);
+        fam_stash(&t);
+        r->failed = t.failed;
+    }
+    if (r->status)
+        control_status_model(&r->st, m);
+    if (r->point)
+        history_add(h, m, r->point_at);
+}
+
+/* The worker's share: the parts joined into the text served, the status
+ * converted to JSON. Only the round's buffers are read. */
+static void join_work(uv_work_t *req)
+{
+    http_round *r = &((http_server *)req->data)->round;
+    r->text = r->json = NULL;
+    if (r->metrics && !r->failed) {
+        size_t len = r->daemon.len;
+        for (size_t f = 0; f < r->nfam; f++)
+            len += r->fam[f].len;
+        if ((r->text = malloc(len ? len : 1))) {
+            memcpy(r->text, r->daemon.buf, r->daemon.len);
+            r->text_len = r->daemon.len;
+            for (size_t f = 0; f < r->nfam; f++) {
+                memcpy(r->text + r->text_len, r->fam[f].buf, r->fam[f].len);
+                r->text_len += r->fam[f].len;
+            }
+        }
+    }
+    if (r->status && calib_mpw_error(&r->st) == CALIB_OK)
+        r->json = msgpack_to_json(r->st.sb.data, r->st.sb.size, &r->json_len);
+}
+
+/* Swaps in a new text (NULL: drop the current one, when keep is 0). */
+static void swap_blob(http_blob **cur, char *data, size_t len, int keep)
+{
+    http_blob *b = data ? blob_new(data, len) : NULL;
+    if (!b && keep)
+        return; /* out of memory: the last one stays */
+    blob_release(*cur);
+    *cur = b;
+}
+
+static void join_done(uv_work_t *req, int status)
+{
+    http_server *h = req->data;
+    http_round *r = &h->round;
+    if (status != 0) /* cancelled: nothing joined */
+        r->text = r->json = NULL;
+    r->busy = 0;
+    h->round_seconds = mono_now() - r->begun;
+    h->round_slice_max = r->models.slice_max;
+    if (!h->mhd) { /* stopped meanwhile */
+        free(r->text);
+        free(r->json);
+        return;
+    }
+    pthread_mutex_lock(&h->lock);
+    if (r->metrics || h->text) /* not asked for: dropped, so never stale */
+        swap_blob(&h->text, r->text, r->text_len, r->metrics);
+    if (r->status || h->status) /* not asked for: dropped, so never stale */
+        swap_blob(&h->status, r->json, r->json_len, r->status);
+    pthread_mutex_unlock(&h->lock);
+}
+
+static void round_rendered(void *arg)
+{
+    http_server *h = arg;
+    http_round *r = &h->round;
+    if (r->status)
+        control_status_end(&r->st);
+    r->busy = 2; /* the worker's */
+    r->work.data = h;
+    if (uv_queue_work(h->d->loop, &r->work, join_work, join_done) != 0) {
+        join_work(&r->work); /* no worker: at once */
+        join_done(&r->work, 0);
+    }
+}
+
+/* Starts a round: the daemon-wide metrics and every family's header now,
+ * the models in slices. */
+static void round_start(http_server *h, calibd *d, int metrics, int status, double point_at)
+{
+    http_round *r = &h->round;
+    r->busy = 1;
+    r->metrics = metrics;
+    r->status = status;
+    r->point = point_at > 0;
+    r->point_at = point_at;
+    r->failed = 0;
+    r->begun = mono_now();
+    if (metrics) {
+        text t = {.buf = r->daemon.buf, .cap = r->daemon.cap};
+        if (!t.buf && (t.buf = malloc(t.cap = 1 << 16)) == NULL)
+            t.failed = 1;
+        render_daemon(&t, d);
+        r->daemon = (http_text){t.buf, t.len, t.cap};
+        for (size_t f = 0; f < r->nfam; f++)
+            r->fam[f].len = 0;
+        text ft = fam_text(r, 1);
+        render_models(&ft, d, NULL, 0);
+        fam_stash(&ft);
+        r->failed = t.failed || ft.failed;
+    }
+    if (status) {
+        calib_mpw_reset(&r->st);
+        control_status_begin(d, &r->st);
+    }
+    slicer_start(&r->models);
+}
+
+/* The rounds' handles and buffers, at the first tick. */
+static int rounds_init(http_server *h, calibd *d)
+{
+    h->d = d;
+    calib_mpw_init(&h->round.st);
+    calib_mpw_init(&h->saving.w);
+    if (slicer_init(&h->round.models, d->loop, models_now, round_model, round_rendered, h) ||
+        slicer_init(&h->saving.series, d->loop, series_now, save_series, series_packed, h))
+        return -1;
+    return 0;
 }
 
 void http_update(http_server *h, calibd *d)
 {
     if (!h->mhd)
         return;
+    if (!h->d && rounds_init(h, d) != 0)
+        log_rl(&d->log, LOG_ERROR, "http", "cannot start rendering (libuv)");
     double now = mono_now(), wall = wall_now();
     pthread_mutex_lock(&h->lock);
     h->beat = now;
     h->health_timeout = d->cfg.health_timeout; /* a reload may change it */
-    int status = d->nmodels <= HTTP_STATUS_ALWAYS || now - h->status_wanted < 60;
+    int few = d->nmodels <= HTTP_STATUS_ALWAYS;
+    int status = few || now - h->status_wanted < HTTP_WANTED;
+    int metrics = few || now - h->metrics_wanted < HTTP_WANTED;
     pthread_mutex_unlock(&h->lock);
     cut_slow(h);
+    if (h->round.busy || !h->round.models.ready)
+        return;
+    double point_at = 0;
     if (h->hist.cap && wall >= h->next_point) {
         h->next_point = wall + h->hist.step;
-        history_point(h, d, wall);
+        point_at = wall;
     }
     if (h->next_save == 0) {
         h->next_save = now + HTTP_HISTORY_SAVE;
     } else if (h->hist.cap && now >= h->next_save) {
         h->next_save = now + HTTP_HISTORY_SAVE;
-        http_history_save(h, d);
+        save_start(h);
     }
-    size_t slen = 0;
-    char *json = status ? render_status(d, &slen) : NULL;
-    text t = {.cap = 1 << 16};
-    if ((t.buf = malloc(t.cap)))
-        render(&t, d);
-    if (!t.buf || t.failed) {
-        free(t.buf); /* keep serving the previous snapshot */
-        t.buf = NULL;
-    }
-    pthread_mutex_lock(&h->lock);
-    if (t.buf) {
-        free(h->text);
-        h->text = t.buf;
-        h->len = t.len;
-    }
-    if (json || !status) { /* not asked for: dropped, so never stale */
-        free(h->status);
-        h->status = json;
-        h->status_len = slen;
-    }
-    pthread_mutex_unlock(&h->lock);
+    round_start(h, d, metrics, status, point_at);
 }
 
 void http_stop(http_server *h)
@@ -985,9 +1279,27 @@ void http_stop(http_server *h)
         return;
     MHD_stop_daemon(h->mhd);
     h->mhd = NULL;
+    slicer_close(&h->round.models);
+    slicer_close(&h->saving.series);
+    h->round.busy = h->round.busy == 1 ? 0 : h->round.busy; /* a join still ends */
+}
+
+void http_free(http_server *h)
+{
+    if (!h->started)
+        return;
+    http_stop(h);
     pthread_mutex_destroy(&h->lock);
-    free(h->text);
-    free(h->status);
+    blob_release(h->text);
+    blob_release(h->status);
     h->text = h->status = NULL;
     hist_free(&h->hist);
+    free(h->round.daemon.buf);
+    for (size_t f = 0; f < h->round.nfam; f++)
+        free(h->round.fam[f].buf);
+    free(h->round.fam);
+    calib_mpw_destroy(&h->round.st);
+    calib_mpw_destroy(&h->saving.w);
+    h->round = (http_round){0};
+    h->started = 0;
 }

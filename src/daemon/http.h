@@ -1,13 +1,18 @@
 /* http.h — Prometheus metrics over HTTP (libmicrohttpd). The server thread
- * only ever serves a text snapshot that the loop thread rebuilds each tick,
- * so no daemon state is read off the loop thread. */
+ * only ever serves text that the loop thread renders, a slice at a time,
+ * in rounds (one starts each tick when none runs), so no daemon state is
+ * read off the loop thread. */
 #ifndef CALIBD_HTTP_H
 #define CALIBD_HTTP_H
 
 #include <pthread.h>
 #include <stddef.h>
 
+#include <uv.h>
+
+#include "calib/mpw.h"
 #include "hist.h"
+#include "slicer.h"
 
 struct calibd;
 
@@ -28,14 +33,53 @@ typedef struct http_limits {
     double history_step;    /* seconds between two points */
 } http_limits;
 
+/* A growing text buffer. */
+typedef struct http_text {
+    char *buf;
+    size_t len, cap;
+} http_text;
+
+/* A round of rendering: each model's metrics (into one buffer per metric
+ * family, so that a family's samples stay together as the text format
+ * wants), its status and, when due, its history point, a slice at a time;
+ * then a worker joins the parts into the text served, and the loop swaps
+ * it in. Its buffers are kept from round to round. */
+typedef struct http_round {
+    slicer models;          /* model i, in slices */
+    uv_work_t work;         /* the join */
+    int busy;               /* 1 rendering, 2 joining: the parts are the round's */
+    int metrics, status;    /* what it renders */
+    int point;              /* with a history point at point_at (wall) */
+    double point_at;
+    int failed;             /* out of memory: the last snapshots stay */
+    double begun;           /* monotonic time of its start */
+    http_text daemon;       /* the daemon-wide metrics */
+    http_text *fam;         /* [nfam]: the model families */
+    size_t nfam, famcap;
+    calib_mpw st;           /* the status, msgpack */
+    char *text, *json;      /* the worker's joined results */
+    size_t text_len, json_len;
+} http_round;
+
+/* A save of the history, a series at a time, then written by a worker. */
+typedef struct http_saving {
+    slicer series;
+    uv_work_t work;
+    int busy;
+    calib_mpw w;
+    int rc;
+    char err[4800];
+} http_saving;
+
 typedef struct http_server {
     struct MHD_Daemon *mhd;
+    struct calibd *d;       /* the loop's: set by http_update */
+    int started;            /* http_start succeeded; http_free undoes it */
     pthread_mutex_t lock;   /* everything below that the server thread reads */
-    char *text; /* the current /metrics snapshot, owned */
-    size_t len;
-    char *status;           /* the current /status snapshot (JSON), or NULL */
-    size_t status_len;
+    struct http_blob *text;   /* the current /metrics snapshot, or NULL */
+    struct http_blob *status; /* the current /status snapshot (JSON), or NULL */
     double status_wanted;   /* monotonic time /status was last asked for */
+    double metrics_wanted;  /* monotonic time /metrics was last asked for */
     double beat;            /* monotonic time of the loop's last tick */
     double health_timeout;  /* /healthz fails past beat + health_timeout */
     hist hist;              /* each model's history (GET /history) */
@@ -44,6 +88,11 @@ typedef struct http_server {
     http_limits lim;
     http_conn *conns;       /* open connections */
     unsigned long long timeouts; /* connections cut at their deadline */
+    /* the loop's alone */
+    http_round round;
+    http_saving saving;
+    double round_seconds;   /* the last round, start to swapped in */
+    double round_slice_max; /* its longest slice on the loop */
 } http_server;
 
 /* Starts serving on "ADDR:PORT" (IPv4; port 0 picks one). Returns the port
@@ -57,22 +106,30 @@ typedef struct http_server {
  * connections, lim->max_per_addr from one address. */
 int http_start(http_server *h, const char *addr, const http_limits *lim, char *err,
                size_t errlen);
-/* Loop thread, each tick: marks the loop alive (/healthz), replaces the
- * snapshots with the metrics and status of d, adds a history point every
- * history_step and saves the history every HTTP_HISTORY_SAVE seconds, and
- * cuts the connections past their deadline. */
+/* Loop thread, each tick: marks the loop alive (/healthz), starts a round
+ * that renders the metrics and status of d anew (unless one runs), with a
+ * history point every history_step, starts a save of the history every
+ * HTTP_HISTORY_SAVE seconds, and cuts the connections past their deadline.
+ * d->loop runs the rounds. */
 void http_update(http_server *h, struct calibd *d);
 /* Loads STATE_DIR/history (the history of the last run), keeping at most
  * d->cfg.history points a series; a file that cannot be trusted is moved
  * aside to history.bad with one log line. */
 void http_history_load(http_server *h, struct calibd *d);
-/* Saves the history to STATE_DIR/history, atomically. 0 or -1 (logged). */
+/* Saves the history to STATE_DIR/history, atomically, at once (at exit,
+ * after the loop: no save may run). 0 or -1 (logged). */
 int http_history_save(http_server *h, struct calibd *d);
+/* From the loop, at stop: serves no more, ends the rounds (a worker's join
+ * or write still finishes in the loop). */
 void http_stop(http_server *h);
+/* After the loop: frees everything. */
+void http_free(http_server *h);
 
 #define HTTP_HISTORY_SAVE 600.0 /* seconds between history saves */
-/* With more models than this, /status is rendered only while asked for
- * (within the last minute); the first request then answers 503. */
+/* With more models than this, /status and /metrics are rendered only
+ * while asked for (within the last minute); the first request then answers
+ * 503. */
 #define HTTP_STATUS_ALWAYS 256
+#define HTTP_WANTED 60.0 /* seconds a request keeps its text rendered */
 
 #endif

@@ -301,8 +301,7 @@ static void close_all(calibd *d)
     if (d->pub)
         zmq_close(d->pub);
     d->pub = NULL;
-    http_history_save(&d->http, d); /* no-op without HTTP */
-    http_stop(&d->http);
+    http_stop(&d->http); /* the history is saved after the loop */
     snapshots_stop(d); /* the final snapshot is written after the loop */
     alert_sinks_kill(d);
     if (!d->handles_ready)
@@ -466,6 +465,8 @@ int main(int argc, char **argv)
     if (code == 0)
         snapshots_final(&d);
     snapshots_free(&d);
+    http_history_save(&d.http, &d); /* no-op without HTTP */
+    http_free(&d.http);
     uv_loop_close(d.loop);
     if (d.zctx)
         zmq_ctx_term(d.zctx);

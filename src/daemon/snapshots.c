@@ -179,26 +179,26 @@ static int frame(calibd *d, uint64_t models)
     return calib_mpw_error(&s->head) == CALIB_OK ? 0 : -1;
 }
 
-/* The loop's share: a slice of packing between two rounds of messages. */
-static void on_idle(uv_idle_t *h)
+/* The loop's share, a slice at a time: the models, then the header. */
+static size_t models_now(void *arg)
 {
-    calibd *d = h->data;
+    return ((calibd *)arg)->nmodels;
+}
+
+static void pack_one(void *arg, size_t i)
+{
+    calibd *d = arg;
+    snapshot_pack_model(&d->snap.body, d->models[i]);
+}
+
+static void packed(void *arg)
+{
+    calibd *d = arg;
     snapshots *s = &d->snap;
-    uint64_t t0 = uv_hrtime();
-    while (s->next < d->nmodels) {
-        snapshot_pack_model(&s->body, d->models[s->next++]);
-        if (uv_hrtime() - t0 >= SNAPSHOT_SLICE_NS)
-            break;
-    }
-    double slice = (double)(uv_hrtime() - t0) * 1e-9;
-    if (slice > s->slice_max)
-        s->slice_max = slice;
-    if (s->next < d->nmodels)
-        return;
-    uv_idle_stop(&s->idle);
     s->packing = 0;
-    s->models = s->next;
-    if (frame(d, s->next) != 0) {
+    s->slice_max = s->pack.slice_max;
+    s->models = s->pack.next;
+    if (frame(d, s->models) != 0) {
         written(d, -1, "snapshot: out of memory to pack the models");
         s->next_due = loop_now(d) + d->cfg.snapshot_interval;
         return;
@@ -220,10 +220,10 @@ void snapshots_tick(calibd *d)
     if (d->cfg.snapshot_interval <= 0 || d->stopping || s->packing || s->writing)
         return;
     if (!s->ready) {
+        if (slicer_init(&s->pack, d->loop, models_now, pack_one, packed, d) != 0)
+            return; /* tried again next tick */
         calib_mpw_init(&s->head);
         calib_mpw_init(&s->body);
-        uv_idle_init(d->loop, &s->idle);
-        s->idle.data = d;
         s->ready = 1;
         s->next_due = now + d->cfg.snapshot_interval;
         return;
@@ -231,11 +231,9 @@ void snapshots_tick(calibd *d)
     if (now < s->next_due)
         return;
     calib_mpw_reset(&s->body);
-    s->next = 0;
-    s->slice_max = 0;
     s->begun_ns = uv_hrtime();
     s->packing = 1;
-    uv_idle_start(&s->idle, on_idle);
+    slicer_start(&s->pack);
 }
 
 void snapshots_stop(calibd *d)
@@ -243,9 +241,8 @@ void snapshots_stop(calibd *d)
     snapshots *s = &d->snap;
     if (!s->ready)
         return;
-    uv_idle_stop(&s->idle);
+    slicer_close(&s->pack);
     s->packing = 0;
-    uv_close((uv_handle_t *)&s->idle, NULL);
 }
 
 void snapshots_final(calibd *d)

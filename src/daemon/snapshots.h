@@ -1,8 +1,8 @@
 /*
  * snapshots.h — calibd's snapshots of every model (snapshot.h has the
- * format): restored at start, packed by the loop a slice of at most
- * SNAPSHOT_SLICE at a time every snapshot_interval seconds, written by a
- * worker thread, and written once more at exit.
+ * format): restored at start, packed by the loop a slice at a time
+ * (slicer.h) every snapshot_interval seconds, written by a worker thread,
+ * and written once more at exit.
  */
 #ifndef CALIBD_SNAPSHOTS_H
 #define CALIBD_SNAPSHOTS_H
@@ -13,21 +13,17 @@
 #include <uv.h>
 
 #include "calib/mpw.h"
+#include "slicer.h"
 
 struct calibd;
 
-/* The loop packs models for at most this long before it takes messages
- * again (one model is packed whole, however long it takes). */
-#define SNAPSHOT_SLICE_NS 2000000ull
-
 typedef struct snapshots {
-    int ready;            /* the idle handle is initialised */
+    int ready;            /* the slicer is initialised */
     int packing;          /* models are being packed into body */
     int writing;          /* the worker owns head and body */
-    uv_idle_t idle;
+    slicer pack;          /* packs model i into body */
     uv_work_t req;
     calib_mpw head, body;
-    size_t next;          /* the model packed next */
     uint64_t begun_ns;    /* uv_hrtime at the start of packing */
     double next_due;      /* loop_now of the next snapshot */
     int rc;               /* the worker's: state_write_parts' */

@@ -17,7 +17,8 @@ Modes:
   never-labelled --count row-form predictions of K = --k float32 logits
                  with unique ids
   huge-k         --count row-form predictions of K = --k (with "k")
-  new-models     --count models, one binary prediction with y each
+  new-models     --count models, one prediction of --k logits with y each
+                 (a binary p with --k 2)
   oversize       one batch one byte over --max-size
 """
 import argparse
@@ -104,7 +105,9 @@ def main():
             if time.monotonic() > deadline:
                 break
     elif a.mode == "new-models":
-        body = pack({"v": 1, "type": "pred", "p": 0.5, "y": 1})
+        body = pack({"v": 1, "type": "pred", "p": 0.5, "y": 1} if a.k == 2 else
+                    {"v": 1, "type": "pred", "k": a.k, "y": 1,
+                     "logits": struct.pack("<%df" % a.k, *([0.25] * a.k))})
         for i in range(a.count):
             send(body, model=b"%s-%d" % (topic, i))
             if time.monotonic() > deadline:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """probe.py — how fast calibd answers while it is under load: sends "ping"
 and "status" requests alternately to the control socket every --interval
-seconds for --seconds, and, with --http URL, fetches /metrics as well.
+seconds for --seconds (the status of the model --model, or of all), and,
+with --http URL, fetches /metrics as well.
 Prints one line of key=value figures: requests, failures (no answer within
 --timeout seconds), and the worst and 99th-percentile latency in ms of the
 control socket and of HTTP."""
@@ -25,6 +26,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--interval", type=float, default=0.02)
     ap.add_argument("--timeout", type=float, default=2)
+    ap.add_argument("--model", help="status of this model alone")
     a = ap.parse_args()
     ctx = zmq.Context()
     ctl, http, fails, n = [], [], 0, 0
@@ -38,7 +40,10 @@ def main():
         cmd = "ping" if n % 2 == 0 else "status"
         n += 1
         t = time.monotonic()
-        sock.send(msgpack.packb({"v": 1, "cmd": cmd}))
+        req = {"v": 1, "cmd": cmd}
+        if cmd == "status" and a.model:
+            req["model"] = a.model
+        sock.send(msgpack.packb(req))
         if sock.poll(int(a.timeout * 1000)):
             sock.recv()
             ctl.append((time.monotonic() - t) * 1000)

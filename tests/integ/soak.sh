@@ -12,7 +12,9 @@ if [ "${CALIB_SANITIZERS:-no}" = yes ]; then
 fi
 PY=/usr/bin/python3 # Debian's, with python3-zmq and python3-msgpack
 abuse() { "$PY" "$srcdir/tests/integ/abuse.py" "$@" --endpoint "$INGEST"; }
-probe() { "$PY" "$srcdir/tests/integ/probe.py" --control "$CONTROL" --http "$HTTP" "$@"; }
+# the status of one model (flood, the first made): the full status grows
+# with the models, which new_models makes by the thousand
+probe() { "$PY" "$srcdir/tests/integ/probe.py" --control "$CONTROL" --http "$HTTP" --model flood "$@"; }
 metric() { curl -s "$HTTP" | awk -v m="$1" '$1 == m {print $2; found = 1} END {if (!found) print 0}'; }
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" "$2"; }
 
@@ -22,6 +24,7 @@ cat > "$work/soak.conf" <<EOF
 max_msg_size = $MAXMSG
 ingest_memory = $INGEST_MEM
 memory_limit = $MEMLIMIT
+max_models = 100000
 http_timeout = 2
 EOF
 start_calibd -c "$work/soak.conf" --http 127.0.0.1:0 --log-level info
@@ -62,11 +65,13 @@ check "huge_k: the model takes predictions" '[ "$(metric "calibd_predictions_tot
 check "huge_k: its waiting predictions bounded in bytes" '[ "$(metric "calibd_join_evicted_total{model=\"huge\"}")" -gt 0 ]'
 check "huge_k: the capacities are logged" 'grep -q "huge: K = 65536: up to [0-9]* waiting items" "$work/calibd.log"'
 
-# ever-new model names: created until memory_limit, then each new one is
-# rejected at its first message, saying what to change
-under new_models 8 new-models --model storm --count 3000 --seconds 8
+# ever-new model names (K = 1000: about 550 KiB each, class-wise bins
+# included): created until memory_limit, then each new one is rejected at
+# its first message, saying what to change
+under new_models 8 new-models --model storm --k 1000 --count 3000 --seconds 8
 check "new_models: refused past memory_limit" '[ "$(metric "calibd_rejected_total{model=\"\",reason=\"memory_limit\"}")" -gt 0 ]'
-check "new_models: the log says what to change" 'grep -q "rejected (memory_limit).*raise it, or lower max_pending" "$work/calibd.log"'
+check "new_models: the log says what to change" 'grep -q "rejected (memory_limit).*raise memory_limit, or lower max_models" "$work/calibd.log"'
+check "new_models: the models hold no more than memory_limit" '[ "$(metric calibd_memory_bytes)" -le "$MEMLIMIT" ]'
 
 # 100 slow HTTP clients from another loopback address while 127.0.0.1 scrapes
 "$PY" "$srcdir/tests/integ/slowloris.py" "$HTTP" --clients 100 --seconds 6 --interval 0.5 \

@@ -17,6 +17,7 @@
 
 #include "calibd.h"
 #include "http.h"
+#include "registry.h"
 
 /* One request; returns the whole response (malloc'ed) and its status. */
 static char *request(int port, const char *method, const char *path, int *status)
@@ -56,14 +57,26 @@ static double mono(void)
 
 typedef struct fixture {
     calibd d;
+    uv_loop_t loop;
     int port;
 } fixture;
+
+/* A tick's round, run to its end: the loop runs the slices and the join. */
+static void tick(fixture *f)
+{
+    http_update(&f->d.http, &f->d);
+    uv_run(&f->loop, UV_RUN_DEFAULT);
+}
 
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
     assert_int_equal(config_init(&f->d.cfg), 0);
+    assert_int_equal(uv_loop_init(&f->loop), 0);
+    f->d.loop = &f->loop;
+    log_init(&f->d.log, LOG_ERROR, stderr);
+    f->d.hash_seed = 5;
     f->d.cfg.health_timeout = 5;
     f->d.ingest.name = "ingest";
     f->d.started = 1;
@@ -80,6 +93,10 @@ static int teardown(void **state)
 {
     fixture *f = *state;
     http_stop(&f->d.http);
+    uv_run(&f->loop, UV_RUN_DEFAULT); /* the handles' closing */
+    http_free(&f->d.http);
+    assert_int_equal(uv_loop_close(&f->loop), 0);
+    registry_free(&f->d);
     config_free(&f->d.cfg);
     free(f);
     return 0;
@@ -101,7 +118,7 @@ static void healthz_follows_the_loop(void **state)
     char *r = request(f->port, "GET", "/healthz", &code);
     assert_int_equal(code, 503); /* no tick yet */
     free(r);
-    http_update(&f->d.http, &f->d); /* a tick */
+    tick(f);
     r = request(f->port, "GET", "/healthz", &code);
     assert_int_equal(code, 200);
     assert_non_null(strstr(r, "\r\n\r\nok\n"));
@@ -111,7 +128,7 @@ static void healthz_follows_the_loop(void **state)
     assert_int_equal(code, 503);
     assert_non_null(strstr(r, "has not ticked for 6."));
     free(r);
-    http_update(&f->d.http, &f->d); /* it ticks again */
+    tick(f); /* it ticks again */
     r = request(f->port, "GET", "/healthz", &code);
     assert_int_equal(code, 200);
     free(r);
@@ -130,7 +147,7 @@ static void rendered_snapshots(void **state)
     r = request(f->port, "GET", "/metrics", &code);
     assert_int_equal(code, 503);
     free(r);
-    http_update(&f->d.http, &f->d);
+    tick(f);
     r = request(f->port, "GET", "/status", &code);
     assert_int_equal(code, 200);
     assert_non_null(strstr(r, "Content-Type: application/json"));
@@ -140,6 +157,58 @@ static void rendered_snapshots(void **state)
     r = request(f->port, "GET", "/metrics", &code);
     assert_int_equal(code, 200);
     assert_non_null(strstr(r, "calibd_build_info{version=\"" PACKAGE_VERSION "\"} 1\n"));
+    free(r);
+}
+
+/* Models rendered one at a time into a family each keep the text format's
+ * rule: every family's samples in one group under its one HELP and TYPE;
+ * and every model is there, in the metrics and in the status. */
+static void families_stay_together(void **state)
+{
+    fixture *f = *state;
+    f->d.cfg.defaults.form = CALIB_FORM_LOGITS;
+    f->d.cfg.defaults.k = 3;
+    f->d.cfg.defaults.max_pending = 16;
+    char name[16];
+    int why = 0;
+    for (int i = 0; i < 5; i++) {
+        int n = snprintf(name, sizeof name, "m%d", i);
+        assert_non_null(registry_get(&f->d, name, (size_t)n, 1, &why));
+    }
+    tick(f);
+    int code;
+    char *r = request(f->port, "GET", "/metrics", &code);
+    assert_int_equal(code, 200);
+    char *body = strstr(r, "\r\n\r\n");
+    assert_non_null(body);
+    /* each TYPE once; each sample under the TYPE of its name */
+    char types[256][96], cur[96] = "";
+    size_t ntypes = 0, samples = 0, scored = 0;
+    for (char *line = strtok(body + 4, "\n"); line; line = strtok(NULL, "\n")) {
+        char nm[96];
+        if (sscanf(line, "# TYPE %95s", nm) == 1) {
+            for (size_t i = 0; i < ntypes; i++)
+                assert_string_not_equal(types[i], nm);
+            assert_true(ntypes < 256);
+            snprintf(types[ntypes++], sizeof types[0], "%s", nm);
+            snprintf(cur, sizeof cur, "%s", nm);
+        } else if (line[0] != '#') {
+            size_t len = strcspn(line, "{ ");
+            assert_true(len == strlen(cur) && strncmp(line, cur, len) == 0);
+            samples++;
+            const char *sc = "calibd_scored_total{model=\"m";
+            scored += strncmp(line, sc, strlen(sc)) == 0;
+        }
+    }
+    assert_int_equal(scored, 5);
+    assert_true(ntypes > 40 && samples > 5 * 40);
+    free(r);
+    r = request(f->port, "GET", "/status", &code);
+    assert_int_equal(code, 200);
+    for (int i = 0; i < 5; i++) {
+        snprintf(name, sizeof name, "\"m%d\": {", i);
+        assert_non_null(strstr(r, name));
+    }
     free(r);
 }
 
@@ -196,6 +265,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(healthz_follows_the_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(rendered_snapshots, setup, teardown),
+        cmocka_unit_test_setup_teardown(families_stay_together, setup, teardown),
         cmocka_unit_test_setup_teardown(the_page, setup, teardown),
         cmocka_unit_test_setup_teardown(history, setup, teardown),
         cmocka_unit_test_setup_teardown(refusals, setup, teardown),
