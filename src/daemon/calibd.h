@@ -50,6 +50,12 @@ typedef struct calibd {
     int sinks_running;
     uint64_t sinks_failed, sinks_killed, sinks_dropped;
     snapshots snap;     /* snapshots.c */
+    struct {            /* loop.c: the tick's pass over the models, in slices */
+        slicer models;
+        double now, wall;
+        int republish;
+        uint64_t overruns; /* ticks that found the last pass still running */
+    } pass;
     int stopping;
     int handles_ready; /* signals and timer initialised */
     int exit_code;

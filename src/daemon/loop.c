@@ -673,27 +673,52 @@ static void memory_check(calibd *d, model *m, double wall)
     m->mem_refused_logged = m->mem.refused;
 }
 
+static size_t pass_count(void *arg)
+{
+    return ((calibd *)arg)->nmodels;
+}
+
+static void pass_model(void *arg, size_t i)
+{
+    calibd *d = arg;
+    model *m = d->models[i];
+    /* every model's join table, also one that holds labels only */
+    model_join_tick(m, d->pass.now); /* TTLs are intervals: monotonic */
+    memory_check(d, m, d->pass.wall);
+    if (!m->shaped)
+        return;
+    model_view_fill(m, d->pass.wall); /* what status, metrics and alerts read */
+    alert_check(d, m);
+    if (m->loop.refit.phase == PHASE_OFF)
+        return;
+    model_tick(d, m);
+    if (d->pass.republish)
+        send_params(d, m);
+}
+
+static void pass_done(void *arg)
+{
+    (void)arg;
+}
+
+int loop_tick_init(calibd *d)
+{
+    return slicer_init(&d->pass.models, d->loop, pass_count, pass_model, pass_done, d);
+}
+
 void loop_tick(calibd *d, double wall)
 {
-    double now = loop_now(d);
-    int republish = now >= d->next_republish;
-    if (republish)
-        d->next_republish = now + d->cfg.params_interval;
-    for (size_t i = 0; i < d->nmodels; i++) {
-        model *m = d->models[i];
-        /* every model's join table, also one that holds labels only */
-        model_join_tick(m, now); /* TTLs are intervals: monotonic */
-        memory_check(d, m, wall);
-        if (!m->shaped)
-            continue;
-        model_view_fill(m, wall); /* what status, metrics and alerts read */
-        alert_check(d, m);
-        if (m->loop.refit.phase == PHASE_OFF)
-            continue;
-        model_tick(d, m);
-        if (republish)
-            send_params(d, m);
+    if (d->pass.models.running) {
+        d->pass.overruns++;
+        return;
     }
+    double now = loop_now(d);
+    d->pass.now = now;
+    d->pass.wall = wall;
+    d->pass.republish = now >= d->next_republish;
+    if (d->pass.republish)
+        d->next_republish = now + d->cfg.params_interval;
+    slicer_start(&d->pass.models);
 }
 
 /* ------------------------------------------------------------ status */

@@ -19,9 +19,13 @@ struct model_params;
  * only when out of memory. */
 int loop_attach(struct calibd *d, struct model *m);
 
-/* Periodic work: drift alarms, scheduled refits, the gate's decisions,
- * alert rules, republishing every params_interval. wall: wall_now(), for
- * the windows; intervals run on loop_now(). */
+/* Periodic work: join expiry, drift alarms, scheduled refits, the gate's
+ * decisions, alert rules, republishing every params_interval, for every
+ * model, in a pass a slice at a time (slicer.h); a tick that finds the
+ * last pass still running starts none (counted). wall: wall_now(), for
+ * the windows; intervals run on loop_now(). loop_tick_init first (0, or a
+ * libuv error code). */
+int loop_tick_init(struct calibd *d);
 void loop_tick(struct calibd *d, double wall);
 
 /* `calibctl refit MODEL`: starts a refit on the ring now. Returns the

@@ -302,6 +302,7 @@ static void close_all(calibd *d)
         zmq_close(d->pub);
     d->pub = NULL;
     http_stop(&d->http); /* the history is saved after the loop */
+    slicer_close(&d->pass.models);
     snapshots_stop(d); /* the final snapshot is written after the loop */
     alert_sinks_kill(d);
     if (!d->handles_ready)
@@ -403,6 +404,10 @@ static int start_loop(calibd *d, char *err, size_t errlen)
         (d->have_pull &&
          zsock_monitor(&d->pull, &d->pull_monitor, d->zctx, d->loop, on_peer_gone, d) != 0)) {
         snprintf(err, errlen, "zmq_socket_monitor: %s", zmq_strerror(errno));
+        return -1;
+    }
+    if ((rc = loop_tick_init(d)) != 0) {
+        snprintf(err, errlen, "uv_idle_init: %s", uv_strerror(rc));
         return -1;
     }
     uv_timer_init(d->loop, &d->tick);
