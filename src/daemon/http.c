@@ -1151,6 +1151,12 @@ static void join_work(uv_work_t *req)
             }
         }
     }
+    /* the families' buffers go: the joined text is their copy, and the
+     * next round's grow again (one copy of the text kept, not two) */
+    for (size_t f = 0; f < r->nfam; f++) {
+        free(r->fam[f].buf);
+        r->fam[f] = (http_text){0};
+    }
     if (r->status && calib_mpw_error(&r->st) == CALIB_OK)
         r->json = msgpack_to_json(r->st.sb.data, r->st.sb.size, &r->json_len);
 }

@@ -49,7 +49,7 @@ int state_write_parts(const char *dir, const char *name, const state_part *parts
         goto fail;
     int ok = 1;
     for (int i = 0; ok && i < n; i++)
-        ok = fwrite(parts[i].data, 1, parts[i].len, f) == parts[i].len;
+        ok = !parts[i].len || fwrite(parts[i].data, 1, parts[i].len, f) == parts[i].len;
     if (!ok || fflush(f) != 0 || fsync(fileno(f)) != 0) {
         int saved = errno;
         fclose(f);

@@ -1,0 +1,111 @@
+/* test_slicer.c — the loop's work a slice at a time (slicer.h), on a libuv
+ * loop without sockets: every item handled once, in order, over several
+ * slices none much longer than SLICE_NS; items added during a run are
+ * taken; a run stopped midway ends without done. */
+#define _POSIX_C_SOURCE 200809L
+#include "unit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "slicer.h"
+
+typedef struct job {
+    size_t n;            /* items now */
+    size_t *seen;        /* order of the items handled */
+    size_t nseen, cap;
+    int done;
+    uint64_t step_ns;    /* each item's cost */
+    size_t grow_at, grow_to; /* at item grow_at, n becomes grow_to */
+    size_t stop_at;      /* at item stop_at, the run is stopped */
+    slicer *s;
+} job;
+
+static size_t count(void *arg)
+{
+    return ((job *)arg)->n;
+}
+
+static void step(void *arg, size_t i)
+{
+    job *j = arg;
+    assert_true(j->nseen < j->cap);
+    j->seen[j->nseen++] = i;
+    uint64_t t0 = uv_hrtime();
+    while (uv_hrtime() - t0 < j->step_ns)
+        ;
+    if (i == j->grow_at)
+        j->n = j->grow_to;
+    if (i == j->stop_at)
+        slicer_stop(j->s);
+}
+
+static void done(void *arg)
+{
+    ((job *)arg)->done++;
+}
+
+/* Runs a job on a fresh loop; returns the slicer's longest slice. */
+static double run(job *j, uv_loop_t *loop, slicer *s)
+{
+    j->s = s;
+    assert_int_equal(slicer_init(s, loop, count, step, done, j), 0);
+    slicer_start(s);
+    slicer_start(s); /* running: nothing */
+    assert_int_equal(uv_run(loop, UV_RUN_DEFAULT), 0);
+    double max = s->slice_max;
+    slicer_close(s);
+    uv_run(loop, UV_RUN_DEFAULT);
+    return max;
+}
+
+/* 1000 items of 20 us: 20 ms of work in slices of about 2 ms. */
+static void all_in_order_in_slices(void **state)
+{
+    uv_loop_t loop;
+    slicer s;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    job j = {.n = 1000, .cap = 1000, .step_ns = 20000, .grow_at = SIZE_MAX,
+             .stop_at = SIZE_MAX};
+    j.seen = calloc(j.cap, sizeof *j.seen);
+    assert_non_null(j.seen);
+    double max = run(&j, &loop, &s);
+    assert_int_equal(j.nseen, 1000);
+    for (size_t i = 0; i < 1000; i++)
+        assert_int_equal(j.seen[i], i);
+    assert_int_equal(j.done, 1);
+    print_message("longest slice %.2f ms\n", max * 1e3);
+    assert_true(max >= SLICE_NS * 1e-9 && max < 0.05);
+    free(j.seen);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* Items added during the run are handled in the same run; a run stopped
+ * midway calls no done and handles nothing more. */
+static void grows_and_stops(void **state)
+{
+    uv_loop_t loop;
+    slicer s;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    job j = {.n = 10, .cap = 100, .grow_at = 5, .grow_to = 40, .stop_at = SIZE_MAX};
+    j.seen = calloc(j.cap, sizeof *j.seen);
+    assert_non_null(j.seen);
+    run(&j, &loop, &s);
+    assert_int_equal(j.nseen, 40);
+    assert_int_equal(j.done, 1);
+    j = (job){.n = 50, .cap = 100, .seen = j.seen, .grow_at = SIZE_MAX, .stop_at = 20};
+    run(&j, &loop, &s);
+    assert_int_equal(j.nseen, 21);
+    assert_int_equal(j.done, 0);
+    free(j.seen);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(all_in_order_in_slices),
+        cmocka_unit_test(grows_and_stops),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
