@@ -12,8 +12,8 @@ model *registry_find(const calibd *d, const char *name, size_t len);
 
 /*
  * The model of that name; with create, made if it does not exist and may:
- * auto_models (or a [model] section), fewer than CFG_MAX_MODELS, and room
- * under memory_limit. NULL with *reject set (REJ_UNKNOWN_MODEL,
+ * auto_models (or a [model] section), fewer than max_models, and room
+ * under memory_limit for its first state. NULL with *reject set (REJ_UNKNOWN_MODEL,
  * REJ_TOO_MANY_MODELS, REJ_MEMORY_LIMIT, CALIB_REJ_NO_MEMORY) when not.
  */
 model *registry_get(calibd *d, const char *name, size_t len, int create, int *reject);
