@@ -1,0 +1,345 @@
+/*
+ * bench_rate.c — the parts of tests/bench/bench_throughput.sh that must be
+ * fast: a producer of pre-encoded protocol-v1 messages, a null consumer
+ * (the transport's limit: receive with libzmq, decode with msgpack-c, count
+ * the predictions), and a waiter that asks calibd's control socket until a
+ * model has scored so many pairs.
+ *
+ *   bench_rate send --endpoint EP --model M --k K --batch B --count N [--labels]
+ *   bench_rate null --endpoint EP --count N [--labels]
+ *   bench_rate wait --control EP --model M --scored N [--timeout S]
+ *
+ * send: N predictions of K float32 logits in messages of B rows (B = 1: the
+ * row form), with their outcomes inline, or (--labels) without, each
+ * message followed by one of labels for the same ids. The messages are
+ * encoded once, from 64 templates; only the ids (fixed-width uint64, at
+ * known offsets) are written per message, so the producer costs a memcpy
+ * and a send. PUSH blocks when calibd's queue is full: nothing is dropped.
+ * null: binds a PULL socket on EP (prints "endpoint=" with the address
+ * bound first), decodes every message with msgpack-c and exits when it has
+ * counted N predictions (and N labels with --labels).
+ * wait: polls {"cmd": "status", "model": M} every 5 ms until "scored" >= N.
+ * Each prints what it did on one line; exit 0, 1 on failure, 2 on usage.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <msgpack.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zmq.h>
+
+#define TEMPLATES 64
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static const char *opt(int argc, char **argv, const char *name, const char *def)
+{
+    for (int i = 2; i + 1 < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return argv[i + 1];
+    return def;
+}
+
+static int flag(int argc, char **argv, const char *name)
+{
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+static int die(const char *what)
+{
+    fprintf(stderr, "bench_rate: %s: %s\n", what, zmq_strerror(zmq_errno()));
+    return 1;
+}
+
+/* ------------------------------------------------------------------ send */
+
+/* One encoded message and where its ids' 8 bytes are. */
+typedef struct tmpl {
+    msgpack_sbuffer sb;
+    size_t *id_at; /* batch offsets of the big-endian ids */
+} tmpl;
+
+static void key(msgpack_packer *pk, const char *k)
+{
+    msgpack_pack_str(pk, strlen(k));
+    msgpack_pack_str_body(pk, k, strlen(k));
+}
+
+/* A message of b rows: predictions (pred 1) with or without y, or labels. */
+static int encode(tmpl *t, int pred, size_t k, size_t b, int with_y, uint64_t *rng)
+{
+    msgpack_sbuffer_init(&t->sb);
+    t->id_at = malloc(b * sizeof *t->id_at);
+    float *x = malloc(b * k * sizeof *x);
+    if (!t->id_at || !x) {
+        free(x);
+        return -1;
+    }
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &t->sb, msgpack_sbuffer_write);
+    int row = b == 1;
+    msgpack_pack_map(&pk, (uint32_t)(2 + 1 + (row ? 0 : 1) + (pred ? 2 : 0) + (with_y ? 1 : 0)));
+    key(&pk, "v");
+    msgpack_pack_uint8(&pk, 1);
+    key(&pk, "type");
+    msgpack_pack_str(&pk, pred ? 4 : 5);
+    msgpack_pack_str_body(&pk, pred ? "pred" : "label", pred ? 4 : 5);
+    if (!row) {
+        key(&pk, "n");
+        msgpack_pack_uint32(&pk, (uint32_t)b);
+    }
+    key(&pk, "id");
+    if (!row)
+        msgpack_pack_array(&pk, (uint32_t)b);
+    for (size_t i = 0; i < b; i++) {
+        t->id_at[i] = t->sb.size + 1; /* after the 0xcf */
+        msgpack_pack_fix_uint64(&pk, 0);
+    }
+    if (pred) {
+        key(&pk, "k");
+        msgpack_pack_uint32(&pk, (uint32_t)k);
+        for (size_t i = 0; i < b * k; i++) {
+            *rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
+            x[i] = (float)((double)(*rng >> 11) * 0x1.0p-53 * 6 - 3);
+        }
+        key(&pk, "logits");
+        msgpack_pack_bin(&pk, b * k * sizeof *x);
+        msgpack_pack_bin_body(&pk, x, b * k * sizeof *x); /* little-endian hosts */
+    }
+    if (with_y) {
+        key(&pk, "y");
+        if (!row)
+            msgpack_pack_array(&pk, (uint32_t)b);
+        for (size_t i = 0; i < b; i++)
+            msgpack_pack_uint32(&pk, (uint32_t)((i * 7 + *rng) % k));
+    }
+    free(x);
+    return t->sb.data ? 0 : -1;
+}
+
+static void put_ids(tmpl *t, size_t b, uint64_t first)
+{
+    for (size_t i = 0; i < b; i++) {
+        uint64_t v = first + i;
+        unsigned char *p = (unsigned char *)t->sb.data + t->id_at[i];
+        for (int j = 0; j < 8; j++)
+            p[j] = (unsigned char)(v >> (56 - 8 * j));
+    }
+}
+
+static int send_one(void *s, const char *model, const tmpl *t)
+{
+    if (zmq_send(s, model, strlen(model), ZMQ_SNDMORE) < 0 ||
+        zmq_send(s, t->sb.data, t->sb.size, 0) < 0)
+        return -1;
+    return 0;
+}
+
+static int cmd_send(int argc, char **argv)
+{
+    const char *ep = opt(argc, argv, "--endpoint", NULL), *model = opt(argc, argv, "--model", NULL);
+    size_t k = strtoul(opt(argc, argv, "--k", "10"), NULL, 10);
+    size_t b = strtoul(opt(argc, argv, "--batch", "1"), NULL, 10);
+    uint64_t n = strtoull(opt(argc, argv, "--count", "0"), NULL, 10);
+    int labels = flag(argc, argv, "--labels");
+    if (!ep || !model || k < 2 || b < 1 || n % b) {
+        fprintf(stderr, "bench_rate send: --endpoint, --model, --k >= 2, --batch dividing --count\n");
+        return 2;
+    }
+    tmpl preds[TEMPLATES], labs[TEMPLATES];
+    uint64_t rng = 42;
+    for (int i = 0; i < TEMPLATES; i++)
+        if (encode(&preds[i], 1, k, b, !labels, &rng) != 0 ||
+            (labels && encode(&labs[i], 0, k, b, 1, &rng) != 0)) {
+            fprintf(stderr, "bench_rate: out of memory\n");
+            return 1;
+        }
+    void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_PUSH);
+    int linger = -1;
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_connect(s, ep) != 0)
+        return die("connect");
+    double t0 = now();
+    uint64_t msgs = 0;
+    for (uint64_t id = 1; id <= n; id += b) {
+        tmpl *p = &preds[(id / b) % TEMPLATES];
+        put_ids(p, b, id);
+        if (send_one(s, model, p) != 0)
+            return die("send");
+        msgs++;
+        if (labels) {
+            tmpl *l = &labs[(id / b) % TEMPLATES];
+            put_ids(l, b, id);
+            if (send_one(s, model, l) != 0)
+                return die("send");
+            msgs++;
+        }
+    }
+    double t = now() - t0;
+    printf("sent=%llu messages=%llu seconds=%.3f bytes_per_message=%zu\n",
+           (unsigned long long)n, (unsigned long long)msgs, t, preds[0].sb.size);
+    zmq_close(s);
+    zmq_ctx_term(ctx);
+    for (int i = 0; i < TEMPLATES; i++) {
+        msgpack_sbuffer_destroy(&preds[i].sb);
+        free(preds[i].id_at);
+        if (labels) {
+            msgpack_sbuffer_destroy(&labs[i].sb);
+            free(labs[i].id_at);
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ null */
+
+static const msgpack_object *get(const msgpack_object *o, const char *k)
+{
+    if (o->type != MSGPACK_OBJECT_MAP)
+        return NULL;
+    for (uint32_t i = 0; i < o->via.map.size; i++) {
+        const msgpack_object *kk = &o->via.map.ptr[i].key;
+        if (kk->type == MSGPACK_OBJECT_STR && kk->via.str.size == strlen(k) &&
+            memcmp(kk->via.str.ptr, k, kk->via.str.size) == 0)
+            return &o->via.map.ptr[i].val;
+    }
+    return NULL;
+}
+
+static int cmd_null(int argc, char **argv)
+{
+    const char *ep = opt(argc, argv, "--endpoint", NULL);
+    uint64_t n = strtoull(opt(argc, argv, "--count", "0"), NULL, 10);
+    int labels = flag(argc, argv, "--labels");
+    if (!ep || !n) {
+        fprintf(stderr, "bench_rate null: --endpoint, --count\n");
+        return 2;
+    }
+    void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_PULL);
+    if (zmq_bind(s, ep) != 0)
+        return die("bind");
+    char bound[256];
+    size_t blen = sizeof bound;
+    if (zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, bound, &blen) == 0) {
+        printf("endpoint=%s\n", bound); /* for an ephemeral port (tcp://HOST:*) */
+        fflush(stdout);
+    }
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    zmq_msg_t topic, body;
+    zmq_msg_init(&topic);
+    zmq_msg_init(&body);
+    uint64_t preds = 0, labs = 0, bad = 0;
+    double t0 = 0;
+    while (preds < n || (labels && labs < n)) {
+        if (zmq_msg_recv(&topic, s, 0) < 0 || zmq_msg_recv(&body, s, 0) < 0)
+            return die("recv");
+        if (!t0)
+            t0 = now();
+        size_t off = 0;
+        if (msgpack_unpack_next(&u, zmq_msg_data(&body), zmq_msg_size(&body), &off) !=
+            MSGPACK_UNPACK_SUCCESS) {
+            bad++;
+            continue;
+        }
+        const msgpack_object *type = get(&u.data, "type"), *cnt = get(&u.data, "n");
+        uint64_t rows = cnt && cnt->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? cnt->via.u64 : 1;
+        if (type && type->type == MSGPACK_OBJECT_STR && type->via.str.size == 4)
+            preds += rows;
+        else
+            labs += rows;
+    }
+    printf("received=%llu labels=%llu bad=%llu seconds=%.3f\n", (unsigned long long)preds,
+           (unsigned long long)labs, (unsigned long long)bad, now() - t0);
+    msgpack_unpacked_destroy(&u);
+    zmq_msg_close(&topic);
+    zmq_msg_close(&body);
+    zmq_close(s);
+    zmq_ctx_term(ctx);
+    return bad ? 1 : 0;
+}
+
+/* ------------------------------------------------------------------ wait */
+
+/* The model's "scored" in a status reply, or -1. */
+static long long scored_of(const char *data, size_t len, const char *model)
+{
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    size_t off = 0;
+    long long v = -1;
+    if (msgpack_unpack_next(&u, data, len, &off) == MSGPACK_UNPACK_SUCCESS) {
+        const msgpack_object *ms = get(&u.data, "models"), *m = ms ? get(ms, model) : NULL,
+                             *sc = m ? get(m, "scored") : NULL;
+        if (sc && sc->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+            v = (long long)sc->via.u64;
+    }
+    msgpack_unpacked_destroy(&u);
+    return v;
+}
+
+static int cmd_wait(int argc, char **argv)
+{
+    const char *ep = opt(argc, argv, "--control", NULL), *model = opt(argc, argv, "--model", NULL);
+    long long n = strtoll(opt(argc, argv, "--scored", "0"), NULL, 10);
+    double timeout = strtod(opt(argc, argv, "--timeout", "600"), NULL);
+    if (!ep || !model) {
+        fprintf(stderr, "bench_rate wait: --control, --model, --scored\n");
+        return 2;
+    }
+    msgpack_sbuffer req;
+    msgpack_sbuffer_init(&req);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &req, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 3);
+    key(&pk, "v");
+    msgpack_pack_uint8(&pk, 1);
+    key(&pk, "cmd");
+    key(&pk, "status");
+    key(&pk, "model");
+    key(&pk, model);
+    void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_REQ);
+    if (zmq_connect(s, ep) != 0)
+        return die("connect");
+    double t0 = now();
+    long long got = -1;
+    struct timespec pause = {0, 5000000};
+    while (now() - t0 < timeout) {
+        zmq_msg_t rep;
+        zmq_msg_init(&rep);
+        if (zmq_send(s, req.data, req.size, 0) < 0 || zmq_msg_recv(&rep, s, 0) < 0)
+            return die("control");
+        got = scored_of(zmq_msg_data(&rep), zmq_msg_size(&rep), model);
+        zmq_msg_close(&rep);
+        if (got >= n)
+            break;
+        nanosleep(&pause, NULL);
+    }
+    printf("scored=%lld seconds=%.3f\n", got, now() - t0);
+    msgpack_sbuffer_destroy(&req);
+    zmq_close(s);
+    zmq_ctx_term(ctx);
+    return got >= n ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "send") == 0)
+        return cmd_send(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "null") == 0)
+        return cmd_null(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "wait") == 0)
+        return cmd_wait(argc, argv);
+    fprintf(stderr, "usage: bench_rate send|null|wait ... (see the source's head)\n");
+    return 2;
+}
