@@ -128,6 +128,7 @@ int model_init(model *m, const model_cfg *cfg, uint64_t seed, calib_budget *pare
     if (calib_budget_take(&m->mem, sizeof *m) != CALIB_OK)
         return CALIB_ENOMEM;
     memcpy(m->name, cfg->name, sizeof m->name);
+    m->name_len = strlen(m->name);
     m->cfg = *cfg;
     model_size(cfg, -1, 0, &m->sizes);
     snprintf(m->params.method, sizeof m->params.method, "identity");

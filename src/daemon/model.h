@@ -128,6 +128,7 @@ typedef struct model_loop {
 
 typedef struct model {
     char name[CFG_NAME_MAX + 1];
+    size_t name_len;  /* strlen(name): compared per message by the registry */
     model_cfg cfg;
     model_sizes sizes; /* what it holds at most now (model_size) */
     calib_budget mem;  /* what it holds now: every allocation of its state is

@@ -179,7 +179,7 @@ model *registry_find(const calibd *d, const char *name, size_t len)
         if (slot == INDEX_EMPTY)
             return NULL;
         const model *m = d->models[slot];
-        if (strlen(m->name) == len && memcmp(m->name, name, len) == 0)
+        if (m->name_len == len && memcmp(m->name, name, len) == 0)
             return d->models[slot];
     }
 }

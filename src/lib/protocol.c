@@ -252,9 +252,13 @@ enum proto_key {
     KEY_VAR, KEY_Y, KEY_N, KEY_K, KEY_COUNT
 };
 
-static const char *const key_names[KEY_COUNT] = {
-    "v", "type", "id", "ts", "logits", "probs", "p", "mean", "var", "y",
-    "n", "k",
+#define KEY(s) {s, (uint8_t)(sizeof(s) - 1)}
+static const struct {
+    const char *name;
+    uint8_t len;
+} keys[KEY_COUNT] = {
+    KEY("v"), KEY("type"), KEY("id"), KEY("ts"), KEY("logits"), KEY("probs"), KEY("p"),
+    KEY("mean"), KEY("var"), KEY("y"), KEY("n"), KEY("k"),
 };
 
 int calib_proto_str_is(const msgpack_object_str *s, const char *lit)
@@ -263,10 +267,13 @@ int calib_proto_str_is(const msgpack_object_str *s, const char *lit)
     return s->size == n && memcmp(s->ptr, lit, n) == 0;
 }
 
+/* Told apart by length and first byte before any comparison, without a
+ * strlen per key per message. */
 static int key_index(const msgpack_object_str *s)
 {
     for (int i = 0; i < KEY_COUNT; i++)
-        if (calib_proto_str_is(s, key_names[i]))
+        if (s->size == keys[i].len && s->ptr[0] == keys[i].name[0] &&
+            memcmp(s->ptr, keys[i].name, keys[i].len) == 0)
             return i;
     return -1;
 }
@@ -276,7 +283,7 @@ static int key_index(const msgpack_object_str *s)
 static int blame(calib_msg *m, int key, int r)
 {
     if (r != CALIB_REJ_NONE && m->fault.key == NULL)
-        m->fault.key = key_names[key];
+        m->fault.key = keys[key].name;
     return r;
 }
 
@@ -607,22 +614,26 @@ void calib_msg_init(calib_msg *m)
     memset(m, 0, sizeof *m);
     m->form = -1;
     m->ts = NAN;
-    msgpack_unpacked_init(&m->unp);
+    /* out of memory: unpack tries again, and rejects as no_memory */
+    m->zone_ready = msgpack_zone_init(&m->zone, CALIB_MSG_ZONE);
 }
 
 void calib_msg_destroy(calib_msg *m)
 {
-    msgpack_unpacked_destroy(&m->unp);
-    msgpack_unpacked_init(&m->unp);
+    if (m->zone_ready)
+        msgpack_zone_destroy(&m->zone);
+    m->zone_ready = 0;
     m->n = 0;
 }
 
 /* Forgets the previous message but keeps msgpack's zone for reuse. */
 static void msg_reset(calib_msg *m, size_t k_hint)
 {
-    msgpack_unpacked unp = m->unp;
+    msgpack_zone zone = m->zone;
+    int ready = m->zone_ready;
     memset(m, 0, sizeof *m);
-    m->unp = unp;
+    m->zone = zone;
+    m->zone_ready = ready;
     m->k_hint = k_hint;
     m->form = -1;
     m->ts = NAN;
@@ -639,18 +650,23 @@ static int unpack(calib_msg *m, const void *payload, size_t len)
         return r;
     if (end != len)
         return CALIB_REJ_TRAILING_BYTES;
-    switch (msgpack_unpack_next(&m->unp, payload, len, &off)) {
+    if (!m->zone_ready && !(m->zone_ready = msgpack_zone_init(&m->zone, CALIB_MSG_ZONE)))
+        return CALIB_REJ_NO_MEMORY;
+    /* into the zone kept from message to message: msgpack_unpack_next
+     * would allocate a zone and its first chunk for each */
+    msgpack_zone_clear(&m->zone);
+    switch (msgpack_unpack(payload, len, &off, &m->zone, &m->root)) {
     case MSGPACK_UNPACK_SUCCESS: break;
+    case MSGPACK_UNPACK_EXTRA_BYTES: return CALIB_REJ_TRAILING_BYTES;
     case MSGPACK_UNPACK_NOMEM_ERROR: return CALIB_REJ_NO_MEMORY;
     default: return CALIB_REJ_BAD_MSGPACK; /* CONTINUE: truncated */
     }
-    /* msgpack_unpack_next does not report trailing bytes */
     return off == len ? CALIB_REJ_NONE : CALIB_REJ_TRAILING_BYTES;
 }
 
 static int decode_map(calib_msg *m)
 {
-    const msgpack_object *root = &m->unp.data;
+    const msgpack_object *root = &m->root;
     const msgpack_object *val[KEY_COUNT] = {0};
     int r;
 
@@ -814,7 +830,7 @@ static int outputs_key(const calib_msg *m, const double *x)
 static int rec_fault(calib_msg_rec *out, int key, int r)
 {
     if (r != CALIB_REJ_NONE)
-        out->fault_key = key_names[key];
+        out->fault_key = keys[key].name;
     return r;
 }
 

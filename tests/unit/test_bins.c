@@ -24,6 +24,51 @@ static void edges_right_closed(void **state)
     assert_int_equal(calib_bin_index(5e-324, 15), 0);
 }
 
+/* The bin settled against every edge as a double, as calib_bin_index did
+ * before its fast path: the reference it must agree with everywhere. */
+static uint32_t bin_by_edges(double v, uint32_t m)
+{
+    if (!(v > 0))
+        return 0;
+    if (v >= 1)
+        return m - 1;
+    uint32_t i = 0;
+    while (i < m - 1 && v > (double)(i + 1) / m)
+        i++;
+    return i;
+}
+
+/* The fast path (one multiplication away from the edges) agrees with the
+ * edges as doubles: a million uniform values, and every edge and the four
+ * doubles around it, for bin counts up to 1000 and some large ones. */
+static void fast_path_matches_edges(void **state)
+{
+    calib_rng r;
+    calib_rng_seed(&r, 11);
+    const uint32_t ms[] = {1, 2, 3, 7, 10, 15, 49, 100, 255, 1000};
+    for (size_t a = 0; a < sizeof ms / sizeof ms[0]; a++) {
+        uint32_t m = ms[a];
+        for (int t = 0; t < 100000; t++) {
+            double v = calib_rng_uniform(&r);
+            assert_int_equal(calib_bin_index(v, m), bin_by_edges(v, m));
+        }
+        for (uint32_t i = 0; i <= m; i++) {
+            double v = (double)i / m;
+            for (int s = 0; s < 3; s++, v = nextafter(v, -1)) {
+                assert_int_equal(calib_bin_index(v, m), bin_by_edges(v, m));
+            }
+            v = (double)i / m;
+            for (int s = 0; s < 3; s++, v = nextafter(v, 2))
+                assert_int_equal(calib_bin_index(v, m), bin_by_edges(v, m));
+        }
+    }
+    /* a large count: the edges as doubles, near and far */
+    for (int t = 0; t < 100000; t++) {
+        double v = calib_rng_uniform(&r);
+        assert_int_equal(calib_bin_index(v, 1u << 20), (uint32_t)ceil(v * (1u << 20)) - 1);
+    }
+}
+
 /* (0.9,1) (0.9,0) (0.6,1) (0.2,0) in 5 bins: gaps 0.4 (w 1/2), 0.4 (1/4),
  * 0.2 (1/4; 0.2 sits on an edge, so bin 1). */
 static void plugin_by_hand(void **state)
@@ -177,6 +222,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bytes_of_bins),
         cmocka_unit_test(edges_right_closed),
+        cmocka_unit_test(fast_path_matches_edges),
         cmocka_unit_test(plugin_by_hand),
         cmocka_unit_test(merge_equals_sequential),
         cmocka_unit_test(classwise_by_hand),
