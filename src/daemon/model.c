@@ -367,10 +367,14 @@ void model_score(const model *m, int form, const double *x, double y, double *p,
     s[WS_LOG] = sc.log;
 }
 
-static void add_bins(calib_bins *b, const double *p, size_t k, double y)
+/* The top label's confidence and whether it was the outcome into the
+ * cumulative bins b and, if any, the window pane's bins w (one argmax). */
+static void add_bins(calib_bins *b, calib_bins *w, const double *p, size_t k, double y)
 {
     size_t top = calib_argmax(p, k);
     calib_bins_add(b, p[top], top == (size_t)y);
+    if (w)
+        calib_bins_add(w, p[top], top == (size_t)y);
 }
 
 /* The candidate in shadow, scored against the current parameters' scores
@@ -425,11 +429,9 @@ void model_observe(model *m, const double *x, double y, double now)
                 calib_accum_add(&pane->stat[v * WS_PER_VIEW + i], s[v][i]);
         }
         if (m->form != CALIB_FORM_GAUSSIAN) {
-            add_bins(&m->top[v], p[v], m->k, y);
+            add_bins(&m->top[v], pane ? &pane->top[v] : NULL, p[v], m->k, y);
             if (v == VIEW_RAW && m->cw.k)
                 calib_cwbins_add(&m->cw, p[v], (size_t)y);
-            if (pane)
-                add_bins(&pane->top[v], p[v], m->k, y);
         }
     }
     calib_reservoir_offer(&m->reservoir, x, y, now);

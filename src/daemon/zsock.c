@@ -58,11 +58,12 @@ int zsock_attach(zsock *z, const char *endpoints, char *last, size_t lastlen,
     return 0;
 }
 
-/* Receives one whole multipart message. 1: delivered, 0: nothing queued,
- * -1: error. ZeroMQ delivers multipart messages atomically, so once the
- * first frame is here the others are too. */
-static int recv_one(zsock *z)
+/* Receives one whole multipart message. Its bytes (at least 1):
+ * delivered, 0: nothing queued, -1: error. ZeroMQ delivers multipart
+ * messages atomically, so once the first frame is here the others are too. */
+static long recv_one(zsock *z)
 {
+    long bytes = 1;
     zmq_msg_t frames[ZSOCK_MAX_FRAMES];
     size_t n = 0;
     int more;
@@ -77,6 +78,7 @@ static int recv_one(zsock *z)
             return n == 0 && e == EAGAIN ? 0 : -1;
         }
         more = zmq_msg_more(&part);
+        bytes += (long)zmq_msg_size(&part);
         if (n < ZSOCK_MAX_FRAMES)
             frames[n] = part; /* moves ownership */
         else
@@ -87,14 +89,17 @@ static int recv_one(zsock *z)
     z->on_recv(z, frames, n, z->arg);
     for (size_t i = 0; i < n && i < ZSOCK_MAX_FRAMES; i++)
         zmq_msg_close(&frames[i]);
-    return 1;
+    return bytes;
 }
 
 static void on_idle(uv_idle_t *h);
 
-/* Messages between two looks at the clock: reading it costs about as much
- * as a small message's handling, and 16 of them take microseconds. */
-#define DRAIN_CLOCK_EVERY 16
+/* Between two looks at the clock, at most 16 messages or 16 KiB of them:
+ * reading it costs about as much as a small message's handling, and 16
+ * small ones take microseconds, while the time to handle a message grows
+ * with its size (a 1 MiB batch takes milliseconds: every one is timed). */
+#define DRAIN_CLOCK_MSGS 16
+#define DRAIN_CLOCK_BYTES 16384
 
 /*
  * Receives until nothing is queued, as ZMQ_FD's edge asks: with
@@ -106,8 +111,10 @@ static void on_idle(uv_idle_t *h);
 static void drain(zsock *z)
 {
     uint64_t start = uv_hrtime();
-    for (unsigned n = 1;; n++) {
-        int r = recv_one(z);
+    unsigned msgs = 0;
+    long bytes = 0;
+    for (;;) {
+        long r = recv_one(z);
         if (r == 0) {
             int events = 0;
             size_t len = sizeof events;
@@ -119,7 +126,12 @@ static void drain(zsock *z)
             uv_idle_stop(&z->idle);
             return;
         }
-        if (n % DRAIN_CLOCK_EVERY == 0 && uv_hrtime() - start >= z->budget)
+        bytes += r;
+        if (++msgs < DRAIN_CLOCK_MSGS && bytes < DRAIN_CLOCK_BYTES)
+            continue;
+        msgs = 0;
+        bytes = 0;
+        if (uv_hrtime() - start >= z->budget)
             break;
     }
     z->saturated++;

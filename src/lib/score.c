@@ -71,12 +71,20 @@ static double lse_shifted(const double *z, size_t k, double zmax)
     return log(s);
 }
 
-void calib_softmax(const double *z, size_t k, double *p)
+/* p = exp(z - zmax - lse): the reference's formula (SciPy's softmax), not
+ * exp(z - zmax) / s, which saves K exps but moves p by an ulp, and a p on a
+ * bin's edge (1/25 on one of 100 bins) to the next bin. Returns lse. */
+static double softmax_shifted(const double *z, size_t k, double zmax, double *p)
 {
-    double zmax = max_of(z, k);
     double lse = lse_shifted(z, k, zmax);
     for (size_t i = 0; i < k; i++)
         p[i] = exp((z[i] - zmax) - lse);
+    return lse;
+}
+
+void calib_softmax(const double *z, size_t k, double *p)
+{
+    softmax_shifted(z, k, max_of(z, k), p);
 }
 
 double calib_log_softmax_at(const double *z, size_t k, size_t y)
@@ -123,9 +131,7 @@ void calib_score_logits(const double *z, size_t k, size_t y, double *p,
                         calib_score *s)
 {
     double zmax = max_of(z, k);
-    double lse = lse_shifted(z, k, zmax);
-    for (size_t i = 0; i < k; i++)
-        p[i] = exp((z[i] - zmax) - lse);
+    double lse = softmax_shifted(z, k, zmax, p);
     s->brier = brier_of(p, k, y);
     s->log = log_clamped((z[y] - zmax) - lse);
 }
