@@ -5,7 +5,9 @@
 
 #include "calib/calib.h"
 
-uint32_t calib_bin_index(double v, uint32_t m)
+/* The bin of v, inlined where bins are filled (several per pair, K per
+ * pair for the class-wise bins); calib_bin_index is its exported face. */
+static inline uint32_t bin_index(double v, uint32_t m)
 {
     if (!(v > 0))
         return 0;
@@ -29,6 +31,11 @@ uint32_t calib_bin_index(double v, uint32_t m)
     while (i < m - 1 && v > (double)(i + 1) / m)
         i++;
     return i;
+}
+
+uint32_t calib_bin_index(double v, uint32_t m)
+{
+    return bin_index(v, m);
 }
 
 /* |x|^q with the common powers done exactly. */
@@ -84,7 +91,7 @@ void calib_bins_reset(calib_bins *b)
 
 void calib_bins_add(calib_bins *b, double conf, int correct)
 {
-    uint32_t i = calib_bin_index(conf, b->m);
+    uint32_t i = bin_index(conf, b->m);
     b->n++;
     b->count[i]++;
     calib_ksum_add(&b->conf[i], conf);
@@ -189,7 +196,7 @@ void calib_cwbins_add(calib_cwbins *b, const double *p, size_t y)
 {
     b->n++;
     for (uint32_t c = 0; c < b->k; c++) {
-        size_t cell = (size_t)c * b->m + calib_bin_index(p[c], b->m);
+        size_t cell = (size_t)c * b->m + bin_index(p[c], b->m);
         b->count[cell]++;
         calib_ksum_add(&b->psum[cell], p[c]);
         b->hits[cell] += c == y;
