@@ -56,6 +56,10 @@ typedef struct calibd {
         int republish;
         uint64_t overruns; /* ticks that found the last pass still running */
     } pass;
+    struct {            /* loop.c: refits whose samples are being copied */
+        slicer copy;
+        struct refit_job *head, *tail;
+    } refits;
     int stopping;
     int handles_ready; /* signals and timer initialised */
     int exit_code;

@@ -273,6 +273,15 @@ typedef struct refit_job {
     int reason;
     const calib_plugin *desc;
     double *data;
+    uint64_t first;        /* record number of the first sample to copy */
+    size_t n;              /* samples to copy */
+    struct refit_job *next; /* the copy queue */
+    int form;              /* the model's, for the worker's check */
+    size_t k;
+    double *out;           /* the worker's: one record's outputs */
+    int usable;            /* the worker's verdict on the fit (fit_usable) */
+    double copy_s, copy_slice; /* the copy: seconds in all, its longest slice */
+    uint64_t copy_begun;   /* uv_hrtime when its copy began */
     calib_dataset ds;
     double init[PARAMS_MAX];
     calib_recal_result res;
@@ -280,7 +289,21 @@ typedef struct refit_job {
     uint64_t ns; /* time the fit took */
 } refit_job;
 
-/* The worker thread: reads only the job. */
+/* A fit's result must be the method's number of finite parameters that its
+ * apply takes on a record of the model (plugins are not trusted). */
+static int fit_usable(const refit_job *j)
+{
+    const calib_recal_result *r = &j->res;
+    if (r->nparams != j->desc->nparams)
+        return 0;
+    for (unsigned i = 0; i < r->nparams; i++)
+        if (!isfinite(r->params[i]))
+            return 0;
+    return j->desc->apply(r->params, j->form, j->k, j->data, j->out) == CALIB_OK;
+}
+
+/* The worker thread: reads only the job. The samples are freed here too:
+ * unmapping 80 MB takes milliseconds the loop need not spend. */
 static void refit_work(uv_work_t *req)
 {
     refit_job *j = req->data;
@@ -288,6 +311,9 @@ static void refit_work(uv_work_t *req)
     uint64_t t0 = uv_hrtime();
     j->rc = j->desc->fit(&j->ds, &o, &j->res);
     j->ns = uv_hrtime() - t0;
+    j->usable = j->rc == CALIB_OK && fit_usable(j);
+    free(j->data);
+    j->data = NULL;
 }
 
 static void start_shadow(calibd *d, model *m, const refit_job *j)
@@ -320,25 +346,13 @@ static void start_shadow(calibd *d, model *m, const refit_job *j)
     calib_accum_init(&l->shadow_log[0]);
     calib_accum_init(&l->shadow_log[1]);
     log_msg(&d->log, LOG_INFO, "loop", "%s: candidate %llu: %s %s, fit on %zu samples in "
-            "%.1f ms (objective %.6g -> %.6g); in shadow", m->name,
-            (unsigned long long)l->candidates, p->method, v, j->ds.n, (double)j->ns / 1e6,
-            j->res.objective_before, j->res.objective_after);
+            "%.1f ms (objective %.6g -> %.6g; samples copied in %.1f ms, at most %.1f ms at "
+            "a time); in shadow", m->name, (unsigned long long)l->candidates, p->method, v,
+            j->ds.n, (double)j->ns / 1e6, j->res.objective_before, j->res.objective_after,
+            j->copy_s * 1e3, j->copy_slice * 1e3);
     model_event_add(m, wall_now(), "shadow_start", "candidate %llu: %s %s, fit on %zu "
                     "samples; in shadow", (unsigned long long)l->candidates, p->method, v,
                     j->ds.n);
-}
-
-/* A fit's result must be the method's number of finite parameters that its
- * apply takes on a record of the model (plugins are not trusted). */
-static int fit_usable(model *m, const refit_job *j)
-{
-    const calib_recal_result *r = &j->res;
-    if (r->nparams != j->desc->nparams)
-        return 0;
-    for (unsigned i = 0; i < r->nparams; i++)
-        if (!isfinite(r->params[i]))
-            return 0;
-    return j->desc->apply(r->params, m->form, m->k, j->data, m->loop.xcand) == CALIB_OK;
 }
 
 static void refit_done(uv_work_t *req, int status)
@@ -348,7 +362,7 @@ static void refit_done(uv_work_t *req, int status)
     model *m = j->m;
     refit_out o;
     if (!d->stopping) {
-        if (status == 0 && j->rc == CALIB_OK && !fit_usable(m, j)) {
+        if (status == 0 && j->rc == CALIB_OK && !j->usable) {
             j->rc = CALIB_ENONFINITE; /* a plugin's fit gave what apply refuses */
             log_msg(&d->log, LOG_WARN, "loop", "%s: the fit of %s returned %u parameters "
                     "that are not finite or that its apply refuses", m->name, j->desc->name,
@@ -366,44 +380,110 @@ static void refit_done(uv_work_t *req, int status)
             feed(d, m, EV_FIT_FAILED, &o); /* a drift measures anew, not again at once */
         }
     }
-    free(j->data);
+    free(j->data); /* NULL unless the worker never ran */
+    free(j->out);
     free(j);
 }
 
 /* Copies the newest n records of the ring and hands them to a worker. */
+/*
+ * The samples of a refit are copied out of the ring by the loop, a record
+ * at a time (slicer.h), before the worker fits on the copy: 10,000 records
+ * of K = 1000 are 80 MB, whose copy (and first touch) held the loop for
+ * ~30 ms in one go. Jobs wait in a queue, copied one after the other.
+ * Messages keep coming meanwhile; a record the ring overwrote before its
+ * turn is left out (the copy runs far faster than the ring turns over).
+ */
+static size_t copy_count(void *arg)
+{
+    refit_job *j = ((calibd *)arg)->refits.head;
+    if (j && !j->copy_begun)
+        j->copy_begun = uv_hrtime();
+    return j ? j->n : 0;
+}
+
+static void copy_record(void *arg, size_t i)
+{
+    refit_job *j = ((calibd *)arg)->refits.head;
+    const calib_ring *r = &j->m->ring;
+    uint64_t t = j->first + i, held = calib_ring_len(r);
+    if (t + held < r->total || t >= r->total)
+        return; /* overwritten already */
+    calib_record rec = calib_ring_get(r, (size_t)(held - (r->total - t)));
+    size_t w = j->m->width, stride = w + 2;
+    double *out = j->data + j->ds.n * stride;
+    memcpy(out, rec.x, w * sizeof *out);
+    out[w] = rec.y;
+    out[w + 1] = rec.t;
+    j->ds.n++;
+}
+
+static void copied(void *arg)
+{
+    calibd *d = arg;
+    refit_job *j = d->refits.head;
+    j->copy_s = (double)(uv_hrtime() - j->copy_begun) * 1e-9;
+    j->copy_slice = d->refits.copy.slice_max;
+    d->refits.head = j->next;
+    if (!d->refits.head)
+        d->refits.tail = NULL;
+    int rc = j->ds.n ? uv_queue_work(d->loop, &j->req, refit_work, refit_done) : 0;
+    if (!j->ds.n) {
+        j->rc = CALIB_EEMPTY; /* every record overwritten: fed back as a failed fit */
+        refit_done(&j->req, 0);
+    } else if (rc != 0) {
+        refit_done(&j->req, rc);
+    }
+    if (d->refits.head)
+        slicer_start(&d->refits.copy);
+}
+
+int loop_refits_init(calibd *d)
+{
+    return slicer_init(&d->refits.copy, d->loop, copy_count, copy_record, copied, d);
+}
+
+void loop_refits_free(calibd *d)
+{
+    slicer_close(&d->refits.copy);
+    while (d->refits.head) {
+        refit_job *j = d->refits.head;
+        d->refits.head = j->next;
+        free(j->data);
+        free(j->out);
+        free(j);
+    }
+    d->refits.tail = NULL;
+}
+
 static int start_refit(calibd *d, model *m, size_t n, int reason)
 {
     model_loop *l = &m->loop;
     size_t w = m->width, stride = w + 2, len = calib_ring_len(&m->ring);
-    if (n > len || n > SIZE_MAX / sizeof(double) / stride)
+    if (n > len || n > SIZE_MAX / sizeof(double) / stride || !d->refits.copy.ready)
         return -1;
     refit_job *j = calloc(1, sizeof *j);
-    double *data = malloc(n * stride * sizeof *data);
-    if (!j || !data) {
+    double *data = malloc(n * stride * sizeof *data), *out = malloc(w * sizeof *out);
+    if (!j || !data || !out) {
         free(j);
         free(data);
+        free(out);
         log_msg(&d->log, LOG_ERROR, "loop", "%s: out of memory for a refit on %zu samples",
                 m->name, n);
         return -1;
     }
-    for (size_t i = 0; i < n; i++) {
-        calib_record r = calib_ring_get(&m->ring, len - n + i);
-        memcpy(data + i * stride, r.x, w * sizeof *data);
-        data[i * stride + w] = r.y;
-        data[i * stride + w + 1] = r.t;
-    }
     *j = (refit_job){.d = d, .m = m, .reason = reason, .desc = m->params.desc, .data = data,
+                     .first = m->ring.total - n, .n = n, .form = m->form, .k = m->k, .out = out,
                      .ds = {.form = m->form, .k = m->form == CALIB_FORM_GAUSSIAN ? 0 : m->k,
-                            .n = n, .stride = stride, .rec = data}};
+                            .n = 0, .stride = stride, .rec = data}};
     memcpy(j->init, m->params.values, sizeof j->init);
     j->req.data = j;
-    int rc = uv_queue_work(d->loop, &j->req, refit_work, refit_done);
-    if (rc != 0) {
-        log_msg(&d->log, LOG_ERROR, "loop", "%s: uv_queue_work: %s", m->name, uv_strerror(rc));
-        free(data);
-        free(j);
-        return -1;
-    }
+    if (d->refits.tail)
+        d->refits.tail->next = j;
+    else
+        d->refits.head = j;
+    d->refits.tail = j;
+    slicer_start(&d->refits.copy); /* if not copying already */
     l->refits++;
     log_msg(&d->log, LOG_INFO, "loop", "%s: refit %llu (%s) of %s on the %zu newest samples",
             m->name, (unsigned long long)l->refits, reason_name(reason), m->params.method, n);

@@ -28,6 +28,12 @@ int loop_attach(struct calibd *d, struct model *m);
 int loop_tick_init(struct calibd *d);
 void loop_tick(struct calibd *d, double wall);
 
+/* The copy of refits' samples out of the rings, a record at a time before
+ * each fit (0, or a libuv error code); loop_refits_free at stop drops the
+ * refits still being copied. */
+int loop_refits_init(struct calibd *d);
+void loop_refits_free(struct calibd *d);
+
 /* `calibctl refit MODEL`: starts a refit on the ring now. Returns the
  * number of samples it fits on, or 0 with the reason in why. */
 size_t loop_refit_now(struct calibd *d, struct model *m, char *why, size_t len);

@@ -303,6 +303,7 @@ static void close_all(calibd *d)
     d->pub = NULL;
     http_stop(&d->http); /* the history is saved after the loop */
     slicer_close(&d->pass.models);
+    loop_refits_free(d);
     snapshots_stop(d); /* the final snapshot is written after the loop */
     alert_sinks_kill(d);
     if (!d->handles_ready)
@@ -406,7 +407,7 @@ static int start_loop(calibd *d, char *err, size_t errlen)
         snprintf(err, errlen, "zmq_socket_monitor: %s", zmq_strerror(errno));
         return -1;
     }
-    if ((rc = loop_tick_init(d)) != 0) {
+    if ((rc = loop_tick_init(d)) != 0 || (rc = loop_refits_init(d)) != 0) {
         snprintf(err, errlen, "uv_idle_init: %s", uv_strerror(rc));
         return -1;
     }

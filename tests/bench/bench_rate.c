@@ -8,6 +8,7 @@
  *   bench_rate send --endpoint EP --model M --k K --batch B --count N [--labels]
  *   bench_rate null --endpoint EP --count N [--labels]
  *   bench_rate wait --control EP --model M --scored N [--timeout S]
+ *   bench_rate ping --control EP --seconds S
  *
  * send: N predictions of K float32 logits in messages of B rows (B = 1: the
  * row form), with their outcomes inline, or (--labels) without, each
@@ -19,6 +20,9 @@
  * bound first), decodes every message with msgpack-c and exits when it has
  * counted N predictions (and N labels with --labels).
  * wait: polls {"cmd": "status", "model": M} every 5 ms until "scored" >= N.
+ * ping: sends {"cmd": "ping"} back to back for S seconds; prints the
+ * replies' count and latency (median, p99, max, in ms): how long the loop
+ * leaves a control request waiting.
  * Each prints what it did on one line; exit 0, 1 on failure, 2 on usage.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -332,6 +336,55 @@ static int cmd_wait(int argc, char **argv)
     return got >= n ? 0 : 1;
 }
 
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmd_ping(int argc, char **argv)
+{
+    const char *ep = opt(argc, argv, "--control", NULL);
+    double secs = strtod(opt(argc, argv, "--seconds", "5"), NULL);
+    if (!ep) {
+        fprintf(stderr, "bench_rate ping: --control, --seconds\n");
+        return 2;
+    }
+    msgpack_sbuffer req;
+    msgpack_sbuffer_init(&req);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &req, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 2);
+    key(&pk, "v");
+    msgpack_pack_uint8(&pk, 1);
+    key(&pk, "cmd");
+    key(&pk, "ping");
+    void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_REQ);
+    if (zmq_connect(s, ep) != 0)
+        return die("connect");
+    size_t n = 0, cap = 1 << 20;
+    double *lat = malloc(cap * sizeof *lat), t0 = now();
+    if (!lat)
+        return 1;
+    while (now() - t0 < secs && n < cap) {
+        zmq_msg_t rep;
+        zmq_msg_init(&rep);
+        double t = now();
+        if (zmq_send(s, req.data, req.size, 0) < 0 || zmq_msg_recv(&rep, s, 0) < 0)
+            return die("control");
+        lat[n++] = (now() - t) * 1e3;
+        zmq_msg_close(&rep);
+    }
+    qsort(lat, n, sizeof *lat, by_value);
+    printf("pings=%zu median_ms=%.3f p99_ms=%.3f max_ms=%.3f\n", n, n ? lat[n / 2] : 0,
+           n ? lat[(size_t)(0.99 * (double)(n - 1))] : 0, n ? lat[n - 1] : 0);
+    free(lat);
+    msgpack_sbuffer_destroy(&req);
+    zmq_close(s);
+    zmq_ctx_term(ctx);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "send") == 0)
@@ -340,6 +393,8 @@ int main(int argc, char **argv)
         return cmd_null(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "wait") == 0)
         return cmd_wait(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "ping") == 0)
+        return cmd_ping(argc, argv);
     fprintf(stderr, "usage: bench_rate send|null|wait ... (see the source's head)\n");
     return 2;
 }
