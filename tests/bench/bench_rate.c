@@ -6,6 +6,7 @@
  * model has scored so many pairs.
  *
  *   bench_rate send --endpoint EP --model M --k K --batch B --count N [--labels]
+ *                   [--first ID]
  *   bench_rate null --endpoint EP --count N [--labels]
  *   bench_rate wait --control EP --model M --scored N [--timeout S]
  *   bench_rate ping --control EP --seconds S
@@ -15,7 +16,8 @@
  * message followed by one of labels for the same ids. The messages are
  * encoded once, from 64 templates; only the ids (fixed-width uint64, at
  * known offsets) are written per message, so the producer costs a memcpy
- * and a send. PUSH blocks when calibd's queue is full: nothing is dropped.
+ * and a send; ids run from --first (default 1). PUSH blocks when calibd's
+ * queue is full: nothing is dropped.
  * null: binds a PULL socket on EP (prints "endpoint=" with the address
  * bound first), decodes every message with msgpack-c and exits when it has
  * counted N predictions (and N labels with --labels).
@@ -156,6 +158,7 @@ static int cmd_send(int argc, char **argv)
     size_t b = strtoul(opt(argc, argv, "--batch", "1"), NULL, 10);
     uint64_t n = strtoull(opt(argc, argv, "--count", "0"), NULL, 10);
     int labels = flag(argc, argv, "--labels");
+    uint64_t first = strtoull(opt(argc, argv, "--first", "1"), NULL, 10);
     if (!ep || !model || k < 2 || b < 1 || n % b) {
         fprintf(stderr, "bench_rate send: --endpoint, --model, --k >= 2, --batch dividing --count\n");
         return 2;
@@ -175,7 +178,7 @@ static int cmd_send(int argc, char **argv)
         return die("connect");
     double t0 = now();
     uint64_t msgs = 0;
-    for (uint64_t id = 1; id <= n; id += b) {
+    for (uint64_t id = first; id < first + n; id += b) {
         tmpl *p = &preds[(id / b) % TEMPLATES];
         put_ids(p, b, id);
         if (send_one(s, model, p) != 0)
