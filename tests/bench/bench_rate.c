@@ -36,6 +36,9 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "calib/calib.h"
+#include "calib/mpw.h"
+
 #define TEMPLATES 64
 
 static double now(void)
@@ -71,73 +74,90 @@ static int die(const char *what)
 
 /* One encoded message and where its ids' 8 bytes are. */
 typedef struct tmpl {
-    msgpack_sbuffer sb;
+    calib_mpw w;
     size_t *id_at; /* batch offsets of the big-endian ids */
 } tmpl;
 
-static void key(msgpack_packer *pk, const char *k)
+/* Ids are written as this sentinel plus the row: at least 2^32, so msgpack
+ * gives each the 9-byte uint64 form (0xcf and 8 bytes), found again in the
+ * finished message and overwritten per send. */
+#define ID_SENTINEL 0xa5a5a5a500000000ULL
+
+/* Where sentinel id v's 8 bytes are in the message, or SIZE_MAX. */
+static size_t find_id(const calib_mpw *w, uint64_t v)
 {
-    msgpack_pack_str(pk, strlen(k));
-    msgpack_pack_str_body(pk, k, strlen(k));
+    unsigned char pat[9] = {0xcf};
+    for (int j = 0; j < 8; j++)
+        pat[1 + j] = (unsigned char)(v >> (56 - 8 * j));
+    for (size_t i = 0; i + sizeof pat <= w->sb.size; i++)
+        if (memcmp(w->sb.data + i, pat, sizeof pat) == 0)
+            return i + 1;
+    return SIZE_MAX;
 }
 
-/* A message of b rows: predictions (pred 1) with or without y, or labels. */
+/* A message of b rows (the row form when b = 1): predictions (pred 1) of
+ * K float32 logits with or without their outcomes, or labels. */
 static int encode(tmpl *t, int pred, size_t k, size_t b, int with_y, uint64_t *rng)
 {
-    msgpack_sbuffer_init(&t->sb);
+    calib_mpw *w = &t->w;
+    calib_mpw_init(w);
     t->id_at = malloc(b * sizeof *t->id_at);
     float *x = malloc(b * k * sizeof *x);
     if (!t->id_at || !x) {
         free(x);
         return -1;
     }
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &t->sb, msgpack_sbuffer_write);
     int row = b == 1;
-    msgpack_pack_map(&pk, (uint32_t)(2 + 1 + (row ? 0 : 1) + (pred ? 2 : 0) + (with_y ? 1 : 0)));
-    key(&pk, "v");
-    msgpack_pack_uint8(&pk, 1);
-    key(&pk, "type");
-    msgpack_pack_str(&pk, pred ? 4 : 5);
-    msgpack_pack_str_body(&pk, pred ? "pred" : "label", pred ? 4 : 5);
+    calib_mpw_map(w);
+    calib_mpw_key(w, "v");
+    calib_mpw_uint(w, 1);
+    calib_mpw_key(w, "type");
+    calib_mpw_str(w, pred ? "pred" : "label");
     if (!row) {
-        key(&pk, "n");
-        msgpack_pack_uint32(&pk, (uint32_t)b);
+        calib_mpw_key(w, "n");
+        calib_mpw_uint(w, b);
     }
-    key(&pk, "id");
+    calib_mpw_key(w, "id");
     if (!row)
-        msgpack_pack_array(&pk, (uint32_t)b);
-    for (size_t i = 0; i < b; i++) {
-        t->id_at[i] = t->sb.size + 1; /* after the 0xcf */
-        msgpack_pack_fix_uint64(&pk, 0);
-    }
+        calib_mpw_array(w);
+    for (size_t i = 0; i < b; i++)
+        calib_mpw_uint(w, ID_SENTINEL + i);
+    if (!row)
+        calib_mpw_end(w);
     if (pred) {
-        key(&pk, "k");
-        msgpack_pack_uint32(&pk, (uint32_t)k);
+        calib_mpw_key(w, "k");
+        calib_mpw_uint(w, k);
         for (size_t i = 0; i < b * k; i++) {
             *rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
             x[i] = (float)((double)(*rng >> 11) * 0x1.0p-53 * 6 - 3);
         }
-        key(&pk, "logits");
-        msgpack_pack_bin(&pk, b * k * sizeof *x);
-        msgpack_pack_bin_body(&pk, x, b * k * sizeof *x); /* little-endian hosts */
+        calib_mpw_key(w, "logits");
+        calib_mpw_bin(w, x, b * k * sizeof *x); /* little-endian hosts */
     }
     if (with_y) {
-        key(&pk, "y");
+        calib_mpw_key(w, "y");
         if (!row)
-            msgpack_pack_array(&pk, (uint32_t)b);
+            calib_mpw_array(w);
         for (size_t i = 0; i < b; i++)
-            msgpack_pack_uint32(&pk, (uint32_t)((i * 7 + *rng) % k));
+            calib_mpw_uint(w, (i * 7 + *rng) % k);
+        if (!row)
+            calib_mpw_end(w);
     }
+    calib_mpw_end(w);
     free(x);
-    return t->sb.data ? 0 : -1;
+    if (calib_mpw_error(w) != CALIB_OK)
+        return -1;
+    for (size_t i = 0; i < b; i++)
+        if ((t->id_at[i] = find_id(w, ID_SENTINEL + i)) == SIZE_MAX)
+            return -1;
+    return 0;
 }
 
 static void put_ids(tmpl *t, size_t b, uint64_t first)
 {
     for (size_t i = 0; i < b; i++) {
         uint64_t v = first + i;
-        unsigned char *p = (unsigned char *)t->sb.data + t->id_at[i];
+        unsigned char *p = (unsigned char *)t->w.sb.data + t->id_at[i];
         for (int j = 0; j < 8; j++)
             p[j] = (unsigned char)(v >> (56 - 8 * j));
     }
@@ -146,7 +166,7 @@ static void put_ids(tmpl *t, size_t b, uint64_t first)
 static int send_one(void *s, const char *model, const tmpl *t)
 {
     if (zmq_send(s, model, strlen(model), ZMQ_SNDMORE) < 0 ||
-        zmq_send(s, t->sb.data, t->sb.size, 0) < 0)
+        zmq_send(s, t->w.sb.data, t->w.sb.size, 0) < 0)
         return -1;
     return 0;
 }
@@ -194,14 +214,14 @@ static int cmd_send(int argc, char **argv)
     }
     double t = now() - t0;
     printf("sent=%llu messages=%llu seconds=%.3f bytes_per_message=%zu\n",
-           (unsigned long long)n, (unsigned long long)msgs, t, preds[0].sb.size);
+           (unsigned long long)n, (unsigned long long)msgs, t, preds[0].w.sb.size);
     zmq_close(s);
     zmq_ctx_term(ctx);
     for (int i = 0; i < TEMPLATES; i++) {
-        msgpack_sbuffer_destroy(&preds[i].sb);
+        calib_mpw_destroy(&preds[i].w);
         free(preds[i].id_at);
         if (labels) {
-            msgpack_sbuffer_destroy(&labs[i].sb);
+            calib_mpw_destroy(&labs[i].w);
             free(labs[i].id_at);
         }
     }
@@ -278,6 +298,22 @@ static int cmd_null(int argc, char **argv)
 
 /* ------------------------------------------------------------------ wait */
 
+/* A control request {"v": 1, "cmd": cmd[, "model": model]}. */
+static void request(calib_mpw *w, const char *cmd, const char *model)
+{
+    calib_mpw_init(w);
+    calib_mpw_map(w);
+    calib_mpw_key(w, "v");
+    calib_mpw_uint(w, 1);
+    calib_mpw_key(w, "cmd");
+    calib_mpw_str(w, cmd);
+    if (model) {
+        calib_mpw_key(w, "model");
+        calib_mpw_str(w, model);
+    }
+    calib_mpw_end(w);
+}
+
 /* The model's "scored" in a status reply, or -1. */
 static long long scored_of(const char *data, size_t len, const char *model)
 {
@@ -304,17 +340,8 @@ static int cmd_wait(int argc, char **argv)
         fprintf(stderr, "bench_rate wait: --control, --model, --scored\n");
         return 2;
     }
-    msgpack_sbuffer req;
-    msgpack_sbuffer_init(&req);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &req, msgpack_sbuffer_write);
-    msgpack_pack_map(&pk, 3);
-    key(&pk, "v");
-    msgpack_pack_uint8(&pk, 1);
-    key(&pk, "cmd");
-    key(&pk, "status");
-    key(&pk, "model");
-    key(&pk, model);
+    calib_mpw req;
+    request(&req, "status", model);
     void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_REQ);
     if (zmq_connect(s, ep) != 0)
         return die("connect");
@@ -324,7 +351,7 @@ static int cmd_wait(int argc, char **argv)
     while (now() - t0 < timeout) {
         zmq_msg_t rep;
         zmq_msg_init(&rep);
-        if (zmq_send(s, req.data, req.size, 0) < 0 || zmq_msg_recv(&rep, s, 0) < 0)
+        if (zmq_send(s, req.sb.data, req.sb.size, 0) < 0 || zmq_msg_recv(&rep, s, 0) < 0)
             return die("control");
         got = scored_of(zmq_msg_data(&rep), zmq_msg_size(&rep), model);
         zmq_msg_close(&rep);
@@ -333,7 +360,7 @@ static int cmd_wait(int argc, char **argv)
         nanosleep(&pause, NULL);
     }
     printf("scored=%lld seconds=%.3f\n", got, now() - t0);
-    msgpack_sbuffer_destroy(&req);
+    calib_mpw_destroy(&req);
     zmq_close(s);
     zmq_ctx_term(ctx);
     return got >= n ? 0 : 1;
@@ -353,15 +380,8 @@ static int cmd_ping(int argc, char **argv)
         fprintf(stderr, "bench_rate ping: --control, --seconds\n");
         return 2;
     }
-    msgpack_sbuffer req;
-    msgpack_sbuffer_init(&req);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &req, msgpack_sbuffer_write);
-    msgpack_pack_map(&pk, 2);
-    key(&pk, "v");
-    msgpack_pack_uint8(&pk, 1);
-    key(&pk, "cmd");
-    key(&pk, "ping");
+    calib_mpw req;
+    request(&req, "ping", NULL);
     void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_REQ);
     if (zmq_connect(s, ep) != 0)
         return die("connect");
@@ -373,7 +393,7 @@ static int cmd_ping(int argc, char **argv)
         zmq_msg_t rep;
         zmq_msg_init(&rep);
         double t = now();
-        if (zmq_send(s, req.data, req.size, 0) < 0 || zmq_msg_recv(&rep, s, 0) < 0)
+        if (zmq_send(s, req.sb.data, req.sb.size, 0) < 0 || zmq_msg_recv(&rep, s, 0) < 0)
             return die("control");
         lat[n++] = (now() - t) * 1e3;
         zmq_msg_close(&rep);
@@ -382,7 +402,7 @@ static int cmd_ping(int argc, char **argv)
     printf("pings=%zu median_ms=%.3f p99_ms=%.3f max_ms=%.3f\n", n, n ? lat[n / 2] : 0,
            n ? lat[(size_t)(0.99 * (double)(n - 1))] : 0, n ? lat[n - 1] : 0);
     free(lat);
-    msgpack_sbuffer_destroy(&req);
+    calib_mpw_destroy(&req);
     zmq_close(s);
     zmq_ctx_term(ctx);
     return 0;

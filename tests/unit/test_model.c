@@ -125,6 +125,17 @@ static void feed10(model *m, int n, uint64_t seed)
     }
 }
 
+/* A model of K = 10 logits on settings c, its memory drawn on daemon. */
+static model *new_k10(const model_cfg *c, calib_budget *daemon)
+{
+    calib_budget_init(daemon, SIZE_MAX, NULL);
+    model *m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    assert_int_equal(model_init(m, c, 7, daemon), CALIB_OK);
+    assert_int_equal(model_shape(m, CALIB_FORM_LOGITS, 10), CALIB_OK);
+    return m;
+}
+
 /* A new K = 10 model on the defaults holds at most 256 KiB, taken from its
  * parent budget; fed, it grows to its ring and reservoir and no further
  * than model_size's most; freed, it gives everything back. */
@@ -132,11 +143,7 @@ static void memory_grows_with_use(void **state)
 {
     model_cfg c = defaults();
     calib_budget daemon;
-    calib_budget_init(&daemon, SIZE_MAX, NULL);
-    model *m = calloc(1, sizeof *m);
-    assert_non_null(m);
-    assert_int_equal(model_init(m, &c, 7, &daemon), CALIB_OK);
-    assert_int_equal(model_shape(m, CALIB_FORM_LOGITS, 10), CALIB_OK);
+    model *m = new_k10(&c, &daemon);
     print_message("a new K = 10 model: %zu bytes (at most %zu)\n", m->mem.used,
                   m->sizes.bytes);
     assert_true(m->mem.used <= 256 * 1024);
@@ -163,11 +170,7 @@ static void memory_limit_stops_growth(void **state)
 {
     model_cfg c = defaults();
     calib_budget daemon;
-    calib_budget_init(&daemon, SIZE_MAX, NULL);
-    model *m = calloc(1, sizeof *m);
-    assert_non_null(m);
-    assert_int_equal(model_init(m, &c, 7, &daemon), CALIB_OK);
-    assert_int_equal(model_shape(m, CALIB_FORM_LOGITS, 10), CALIB_OK);
+    model *m = new_k10(&c, &daemon);
     daemon.limit = daemon.used + 200 * 1024;
     feed10(m, 20000, 4);
     assert_int_equal(m->scored, 20000);
