@@ -242,6 +242,13 @@ void model_free(model *m)
 
 int model_ring_reserve(model *m, size_t n)
 {
+    /* the store grows by doubling: aim at the size it will take, so that
+     * the scores have a slot for every record it can hold */
+    const calib_store *s = &m->ring.s;
+    if (n > s->alloc && n <= s->cap) {
+        size_t doubled = s->alloc > s->cap / 2 ? s->cap : 2 * s->alloc;
+        n = n > doubled ? n : doubled;
+    }
     if (n > m->ring_score_n) {
         size_t more = (n - m->ring_score_n) * sizeof *m->ring_score;
         if (calib_budget_take(&m->mem, more) != CALIB_OK)

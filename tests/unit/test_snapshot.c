@@ -182,6 +182,32 @@ static void same_bytes(const model *a, const model *b)
     free(pb);
 }
 
+/* A ring restored with 20 records (between the 16 a store starts with and
+ * the 32 it doubles to) keeps a drift score for every slot it can fill:
+ * fed on, restored and original stay the same (before the fix, the scores
+ * were sized for 20 and the next pushes wrote past them: ASan). */
+static void restored_small_ring_grows(void **state)
+{
+    model_cfg c = small_cfg();
+    model a, b;
+    make(&a, &c, 0);
+    feed(&a, 1, 20, 1000);
+    size_t len;
+    char *f = file_of(&a, &len);
+    make(&b, &c, 0);
+    char skipped[600], err[600];
+    assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    assert_int_equal(calib_ring_len(&b.ring), 20);
+    assert_true(b.ring_score_n >= b.ring.s.alloc);
+    feed(&a, 2, 100, 1001);
+    feed(&b, 2, 100, 1001);
+    assert_true(b.ring_score_n >= b.ring.s.alloc);
+    same_bytes(&a, &b);
+    free(f);
+    model_free(&a);
+    model_free(&b);
+}
+
 /* Packed, restored, packed again: the same bytes; fed the same pairs
  * afterwards, the two stay the same (the reservoir's generator, the
  * window's panes, the drift detector's e-processes and the shadow gate
@@ -443,6 +469,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(round_trip_is_exact),
+        cmocka_unit_test(restored_small_ring_grows),
         cmocka_unit_test(waiting_items_move_with_the_clock),
         cmocka_unit_test(changed_sections_stay_fresh),
         cmocka_unit_test(damaged_files_are_refused),
