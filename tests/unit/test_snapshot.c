@@ -182,6 +182,22 @@ static void same_bytes(const model *a, const model *b)
     free(pb);
 }
 
+/* a made (with a shadow run if shadow), fed n pairs from time 1000 and
+ * snapshotted; b made without one and restored from the file, which is
+ * returned (to free) with what the restore skipped. */
+static char *fed_and_restored(model *a, model *b, const model_cfg *c, int shadow, int n,
+                              char *skipped, size_t skippedlen)
+{
+    make(a, c, shadow);
+    feed(a, 1, n, 1000);
+    size_t len;
+    char *f = file_of(a, &len);
+    make(b, c, 0);
+    char err[600];
+    assert_int_equal(restore(f, len, b, 0, skipped, skippedlen, err, sizeof err), 0);
+    return f;
+}
+
 /* A ring restored with 20 records (between the 16 a store starts with and
  * the 32 it doubles to) keeps a drift score for every slot it can fill:
  * fed on, restored and original stay the same (before the fix, the scores
@@ -190,13 +206,8 @@ static void restored_small_ring_grows(void **state)
 {
     model_cfg c = small_cfg();
     model a, b;
-    make(&a, &c, 0);
-    feed(&a, 1, 20, 1000);
-    size_t len;
-    char *f = file_of(&a, &len);
-    make(&b, &c, 0);
-    char skipped[600], err[600];
-    assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    char skipped[600];
+    char *f = fed_and_restored(&a, &b, &c, 0, 20, skipped, sizeof skipped);
     assert_int_equal(calib_ring_len(&b.ring), 20);
     assert_true(b.ring_score_n >= b.ring.s.alloc);
     feed(&a, 2, 100, 1001);
@@ -216,13 +227,9 @@ static void round_trip_is_exact(void **state)
 {
     model_cfg c = small_cfg();
     model a, b;
-    make(&a, &c, 1);
-    feed(&a, 1, 1000, 1000);
-    size_t len;
-    char *f = file_of(&a, &len);
-    make(&b, &c, 0); /* no shadow run: the snapshot's is restored */
-    char skipped[600], err[600];
-    assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    char skipped[600];
+    /* b has no shadow run: the snapshot's is restored */
+    char *f = fed_and_restored(&a, &b, &c, 1, 1000, skipped, sizeof skipped);
     assert_string_equal(skipped, "");
     assert_int_equal(b.scored, 1000);
     assert_int_equal(b.loop.refit.phase, PHASE_SHADOW);
