@@ -2,7 +2,9 @@
 # deps.sh — installs the Debian 12 packages calibd builds and tests with,
 # only those missing. Used by run.sh and test.sh.
 set -euo pipefail
-pkgs=(build-essential autoconf automake libtool pkg-config clang curl
+pkgs=(build-essential autoconf automake libtool pkg-config curl
+      clang libclang-rt-14-dev # the sanitizers build and libFuzzer (tests/fuzz)
+      openssl # test certificates for HTTPS (tests/integ/https.sh)
       libuv1-dev libzmq3-dev libmsgpack-dev libinih-dev libmicrohttpd-dev zlib1g-dev libcsv-dev libcmocka-dev python3
       python3-zmq python3-msgpack
       prometheus # promtool and a real Prometheus, for the metrics and pooling tests
