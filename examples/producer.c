@@ -7,6 +7,8 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "calib/calib.h"
+#include "calib/curve.h"
 #include "producer.h"
 
 int pack_buf_write(void *data, const char *buf, size_t len)
@@ -71,7 +73,8 @@ int producer_parse_u64(const char *prog, const char *opt, const char *s, uint64_
 }
 
 int producer_open(const char *prog, const char *endpoint, int push, int sndhwm,
-                  int warmup_ms, void **ctx, void **sock)
+                  int warmup_ms, const char *key, const char *server_key, void **ctx,
+                  void **sock)
 {
     const char *ep = endpoint;
     int bind = ep[0] == '@';
@@ -83,6 +86,14 @@ int producer_open(const char *prog, const char *endpoint, int push, int sndhwm,
     }
     if (sndhwm > 0 && zmq_setsockopt(*sock, ZMQ_SNDHWM, &sndhwm, sizeof sndhwm) != 0) {
         fprintf(stderr, "%s: ZMQ_SNDHWM: %s\n", prog, zmq_strerror(zmq_errno()));
+        return -1;
+    }
+    char why[600];
+    if ((key || server_key) &&
+        (!key || !server_key ||
+         calib_curve_client(*sock, key, server_key, why, sizeof why) != CALIB_OK)) {
+        fprintf(stderr, "%s: %s\n", prog, key && server_key ? why : "CURVE needs both "
+                "--key (this producer's key pair) and --server-key (calibd's public key)");
         return -1;
     }
     if ((bind ? zmq_bind(*sock, ep) : zmq_connect(*sock, ep)) != 0) {

@@ -45,7 +45,10 @@ static void usage(FILE *f)
     fputs("usage: serving_node --connect EP [--connect EP2 ...] --model NAME"
           " [--model NAME2 ...]\n"
           "                    [--until-version V] [--timeout SECONDS]"
-          " [--verbose]\n", f);
+          " [--verbose]\n"
+          "                    [--key FILE --server-key FILE]   (CURVE: this node's"
+          " key pair,\n"
+          "                                                    calibd's public key)\n", f);
 }
 
 static double now_s(void)
@@ -189,13 +192,16 @@ static int all_reached(calib_client *c, char **models, int n, uint64_t v)
 
 int main(int argc, char **argv)
 {
-    enum { O_CONNECT = 1, O_MODEL, O_UNTIL, O_TIMEOUT, O_VERBOSE, O_HELP };
+    enum { O_CONNECT = 1, O_MODEL, O_UNTIL, O_TIMEOUT, O_VERBOSE, O_KEY, O_SERVER_KEY,
+           O_HELP };
     static const struct option opts[] = {
         {"connect", required_argument, NULL, O_CONNECT},
         {"model", required_argument, NULL, O_MODEL},
         {"until-version", required_argument, NULL, O_UNTIL},
         {"timeout", required_argument, NULL, O_TIMEOUT},
         {"verbose", no_argument, NULL, O_VERBOSE},
+        {"key", required_argument, NULL, O_KEY},
+        {"server-key", required_argument, NULL, O_SERVER_KEY},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -204,6 +210,7 @@ int main(int argc, char **argv)
     int nep = 0, nmodels = 0, verbose = 0, has_until = 0, o;
     uint64_t until = 0;
     double timeout = -1;
+    const char *key = NULL, *server_key = NULL;
 
     opterr = 0;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -239,12 +246,18 @@ int main(int argc, char **argv)
             }
             break;
         case O_VERBOSE: verbose = 1; break;
+        case O_KEY: key = optarg; break;
+        case O_SERVER_KEY: server_key = optarg; break;
         case O_HELP: usage(stdout); return 0;
         default:
             fprintf(stderr, "serving_node: bad option %s\n", argv[optind - 1]);
             usage(stderr);
             return 2;
         }
+    }
+    if (!key != !server_key) {
+        fprintf(stderr, "serving_node: CURVE needs both --key and --server-key\n");
+        return 2;
     }
     if (optind < argc || nep == 0 || nmodels == 0) {
         if (optind < argc)
@@ -262,6 +275,12 @@ int main(int argc, char **argv)
     if (rc) {
         fprintf(stderr, "serving_node: %s\n", calib_client_strerror(rc));
         return 1;
+    }
+    char why[600];
+    if (key && (rc = calib_client_curve(c, key, server_key, why, sizeof why))) {
+        fprintf(stderr, "serving_node: %s\n", why);
+        calib_client_destroy(c);
+        return 2;
     }
     for (int i = 0; i < nmodels; i++) {
         if ((rc = calib_client_subscribe(c, models[i]))) {

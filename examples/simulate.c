@@ -63,6 +63,7 @@ typedef struct sim_opts {
     uint64_t seed;
     const char *dump;
     int linger_ms, sndhwm, warmup_ms;
+    const char *key, *server_key; /* CURVE: our key pair, calibd's public key */
     int flush_now;
 } sim_opts;
 
@@ -562,7 +563,7 @@ static int run(sim *s)
 static int open_socket(sim *s)
 {
     return producer_open(PROG, s->o.endpoint, s->o.push, s->o.sndhwm, s->o.warmup_ms,
-                         &s->ctx, &s->sock);
+                         s->o.key, s->o.server_key, &s->ctx, &s->sock);
 }
 
 static void close_socket(sim *s)
@@ -646,6 +647,8 @@ static void usage(FILE *f)
 "      --warmup-ms MS         PUB: wait after connecting (default 500)\n"
 "      --linger-ms MS         ZMQ_LINGER at exit (default 2000)\n"
 "      --sndhwm N             ZMQ_SNDHWM in messages (default 100000)\n"
+"      --key FILE             CURVE: this producer's key pair (NAME.key_secret)\n"
+"      --server-key FILE      CURVE: calibd's public key (NAME.key)\n"
 "  -h, --help                 this help\n", f);
 }
 
@@ -702,7 +705,7 @@ static int parse_choice(const char *opt, const char *s, const char *const *names
 enum {
     OPT_PUSH = 256, OPT_SIGMA, OPT_TEMP_AFTER, OPT_SWITCH_AFTER, OPT_ENCODING,
     OPT_IDS, OPT_DELAY, OPT_SHUFFLE, OPT_DUP, OPT_DROP, OPT_FLUSH_NOW,
-    OPT_WARMUP, OPT_LINGER, OPT_SNDHWM,
+    OPT_WARMUP, OPT_LINGER, OPT_SNDHWM, OPT_KEY, OPT_SERVER_KEY,
 };
 
 static const struct option long_opts[] = {
@@ -730,6 +733,8 @@ static const struct option long_opts[] = {
     {"warmup-ms", required_argument, NULL, OPT_WARMUP},
     {"linger-ms", required_argument, NULL, OPT_LINGER},
     {"sndhwm", required_argument, NULL, OPT_SNDHWM},
+    {"key", required_argument, NULL, OPT_KEY},
+    {"server-key", required_argument, NULL, OPT_SERVER_KEY},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -791,6 +796,8 @@ static int parse_one(sim_opts *o, int c, const char *a, int *have_after,
     case 's': return parse_u64("seed", a, 0, UINT64_MAX, &o->seed);
     case 'd': o->dump = a; return 0;
     case OPT_WARMUP: return parse_int("warmup-ms", a, 0, 3600000, &o->warmup_ms);
+    case OPT_KEY: o->key = a; return 0;
+    case OPT_SERVER_KEY: o->server_key = a; return 0;
     case OPT_LINGER: return parse_int("linger-ms", a, 0, 3600000, &o->linger_ms);
     case OPT_SNDHWM: return parse_int("sndhwm", a, 0, 100000000, &o->sndhwm);
     }

@@ -5,6 +5,11 @@ parameters (pyzmq + msgpack) and applies them, in pure Python, while it
 
   serving_node.py --connect EP [--connect EP2] --model NAME [--model NAME2 ...]
                   [--until-version V] [--timeout SECONDS] [--verbose]
+                  [--key FILE --server-key FILE]
+
+With --key (this node's key pair, NAME.key_secret) and --server-key (calibd's
+public key, NAME.key), the connection uses ZeroMQ's CURVE, as a calibd with
+curve_secret_key requires (calibd(8), SECURITY).
 
 One line per new version received, flushed at once, on stdout:
   NAME VERSION METHOD key=value [key=value ...]      (values as %.17g)
@@ -26,6 +31,7 @@ import time
 
 import msgpack
 import zmq
+import zmq.auth
 
 PROTO_VERSION = 1
 MODEL_MAX = 128
@@ -353,11 +359,23 @@ class Client:
     """A SUB socket, the newest parameters per model, counters. poll() runs
     on one thread (the socket's); apply() and held() on any."""
 
-    def __init__(self, endpoints, models, on_params=None, on_alert=None):
+    def __init__(self, endpoints, models, on_params=None, on_alert=None,
+                 key=None, server_key=None):
         self.ctx = zmq.Context()
         self.sock = self.ctx.socket(zmq.SUB)
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.setsockopt(zmq.MAXMSGSIZE, MAX_MSG_SIZE)
+        if key:
+            # CURVE: our key pair (NAME.key_secret) and calibd's public key
+            # (NAME.key), certificate files as calibctl keygen writes them
+            public, secret = zmq.auth.load_certificate(key)
+            server_public, _ = zmq.auth.load_certificate(server_key)
+            if not secret:
+                raise ValueError("%s: no secret-key: give the key pair "
+                                 "(NAME.key_secret)" % key)
+            self.sock.curve_publickey = public
+            self.sock.curve_secretkey = secret
+            self.sock.curve_serverkey = server_public
         self.params = {}
         for m in models:
             self.params[m.encode()] = Params(m)
@@ -485,7 +503,13 @@ def parse_args(argv):
     ap.add_argument("--until-version", type=int, metavar="V")
     ap.add_argument("--timeout", type=float, metavar="SECONDS")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--key", metavar="FILE",
+                    help="CURVE: this node's key pair (NAME.key_secret)")
+    ap.add_argument("--server-key", metavar="FILE",
+                    help="CURVE: calibd's public key (NAME.key)")
     a = ap.parse_args(argv)  # exits 2 on a usage error
+    if (a.key is None) != (a.server_key is None):
+        ap.error("CURVE needs both --key and --server-key")
     if a.until_version is not None and a.until_version < 0:
         ap.error("--until-version: not an unsigned integer")
     if a.timeout is not None and not (math.isfinite(a.timeout) and a.timeout >= 0):
@@ -510,10 +534,14 @@ def main(argv):
                 val.get("message", "")), file=sys.stderr)
 
     try:
-        client = Client(a.connect, a.model, print_params, print_alert)
+        client = Client(a.connect, a.model, print_params, print_alert,
+                        a.key, a.server_key)
     except zmq.ZMQError as e:
         print("serving_node: %s" % e, file=sys.stderr)
         return 2 if e.errno in (zmq.EINVAL, zmq.EPROTONOSUPPORT) else 1
+    except (OSError, ValueError) as e:  # a key file unreadable or malformed
+        print("serving_node: %s" % e, file=sys.stderr)
+        return 2
 
     stopping = {"signal": False}
 

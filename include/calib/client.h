@@ -108,6 +108,14 @@ void calib_client_destroy(calib_client *c);
  */
 int calib_client_connect(calib_client *c, const char *endpoint);
 
+/* Makes the client a CURVE client of calibd (calib/curve.h): key is this
+ * node's key pair file (NAME.key_secret), server_key calibd's public key
+ * file. Call before calib_client_connect; needed when calibd runs with
+ * curve_secret_key. CALIB_OK, CALIB_EINVAL, CALIB_ECLIENT_BUSY, or
+ * CALIB_ECURVE_KEY / CALIB_ECLIENT_ZMQ with err (errlen bytes) saying why. */
+int calib_client_curve(calib_client *c, const char *key, const char *server_key, char *err,
+                       size_t errlen);
+
 /*
  * Subscribes to a model (1..128 bytes of [A-Za-z0-9._:-]); it holds version
  * 0 until parameters arrive. Again for a subscribed model is a no-op.

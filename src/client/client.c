@@ -27,6 +27,7 @@
 #include <zmq.h>
 
 #include "calib/client.h"
+#include "calib/curve.h"
 #include "calib/protocol.h"
 #include "calib/pubmsg.h"
 #include "params_store.h"
@@ -81,6 +82,7 @@ const char *calib_client_strerror(int err)
     case CALIB_ECLIENT_METHOD: return "recalibration method unknown here";
     case CALIB_ECLIENT_FORM: return "method does not handle this output form";
     case CALIB_ECLIENT_BUSY: return "socket in use by another thread";
+    case CALIB_ECURVE_KEY: return "CURVE key file unreadable or malformed";
     }
     return calib_plugin_strerror(err);
 }
@@ -520,6 +522,18 @@ void calib_client_destroy(calib_client *c)
     }
     pthread_mutex_destroy(&c->ctl_lock);
     free(c);
+}
+
+int calib_client_curve(calib_client *c, const char *key, const char *server_key, char *err,
+                       size_t errlen)
+{
+    if (!c || !key || !server_key)
+        return CALIB_EINVAL;
+    if (sock_acquire(c))
+        return CALIB_ECLIENT_BUSY;
+    int r = calib_curve_client(c->sub, key, server_key, err, errlen);
+    sock_release(c);
+    return r;
 }
 
 int calib_client_connect(calib_client *c, const char *endpoint)

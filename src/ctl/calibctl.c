@@ -20,6 +20,7 @@ static const struct command {
     {"ping", cmd_ping, "ping [--control EP]           is calibd answering?"},
     {"snapshot", cmd_snapshot, "snapshot FILE [MODEL]         a calibd snapshot, as status shows it"},
     {"merge", cmd_merge, "merge FILE... -o OUT          snapshots of shards or days merged into one"},
+    {"keygen", cmd_keygen, "keygen NAME                   a CURVE key pair: NAME.key, NAME.key_secret"},
 };
 
 void ctl_error(const char *file, unsigned long line, const char *fmt, ...)

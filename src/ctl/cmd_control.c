@@ -1,5 +1,6 @@
-/* cmd_control.c — `calibctl status` and `calibctl ping`: one request to a
- * running calibd's control socket, its msgpack answer printed as JSON. */
+/* cmd_control.c — `calibctl status`, `ping` and `refit`: one request to a
+ * running calibd's control socket, its msgpack answer printed as JSON; and
+ * `calibctl keygen`, the key pairs of CURVE (calib/curve.h). */
 #include <getopt.h>
 #include <math.h>
 #include <msgpack.h>
@@ -9,6 +10,7 @@
 #include <zmq.h>
 
 #include "calib/calib.h"
+#include "calib/curve.h"
 #include "calib/mpw.h"
 #include "ctl.h"
 #include "msgpack_json.h"
@@ -17,9 +19,16 @@
 
 /* ------------------------------------------------------------ request */
 
+/* Where the control socket is, and the CURVE keys to reach it with. */
+typedef struct target {
+    const char *endpoint;
+    const char *key, *server_key; /* both or neither */
+} target;
+
 /* Sends one request and prints the answer. */
-static int request(const char *endpoint, int timeout_ms, const char *cmd, const char *model)
+static int request(const target *t, int timeout_ms, const char *cmd, const char *model)
 {
+    const char *endpoint = t->endpoint;
     const char *addr = endpoint[0] == '>' || endpoint[0] == '@' ? endpoint + 1 : endpoint;
     calib_mpw w;
     calib_mpw_init(&w);
@@ -44,6 +53,12 @@ static int request(const char *endpoint, int timeout_ms, const char *cmd, const 
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(s, ZMQ_RCVTIMEO, &timeout_ms, sizeof timeout_ms);
     zmq_setsockopt(s, ZMQ_SNDTIMEO, &timeout_ms, sizeof timeout_ms);
+    char why[600];
+    if (t->key && calib_curve_client(s, t->key, t->server_key, why, sizeof why) != CALIB_OK) {
+        ctl_error(NULL, 0, "%s", why);
+        rc = CTL_BADINPUT;
+        goto out;
+    }
     if (zmq_connect(s, addr) != 0) {
         ctl_error(NULL, 0, "%s: %s", addr, zmq_strerror(zmq_errno()));
         rc = CTL_BADINPUT;
@@ -51,7 +66,10 @@ static int request(const char *endpoint, int timeout_ms, const char *cmd, const 
     }
     if (calib_mpw_error(&w) != CALIB_OK || zmq_send(s, w.sb.data, w.sb.size, 0) < 0 ||
         zmq_msg_recv(&reply, s, 0) < 0) {
-        ctl_error(NULL, 0, "%s: no answer from calibd within %d ms", addr, timeout_ms);
+        ctl_error(NULL, 0, "%s: no answer from calibd within %d ms%s", addr, timeout_ms,
+                  t->key ? " (with CURVE: is this key allowed in curve_operators, and is "
+                           "the server key calibd's?)"
+                         : "");
         goto out;
     }
     msgpack_unpacked u;
@@ -90,17 +108,21 @@ static int control_command(int argc, char **argv, const char *cmd, int takes_mod
     static const struct option opts[] = {
         {"control", required_argument, NULL, 'c'},
         {"timeout", required_argument, NULL, 't'},
+        {"key", required_argument, NULL, 'k'},
+        {"server-key", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
-    const char *endpoint = getenv("CALIBD_CONTROL");
+    target t = {getenv("CALIBD_CONTROL"), getenv("CALIBD_KEY"), getenv("CALIBD_SERVER_KEY")};
     double timeout = 5;
     int o;
     optind = 1;
     while ((o = getopt_long(argc, argv, "c:t:h", opts, NULL)) != -1) {
         char *end;
         switch (o) {
-        case 'c': endpoint = optarg; break;
+        case 'c': t.endpoint = optarg; break;
+        case 'k': t.key = optarg; break;
+        case 's': t.server_key = optarg; break;
         case 't':
             timeout = strtod(optarg, &end);
             if (*end || !(timeout > 0) || timeout > 86400) {
@@ -109,7 +131,8 @@ static int control_command(int argc, char **argv, const char *cmd, int takes_mod
             }
             break;
         case 'h':
-            printf("usage: calibctl %s [--control EP] [--timeout SECONDS]%s\n", cmd,
+            printf("usage: calibctl %s [--control EP] [--timeout SECONDS] [--key FILE "
+                   "--server-key FILE]%s\n", cmd,
                    takes_model == 2 ? " MODEL" : takes_model ? " [MODEL]" : "");
             return CTL_OK;
         default: return CTL_BADINPUT;
@@ -123,8 +146,14 @@ static int control_command(int argc, char **argv, const char *cmd, int takes_mod
         ctl_error(NULL, 0, "%s: which model?", cmd);
         return CTL_BADINPUT;
     }
+    if (!t.key != !t.server_key) {
+        ctl_error(NULL, 0, "%s: CURVE needs both --key (this operator's key pair) and "
+                  "--server-key (calibd's public key)", cmd);
+        return CTL_BADINPUT;
+    }
     const char *model = optind < argc ? argv[optind] : NULL;
-    return request(endpoint ? endpoint : DEFAULT_CONTROL, (int)(timeout * 1000), cmd, model);
+    t.endpoint = t.endpoint ? t.endpoint : DEFAULT_CONTROL;
+    return request(&t, (int)(timeout * 1000), cmd, model);
 }
 
 int cmd_status(int argc, char **argv)
@@ -140,4 +169,42 @@ int cmd_ping(int argc, char **argv)
 int cmd_refit(int argc, char **argv)
 {
     return control_command(argc, argv, "refit", 2);
+}
+
+/* keygen NAME: NAME.key (the public key, to hand out) and NAME.key_secret
+ * (the pair, kept; mode 0600); never over an existing file. */
+int cmd_keygen(int argc, char **argv)
+{
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("usage: calibctl keygen NAME   writes NAME.key and NAME.key_secret\n");
+        return CTL_OK;
+    }
+    if (argc != 2 || !argv[1][0] || argv[1][0] == '-') {
+        ctl_error(NULL, 0, "keygen: expected one NAME (writes NAME.key and NAME.key_secret)");
+        return CTL_BADINPUT;
+    }
+    char pub[4096], sec[4096], why[4200];
+    if ((size_t)snprintf(pub, sizeof pub, "%s.key", argv[1]) >= sizeof pub ||
+        (size_t)snprintf(sec, sizeof sec, "%s.key_secret", argv[1]) >= sizeof sec) {
+        ctl_error(NULL, 0, "keygen: NAME too long");
+        return CTL_BADINPUT;
+    }
+    calib_curve_cert c;
+    if (calib_curve_keypair(&c) != CALIB_OK) {
+        ctl_error(NULL, 0, "keygen: this libzmq was built without CURVE");
+        return CTL_FAIL;
+    }
+    int rc = CTL_OK;
+    if (calib_curve_save(sec, &c, 1, why, sizeof why) != CALIB_OK) {
+        ctl_error(NULL, 0, "keygen: %s", why);
+        rc = CTL_FAIL;
+    } else if (calib_curve_save(pub, &c, 0, why, sizeof why) != CALIB_OK) {
+        ctl_error(NULL, 0, "keygen: %s", why);
+        remove(sec); /* no half pair left */
+        rc = CTL_FAIL;
+    } else {
+        printf("%s\n%s\n", pub, sec);
+    }
+    memset(&c, 0, sizeof c);
+    return rc;
 }

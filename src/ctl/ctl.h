@@ -17,6 +17,7 @@ int cmd_ping(int argc, char **argv);
 int cmd_refit(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_keygen(int argc, char **argv);
 
 /* Prints "calibctl: FILE:LINE: what" (LINE omitted when 0) to stderr. */
 void ctl_error(const char *file, unsigned long line, const char *fmt, ...)

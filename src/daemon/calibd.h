@@ -4,6 +4,7 @@
 
 #include <uv.h>
 
+#include "auth.h"
 #include "calib/plugin.h"
 #include "calib/protocol.h"
 #include "cfg.h"
@@ -25,6 +26,10 @@ typedef struct calibd {
     void *zctx;
     zsock ingest, pull, control;
     zsock ingest_monitor, pull_monitor; /* peers that go away (zsock_monitor) */
+    zsock publish;      /* the PUB socket: pub is its sock */
+    zsock control_monitor, publish_monitor; /* handshakes that fail */
+    zsock zap;          /* the ZAP handler's REP socket, with CURVE */
+    auth_ctx auth;      /* CURVE: keys, allow-lists, counters (auth.c) */
     int have_pull;
     void *pub;
     uv_signal_t sig[3]; /* INT, TERM, HUP */

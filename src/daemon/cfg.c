@@ -292,6 +292,10 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
                  : strcmp(key, "log_level") == 0 ? &c->log_level
                  : strcmp(key, "alert_exec") == 0 ? &c->alert_exec
                  : strcmp(key, "plugin_dir") == 0 ? &c->plugin_dir
+                 : strcmp(key, "curve_secret_key") == 0 ? &c->curve_secret_key
+                 : strcmp(key, "curve_producers") == 0 ? &c->curve_producers
+                 : strcmp(key, "curve_operators") == 0 ? &c->curve_operators
+                 : strcmp(key, "curve_subscribers") == 0 ? &c->curve_subscribers
                                                  : NULL;
     if (str) {
         if (*value == 0) {
@@ -468,6 +472,12 @@ void config_free(daemon_cfg *c)
     free(c->log_level);
     free(c->alert_exec);
     free(c->plugin_dir);
+    free(c->curve_secret_key);
+    free(c->curve_producers);
+    free(c->curve_operators);
+    free(c->curve_subscribers);
+    c->curve_secret_key = c->curve_producers = c->curve_operators = NULL;
+    c->curve_subscribers = NULL;
     free(c->models);
     c->publish = c->control = c->http = c->state_dir = c->log_level = NULL;
     c->alert_exec = c->plugin_dir = NULL;

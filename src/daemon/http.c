@@ -582,6 +582,25 @@ static void sockets(text *t, const calibd *d)
                 put(t, "%s{socket=\"%s\"} %llu\n", fam[f].name, z[i]->name,
                     *(const unsigned long long *)((const char *)z[i] + fam[f].offset));
     }
+    /* every socket's failed handshakes (zsock_monitor): those opened */
+    const zsock *all[4] = {z[0], z[1], &d->control, &d->publish};
+    help(t, "calibd_socket_handshake_failures_total", "counter",
+         "Connections refused in their handshake, by socket. With CURVE: a client without "
+         "a key pair or calibd's public key, or whose key is not allowed; without: a "
+         "client using CURVE, or a peer not speaking ZeroMQ.");
+    for (int i = 0; i < 4; i++)
+        if (all[i] && all[i]->name)
+            put(t, "calibd_socket_handshake_failures_total{socket=\"%s\"} %llu\n",
+                all[i]->name, all[i]->handshake_failures);
+    if (!d->auth.on)
+        return;
+    help(t, "calibd_curve_clients_total", "counter",
+         "CURVE clients the ZAP handler admitted (result=\"accepted\") or refused "
+         "(\"refused\": a key not in the role's allow-list), by role.");
+    for (int r = 0; r < AUTH_ROLES; r++)
+        put(t, "calibd_curve_clients_total{role=\"%s\",result=\"accepted\"} %llu\n"
+               "calibd_curve_clients_total{role=\"%s\",result=\"refused\"} %llu\n",
+            auth_role_name[r], d->auth.accepted[r], auth_role_name[r], d->auth.refused[r]);
 }
 
 static void http_counters(text *t, http_server *h)

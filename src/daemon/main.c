@@ -188,7 +188,16 @@ static int open_sockets(calibd *d, char *err, size_t errlen)
         snprintf(err, errlen, "zmq_ctx_new: %s", zmq_strerror(errno));
         return -1;
     }
-    if (zsock_open(&d->ingest, d->zctx, ZMQ_SUB, "ingest") != 0)
+    if (auth_load(&d->auth, c, &d->log, err, errlen) != 0)
+        return -1;
+    /* the handler first: a CURVE server without one admits every key */
+    if (d->auth.on && (zsock_open(&d->zap, d->zctx, ZMQ_REP, "zap") != 0 ||
+                       zmq_bind(d->zap.sock, "inproc://zeromq.zap.01") != 0)) {
+        snprintf(err, errlen, "ZAP handler: %s", zmq_strerror(errno));
+        return -1;
+    }
+    if (zsock_open(&d->ingest, d->zctx, ZMQ_SUB, "ingest") != 0 ||
+        (d->auth.on && auth_server(&d->auth, d->ingest.sock, AUTH_PRODUCERS) != 0))
         goto zerr;
     set_int(d->ingest.sock, ZMQ_MAXMSGSIZE, (int64_t)c->max_msg_size);
     set_int(d->ingest.sock, ZMQ_RCVHWM, (int64_t)config_rcvhwm(c));
@@ -207,7 +216,8 @@ static int open_sockets(calibd *d, char *err, size_t errlen)
         nb++;
     }
     if (c->ingest_pull.n) {
-        if (zsock_open(&d->pull, d->zctx, ZMQ_PULL, "ingest-pull") != 0)
+        if (zsock_open(&d->pull, d->zctx, ZMQ_PULL, "ingest-pull") != 0 ||
+            (d->auth.on && auth_server(&d->auth, d->pull.sock, AUTH_PRODUCERS) != 0))
             goto zerr;
         d->have_pull = 1;
         set_int(d->pull.sock, ZMQ_MAXMSGSIZE, (int64_t)c->max_msg_size);
@@ -219,20 +229,21 @@ static int open_sockets(calibd *d, char *err, size_t errlen)
             nb++;
         }
     }
-    if (zsock_open(&d->control, d->zctx, ZMQ_REP, "control") != 0)
+    if (zsock_open(&d->control, d->zctx, ZMQ_REP, "control") != 0 ||
+        (d->auth.on && auth_server(&d->auth, d->control.sock, AUTH_OPERATORS) != 0))
         goto zerr;
     set_int(d->control.sock, ZMQ_MAXMSGSIZE, 1 << 16);
     snprintf(bound[nb][0], 256, "control");
     if (zsock_attach(&d->control, c->control, bound[nb][1], 256, err, errlen))
         return -1;
     nb++;
-    zsock pub;
-    if (zsock_open(&pub, d->zctx, ZMQ_PUB, "publish") != 0)
+    if (zsock_open(&d->publish, d->zctx, ZMQ_PUB, "publish") != 0 ||
+        (d->auth.on && auth_server(&d->auth, d->publish.sock, AUTH_SUBSCRIBERS) != 0))
         goto zerr;
-    d->pub = pub.sock;
+    d->pub = d->publish.sock;
     set_int(d->pub, ZMQ_SNDHWM, (int64_t)c->sndhwm);
     snprintf(bound[nb][0], 256, "publish");
-    if (zsock_attach(&pub, c->publish, bound[nb][1], 256, err, errlen))
+    if (zsock_attach(&d->publish, c->publish, bound[nb][1], 256, err, errlen))
         return -1;
     nb++;
     if (strcmp(c->http, "off") != 0) {
@@ -298,9 +309,9 @@ static void close_all(calibd *d)
     if (d->have_pull)
         zsock_close(&d->pull);
     zsock_close(&d->control);
-    if (d->pub)
-        zmq_close(d->pub);
+    zsock_close(&d->publish);
     d->pub = NULL;
+    zsock_close(&d->zap); /* after the sockets it answers for */
     http_stop(&d->http); /* the history is saved after the loop */
     slicer_close(&d->pass.models);
     loop_refits_free(d);
@@ -338,6 +349,9 @@ static void reload(calibd *d)
     int level = log_level_parse(fresh.log_level);
     if (level >= 0)
         d->log.level = level;
+    if (auth_reload(&d->auth, &fresh, err, sizeof err) != 0)
+        log_msg(&d->log, LOG_ERROR, "config", "reload: keeping the CURVE allow-lists: %s",
+                err);
     /* the tick gives the join tables their new TTL, for what waits too */
     for (size_t i = 0; i < d->nmodels; i++) {
         model *m = d->models[i];
@@ -374,15 +388,25 @@ static void on_signal(uv_signal_t *s, int signum)
 }
 
 /* A producer's connection ended: it closed it, or ZeroMQ cut it for a
- * message over max_msg_size, which leaves no other trace. */
+ * message over max_msg_size, which leaves no other trace. Or a peer of any
+ * socket failed its handshake; one refused by the ZAP handler (AUTH) has
+ * been logged there, with its key. */
 static void on_peer_gone(zsock *z, unsigned event, const char *addr, size_t len, void *arg)
 {
     calibd *d = arg;
-    log_rl(&d->log, LOG_WARN, "socket", "%s: peer %.*s disconnected%s (a message over "
-           "max_msg_size = %llu bytes disconnects its sender; so does a producer that "
-           "stops)", z->name, (int)(len < 200 ? len : 200), addr,
-           event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ? " in its handshake" : "",
-           (unsigned long long)d->cfg.max_msg_size);
+    int n = (int)(len < 200 ? len : 200);
+    if (event & ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+        return;
+    if (event & ZSOCK_HANDSHAKE_FAILED)
+        log_rl(&d->log, LOG_WARN, "socket", "%s: peer %.*s failed its handshake (%s)",
+               z->name, n, addr, d->auth.on ? "CURVE is on: a client needs a key pair and "
+               "calibd's public key" : "CURVE is off: a client must not use it; or not a "
+               "ZeroMQ peer");
+    else
+        log_rl(&d->log, LOG_WARN, "socket", "%s: peer %.*s disconnected (a message over "
+               "max_msg_size = %llu bytes disconnects its sender; so does a producer that "
+               "stops%s)", z->name, n, addr, (unsigned long long)d->cfg.max_msg_size,
+               d->auth.on ? ", or one refused in its handshake" : "");
 }
 
 static int start_loop(calibd *d, char *err, size_t errlen)
@@ -391,7 +415,8 @@ static int start_loop(calibd *d, char *err, size_t errlen)
     uint64_t budget = (uint64_t)(d->cfg.drain_time * 1e9);
     if ((rc = zsock_watch(&d->ingest, d->loop, budget, ingest_on_message, d)) ||
         (d->have_pull && (rc = zsock_watch(&d->pull, d->loop, budget, ingest_on_message, d))) ||
-        (rc = zsock_watch(&d->control, d->loop, budget, control_on_message, d))) {
+        (rc = zsock_watch(&d->control, d->loop, budget, control_on_message, d)) ||
+        (d->auth.on && (rc = zsock_watch(&d->zap, d->loop, budget, auth_on_zap, &d->auth)))) {
         snprintf(err, errlen, "uv_poll: %s", uv_strerror(rc));
         return -1;
     }
@@ -401,9 +426,17 @@ static int start_loop(calibd *d, char *err, size_t errlen)
         d->sig[i].data = d;
         uv_signal_start(&d->sig[i], on_signal, signums[i]);
     }
-    if (zsock_monitor(&d->ingest, &d->ingest_monitor, d->zctx, d->loop, on_peer_gone, d) != 0 ||
-        (d->have_pull &&
-         zsock_monitor(&d->pull, &d->pull_monitor, d->zctx, d->loop, on_peer_gone, d) != 0)) {
+    /* producers going away are worth a line; operators and serving nodes
+     * come and go, only their failed handshakes are */
+    const int peers = ZMQ_EVENT_DISCONNECTED | ZSOCK_HANDSHAKE_FAILED;
+    if (zsock_monitor(&d->ingest, &d->ingest_monitor, d->zctx, d->loop, peers,
+                      on_peer_gone, d) != 0 ||
+        (d->have_pull && zsock_monitor(&d->pull, &d->pull_monitor, d->zctx, d->loop, peers,
+                                       on_peer_gone, d) != 0) ||
+        zsock_monitor(&d->control, &d->control_monitor, d->zctx, d->loop,
+                      ZSOCK_HANDSHAKE_FAILED, on_peer_gone, d) != 0 ||
+        zsock_monitor(&d->publish, &d->publish_monitor, d->zctx, d->loop,
+                      ZSOCK_HANDSHAKE_FAILED, on_peer_gone, d) != 0) {
         snprintf(err, errlen, "zmq_socket_monitor: %s", zmq_strerror(errno));
         return -1;
     }
@@ -478,6 +511,7 @@ int main(int argc, char **argv)
         zmq_ctx_term(d.zctx);
     calib_msg_destroy(&d.msg);
     registry_free(&d);
+    auth_free(&d.auth);
     calib_plugin_registry_free(&d.plugins);
     free(d.x);
     config_free(&d.cfg);

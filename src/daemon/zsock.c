@@ -191,20 +191,22 @@ static void on_monitor(zsock *mon, zmq_msg_t *frames, size_t n, void *arg)
         return;
     uint16_t event;
     memcpy(&event, zmq_msg_data(&frames[0]), sizeof event);
-    if (!(event & (ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)))
+    if (event & ZSOCK_HANDSHAKE_FAILED)
+        c->z->handshake_failures++;
+    else if (event & ZMQ_EVENT_DISCONNECTED)
+        c->z->disconnects++;
+    else
         return;
-    c->z->disconnects++;
     if (c->fn)
         c->fn(c->z, event, zmq_msg_data(&frames[1]), zmq_msg_size(&frames[1]), c->arg);
 }
 
-int zsock_monitor(zsock *z, zsock *mon, void *zctx, uv_loop_t *loop, zsock_peer_fn fn,
-                  void *arg)
+int zsock_monitor(zsock *z, zsock *mon, void *zctx, uv_loop_t *loop, int events,
+                  zsock_peer_fn fn, void *arg)
 {
     char ep[64];
     snprintf(ep, sizeof ep, "inproc://calibd-monitor-%p", (void *)z);
-    if (zmq_socket_monitor(z->sock, ep, ZMQ_EVENT_DISCONNECTED |
-                                        ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) != 0)
+    if (zmq_socket_monitor(z->sock, ep, events) != 0)
         return -1;
     if (zsock_open(mon, zctx, ZMQ_PAIR, "monitor") != 0)
         return -1;

@@ -23,7 +23,8 @@
 #include <uv.h>
 #include <zmq.h>
 
-#define ZSOCK_MAX_FRAMES 4 /* frames kept per message; the count is exact */
+#define ZSOCK_MAX_FRAMES 8 /* frames kept per message (a ZAP request has 7);
+                              the count is exact */
 
 typedef struct zsock zsock;
 
@@ -47,6 +48,10 @@ struct zsock {
                                         behind this socket's producers */
     unsigned long long disconnects;  /* peers gone (monitor): closed, or cut
                                         by ZeroMQ for an oversize message */
+    unsigned long long handshake_failures; /* connections refused in their
+                                        handshake (monitor): with CURVE, no
+                                        key, another server key, a key not
+                                        allowed */
     void *monitor;                   /* the monitor's PAIR socket, or NULL */
     zsock *monitor_z;                /* its zsock (watched like this one) */
 };
@@ -70,11 +75,17 @@ int zsock_attach(zsock *z, const char *endpoints, char *last, size_t lastlen,
 int zsock_watch(zsock *z, uv_loop_t *loop, uint64_t budget_ns, zsock_recv_fn fn,
                 void *arg);
 
-/* Monitors z's peers: counts z->disconnects and calls fn for each peer that
- * goes away. mon must stay valid as long as z; zsock_close(z) closes it.
- * Returns 0, or -1 with errno. */
-int zsock_monitor(zsock *z, zsock *mon, void *zctx, uv_loop_t *loop, zsock_peer_fn fn,
-                  void *arg);
+/* The monitor events of a failed handshake (ZeroMQ 4.3). */
+#define ZSOCK_HANDSHAKE_FAILED                                                       \
+    (ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |     \
+     ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+
+/* Monitors z's peers for events (ZMQ_EVENT_DISCONNECTED and/or
+ * ZSOCK_HANDSHAKE_FAILED): counts z->disconnects and z->handshake_failures
+ * and calls fn for each. mon must stay valid as long as z; zsock_close(z)
+ * closes it. Returns 0, or -1 with errno. */
+int zsock_monitor(zsock *z, zsock *mon, void *zctx, uv_loop_t *loop, int events,
+                  zsock_peer_fn fn, void *arg);
 
 /* Stops receiving, closes the handles and the socket. The zsock memory must
  * stay valid until the loop has run the close callbacks. */

@@ -750,7 +750,8 @@ static int parse_options(hostile_opts *o, int argc, char **argv)
 
 static int open_socket(hostile *h, const hostile_opts *o)
 {
-    return producer_open(PROG, o->endpoint, o->push, 0, o->warmup_ms, &h->ctx, &h->sock);
+    return producer_open(PROG, o->endpoint, o->push, 0, o->warmup_ms, NULL, NULL, &h->ctx,
+                         &h->sock);
 }
 
 static void close_socket(hostile *h)
