@@ -25,6 +25,8 @@
  * ping: sends {"cmd": "ping"} back to back for S seconds; prints the
  * replies' count and latency (median, p99, max, in ms): how long the loop
  * leaves a control request waiting.
+ * With CURVE: send, wait and ping take --key F --server-key F (a client's
+ * pair, the server's public key), null takes --curve-server F (its pair).
  * Each prints what it did on one line; exit 0, 1 on failure, 2 on usage.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -37,6 +39,7 @@
 #include <zmq.h>
 
 #include "calib/calib.h"
+#include "calib/curve.h"
 #include "calib/mpw.h"
 
 #define TEMPLATES 64
@@ -68,6 +71,46 @@ static int die(const char *what)
 {
     fprintf(stderr, "bench_rate: %s: %s\n", what, zmq_strerror(zmq_errno()));
     return 1;
+}
+
+/* A socket of type on ep (bound when bind, else connected) in a new
+ * context, with CURVE when asked: --key F --server-key F make it a client
+ * (send, wait, ping), --curve-server F (a key pair) a server admitting
+ * every client (null: no ZAP handler), so that a run with CURVE costs the
+ * null consumer what it costs calibd. NULL after saying why. */
+static void *open_socket(int argc, char **argv, int type, const char *ep, int bind,
+                         void **ctx)
+{
+    const char *key = opt(argc, argv, "--key", NULL);
+    const char *server_key = opt(argc, argv, "--server-key", NULL);
+    const char *server = opt(argc, argv, "--curve-server", NULL);
+    char err[600] = "";
+    void *s = (*ctx = zmq_ctx_new()) ? zmq_socket(*ctx, type) : NULL;
+    if (!s) {
+        die("socket");
+        return NULL;
+    }
+    int ok = 1;
+    if (key && server_key) {
+        ok = calib_curve_client(s, key, server_key, err, sizeof err) == CALIB_OK;
+    } else if (server) {
+        calib_curve_cert c;
+        int one = 1;
+        ok = calib_curve_load(server, &c, err, sizeof err) == CALIB_OK &&
+             zmq_setsockopt(s, ZMQ_CURVE_SERVER, &one, sizeof one) == 0 &&
+             zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, c.secret_key, sizeof c.secret_key) == 0;
+        if (!ok && !err[0])
+            snprintf(err, sizeof err, "%s: no secret-key", server);
+    }
+    if (!ok) {
+        fprintf(stderr, "bench_rate: %s\n", err);
+        return NULL;
+    }
+    if ((bind ? zmq_bind(s, ep) : zmq_connect(s, ep)) != 0) {
+        die(bind ? "bind" : "connect");
+        return NULL;
+    }
+    return s;
 }
 
 /* ------------------------------------------------------------------ send */
@@ -191,11 +234,11 @@ static int cmd_send(int argc, char **argv)
             fprintf(stderr, "bench_rate: out of memory\n");
             return 1;
         }
-    void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_PUSH);
+    void *ctx, *s = open_socket(argc, argv, ZMQ_PUSH, ep, 0, &ctx);
+    if (!s)
+        return 1;
     int linger = -1;
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
-    if (zmq_connect(s, ep) != 0)
-        return die("connect");
     double t0 = now();
     uint64_t msgs = 0;
     for (uint64_t id = first; id < first + n; id += b) {
@@ -252,9 +295,9 @@ static int cmd_null(int argc, char **argv)
         fprintf(stderr, "bench_rate null: --endpoint, --count\n");
         return 2;
     }
-    void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_PULL);
-    if (zmq_bind(s, ep) != 0)
-        return die("bind");
+    void *ctx, *s = open_socket(argc, argv, ZMQ_PULL, ep, 1, &ctx);
+    if (!s)
+        return 1;
     char bound[256];
     size_t blen = sizeof bound;
     if (zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, bound, &blen) == 0) {
@@ -342,9 +385,9 @@ static int cmd_wait(int argc, char **argv)
     }
     calib_mpw req;
     request(&req, "status", model);
-    void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_REQ);
-    if (zmq_connect(s, ep) != 0)
-        return die("connect");
+    void *ctx, *s = open_socket(argc, argv, ZMQ_REQ, ep, 0, &ctx);
+    if (!s)
+        return 1;
     double t0 = now();
     long long got = -1;
     struct timespec pause = {0, 5000000};
@@ -382,9 +425,9 @@ static int cmd_ping(int argc, char **argv)
     }
     calib_mpw req;
     request(&req, "ping", NULL);
-    void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_REQ);
-    if (zmq_connect(s, ep) != 0)
-        return die("connect");
+    void *ctx, *s = open_socket(argc, argv, ZMQ_REQ, ep, 0, &ctx);
+    if (!s)
+        return 1;
     size_t n = 0, cap = 1 << 20;
     double *lat = malloc(cap * sizeof *lat), t0 = now();
     if (!lat)

@@ -14,7 +14,8 @@
 # case predictions/s of both, their ratio and calibd's CPU seconds per
 # million predictions; calibd's peak RSS at the end.
 # Run: make -C build/plain tests/bench/bench_rate && tests/bench/bench_throughput.sh build/plain
-#      (SCALE=0.5 halves every case's count; CASES="10/64/inline/identity ..." picks cases)
+#      (SCALE=0.5 halves every case's count; CASES="10/64/inline/identity ..." picks cases;
+#      CURVE=1: every socket with CURVE, calibd's and the null consumer's alike)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=$(cd "${1:-build/plain}" && pwd)
@@ -42,7 +43,21 @@ for c in $cases; do
     [ "$p" = identity ] ||
         printf 'version 1\nmethod temperature\nparam T 1.5\n' > "$work/model.k$k-b$b-$y-$p.params"
 done
-"$dir/calibd" --ingest 'tcp://127.0.0.1:*' --ingest-pull 'tcp://127.0.0.1:*' \
+# CURVE=1: calibd a CURVE server admitting the producer's key (its ZAP
+# handler checks it once per connection), the null consumer one too
+keys=() server=() conf=/dev/null
+if [ "${CURVE:-0}" = 1 ]; then
+    mkdir "$work/keys" "$work/allowed"
+    "$dir/calibctl" keygen "$work/keys/calibd" > /dev/null
+    "$dir/calibctl" keygen "$work/keys/producer" > /dev/null
+    cp "$work/keys/producer.key" "$work/allowed/"
+    printf '[daemon]\ncurve_secret_key = %s\ncurve_producers = %s\ncurve_operators = %s\ncurve_subscribers = any\n' \
+        "$work/keys/calibd.key_secret" "$work/allowed" "$work/allowed" > "$work/curve.conf"
+    conf=$work/curve.conf
+    keys=(--key "$work/keys/producer.key_secret" --server-key "$work/keys/calibd.key")
+    server=(--curve-server "$work/keys/calibd.key_secret")
+fi
+"$dir/calibd" -c "$conf" --ingest 'tcp://127.0.0.1:*' --ingest-pull 'tcp://127.0.0.1:*' \
     --publish 'tcp://127.0.0.1:*' --control 'tcp://127.0.0.1:*' --http off \
     --state-dir "$work" --log-level warn 2> "$work/log" &
 pid=$!
@@ -72,13 +87,14 @@ for c in $cases; do
     [ "$y" = inline ] || lab=(--labels)
     model=k$k-b$b-$y-$p
     # the null consumer
-    "$rate" null --endpoint 'tcp://127.0.0.1:*' --count "$n" "${lab[@]}" > "$work/null.out" &
+    "$rate" null --endpoint 'tcp://127.0.0.1:*' --count "$n" "${lab[@]}" "${server[@]}" \
+        > "$work/null.out" &
     np=$!
     until grep -q '^endpoint=' "$work/null.out" 2> /dev/null; do sleep 0.01; done
     ep=$(sed -n 's/^endpoint=//p' "$work/null.out")
     t0=$(now)
     "$rate" send --endpoint "$ep" --model "$model" --k "$k" --batch "$b" --count "$n" \
-        "${lab[@]}" > /dev/null
+        "${lab[@]}" "${keys[@]}" > /dev/null
     wait "$np"
     t1=$(now)
     null_rate=$(awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", n / (b - a)}')
@@ -86,8 +102,8 @@ for c in $cases; do
     c0=$(cpu)
     t0=$(now)
     "$rate" send --endpoint "$pull" --model "$model" --k "$k" --batch "$b" --count "$n" \
-        "${lab[@]}" > /dev/null
-    "$rate" wait --control "$ctl" --model "$model" --scored "$n" > /dev/null ||
+        "${lab[@]}" "${keys[@]}" > /dev/null
+    "$rate" wait --control "$ctl" --model "$model" --scored "$n" "${keys[@]}" > /dev/null ||
         { echo "calibd did not score $n pairs of $model"; tail "$work/log"; exit 1; }
     t1=$(now)
     c1=$(cpu)
