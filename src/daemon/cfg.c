@@ -292,6 +292,10 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
                  : strcmp(key, "log_level") == 0 ? &c->log_level
                  : strcmp(key, "alert_exec") == 0 ? &c->alert_exec
                  : strcmp(key, "plugin_dir") == 0 ? &c->plugin_dir
+                 : strcmp(key, "http_tls_cert") == 0 ? &c->http_tls_cert
+                 : strcmp(key, "http_tls_key") == 0 ? &c->http_tls_key
+                 : strcmp(key, "http_auth_token_file") == 0 ? &c->http_auth_token_file
+                 : strcmp(key, "http_auth_basic_file") == 0 ? &c->http_auth_basic_file
                  : strcmp(key, "curve_secret_key") == 0 ? &c->curve_secret_key
                  : strcmp(key, "curve_producers") == 0 ? &c->curve_producers
                  : strcmp(key, "curve_operators") == 0 ? &c->curve_operators
@@ -310,6 +314,14 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
             snprintf(err, errlen, "alert_exec = '%s': expected an absolute path (it is run "
                      "without a shell)", value);
             return -1;
+        }
+        /* http_tls_*, http_auth_*_file, curve_*: "none" is the default,
+         * no file (or no CURVE) */
+        if ((strncmp(key, "http_", 5) == 0 || strncmp(key, "curve_", 6) == 0) &&
+            strcmp(value, "none") == 0) {
+            free(*str);
+            *str = NULL;
+            return 0;
         }
         if (set_string(str, value) != 0) {
             snprintf(err, errlen, "out of memory");
@@ -331,6 +343,14 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
             return -1;
         }
         c->auto_models = b;
+        return 0;
+    }
+    if (strcmp(key, "http_auth_metrics") == 0) {
+        if (parse_bool(value, &b) != 0) {
+            snprintf(err, errlen, "http_auth_metrics = '%s': expected yes or no", value);
+            return -1;
+        }
+        c->http_auth_metrics = b;
         return 0;
     }
     if (strcmp(key, "params_interval") == 0 || strcmp(key, "alert_exec_timeout") == 0) {
@@ -472,6 +492,12 @@ void config_free(daemon_cfg *c)
     free(c->log_level);
     free(c->alert_exec);
     free(c->plugin_dir);
+    free(c->http_tls_cert);
+    free(c->http_tls_key);
+    free(c->http_auth_token_file);
+    free(c->http_auth_basic_file);
+    c->http_tls_cert = c->http_tls_key = NULL;
+    c->http_auth_token_file = c->http_auth_basic_file = NULL;
     free(c->curve_secret_key);
     free(c->curve_producers);
     free(c->curve_operators);

@@ -62,6 +62,11 @@ typedef struct daemon_cfg {
     double drain_time;        /* seconds of receiving per socket wakeup */
     double http_timeout;      /* seconds an HTTP connection has per request */
     uint64_t http_max_connections, http_max_per_address;
+    /* HTTP TLS and authentication: files read at start (NULL: off) */
+    char *http_tls_cert, *http_tls_key;  /* PEM certificate chain, private key */
+    char *http_auth_token_file;          /* a bearer token */
+    char *http_auth_basic_file;          /* user:password lines */
+    int http_auth_metrics;               /* /metrics needs credentials too */
     double health_timeout;    /* /healthz fails when no tick for this long */
     uint64_t history;         /* points of each model's history (0: off) */
     double history_step;      /* seconds between two points of the history */

@@ -1,17 +1,24 @@
 /* http.c — calibd over HTTP: /metrics in the Prometheus text format,
- * /status (calibctl status as JSON), /history, /healthz and the page at /. */
+ * /status (calibctl status as JSON), /history, /healthz and the page at /;
+ * over TLS, and behind a bearer token or basic auth, when configured. */
 #include "config.h"
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <microhttpd.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "calibd.h"
 #include "control.h"
@@ -608,9 +615,14 @@ static void http_counters(text *t, http_server *h)
     help(t, "calibd_http_timeouts_total", "counter",
          "HTTP connections cut for not completing a request within http_timeout.");
     pthread_mutex_lock(&h->lock);
-    unsigned long long n = h->timeouts;
+    unsigned long long n = h->timeouts, missing = h->unauthorized[0],
+                       wrong = h->unauthorized[1];
     pthread_mutex_unlock(&h->lock);
     put(t, "calibd_http_timeouts_total %llu\n", n);
+    help(t, "calibd_http_unauthorized_total", "counter",
+         "HTTP requests refused (401) for credentials missing or wrong, by reason.");
+    put(t, "calibd_http_unauthorized_total{reason=\"missing\"} %llu\n", missing);
+    put(t, "calibd_http_unauthorized_total{reason=\"wrong\"} %llu\n", wrong);
     if (h->round_seconds <= 0)
         return; /* no round done yet */
     help(t, "calibd_http_render_seconds", "gauge",
@@ -840,6 +852,557 @@ void http_history_load(http_server *h, calibd *d)
                 "(%s), the history starts anew", d->cfg.state_dir, err, strerror(errno));
 }
 
+/* ------------------------------------------------------------ access */
+
+/* Overwrites a secret before its memory goes (a plain memset may be
+ * optimised away, and explicit_bzero is not POSIX). */
+static void wipe(void *p, size_t n)
+{
+    volatile unsigned char *v = p;
+    while (n--)
+        *v++ = 0;
+}
+
+int http_secret_equal(const void *given, size_t given_len, const void *secret,
+                      size_t secret_len)
+{
+    const unsigned char *g = given, *s = secret;
+    /* every byte of the kept secret, whatever is given, to the end: the
+     * time tells neither how much of a guess is right nor where it
+     * differs */
+    volatile unsigned diff = given_len != secret_len;
+    for (size_t i = 0; i < secret_len; i++)
+        diff |= (unsigned)(s[i] ^ (given_len ? g[i % given_len] : 0u));
+    return diff == 0;
+}
+
+/* The file at path whole (at most max bytes), NUL-terminated, in *out;
+ * 0, or -1 with err set. */
+static int read_whole(const char *path, size_t max, char **out, size_t *len, char *err,
+                      size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    const char *why = fstat(fd, &st) != 0          ? strerror(errno)
+                      : !S_ISREG(st.st_mode)       ? "not a regular file"
+                      : (uintmax_t)st.st_size > max ? "too large"
+                                                    : NULL;
+    if (why) {
+        snprintf(err, errlen, "%s: %s", path, why);
+        close(fd);
+        return -1;
+    }
+    size_t cap = (size_t)st.st_size, n = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        close(fd);
+        return -1;
+    }
+    while (n < cap) {
+        ssize_t got = read(fd, buf + n, cap - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+            wipe(buf, cap);
+            free(buf);
+            close(fd);
+            return -1;
+        }
+        if (got == 0)
+            break; /* shrunk meanwhile: what is there */
+        n += (size_t)got;
+    }
+    close(fd);
+    buf[n] = 0;
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+/* RFC 6750's b64token: what can follow "Bearer " in a header. */
+static int token_char(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           (c && strchr("-._~+/", c));
+}
+
+/* The token of the file's text (its error says where, never the secret). */
+static int parse_token(http_auth *a, const char *path, const char *buf, size_t len, char *err,
+                       size_t errlen)
+{
+    size_t n = strcspn(buf, "\r\n"), body = n;
+    for (size_t i = n; i < len; i++)
+        if (buf[i] != '\r' && buf[i] != '\n') {
+            snprintf(err, errlen, "%s: more than one line: the file holds one token", path);
+            return -1;
+        }
+    while (body && buf[body - 1] == '=') /* padding, at the end only */
+        body--;
+    if (body == 0) {
+        snprintf(err, errlen, "%s: empty: the file holds one token", path);
+        return -1;
+    }
+    for (size_t i = 0; i < body; i++)
+        if (!token_char((unsigned char)buf[i])) {
+            snprintf(err, errlen, "%s: character %zu of the token is not one of A-Z a-z 0-9 "
+                     "- . _ ~ + / (or = at the end)", path, i + 1);
+            return -1;
+        }
+    if (n < HTTP_TOKEN_MIN || n > HTTP_SECRET_MAX) {
+        snprintf(err, errlen, "%s: the token has %zu characters: %d to %d are needed "
+                 "(e.g. openssl rand -hex 32)", path, n, HTTP_TOKEN_MIN, HTTP_SECRET_MAX);
+        return -1;
+    }
+    if (!(a->token = malloc(n + 1))) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    memcpy(a->token, buf, n);
+    a->token[n] = 0;
+    a->token_len = n;
+    return 0;
+}
+
+static int printable(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return 0;
+    return 1;
+}
+
+/* One user:password line (without its end) into a. */
+static int parse_user(http_auth *a, const char *path, size_t lineno, const char *line,
+                      size_t n, char *err, size_t errlen)
+{
+    const char *colon = memchr(line, ':', n);
+    const char *why = NULL;
+    if (n > HTTP_SECRET_MAX)
+        why = "longer than 4096 bytes";
+    else if (!colon)
+        why = "expected user:password";
+    else if (colon == line)
+        why = "empty user name";
+    else if (colon == line + n - 1)
+        why = "empty password";
+    else if (!printable(line, n))
+        why = "a control character";
+    else if (a->nusers == HTTP_USERS_MAX)
+        why = "more than 256 users";
+    if (why) {
+        snprintf(err, errlen, "%s:%zu: %s", path, lineno, why);
+        return -1;
+    }
+    size_t name_len = (size_t)(colon - line), pass_len = n - name_len - 1;
+    for (size_t i = 0; i < a->nusers; i++)
+        if (a->users[i].name_len == name_len && memcmp(a->users[i].name, line, name_len) == 0) {
+            snprintf(err, errlen, "%s:%zu: user '%.*s' again", path, lineno, (int)name_len,
+                     line);
+            return -1;
+        }
+    http_user *u = realloc(a->users, (a->nusers + 1) * sizeof *u);
+    if (!u) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    a->users = u;
+    u = &a->users[a->nusers];
+    if (!(u->name = malloc(n + 1))) { /* name and password in one block */
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    memcpy(u->name, line, name_len);
+    u->name[name_len] = 0;
+    u->pass = u->name + name_len + 1;
+    memcpy(u->pass, colon + 1, pass_len);
+    u->pass[pass_len] = 0;
+    u->name_len = name_len;
+    u->pass_len = pass_len;
+    a->nusers++;
+    return 0;
+}
+
+static int parse_users(http_auth *a, const char *path, const char *buf, size_t len, char *err,
+                       size_t errlen)
+{
+    size_t lineno = 0;
+    for (const char *p = buf, *end = buf + len; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        const char *next = nl ? nl + 1 : end;
+        lineno++;
+        if (n && p[n - 1] == '\r')
+            n--;
+        if (n && p[0] != '#' && parse_user(a, path, lineno, p, n, err, errlen) != 0)
+            return -1;
+        p = next;
+    }
+    if (a->nusers == 0) {
+        snprintf(err, errlen, "%s: no user:password line", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* A secret file read, parsed by parse, then wiped. */
+static int load_secret(http_auth *a, const char *path,
+                       int (*parse)(http_auth *, const char *, const char *, size_t, char *,
+                                    size_t),
+                       char *err, size_t errlen)
+{
+    char *buf;
+    size_t len;
+    /* the whole basic-auth file's worth at most */
+    if (read_whole(path, (size_t)HTTP_USERS_MAX * (HTTP_SECRET_MAX + 2), &buf, &len, err,
+                   errlen) != 0)
+        return -1;
+    int rc = memchr(buf, 0, len) ? -1 : 0;
+    if (rc != 0)
+        snprintf(err, errlen, "%s: a NUL byte: expected text", path);
+    else
+        rc = parse(a, path, buf, len, err, errlen);
+    wipe(buf, len);
+    free(buf);
+    return rc;
+}
+
+int http_auth_load(http_auth *a, const char *token_file, const char *basic_file, char *err,
+                   size_t errlen)
+{
+    *a = (http_auth){0};
+    if ((token_file && load_secret(a, token_file, parse_token, err, errlen) != 0) ||
+        (basic_file && load_secret(a, basic_file, parse_users, err, errlen) != 0)) {
+        http_auth_free(a);
+        return -1;
+    }
+    return 0;
+}
+
+void http_auth_free(http_auth *a)
+{
+    if (a->token) {
+        wipe(a->token, a->token_len);
+        free(a->token);
+    }
+    for (size_t i = 0; i < a->nusers; i++) {
+        wipe(a->users[i].name, a->users[i].name_len + a->users[i].pass_len + 2);
+        free(a->users[i].name);
+    }
+    free(a->users);
+    *a = (http_auth){0};
+}
+
+int http_auth_required(const http_auth *a, const char *url)
+{
+    return (a->token || a->nusers) && (a->metrics || strcmp(url, "/metrics") != 0);
+}
+
+enum http_verdict http_auth_check(const http_auth *a, const char *url,
+                                  const char *authorization, const char *user,
+                                  const char *pass)
+{
+    if (!http_auth_required(a, url))
+        return HTTP_AUTH_PASS;
+    if (!authorization)
+        return HTTP_AUTH_MISSING;
+    int ok = 0;
+    if (a->token && strncasecmp(authorization, "Bearer ", 7) == 0) {
+        const char *t = authorization + 7;
+        while (*t == ' ')
+            t++;
+        ok = http_secret_equal(t, strlen(t), a->token, a->token_len);
+    } else if (user && pass) {
+        size_t ul = strlen(user), pl = strlen(pass);
+        /* every user, each compare whole: which one matched, and whether
+         * the name did, stays out of the time */
+        for (size_t i = 0; i < a->nusers; i++)
+            ok |= http_secret_equal(user, ul, a->users[i].name, a->users[i].name_len) &
+                  http_secret_equal(pass, pl, a->users[i].pass, a->users[i].pass_len);
+    }
+    return ok ? HTTP_AUTH_PASS : HTTP_AUTH_WRONG;
+}
+
+/* Whether PEM text holds a block of the kind (see http_pem_load); NULL,
+ * or what is wrong. */
+static const char *pem_check(const char *buf, const char *kind)
+{
+    int key = strcmp(kind, "PRIVATE KEY") == 0, encrypted = 0;
+    static const char begin[] = "-----BEGIN ";
+    for (const char *p = strstr(buf, begin); p; p = strstr(p + 1, begin)) {
+        const char *label = p + sizeof begin - 1, *end = strstr(label, "-----");
+        if (!end)
+            break;
+        size_t n = (size_t)(end - label), kn = strlen(kind);
+        if (!key && n == kn && memcmp(label, kind, n) == 0)
+            return NULL;
+        if (key && n >= kn && memcmp(end - kn, kind, kn) == 0) {
+            const char *next = strstr(end, begin);
+            const char *proc = strstr(end, "Proc-Type: 4,ENCRYPTED");
+            static const char pkcs8[] = "ENCRYPTED PRIVATE KEY";
+            if ((n == sizeof pkcs8 - 1 && memcmp(label, pkcs8, n) == 0) ||
+                (proc && (!next || proc < next)))
+                encrypted = 1;
+            else
+                return NULL;
+        }
+    }
+    if (encrypted)
+        return "the private key is encrypted; calibd needs it unencrypted, readable by "
+               "calibd alone (openssl pkey -in KEY -out PLAIN)";
+    return key ? "no PEM private key (-----BEGIN ... PRIVATE KEY-----)"
+               : "no PEM certificate (-----BEGIN CERTIFICATE-----)";
+}
+
+int http_pem_load(const char *path, const char *kind, char **out, size_t *len, char *err,
+                  size_t errlen)
+{
+    char *buf;
+    size_t n;
+    if (read_whole(path, HTTP_PEM_MAX, &buf, &n, err, errlen) != 0)
+        return -1;
+    const char *why = memchr(buf, 0, n) ? "a NUL byte: expected PEM text (DER? openssl "
+                                          "x509 -inform der or openssl pkey -inform der "
+                                          "converts it)"
+                                        : pem_check(buf, kind);
+    if (why) {
+        snprintf(err, errlen, "%s: %s", path, why);
+        wipe(buf, n);
+        free(buf);
+        return -1;
+    }
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+/* A line for the log from the server's thread, written by the next tick. */
+__attribute__((format(printf, 3, 4)))
+static void note(http_server *h, int kind, const char *fmt, ...)
+{
+    http_note n = {.kind = kind};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(n.text, sizeof n.text, fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&h->note_lock);
+    if (h->nnotes < HTTP_NOTES)
+        h->notes[h->nnotes++] = n;
+    else
+        h->notes_lost++;
+    pthread_mutex_unlock(&h->note_lock);
+}
+
+/* libmicrohttpd's lines: the error of a start that fails, then notes
+ * (rate-limited by the loop: a client cannot flood the log with, say,
+ * plain HTTP to the TLS port). */
+__attribute__((format(printf, 2, 0)))
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    http_server *h = cls;
+    char line[256];
+    vsnprintf(line, sizeof line, fmt, ap);
+    size_t n = strlen(line);
+    while (n && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' '))
+        line[--n] = 0;
+    if (!n)
+        return;
+    pthread_mutex_lock(&h->note_lock);
+    if (!h->mhd_up) {
+        size_t used = strlen(h->start_err);
+        snprintf(h->start_err + used, sizeof h->start_err - used, "%s%s", used ? "; " : "",
+                 line);
+    } else if (h->nnotes < HTTP_NOTES) {
+        http_note *note_ = &h->notes[h->nnotes++];
+        note_->kind = 1;
+        snprintf(note_->text, sizeof note_->text, "%s", line);
+    } else {
+        h->notes_lost++;
+    }
+    pthread_mutex_unlock(&h->note_lock);
+}
+
+/* Loop thread: the notes into the log, at a limited rate. */
+static void notes_flush(http_server *h, logger *log)
+{
+    http_note n[HTTP_NOTES];
+    pthread_mutex_lock(&h->note_lock);
+    unsigned k = h->nnotes;
+    unsigned long long lost = h->notes_lost;
+    memcpy(n, h->notes, k * sizeof n[0]);
+    h->nnotes = 0;
+    h->notes_lost = 0;
+    pthread_mutex_unlock(&h->note_lock);
+    for (unsigned i = 0; i < k; i++) {
+        if (n[i].kind == 0)
+            log_rl(log, LOG_WARN, "http", "unauthorized: %s", n[i].text);
+        else
+            log_rl(log, LOG_WARN, "http", "libmicrohttpd: %s", n[i].text);
+    }
+    if (lost)
+        log_rl(log, LOG_WARN, "http", "%llu more lines of the HTTP server since the last tick "
+               "not logged", lost);
+}
+
+/* A secret file others can read: said once, at start. */
+static void warn_readable(logger *log, const char *key, const char *path)
+{
+    struct stat st;
+    if (log && stat(path, &st) == 0 && (st.st_mode & S_IROTH))
+        log_msg(log, LOG_WARN, "http", "%s %s can be read by every user (mode %03o): "
+                "chmod o-rwx it", key, path, (unsigned)(st.st_mode & 0777));
+}
+
+/* Reads acc's files into h (before the server starts). 0, or -1 with err
+ * set (what was read is freed by the caller, access_free). */
+static int access_start(http_server *h, const http_access *acc, const char *host, char *err,
+                        size_t errlen)
+{
+    char why[600];
+    if (!acc->tls_cert != !acc->tls_key) {
+        snprintf(err, errlen, "http: http_tls_cert and http_tls_key go together: set both, "
+                 "or neither");
+        return -1;
+    }
+    if (acc->tls_cert) {
+        if (!MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+            snprintf(err, errlen, "http: http_tls_cert: this libmicrohttpd (%s) was built "
+                     "without TLS (GnuTLS)", MHD_get_version());
+            return -1;
+        }
+        if (http_pem_load(acc->tls_cert, "CERTIFICATE", &h->tls_cert, &h->tls_cert_len, why,
+                          sizeof why) != 0) {
+            snprintf(err, errlen, "http: http_tls_cert %s", why);
+            return -1;
+        }
+        if (http_pem_load(acc->tls_key, "PRIVATE KEY", &h->tls_key, &h->tls_key_len, why,
+                          sizeof why) != 0) {
+            snprintf(err, errlen, "http: http_tls_key %s", why);
+            return -1;
+        }
+        warn_readable(acc->log, "http_tls_key", acc->tls_key);
+    }
+    if (acc->basic_file && !MHD_is_feature_supported(MHD_FEATURE_BASIC_AUTH)) {
+        snprintf(err, errlen, "http: http_auth_basic_file: this libmicrohttpd (%s) was built "
+                 "without basic authentication", MHD_get_version());
+        return -1;
+    }
+    if (http_auth_load(&h->auth, acc->token_file, acc->basic_file, why, sizeof why) != 0) {
+        snprintf(err, errlen, "http: %s", why);
+        return -1;
+    }
+    int auth = h->auth.token || h->auth.nusers;
+    if (acc->auth_metrics && !auth) { /* fail closed: /metrics would stay open */
+        snprintf(err, errlen, "http: http_auth_metrics = yes needs credentials: "
+                 "http_auth_token_file or http_auth_basic_file");
+        return -1;
+    }
+    h->auth.metrics = acc->auth_metrics;
+    if (acc->token_file)
+        warn_readable(acc->log, "http_auth_token_file", acc->token_file);
+    if (acc->basic_file)
+        warn_readable(acc->log, "http_auth_basic_file", acc->basic_file);
+    if (acc->log && strncmp(host, "127.", 4) != 0) {
+        if (auth && !h->tls_cert)
+            log_msg(acc->log, LOG_WARN, "http", "%s is not loopback and has no TLS: tokens and "
+                    "passwords cross the network in clear (http_tls_cert, http_tls_key)", host);
+        else if (!auth)
+            log_msg(acc->log, LOG_WARN, "http", "%s is not loopback and needs no credentials: "
+                    "/status, /history and the page are open to whoever reaches it "
+                    "(http_auth_token_file, http_auth_basic_file)", host);
+    }
+    return 0;
+}
+
+static void access_free(http_server *h)
+{
+    http_auth_free(&h->auth);
+    if (h->tls_key)
+        wipe(h->tls_key, h->tls_key_len);
+    free(h->tls_key);
+    free(h->tls_cert);
+    h->tls_key = h->tls_cert = NULL;
+}
+
+/* The peer's address, for the log. */
+static void peer_name(struct MHD_Connection *c, char *out, size_t len)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    snprintf(out, len, "?");
+    if (!info || !info->client_addr)
+        return;
+    if (info->client_addr->sa_family == AF_INET) {
+        struct sockaddr_in in;
+        memcpy(&in, info->client_addr, sizeof in);
+        if (!inet_ntop(AF_INET, &in.sin_addr, out, (socklen_t)len))
+            snprintf(out, len, "?");
+    } else if (info->client_addr->sa_family == AF_INET6) {
+        struct sockaddr_in6 in6;
+        memcpy(&in6, info->client_addr, sizeof in6);
+        if (!inet_ntop(AF_INET6, &in6.sin6_addr, out, (socklen_t)len))
+            snprintf(out, len, "?");
+    }
+}
+
+static struct MHD_Response *text_response(const char *body);
+
+/* 401, with a challenge for each kind of credentials accepted; counted,
+ * and noted for the log. */
+static enum MHD_Result refuse(http_server *h, struct MHD_Connection *c, const char *method,
+                              const char *url, enum http_verdict v, int bearer)
+{
+    char peer[INET6_ADDRSTRLEN + 1], what[LOG_ESCAPE_SIZE(64)], how[LOG_ESCAPE_SIZE(16)];
+    peer_name(c, peer, sizeof peer);
+    log_escape(what, sizeof what, url, strlen(url), 64);
+    log_escape(how, sizeof how, method, strlen(method), 16);
+    pthread_mutex_lock(&h->lock);
+    h->unauthorized[v == HTTP_AUTH_WRONG]++;
+    pthread_mutex_unlock(&h->lock);
+    note(h, 0, "%s %s from %s: %s", how, what, peer,
+         v == HTTP_AUTH_MISSING ? "no credentials" : "wrong credentials");
+    struct MHD_Response *r = text_response("calibd: credentials needed\n");
+    if (!r)
+        return MHD_NO;
+    enum MHD_Result ret = MHD_YES;
+    if (h->auth.token)
+        ret = MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                      v == HTTP_AUTH_WRONG && bearer
+                                          ? "Bearer realm=\"" HTTP_REALM "\", "
+                                            "error=\"invalid_token\""
+                                          : "Bearer realm=\"" HTTP_REALM "\"");
+    if (ret == MHD_YES)
+        ret = h->auth.nusers ? MHD_queue_basic_auth_fail_response(c, HTTP_REALM, r)
+                             : MHD_queue_response(c, MHD_HTTP_UNAUTHORIZED, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* The verdict on a request, with libmicrohttpd's decoding of basic auth. */
+static enum http_verdict authorize(http_server *h, struct MHD_Connection *c, const char *url,
+                                   int *bearer)
+{
+    const char *authz =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    char *user = NULL, *pass = NULL;
+    *bearer = authz && strncasecmp(authz, "Bearer ", 7) == 0;
+    if (h->auth.nusers && authz && strncasecmp(authz, "Basic ", 6) == 0)
+        user = MHD_basic_auth_get_username_password(c, &pass);
+    enum http_verdict v = http_auth_check(&h->auth, url, authz, user, pass);
+    if (pass) {
+        wipe(pass, strlen(pass));
+        MHD_free(pass);
+    }
+    if (user)
+        MHD_free(user);
+    return v;
+}
+
 /* ------------------------------------------------------------ server */
 
 static double mono_now(void);
@@ -991,6 +1554,13 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     (void)state;
     struct MHD_Response *r;
     unsigned code = MHD_HTTP_OK;
+    /* credentials first: without them, not even which paths exist */
+    if (http_auth_required(&h->auth, url)) {
+        int bearer;
+        enum http_verdict v = authorize(h, c, url, &bearer);
+        if (v != HTTP_AUTH_PASS)
+            return refuse(h, c, method, url, v, bearer);
+    }
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
         code = MHD_HTTP_METHOD_NOT_ALLOWED;
         r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
@@ -1078,8 +1648,8 @@ static void cut_slow(http_server *h)
     pthread_mutex_unlock(&h->lock);
 }
 
-int http_start(http_server *h, const char *addr, const http_limits *lim, char *err,
-               size_t errlen)
+int http_start(http_server *h, const char *addr, const http_limits *lim,
+               const http_access *acc, char *err, size_t errlen)
 {
     char host[64];
     const char *colon = strrchr(addr, ':');
@@ -1099,29 +1669,59 @@ int http_start(http_server *h, const char *addr, const http_limits *lim, char *e
         return -1;
     }
     pthread_mutex_init(&h->lock, NULL);
+    pthread_mutex_init(&h->note_lock, NULL);
     h->lim = *lim;
+    if (acc && access_start(h, acc, host, err, errlen) != 0)
+        goto fail;
     hist_init(&h->hist, lim->history, lim->history_step);
     unsigned idle = (unsigned)ceil(lim->timeout);
+    /* TLS 1.2 and 1.3 only, from the key and certificate read above */
+    struct MHD_OptionItem tls[] = {
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls_key},
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls_cert},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"},
+        {MHD_OPTION_END, 0, NULL},
+    };
     /* one polling thread (epoll where there is one): a slow client costs a
      * descriptor and a small memory pool, never a thread */
     h->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
-                                  MHD_USE_ERROR_LOG,
-                              (uint16_t)port, NULL, NULL, answer, h, MHD_OPTION_SOCK_ADDR,
+                                  MHD_USE_ERROR_LOG | (h->tls_cert ? MHD_USE_TLS : 0),
+                              (uint16_t)port, NULL, NULL, answer, h,
+                              /* first, so that every line of its start goes there */
+                              MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_SOCK_ADDR,
                               (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
                               lim->max_conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
                               lim->max_per_addr, MHD_OPTION_CONNECTION_TIMEOUT,
                               idle ? idle : 1u, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
                               (size_t)32768, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
                               h, MHD_OPTION_NOTIFY_COMPLETED, on_request_done, h,
-                              MHD_OPTION_END);
+                              MHD_OPTION_ARRAY, &tls[h->tls_cert ? 0 : 3], MHD_OPTION_END);
     if (!h->mhd) {
-        pthread_mutex_destroy(&h->lock);
-        snprintf(err, errlen, "http: cannot listen on %s", addr);
-        return -1;
+        /* libmicrohttpd's own lines say why: the port, or GnuTLS on the
+         * certificate and key (which must match) */
+        snprintf(err, errlen, "http: cannot %s on %s%s%s",
+                 h->tls_cert ? "serve TLS" : "listen", addr, h->start_err[0] ? ": " : "",
+                 h->start_err[0] ? h->start_err : "");
+        goto fail;
     }
+    pthread_mutex_lock(&h->note_lock);
+    h->mhd_up = 1; /* a line it wrote on its way up is worth the log too */
+    if (h->start_err[0] && h->nnotes < HTTP_NOTES) { /* cut to a note's size */
+        http_note *n = &h->notes[h->nnotes++];
+        size_t len = strnlen(h->start_err, sizeof n->text - 1);
+        n->kind = 1;
+        memcpy(n->text, h->start_err, len);
+        n->text[len] = 0;
+    }
+    pthread_mutex_unlock(&h->note_lock);
     h->started = 1;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_BIND_PORT);
     return info && info->port ? info->port : (int)port;
+fail:
+    access_free(h);
+    pthread_mutex_destroy(&h->note_lock);
+    pthread_mutex_destroy(&h->lock);
+    return -1;
 }
 
 /* ------------------------------------------------------------ rounds */
@@ -1276,6 +1876,7 @@ void http_update(http_server *h, calibd *d)
         return;
     if (!h->d && rounds_init(h, d) != 0)
         log_rl(&d->log, LOG_ERROR, "http", "cannot start rendering (libuv)");
+    notes_flush(h, &d->log);
     double now = mono_now(), wall = wall_now();
     pthread_mutex_lock(&h->lock);
     h->beat = now;
@@ -1317,6 +1918,8 @@ void http_free(http_server *h)
     if (!h->started)
         return;
     http_stop(h);
+    access_free(h);
+    pthread_mutex_destroy(&h->note_lock);
     pthread_mutex_destroy(&h->lock);
     blob_release(h->text);
     blob_release(h->status);

@@ -12,6 +12,7 @@
 
 #include "calib/mpw.h"
 #include "hist.h"
+#include "log.h"
 #include "slicer.h"
 
 struct calibd;
@@ -32,6 +33,82 @@ typedef struct http_limits {
     size_t history;         /* points kept of each model's history (0: none) */
     double history_step;    /* seconds between two points */
 } http_limits;
+
+/* TLS and authentication (calibd.conf(5): http_tls_*, http_auth_*). The
+ * files are read once, by http_start; NULL turns each off. */
+typedef struct http_access {
+    const char *tls_cert, *tls_key; /* PEM files: both or neither */
+    const char *token_file;         /* one bearer token */
+    const char *basic_file;         /* user:password lines (basic auth) */
+    int auth_metrics;               /* /metrics needs credentials too */
+    logger *log;                    /* warnings at start, or NULL */
+} http_access;
+
+/* One user of basic auth. */
+typedef struct http_user {
+    char *name, *pass;
+    size_t name_len, pass_len;
+} http_user;
+
+/* The credentials accepted: with neither a token nor a user, every
+ * request passes. */
+typedef struct http_auth {
+    char *token;            /* NULL: no bearer token accepted */
+    size_t token_len;
+    http_user *users;       /* [nusers]: none, no basic auth */
+    size_t nusers;
+    int metrics;            /* /metrics needs credentials too */
+} http_auth;
+
+/* What a request's credentials are worth. */
+enum http_verdict {
+    HTTP_AUTH_PASS,    /* none needed, or the right ones */
+    HTTP_AUTH_MISSING, /* needed, and no Authorization header */
+    HTTP_AUTH_WRONG,   /* an Authorization header that is not accepted */
+};
+
+#define HTTP_TOKEN_MIN 16      /* characters of a bearer token at least */
+#define HTTP_SECRET_MAX 4096   /* bytes of a token, or of a user:password line */
+#define HTTP_USERS_MAX 256     /* lines of the basic-auth file */
+#define HTTP_PEM_MAX (1 << 20) /* bytes of a certificate chain or key file */
+#define HTTP_REALM "calibd"
+
+/* Whether the secret given equals the one kept, in a time that depends on
+ * the kept one's length alone: never on how much of a guess is right. */
+int http_secret_equal(const void *given, size_t given_len, const void *secret,
+                      size_t secret_len);
+/* Reads the token file (one token of RFC 6750's b64token characters, at
+ * least HTTP_TOKEN_MIN long, on one line) and the basic-auth file (lines
+ * user:password; blank lines and lines starting with # skipped; the user
+ * without ':', neither empty, no control characters, no user twice) into
+ * a, either path NULL. 0, or -1 with err saying which file and line and
+ * why (a holds nothing then). */
+int http_auth_load(http_auth *a, const char *token_file, const char *basic_file,
+                   char *err, size_t errlen);
+/* Forgets the secrets, overwriting them first. */
+void http_auth_free(http_auth *a);
+/* Whether a request for url needs credentials. */
+int http_auth_required(const http_auth *a, const char *url);
+/* The verdict on a request for url with the Authorization header
+ * authorization (or NULL) and, when that is a basic one, its user and
+ * password as libmicrohttpd decoded them (or NULL): "Bearer TOKEN" is
+ * checked against the token, user:password against every user (all of
+ * them, whatever matches, in constant time). */
+enum http_verdict http_auth_check(const http_auth *a, const char *url,
+                                  const char *authorization, const char *user,
+                                  const char *pass);
+/* The PEM file at path whole, NUL-terminated, in *out (malloc'ed), after
+ * checking that it holds a block of the kind: "CERTIFICATE", or any
+ * unencrypted "PRIVATE KEY". 0, or -1 with err set. */
+int http_pem_load(const char *path, const char *kind, char **out, size_t *len, char *err,
+                  size_t errlen);
+
+/* A line for the log, from the server's thread, that the loop writes. */
+typedef struct http_note {
+    int kind;       /* 0: an unauthorized request, 1: libmicrohttpd's */
+    char text[256];
+} http_note;
+#define HTTP_NOTES 16 /* notes kept between two ticks; more are counted */
 
 /* A growing text buffer. */
 typedef struct http_text {
@@ -88,6 +165,19 @@ typedef struct http_server {
     http_limits lim;
     http_conn *conns;       /* open connections */
     unsigned long long timeouts; /* connections cut at their deadline */
+    unsigned long long unauthorized[2]; /* 401s: credentials missing, wrong */
+    /* set at start, then read-only */
+    http_auth auth;
+    char *tls_cert, *tls_key; /* PEM, NUL-terminated; NULL: plain HTTP */
+    size_t tls_cert_len, tls_key_len;
+    /* lines for the log (the logger is the loop's): its own lock, since
+     * libmicrohttpd may log from anywhere */
+    pthread_mutex_t note_lock;
+    http_note notes[HTTP_NOTES];
+    unsigned nnotes;
+    unsigned long long notes_lost;
+    int mhd_up;             /* libmicrohttpd started: its lines are notes */
+    char start_err[512];    /* until then, its lines for http_start's error */
     /* the loop's alone */
     http_round round;
     http_saving saving;
@@ -95,8 +185,17 @@ typedef struct http_server {
     double round_slice_max; /* its longest slice on the loop */
 } http_server;
 
-/* Starts serving on "ADDR:PORT" (IPv4; port 0 picks one). Returns the port
- * bound, or -1 with err set.
+/* Starts serving on "ADDR:PORT" (IPv4; port 0 picks one), over TLS and
+ * with authentication as acc says (NULL: plain HTTP, open). Returns the
+ * port bound, or -1 with err set (a file that cannot be read or is not
+ * what it should be, TLS or basic auth that libmicrohttpd lacks, an
+ * address that cannot be bound).
+ *
+ * Authentication: every request but GET /metrics (unless
+ * acc->auth_metrics) needs a right bearer token or user:password when
+ * either is configured; others are answered 401 with WWW-Authenticate,
+ * counted (calibd_http_unauthorized_total) and logged, at a limited rate,
+ * with the peer's address by the next tick.
  *
  * Slow clients: a connection has lim->timeout seconds from its opening, or
  * from its last complete request, to send a complete request; trickling
@@ -104,9 +203,10 @@ typedef struct http_server {
  * set to the same value for idle connections). Each tick (http_update)
  * shuts down the connections past their deadline. At most lim->max_conns
  * connections, lim->max_per_addr from one address. */
-int http_start(http_server *h, const char *addr, const http_limits *lim, char *err,
-               size_t errlen);
-/* Loop thread, each tick: marks the loop alive (/healthz), starts a round
+int http_start(http_server *h, const char *addr, const http_limits *lim,
+               const http_access *acc, char *err, size_t errlen);
+/* Loop thread, each tick: logs the server thread's notes, marks the loop
+ * alive (/healthz), starts a round
  * that renders the metrics and status of d anew (unless one runs), with a
  * history point every history_step, starts a save of the history every
  * HTTP_HISTORY_SAVE seconds, and cuts the connections past their deadline.

@@ -250,12 +250,14 @@ static int open_sockets(calibd *d, char *err, size_t errlen)
         http_limits lim = {c->http_timeout, (unsigned)c->http_max_connections,
                            (unsigned)c->http_max_per_address, (size_t)c->history,
                            c->history_step};
-        int port = http_start(&d->http, c->http, &lim, err, errlen);
+        http_access acc = {c->http_tls_cert, c->http_tls_key, c->http_auth_token_file,
+                           c->http_auth_basic_file, c->http_auth_metrics, &d->log};
+        int port = http_start(&d->http, c->http, &lim, &acc, err, errlen);
         if (port < 0)
             return -1;
         http_history_load(&d->http, d);
         snprintf(bound[nb][0], 256, "http");
-        snprintf(bound[nb][1], 256, "http://%.*s:%d/metrics",
+        snprintf(bound[nb][1], 256, "%s://%.*s:%d/metrics", c->http_tls_cert ? "https" : "http",
                  (int)(strrchr(c->http, ':') - c->http), c->http, port);
         nb++;
     }

@@ -214,6 +214,10 @@ static void load_rules(void **state)
     assert_int_equal(auth_load(&a, &c, &lg, err, sizeof err), 0);
     assert_false(a.on);
     config_free(&c);
+    cfg_with(&c, "none", "none", "none", "none"); /* "none" is unset */
+    assert_int_equal(auth_load(&a, &c, &lg, err, sizeof err), 0);
+    assert_false(a.on);
+    config_free(&c);
 
     cfg_with(&c, NULL, keys, NULL, NULL); /* allow-list without calibd's key */
     assert_int_equal(auth_load(&a, &c, &lg, err, sizeof err), -1);

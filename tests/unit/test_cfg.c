@@ -119,12 +119,52 @@ static void refusals_say_why(void **state)
     }
 }
 
+/* The HTTP access keys: paths kept as written (read by http_start, not
+ * here), none for no file, http_auth_metrics a yes or no; all off by
+ * default. */
+static void http_access_keys(void **state)
+{
+    daemon_cfg c;
+    char err[512];
+    assert_int_equal(config_init(&c), 0);
+    assert_null(c.http_tls_cert);
+    assert_null(c.http_tls_key);
+    assert_null(c.http_auth_token_file);
+    assert_null(c.http_auth_basic_file);
+    assert_int_equal(c.http_auth_metrics, 0);
+    config_free(&c);
+    assert_int_equal(load(&c, "[daemon]\nhttp_tls_cert = /etc/calibd/http.crt\n"
+                              "http_tls_key = /etc/calibd/http.key\n"
+                              "http_auth_token_file = /etc/calibd/token\n"
+                              "http_auth_basic_file = /etc/calibd/users\n"
+                              "http_auth_metrics = yes\n",
+                          err, sizeof err), 0);
+    assert_int_equal(nwarned, 0);
+    assert_string_equal(c.http_tls_cert, "/etc/calibd/http.crt");
+    assert_string_equal(c.http_tls_key, "/etc/calibd/http.key");
+    assert_string_equal(c.http_auth_token_file, "/etc/calibd/token");
+    assert_string_equal(c.http_auth_basic_file, "/etc/calibd/users");
+    assert_int_equal(c.http_auth_metrics, 1);
+    assert_int_equal(config_set_daemon(&c, "http_auth_token_file", "none", err, sizeof err), 0);
+    assert_null(c.http_auth_token_file);
+    assert_int_equal(config_set_daemon(&c, "http_auth_metrics", "no", err, sizeof err), 0);
+    assert_int_equal(c.http_auth_metrics, 0);
+    assert_int_equal(config_set_daemon(&c, "http_auth_metrics", "sometimes", err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "http_auth_metrics = 'sometimes': expected yes or no"));
+    assert_int_equal(config_set_daemon(&c, "http_tls_cert", "", err, sizeof err), -1);
+    assert_non_null(strstr(err, "http_tls_cert: empty value"));
+    config_free(&c);
+    assert_null(c.http_tls_cert);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(defaults_documented),
         cmocka_unit_test(file_then_command_line),
         cmocka_unit_test(refusals_say_why),
+        cmocka_unit_test(http_access_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

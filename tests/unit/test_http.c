@@ -2,13 +2,17 @@
  * daemon: /healthz follows the loop's heartbeat (and fails when the loop
  * stops ticking), /status and /metrics serve the loop's snapshots (503
  * before there is one), / is the self-contained page, /history answers
- * JSON, and other paths and methods are refused. */
+ * JSON, and other paths and methods are refused. Authentication without
+ * sockets: the secret comparison, the token, basic-auth and PEM files and
+ * their refusals, the verdict on each request; then over a socket: 401
+ * with both challenges, counted and logged with the peer, /metrics open. */
 #define _POSIX_C_SOURCE 200809L
 #include "config.h"
 #include "unit.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -19,8 +23,10 @@
 #include "http.h"
 #include "registry.h"
 
-/* One request; returns the whole response (malloc'ed) and its status. */
-static char *request(int port, const char *method, const char *path, int *status)
+/* One request with one more header line (or NULL); returns the whole
+ * response (malloc'ed) and its status. */
+static char *request_with(int port, const char *method, const char *path, const char *header,
+                          int *status)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     assert_true(fd >= 0);
@@ -28,7 +34,9 @@ static char *request(int port, const char *method, const char *path, int *status
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
     char req[512];
-    int n = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: x\r\n\r\n", method, path);
+    int n = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: x\r\n%s%s\r\n", method, path,
+                     header ? header : "", header ? "\r\n" : "");
+    assert_true(n > 0 && (size_t)n < sizeof req);
     assert_int_equal(write(fd, req, (size_t)n), n);
     size_t len = 0, cap = 1 << 16;
     char *buf = malloc(cap + 1);
@@ -48,6 +56,11 @@ static char *request(int port, const char *method, const char *path, int *status
     return buf;
 }
 
+static char *request(int port, const char *method, const char *path, int *status)
+{
+    return request_with(port, method, path, NULL, status);
+}
+
 static double mono(void)
 {
     struct timespec ts;
@@ -59,6 +72,10 @@ typedef struct fixture {
     calibd d;
     uv_loop_t loop;
     int port;
+    char dir[64];     /* the secret files, or "" */
+    FILE *log;        /* the log, in logbuf, or NULL */
+    char *logbuf;
+    size_t loglen;
 } fixture;
 
 /* A tick's round, run to its end: the loop runs the slices and the join. */
@@ -68,14 +85,14 @@ static void tick(fixture *f)
     uv_run(&f->loop, UV_RUN_DEFAULT);
 }
 
-static int setup(void **state)
+/* A server with acc's access, or NULL; with f->log set, logging to it. */
+static int setup_access(void **state, fixture *f, const http_access *acc)
 {
-    fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
     assert_int_equal(config_init(&f->d.cfg), 0);
     assert_int_equal(uv_loop_init(&f->loop), 0);
     f->d.loop = &f->loop;
-    log_init(&f->d.log, LOG_ERROR, stderr);
+    log_init(&f->d.log, f->log ? LOG_WARN : LOG_ERROR, f->log ? f->log : stderr);
     f->d.hash_seed = 5;
     f->d.cfg.health_timeout = 5;
     f->d.ingest.name = "ingest";
@@ -83,10 +100,19 @@ static int setup(void **state)
     http_limits lim = {.timeout = 10, .max_conns = 16, .max_per_addr = 16, .history = 10,
                        .history_step = 60};
     char err[200];
-    f->port = http_start(&f->d.http, "127.0.0.1:0", &lim, err, sizeof err);
+    f->port = http_start(&f->d.http, "127.0.0.1:0", &lim, acc, err, sizeof err);
+    if (f->port <= 0)
+        print_error("http_start: %s\n", err);
     assert_true(f->port > 0);
     *state = f;
     return 0;
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    return setup_access(state, f, NULL);
 }
 
 static int teardown(void **state)
@@ -98,6 +124,15 @@ static int teardown(void **state)
     assert_int_equal(uv_loop_close(&f->loop), 0);
     registry_free(&f->d);
     config_free(&f->d.cfg);
+    if (f->log) {
+        fclose(f->log);
+        free(f->logbuf);
+    }
+    if (f->dir[0]) {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+        assert_int_equal(system(cmd), 0);
+    }
     free(f);
     return 0;
 }
@@ -260,6 +295,381 @@ static void refusals(void **state)
     assert_int_equal(code, 405);
 }
 
+
+/* ------------------------------------------------------------ access */
+
+#define TOKEN "0123456789abcdef0123456789abcdef"
+
+/* dir/name with text; its path in out. */
+static void write_file(const char *dir, const char *name, const void *text, size_t len,
+                       char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s/%s", dir, name);
+    FILE *fp = fopen(out, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(text, 1, len, fp), len);
+    assert_int_equal(fclose(fp), 0);
+}
+
+static void make_dir(char *dir, size_t len)
+{
+    snprintf(dir, len, "/tmp/test_http.XXXXXX");
+    assert_non_null(mkdtemp(dir));
+}
+
+static void remove_dir(const char *dir)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* Equal only when both length and every byte are; a prefix, an extension,
+ * a byte off anywhere, or nothing given are not. */
+static void secret_comparison(void **state)
+{
+    (void)state;
+    const char *s = "correct horse battery";
+    size_t n = strlen(s);
+    assert_true(http_secret_equal(s, n, "correct horse battery", n));
+    assert_false(http_secret_equal("correct horse batterx", n, s, n));
+    assert_false(http_secret_equal("Correct horse battery", n, s, n));
+    assert_false(http_secret_equal(s, n - 1, s, n));     /* a prefix */
+    assert_false(http_secret_equal("correct horse battery!", n + 1, s, n));
+    assert_false(http_secret_equal("", 0, s, n));
+    /* a guess that repeats to the secret's length is no match either */
+    assert_false(http_secret_equal("ab", 2, "abab", 4));
+}
+
+/* The token file: one token, its line end and padding allowed; anything
+ * else refused with the file and why, never the token itself. */
+static void token_file(void **state)
+{
+    (void)state;
+    char dir[64], path[128], err[600];
+    make_dir(dir, sizeof dir);
+    static const struct {
+        const char *text;
+        const char *token, *says; /* the token read, or what the refusal says */
+    } cases[] = {
+        {TOKEN "\n", TOKEN, NULL},
+        {TOKEN "\r\n\r\n", TOKEN, NULL},
+        {TOKEN, TOKEN, NULL},
+        {"a-b.c_d~e+f/g0123==\n", "a-b.c_d~e+f/g0123==", NULL},
+        {"", NULL, "empty"},
+        {"\n", NULL, "empty"},
+        {"===\n", NULL, "empty"},
+        {"short\n", NULL, "the token has 5 characters: 16 to 4096"},
+        {"0123456789abcdef 0123\n", NULL, "character 17 of the token"},
+        {"0123456789=abcdef0123\n", NULL, "character 11 of the token"},
+        {TOKEN "\n" TOKEN "\n", NULL, "more than one line"},
+        {" " TOKEN "\n", NULL, "character 1 of the token"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        write_file(dir, "token", cases[i].text, strlen(cases[i].text), path, sizeof path);
+        http_auth a;
+        err[0] = 0;
+        int rc = http_auth_load(&a, path, NULL, err, sizeof err);
+        if (cases[i].token) {
+            assert_int_equal(rc, 0);
+            assert_string_equal(a.token, cases[i].token);
+            assert_int_equal(a.token_len, strlen(cases[i].token));
+            assert_int_equal(a.nusers, 0);
+            http_auth_free(&a);
+            assert_null(a.token);
+        } else {
+            assert_int_equal(rc, -1);
+            if (!strstr(err, cases[i].says) || !strstr(err, path)) {
+                print_error("case %zu: '%s' lacks '%s'\n", i, err, cases[i].says);
+                fail();
+            }
+            assert_null(strstr(err, "0123456789abcdef0")); /* no secret in the message */
+            assert_null(a.token);
+        }
+    }
+    assert_int_equal(http_auth_load(&(http_auth){0}, dir, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "not a regular file"));
+    snprintf(path, sizeof path, "%s/absent", dir);
+    http_auth a;
+    assert_int_equal(http_auth_load(&a, path, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "absent: No such file or directory"));
+    write_file(dir, "nul", "0123456789abcdef\0x", 18, path, sizeof path);
+    assert_int_equal(http_auth_load(&a, path, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "a NUL byte"));
+    remove_dir(dir);
+}
+
+/* The basic-auth file: user:password lines (the password may hold ':'),
+ * comments and blank lines skipped; a bad line refused with its number. */
+static void basic_file(void **state)
+{
+    (void)state;
+    char dir[64], path[128], err[600];
+    make_dir(dir, sizeof dir);
+    const char *good = "# who may look\n\nalice:s3cret:x\r\nbob:hunter2hunter2\n";
+    write_file(dir, "users", good, strlen(good), path, sizeof path);
+    http_auth a;
+    assert_int_equal(http_auth_load(&a, NULL, path, err, sizeof err), 0);
+    assert_null(a.token);
+    assert_int_equal(a.nusers, 2);
+    assert_string_equal(a.users[0].name, "alice");
+    assert_string_equal(a.users[0].pass, "s3cret:x");
+    assert_int_equal(a.users[0].pass_len, 8);
+    assert_string_equal(a.users[1].name, "bob");
+    assert_string_equal(a.users[1].pass, "hunter2hunter2");
+    http_auth_free(&a);
+    assert_int_equal(a.nusers, 0);
+    static const struct {
+        const char *text, *says;
+    } bad[] = {
+        {"alice:x\n\nbob\n", ":3: expected user:password"},
+        {":x\n", ":1: empty user name"},
+        {"alice:\n", ":1: empty password"},
+        {"alice:x\nalice:y\n", ":2: user 'alice' again"},
+        {"al\tice:x\n", ":1: a control character"},
+        {"# nobody\n\n", "no user:password line"},
+        {"", "no user:password line"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        write_file(dir, "users", bad[i].text, strlen(bad[i].text), path, sizeof path);
+        assert_int_equal(http_auth_load(&a, NULL, path, err, sizeof err), -1);
+        if (!strstr(err, bad[i].says) || !strstr(err, path)) {
+            print_error("case %zu: '%s' lacks '%s'\n", i, err, bad[i].says);
+            fail();
+        }
+        assert_int_equal(a.nusers, 0);
+        assert_null(a.users);
+    }
+    /* a good token with a bad users file: nothing kept */
+    char token[128];
+    write_file(dir, "token", TOKEN "\n", strlen(TOKEN) + 1, token, sizeof token);
+    assert_int_equal(http_auth_load(&a, token, path, err, sizeof err), -1);
+    assert_null(a.token);
+    remove_dir(dir);
+}
+
+/* The verdict: nothing configured passes all; /metrics open unless
+ * metrics is set; no header is missing; the token (scheme in any case,
+ * spaces after it) or any user's name and password pass; anything else,
+ * a prefix or an extension of the token included, is wrong. */
+static void verdicts(void **state)
+{
+    (void)state;
+    http_auth none = {0};
+    assert_false(http_auth_required(&none, "/status"));
+    assert_int_equal(http_auth_check(&none, "/status", NULL, NULL, NULL), HTTP_AUTH_PASS);
+    assert_int_equal(http_auth_check(&none, "/", "Bearer junk", NULL, NULL), HTTP_AUTH_PASS);
+    char token[] = TOKEN, alice[] = "alice\0s3cret:x", bob[] = "bob\0hunter2hunter2";
+    http_user users[2] = {{alice, alice + 6, 5, 8}, {bob, bob + 4, 3, 14}};
+    http_auth a = {.token = token, .token_len = strlen(token), .users = users, .nusers = 2};
+    assert_false(http_auth_required(&a, "/metrics"));
+    assert_true(http_auth_required(&a, "/metrics/"));
+    assert_true(http_auth_required(&a, "/"));
+    assert_true(http_auth_required(&a, "/healthz"));
+    assert_int_equal(http_auth_check(&a, "/metrics", NULL, NULL, NULL), HTTP_AUTH_PASS);
+    assert_int_equal(http_auth_check(&a, "/status", NULL, NULL, NULL), HTTP_AUTH_MISSING);
+    assert_int_equal(http_auth_check(&a, "/status", "Bearer " TOKEN, NULL, NULL),
+                     HTTP_AUTH_PASS);
+    assert_int_equal(http_auth_check(&a, "/", "bearer   " TOKEN, NULL, NULL), HTTP_AUTH_PASS);
+    assert_int_equal(http_auth_check(&a, "/status", "Bearer " TOKEN "0", NULL, NULL),
+                     HTTP_AUTH_WRONG);
+    assert_int_equal(http_auth_check(&a, "/status", "Bearer 0123456789abcdef", NULL, NULL),
+                     HTTP_AUTH_WRONG);
+    assert_int_equal(http_auth_check(&a, "/status", "Bearer", NULL, NULL), HTTP_AUTH_WRONG);
+    assert_int_equal(http_auth_check(&a, "/status", "Bearer ", NULL, NULL), HTTP_AUTH_WRONG);
+    assert_int_equal(http_auth_check(&a, "/status", "Token " TOKEN, NULL, NULL),
+                     HTTP_AUTH_WRONG);
+    const char *basic = "Basic eA=="; /* what the header was does not matter here */
+    assert_int_equal(http_auth_check(&a, "/status", basic, "alice", "s3cret:x"), HTTP_AUTH_PASS);
+    assert_int_equal(http_auth_check(&a, "/status", basic, "bob", "hunter2hunter2"),
+                     HTTP_AUTH_PASS);
+    assert_int_equal(http_auth_check(&a, "/status", basic, "alice", "hunter2hunter2"),
+                     HTTP_AUTH_WRONG);
+    assert_int_equal(http_auth_check(&a, "/status", basic, "alice", "s3cret"), HTTP_AUTH_WRONG);
+    assert_int_equal(http_auth_check(&a, "/status", basic, "Alice", "s3cret:x"),
+                     HTTP_AUTH_WRONG);
+    assert_int_equal(http_auth_check(&a, "/status", basic, NULL, NULL), HTTP_AUTH_WRONG);
+    /* the token as a password is no way in */
+    assert_int_equal(http_auth_check(&a, "/status", basic, "alice", TOKEN), HTTP_AUTH_WRONG);
+    /* a token alone: a basic header is wrong, whatever it says */
+    http_auth only_token = {.token = token, .token_len = strlen(token)};
+    assert_int_equal(http_auth_check(&only_token, "/status", basic, "alice", "s3cret:x"),
+                     HTTP_AUTH_WRONG);
+    /* users alone: a bearer header is wrong, even with a user's password */
+    http_auth only_users = {.users = users, .nusers = 2};
+    assert_int_equal(http_auth_check(&only_users, "/status", "Bearer s3cret:x", NULL, NULL),
+                     HTTP_AUTH_WRONG);
+    /* metrics set: /metrics like the rest */
+    a.metrics = 1;
+    assert_true(http_auth_required(&a, "/metrics"));
+    assert_int_equal(http_auth_check(&a, "/metrics", NULL, NULL, NULL), HTTP_AUTH_MISSING);
+    assert_int_equal(http_auth_check(&a, "/metrics", "Bearer " TOKEN, NULL, NULL),
+                     HTTP_AUTH_PASS);
+}
+
+/* PEM files: a certificate, a private key of any type; an encrypted key,
+ * the wrong kind of block, binary data refused with why. */
+static void pem_files(void **state)
+{
+    (void)state;
+    char dir[64], path[128], err[600], *pem;
+    size_t len;
+    make_dir(dir, sizeof dir);
+    static const struct {
+        const char *kind, *text, *says; /* says NULL: loads */
+    } cases[] = {
+        {"CERTIFICATE", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", NULL},
+        {"CERTIFICATE", "junk\n-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+                        "-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n", NULL},
+        {"PRIVATE KEY", "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n", NULL},
+        {"PRIVATE KEY", "-----BEGIN EC PRIVATE KEY-----\nMHc\n-----END EC PRIVATE KEY-----\n",
+         NULL},
+        {"PRIVATE KEY", "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\n",
+         NULL},
+        {"PRIVATE KEY", "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIF\n"
+                        "-----END ENCRYPTED PRIVATE KEY-----\n", "is encrypted"},
+        {"PRIVATE KEY", "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n"
+                        "DEK-Info: AES-256-CBC,00\n\nMIIE\n-----END RSA PRIVATE KEY-----\n",
+         "is encrypted"},
+        {"PRIVATE KEY", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+         "no PEM private key"},
+        {"CERTIFICATE", "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n",
+         "no PEM certificate"},
+        {"CERTIFICATE", "-----BEGIN TRUSTED CERTIFICATE-----\nMIIB\n"
+                        "-----END TRUSTED CERTIFICATE-----\n", "no PEM certificate"},
+        {"CERTIFICATE", "", "no PEM certificate"},
+        {"CERTIFICATE", "-----BEGIN CERTIFICATE", "no PEM certificate"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        write_file(dir, "pem", cases[i].text, strlen(cases[i].text), path, sizeof path);
+        pem = NULL;
+        int rc = http_pem_load(path, cases[i].kind, &pem, &len, err, sizeof err);
+        if (!cases[i].says) {
+            assert_int_equal(rc, 0);
+            assert_int_equal(len, strlen(cases[i].text));
+            assert_string_equal(pem, cases[i].text); /* whole, NUL-terminated */
+            free(pem);
+            continue;
+        }
+        assert_int_equal(rc, -1);
+        assert_null(pem);
+        if (!strstr(err, cases[i].says) || !strstr(err, path)) {
+            print_error("case %zu: '%s' lacks '%s'\n", i, err, cases[i].says);
+            fail();
+        }
+    }
+    write_file(dir, "der", "\x30\x82\x01\x00", 4, path, sizeof path);
+    assert_int_equal(http_pem_load(path, "CERTIFICATE", &pem, &len, err, sizeof err), -1);
+    assert_non_null(strstr(err, "expected PEM text"));
+    remove_dir(dir);
+}
+
+/* http_start refuses, saying why: half of TLS, a file it cannot read,
+ * http_auth_metrics without credentials (it would leave /metrics open). */
+static void start_refusals(void **state)
+{
+    (void)state;
+    char dir[64], token[128], missing[128], err[600];
+    make_dir(dir, sizeof dir);
+    write_file(dir, "token", TOKEN "\n", strlen(TOKEN) + 1, token, sizeof token);
+    snprintf(missing, sizeof missing, "%s/absent.pem", dir);
+    http_limits lim = {.timeout = 10, .max_conns = 4, .max_per_addr = 4};
+    static http_server h; /* large: off the stack */
+    static const char *const says[] = {
+        "http_tls_cert and http_tls_key go together",
+        "http_tls_cert and http_tls_key go together",
+        "http_tls_cert " /* then the path */,
+        "http_auth_metrics = yes needs credentials",
+        "absent.pem: No such file or directory",
+    };
+    http_access acc[] = {
+        {.tls_cert = token},
+        {.tls_key = token},
+        {.tls_cert = missing, .tls_key = missing},
+        {.auth_metrics = 1},
+        {.basic_file = missing},
+    };
+    for (size_t i = 0; i < sizeof acc / sizeof *acc; i++) {
+        err[0] = 0;
+        assert_int_equal(http_start(&h, "127.0.0.1:0", &lim, &acc[i], err, sizeof err), -1);
+        if (!strstr(err, says[i])) {
+            print_error("case %zu: '%s' lacks '%s'\n", i, err, says[i]);
+            fail();
+        }
+        http_free(&h); /* nothing to free: not started */
+    }
+    remove_dir(dir);
+}
+
+/* Over a socket, with a token and two users: /metrics open; /status, /,
+ * an unknown path and another method 401 with both challenges until the
+ * right credentials come; each 401 counted by reason and logged with the
+ * peer's address by the next tick. */
+static int setup_auth(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    char token[128], users[128];
+    make_dir(f->dir, sizeof f->dir);
+    write_file(f->dir, "token", TOKEN "\n", strlen(TOKEN) + 1, token, sizeof token);
+    const char *u = "alice:s3cret:x\nbob:hunter2hunter2\n";
+    write_file(f->dir, "users", u, strlen(u), users, sizeof users);
+    assert_non_null(f->log = open_memstream(&f->logbuf, &f->loglen));
+    http_access acc = {.token_file = token, .basic_file = users, .log = &f->d.log};
+    return setup_access(state, f, &acc);
+}
+
+static void unauthorized_counted_and_logged(void **state)
+{
+    fixture *f = *state;
+    int code;
+    tick(f);
+    char *r = request(f->port, "GET", "/status", &code);
+    assert_int_equal(code, 401);
+    assert_non_null(strstr(r, "WWW-Authenticate: Bearer realm=\"calibd\"\r\n"));
+    assert_non_null(strstr(r, "WWW-Authenticate: Basic realm=\"calibd\""));
+    assert_null(strstr(r, "\"models\""));
+    free(r);
+    free(request(f->port, "GET", "/", &code));
+    assert_int_equal(code, 401);
+    free(request(f->port, "GET", "/nope", &code)); /* not 404: which paths exist is hidden */
+    assert_int_equal(code, 401);
+    free(request(f->port, "POST", "/status", &code));
+    assert_int_equal(code, 401);
+    r = request_with(f->port, "GET", "/status", "Authorization: Bearer nottheright0token", &code);
+    assert_int_equal(code, 401);
+    assert_non_null(strstr(r, "error=\"invalid_token\""));
+    free(r);
+    free(request_with(f->port, "GET", "/status", "Authorization: Basic YWxpY2U6d3Jvbmc=", &code));
+    assert_int_equal(code, 401); /* alice:wrong */
+    r = request_with(f->port, "GET", "/status", "Authorization: Bearer " TOKEN, &code);
+    assert_int_equal(code, 200);
+    assert_non_null(strstr(r, "\"models\": {}"));
+    free(r);
+    free(request_with(f->port, "GET", "/", "Authorization: Basic YWxpY2U6czNjcmV0Ong=", &code));
+    assert_int_equal(code, 200); /* alice:s3cret:x */
+    free(request_with(f->port, "GET", "/healthz",
+                      "Authorization: Basic Ym9iOmh1bnRlcjJodW50ZXIy", &code));
+    assert_int_equal(code, 200); /* bob:hunter2hunter2 */
+    free(request_with(f->port, "POST", "/status", "Authorization: Bearer " TOKEN, &code));
+    assert_int_equal(code, 405); /* past the credentials, the method */
+    tick(f);
+    r = request(f->port, "GET", "/metrics", &code); /* open: http_auth_metrics = no */
+    assert_int_equal(code, 200);
+    assert_non_null(strstr(r, "calibd_http_unauthorized_total{reason=\"missing\"} 4\n"));
+    assert_non_null(strstr(r, "calibd_http_unauthorized_total{reason=\"wrong\"} 2\n"));
+    free(r);
+    fflush(f->log);
+    assert_non_null(f->logbuf);
+    assert_non_null(strstr(f->logbuf, "warn: http: unauthorized: GET /status from 127.0.0.1: "
+                                      "no credentials\n"));
+    assert_non_null(strstr(f->logbuf, "unauthorized: POST /status from 127.0.0.1: no "
+                                      "credentials\n"));
+    assert_non_null(strstr(f->logbuf, "unauthorized: GET /status from 127.0.0.1: wrong "
+                                      "credentials\n"));
+    assert_null(strstr(f->logbuf, "nottheright")); /* no credentials in the log */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -269,6 +679,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(the_page, setup, teardown),
         cmocka_unit_test_setup_teardown(history, setup, teardown),
         cmocka_unit_test_setup_teardown(refusals, setup, teardown),
+        cmocka_unit_test(secret_comparison),
+        cmocka_unit_test(token_file),
+        cmocka_unit_test(basic_file),
+        cmocka_unit_test(verdicts),
+        cmocka_unit_test(pem_files),
+        cmocka_unit_test(start_refusals),
+        cmocka_unit_test_setup_teardown(unauthorized_counted_and_logged, setup_auth, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
