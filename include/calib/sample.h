@@ -70,6 +70,10 @@ int calib_store_reserve(calib_store *s, size_t n);
 /* Lowers the capacity to the records allocated (a growth that was
  * refused): the store holds no more from then on. */
 void calib_store_stop(calib_store *s);
+/* Lowers the capacity to n records (len <= n <= cap), giving back what is
+ * allocated past n: a store restored where it had stopped. CALIB_OK,
+ * CALIB_EINVAL (n out of range), CALIB_ENOMEM (nothing changed). */
+int calib_store_limit(calib_store *s, size_t n);
 void calib_store_free(calib_store *s);
 /* Record i in storage order (i < len). */
 calib_record calib_store_get(const calib_store *s, size_t i);
@@ -104,6 +108,11 @@ calib_record calib_ring_get(const calib_ring *r, size_t i);
 size_t calib_ring_len(const calib_ring *r);
 /* Records the ring holds at most (it wraps there). */
 size_t calib_ring_cap(const calib_ring *r);
+/* The slot (< the records allocated) of the i-th oldest record (i < len):
+ * where a caller keeps what goes with each record. Record numbers
+ * (total) say nothing of slots: a ring restored where it had stopped is
+ * laid out afresh, oldest first. */
+size_t calib_ring_slot(const calib_ring *r, size_t i);
 
 typedef struct calib_reservoir {
     /* private: read through the functions below */

@@ -49,11 +49,11 @@ static int by_time(const void *a, const void *b)
 
 static size_t ring_collect(const model *m, ring_rec *out)
 {
-    size_t n = calib_ring_len(&m->ring), cap = calib_ring_cap(&m->ring);
-    uint64_t first = m->ring.total - n; /* record number of the oldest */
+    size_t n = calib_ring_len(&m->ring);
     for (size_t i = 0; i < n; i++) {
         calib_record r = calib_ring_get(&m->ring, i);
-        out[i] = (ring_rec){.t = r.t, .score = m->ring_score[(first + i) % cap], .rec = r.x};
+        out[i] = (ring_rec){.t = r.t, .score = m->ring_score[calib_ring_slot(&m->ring, i)],
+                            .rec = r.x};
     }
     return n;
 }

@@ -272,8 +272,9 @@ void model_ring_push(model *m, const double *x, double y, double t, double score
         if (model_ring_reserve(m, more) != CALIB_OK)
             calib_store_stop(s); /* wraps here */
     }
-    m->ring_score[m->ring.total % calib_ring_cap(&m->ring)] = score;
     calib_ring_push(&m->ring, x, y, t);
+    /* beside the record, at its slot (the newest) */
+    m->ring_score[calib_ring_slot(&m->ring, calib_ring_len(&m->ring) - 1)] = score;
 }
 
 void model_join_tick(model *m, double now)
@@ -520,7 +521,8 @@ model_level model_level_since(model *m, uint64_t from, double threshold)
     calib_accum_init(&acc);
     uint64_t above = 0;
     for (uint64_t t = first; t < total; t++) {
-        double s = m->ring_score[t % calib_ring_cap(&m->ring)];
+        /* record number t is the i-th oldest held */
+        double s = m->ring_score[calib_ring_slot(&m->ring, (size_t)(held - (total - t)))];
         if (isnan(s))
             continue; /* as the detector, which ignores NaN */
         calib_accum_add(&acc, s);

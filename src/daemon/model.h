@@ -152,7 +152,7 @@ typedef struct model {
     calib_ring ring;
     double *ring_score;     /* the calibrated main score of each record of
                                the ring (what the drift detector saw), at
-                               the ring's slot: record number t % cap */
+                               the record's slot (calib_ring_slot) */
     size_t ring_score_n;    /* allocated, >= the ring's records allocated */
     double *p, *pcal, *xcal; /* scratch: probabilities and calibrated outputs */
     model_params params;    /* current: what the calibrated view applies */

@@ -14,7 +14,8 @@
 #include "snapshot.h"
 #include "state.h"
 
-/* The binaries are the structs' bytes: their layout is part of version 1. */
+/* The binaries are the structs' bytes: their layout is part of the format
+ * (versions 1 and 2 alike). */
 _Static_assert(sizeof(calib_ksum) == 16, "calib_ksum is two doubles");
 _Static_assert(sizeof(calib_accum) == 40, "calib_accum is n and two ksums");
 _Static_assert(sizeof(calib_eproc) == 72, "calib_eproc is 7 doubles and 2 integers");
@@ -132,11 +133,14 @@ static void pack_window(calib_mpw *w, const calib_window *win)
     calib_mpw_end(w);
 }
 
-/* Records of a store as they lie: len * (width + 2) doubles. */
-static void pack_store(calib_mpw *w, const calib_store *s)
+/* Records of a store as they lie: len * (width + 2) doubles; cap the
+ * records it holds at most now, bound the most it was given (cap unless
+ * memory_limit stopped it lower: model_size's figure). */
+static void pack_store(calib_mpw *w, const calib_store *s, size_t bound)
 {
     key_uint(w, "width", s->width);
     key_uint(w, "cap", s->cap);
+    key_uint(w, "bound", bound);
     key_uint(w, "len", s->len);
     key_bin(w, "data", s->data, s->len * (s->width + 2) * sizeof *s->data);
 }
@@ -145,7 +149,7 @@ static void pack_ring(calib_mpw *w, const model *m)
 {
     const calib_ring *r = &m->ring;
     calib_mpw_map(w);
-    pack_store(w, &r->s);
+    pack_store(w, &r->s, m->sizes.ring);
     key_uint(w, "head", r->head);
     key_uint(w, "total", r->total);
     /* the drift detector's score of each record, by slot */
@@ -153,10 +157,10 @@ static void pack_ring(calib_mpw *w, const model *m)
     calib_mpw_end(w);
 }
 
-static void pack_reservoir(calib_mpw *w, const calib_reservoir *r)
+static void pack_reservoir(calib_mpw *w, const calib_reservoir *r, size_t bound)
 {
     calib_mpw_map(w);
-    pack_store(w, &r->s);
+    pack_store(w, &r->s, bound);
     key_uint(w, "seen", r->seen);
     key_uint(w, "skip", r->skip);
     key_double(w, "w", r->w);
@@ -336,16 +340,17 @@ static void pack_rejected(calib_mpw *w, const uint64_t counts[REJ_MAX])
 }
 
 /* The model's configuration as the text of its [model] keys, with the
- * capacities it actually has (what its byte budgets allowed), so that
- * calibctl can rebuild it without the daemon's file. */
+ * capacities its byte budgets allowed (model_size; not those memory_limit
+ * stopped a ring or reservoir at, which their maps hold), so that calibctl
+ * can rebuild it without the daemon's file. */
 static void pack_cfg(calib_mpw *w, const model *m)
 {
     model_cfg c = m->cfg;
     c.max_pending = m->join.cfg.capacity;
     c.joined_memory = m->join.cfg.joined_capacity ? m->join.cfg.joined_capacity : 1;
     if (m->shaped) {
-        c.ring = calib_ring_cap(&m->ring);
-        c.reservoir = m->reservoir.s.cap;
+        c.ring = m->sizes.ring;
+        c.reservoir = m->sizes.reservoir;
     }
     char value[128];
     const char *key;
@@ -421,7 +426,7 @@ void snapshot_pack_model(calib_mpw *w, const model *m)
         calib_mpw_key(w, "window");
         pack_window(w, &m->win);
         calib_mpw_key(w, "reservoir");
-        pack_reservoir(w, &m->reservoir);
+        pack_reservoir(w, &m->reservoir, m->sizes.reservoir);
         calib_mpw_key(w, "ring");
         pack_ring(w, m);
         calib_mpw_key(w, "loop");
@@ -493,9 +498,12 @@ int snapshot_open(const char *data, size_t len, snapshot_head *h, char *err, siz
     msgpack_unpacked_init(&u);
     mpr r;
     mpr_init(&r, err, errlen);
-    size_t off = 0;
+    size_t off = 0, end;
     memset(h, 0, sizeof *h);
-    if (msgpack_unpack_next(&u, data, len, &off) != MSGPACK_UNPACK_SUCCESS ||
+    /* every count backed by bytes before msgpack-c allocates for it: the
+     * header has no checksum (tests/fuzz/corpus/snapshot/crash-huge_header) */
+    if (calib_proto_scan(data, len, &end) != CALIB_REJ_NONE ||
+        msgpack_unpack_next(&u, data, len, &off) != MSGPACK_UNPACK_SUCCESS ||
         u.data.type != MSGPACK_OBJECT_MAP) {
         mpr_fail(&r, "no msgpack map at the start (empty, truncated or not a snapshot)");
         goto out;
@@ -506,11 +514,15 @@ int snapshot_open(const char *data, size_t len, snapshot_head *h, char *err, siz
         mpr_fail(&r, "not a calibd snapshot");
         goto out;
     }
-    if (!v || v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 != SNAPSHOT_VERSION) {
-        mpr_fail(&r, "a snapshot of another format version (this calibd reads version %d)",
-                 SNAPSHOT_VERSION);
+    /* version 1 is version 2 without the stores' bounds (and with the
+     * ring's record numbers tied to its slots): read alike */
+    if (!v || v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 < 1 ||
+        v->via.u64 > SNAPSHOT_VERSION) {
+        mpr_fail(&r, "a snapshot of another format version (this calibd reads versions 1 "
+                 "to %d)", SNAPSHOT_VERSION);
         goto out;
     }
+    h->version = (unsigned)v->via.u64;
     if (!bo || !mpr_is_str(bo, "little")) {
         mpr_fail(&r, "a snapshot of another byte order");
         goto out;
@@ -547,9 +559,14 @@ out:
 int snapshot_next(const snapshot_head *h, size_t *off, msgpack_unpacked *u, char *err,
                   size_t errlen)
 {
+    size_t end;
     if (*off >= h->len)
         return 0;
-    if (msgpack_unpack_next(u, h->body, h->len, off) != MSGPACK_UNPACK_SUCCESS ||
+    /* a checksum proves no intent: a crafted body's map of 2^32 entries
+     * would have msgpack-c allocate 64 GiB (tests/fuzz/corpus/snapshot/
+     * crash-huge_count) */
+    if (calib_proto_scan(h->body + *off, h->len - *off, &end) != CALIB_REJ_NONE ||
+        msgpack_unpack_next(u, h->body, h->len, off) != MSGPACK_UNPACK_SUCCESS ||
         u->data.type != MSGPACK_OBJECT_MAP) {
         snprintf(err, errlen, "the body does not parse as model maps");
         return -1;
@@ -738,63 +755,117 @@ static int read_window(mpr *r, const msgpack_object *o, calib_window *w)
     return 1;
 }
 
-/* A store's records into s (same width, at most its capacity), room made
- * for them; returns the stored len, -1 on failure, NO_ROOM when
- * memory_limit (or malloc) refuses the room, s unchanged. */
+/* The binary at key of exactly len bytes, or NULL (r says why). */
+static const msgpack_object *bin_of(mpr *r, const msgpack_object *map, const char *key,
+                                    size_t len)
+{
+    const msgpack_object *o = mpr_get(r, map, key);
+    if (o && (o->type != MSGPACK_OBJECT_BIN || o->via.bin.size != len))
+        return mpr_fail(r, "%s: not a binary of %zu bytes", key, len), NULL;
+    return o;
+}
+
+/* n items of `size` bytes from src, where the oldest is item `first`,
+ * into dst oldest first. */
+static void copy_oldest_first(void *dst, const char *src, size_t n, size_t first, size_t size)
+{
+    if (!n)
+        return;
+    memcpy(dst, src + first * size, (n - first) * size);
+    if (first)
+        memcpy((char *)dst + (n - first) * size, src, first * size);
+}
+
+/* A store's records into s (same width), room made for them: at most cap
+ * (the stored capacity, <= s's), laid out as stored or, from the record at
+ * slot `first` (< len, or 0), oldest first. Returns the stored len, -1 on
+ * failure, NO_ROOM when memory_limit (or malloc) refuses the room, s
+ * unchanged. */
 #define NO_ROOM (-2)
-static long read_store(mpr *r, const msgpack_object *o, calib_store *s)
+static long read_store(mpr *r, const msgpack_object *o, calib_store *s, size_t cap,
+                       size_t first)
 {
     uint64_t width = mpr_uint(r, o, "width", 0, UINT64_MAX);
-    uint64_t len = mpr_uint(r, o, "len", 0, s->cap);
+    uint64_t len = mpr_uint(r, o, "len", 0, cap);
     if (r->failed)
         return -1;
     if (width != s->width)
         return mpr_fail(r, "records of width %llu, not %zu", (unsigned long long)width,
                         s->width), -1;
+    if (first && first >= len)
+        return mpr_fail(r, "the oldest record at slot %zu of %llu", first,
+                        (unsigned long long)len), -1;
+    size_t rec = (s->width + 2) * sizeof *s->data;
+    const msgpack_object *data = bin_of(r, o, "data", (size_t)len * rec);
+    if (!data)
+        return -1;
     if (calib_store_reserve(s, (size_t)len) != CALIB_OK)
         return NO_ROOM;
-    if (!mpr_bin(r, o, "data", s->data, (size_t)len * (s->width + 2) * sizeof *s->data))
-        return -1;
+    copy_oldest_first(s->data, data->via.bin.ptr, (size_t)len, first, rec);
     s->len = (size_t)len;
     return (long)len;
 }
 
-/* 1, 0 on failure (r says why), or NO_ROOM with the ring as it was. */
-static int read_ring(mpr *r, const msgpack_object *o, model *m)
+/*
+ * The stored ring, of capacity cap, into the model's: cap is the ring's
+ * (its records stay in their slots), or lower where memory_limit had
+ * stopped it (version 2: see read_shaped): its records then go in oldest
+ * first, and the ring, filling again, grows as memory allows (or stops
+ * again). Record numbers (total) are not tied to slots: a ring restored so
+ * and grown again has pushed more than its slots show. 1, 0 on failure (r
+ * says why), or NO_ROOM with the ring as it was.
+ */
+static int read_ring(mpr *r, const msgpack_object *o, model *m, size_t cap)
 {
     calib_ring *g = &m->ring;
-    size_t cap = calib_ring_cap(g);
+    int unroll = cap < calib_ring_cap(g);
     uint64_t head = mpr_uint(r, o, "head", 0, cap - 1);
     uint64_t total = mpr_uint(r, o, "total", 0, UINT64_MAX);
     uint64_t held = mpr_uint(r, o, "len", 0, cap);
-    if (!r->failed && model_ring_reserve(m, (size_t)held) != CALIB_OK)
+    if (r->failed)
+        return 0;
+    /* filling: the oldest at slot 0, the next write at len; full: the
+     * oldest at head, where the next write goes */
+    if (total < held || (held < cap && head != held))
+        return mpr_fail(r, "ring: head %llu, %llu records, %llu pushed",
+                        (unsigned long long)head, (unsigned long long)held,
+                        (unsigned long long)total);
+    if (model_ring_reserve(m, (size_t)held) != CALIB_OK)
         return NO_ROOM;
-    long len = r->failed ? -1 : read_store(r, o, &g->s);
+    size_t first = unroll && held == cap ? (size_t)head : 0;
+    long len = read_store(r, o, &g->s, cap, first);
     if (len < 0)
         return (int)len == NO_ROOM ? NO_ROOM : 0;
-    /* filling: the next write goes to len; full: anywhere */
-    if ((size_t)len < cap && (head != (uint64_t)len || total != (uint64_t)len))
-        return mpr_fail(r, "ring: head %llu, %ld records, %llu pushed",
-                        (unsigned long long)head, len, (unsigned long long)total);
-    if ((size_t)len == cap && (total < cap || total % cap != head))
-        return mpr_fail(r, "ring: head %llu of a full ring after %llu records",
-                        (unsigned long long)head, (unsigned long long)total);
-    if (!mpr_bin(r, o, "score", m->ring_score, (size_t)len * sizeof *m->ring_score))
+    /* the drift scores by slot, as the records */
+    const msgpack_object *score = bin_of(r, o, "score", (size_t)len * sizeof *m->ring_score);
+    if (!score)
         return 0;
-    g->head = (size_t)head;
+    copy_oldest_first(m->ring_score, score->via.bin.ptr, (size_t)len, first,
+                      sizeof *m->ring_score);
+    g->head = unroll ? (size_t)len : (size_t)head;
     g->total = total;
     return 1;
 }
 
-/* 1, 0 on failure (r says why), or NO_ROOM with the reservoir as it was. */
-static int read_reservoir(mpr *r, const msgpack_object *o, calib_reservoir *v)
+/* The stored reservoir, of capacity cap, into v: cap is v's, or lower
+ * where memory_limit had stopped it (see read_shaped), and v then stops
+ * there too: its sample and Algorithm L's state are those of cap records
+ * (a uniform sample cannot grow back without the records it skipped).
+ * 1, 0 on failure (r says why), or NO_ROOM with v as it was. */
+static int read_reservoir(mpr *r, const msgpack_object *o, calib_reservoir *v, size_t cap)
 {
     uint64_t seen = mpr_uint(r, o, "seen", 0, UINT64_MAX);
     uint64_t skip = mpr_uint(r, o, "skip", 0, UINT64_MAX);
     double w = mpr_double(r, o, "w");
     uint64_t rng[4];
     mpr_bin(r, o, "rng", rng, sizeof rng);
-    long len = r->failed ? -1 : read_store(r, o, &v->s);
+    if (r->failed)
+        return 0;
+    /* the room first: refused, v is as it was */
+    if (cap < v->s.cap && (calib_store_reserve(&v->s, cap) != CALIB_OK ||
+                           calib_store_limit(&v->s, cap) != CALIB_OK))
+        return NO_ROOM;
+    long len = read_store(r, o, &v->s, v->s.cap, 0);
     if (len < 0)
         return (int)len == NO_ROOM ? NO_ROOM : 0;
     if ((uint64_t)len != (seen < v->s.cap ? seen : v->s.cap) || !(w > 0 && w <= 1) ||
@@ -1124,6 +1195,28 @@ static int read_alerts(mpr *r, const msgpack_object *o, model *m, double shift)
     return 1;
 }
 
+/* A stored ring's or reservoir's capacity now and the one it was given
+ * (version 1 has no bound: the capacity, stopped or not). */
+typedef struct store_caps {
+    uint64_t cap, bound;
+} store_caps;
+
+static store_caps read_caps(mpr *r, const msgpack_object *o)
+{
+    store_caps c = {.cap = mpr_uint(r, o, "cap", 0, UINT64_MAX)};
+    c.bound = mpr_find(o, "bound") ? mpr_uint(r, o, "bound", 0, UINT64_MAX) : c.cap;
+    return c;
+}
+
+/* Whether a stored store goes into one of capacity cap, given bound (a
+ * model just shaped: cap = bound): of the same capacity, or given the same
+ * bound and stopped lower by memory_limit. A store whose configured
+ * capacity changed (ring, reservoir, sample_memory) does not. */
+static int caps_fit(const store_caps *c, size_t cap, size_t bound)
+{
+    return c->cap == cap || (c->bound == bound && c->cap >= 1 && c->cap < cap);
+}
+
 /* The statistics of a shaped model, section by section: a section whose
  * dimensions changed with the configuration stays fresh. */
 static int read_shaped(mpr *r, const msgpack_object *o, model *m, double shift, notes *skipped)
@@ -1171,22 +1264,23 @@ static int read_shaped(mpr *r, const msgpack_object *o, model *m, double shift, 
     else if (!read_window(r, win, &m->win))
         return 0;
     const msgpack_object *res = mpr_map(r, o, "reservoir"), *ring = mpr_map(r, o, "ring");
-    uint64_t rescap = mpr_uint(r, res, "cap", 0, UINT64_MAX);
-    uint64_t ringcap = mpr_uint(r, ring, "cap", 0, UINT64_MAX);
+    store_caps rs = read_caps(r, res), gs = read_caps(r, ring);
     if (r->failed)
         return 0;
-    int rc = rescap == m->reservoir.s.cap ? read_reservoir(r, res, &m->reservoir) : 1;
-    if (rescap != m->reservoir.s.cap)
-        note(skipped, "the reservoir (its capacity changed)");
-    else if (rc == NO_ROOM)
+    int rc = 1;
+    if (!caps_fit(&rs, m->reservoir.s.cap, m->sizes.reservoir))
+        note(skipped, "the reservoir (its capacity changed: %llu records, now %zu)",
+             (unsigned long long)rs.bound, m->sizes.reservoir);
+    else if ((rc = read_reservoir(r, res, &m->reservoir, (size_t)rs.cap)) == NO_ROOM)
         note(skipped, "the reservoir (no room under memory_limit)");
     else if (!rc)
         return 0;
-    if (ringcap != calib_ring_cap(&m->ring)) {
-        note(skipped, "the ring and the loop (the ring's capacity changed)");
+    if (!caps_fit(&gs, calib_ring_cap(&m->ring), m->sizes.ring)) {
+        note(skipped, "the ring and the loop (the ring's capacity changed: %llu records, "
+             "now %zu)", (unsigned long long)gs.bound, m->sizes.ring);
         return 1; /* the drift detector's base and the fits index the ring */
     }
-    if ((rc = read_ring(r, ring, m)) == NO_ROOM) {
+    if ((rc = read_ring(r, ring, m, (size_t)gs.cap)) == NO_ROOM) {
         note(skipped, "the ring and the loop (no room under memory_limit)");
         return 1;
     }

@@ -4,7 +4,7 @@
  * pairs (calibd(8), SNAPSHOTS).
  *
  * The file is a msgpack map, the header,
- *   {"format": "calibd-snapshot", "v": 1, "byte_order": "little",
+ *   {"format": "calibd-snapshot", "v": 2, "byte_order": "little",
  *    "written": wall seconds, "mono": the loop's monotonic seconds then,
  *    "models": N, "daemon": {counters}, "body_bytes": B,
  *    "crc32": CRC-32 of the body}
@@ -20,6 +20,15 @@
  * and count in a model is checked against the model it is restored into.
  * A section whose dimensions no longer match the configuration (another
  * window, ring or bin count) is left fresh and named in `skipped`.
+ *
+ * Version 2 stores beside a ring's and a reservoir's capacity ("cap") the
+ * one it was given ("bound", model_size's): a store memory_limit stopped
+ * lower is restored into a model of the same configuration (the ring then
+ * grows again as memory allows, the reservoir stays where it stopped), and
+ * a ring's record count ("total") is no longer tied to its slots (a ring
+ * so restored and grown again has pushed more than its slots show).
+ * Version 1 (no bound) is read as well: a store stopped lower in it cannot
+ * be told from one configured so, and is left fresh as before.
  */
 #ifndef CALIBD_SNAPSHOT_H
 #define CALIBD_SNAPSHOT_H
@@ -33,10 +42,11 @@
 #include "model.h"
 
 #define SNAPSHOT_FILE "snapshot"
-#define SNAPSHOT_VERSION 1
+#define SNAPSHOT_VERSION 2 /* written; 1 and 2 are read */
 
 /* What the frame says. body points into the data given to snapshot_open. */
 typedef struct snapshot_head {
+    unsigned version; /* the format's: 1 to SNAPSHOT_VERSION */
     double written;   /* wall clock */
     double mono;      /* the writer's monotonic clock at `written` */
     uint64_t models;
@@ -56,8 +66,8 @@ void snapshot_frame(calib_mpw *w, const char *body, size_t len, uint64_t models,
                     double mono, uint64_t messages, const uint64_t rejected[REJ_MAX]);
 
 /* Checks the frame of a file's len bytes and fills h; 0, or -1 with err
- * set (not a snapshot, another version or byte order, a checksum that
- * does not match). */
+ * set (not a snapshot, a version this calibd does not read, another byte
+ * order, a checksum that does not match). */
 int snapshot_open(const char *data, size_t len, snapshot_head *h, char *err, size_t errlen);
 
 /* The next model map of the body from *off into u: 1, 0 at the end, -1

@@ -124,6 +124,23 @@ void calib_store_stop(calib_store *s)
     s->cap = s->alloc;
 }
 
+int calib_store_limit(calib_store *s, size_t n)
+{
+    if (n == 0 || n < s->len || n > s->cap)
+        return CALIB_EINVAL;
+    if (s->alloc > n) {
+        size_t rec = (s->width + 2) * sizeof(double);
+        double *data = realloc(s->data, n * rec);
+        if (!data)
+            return CALIB_ENOMEM;
+        calib_budget_give(s->budget, (s->alloc - n) * rec);
+        s->data = data;
+        s->alloc = n;
+    }
+    s->cap = n;
+    return CALIB_OK;
+}
+
 void calib_store_free(calib_store *s)
 {
     calib_budget_give(s->budget, calib_store_held(s));
@@ -186,14 +203,17 @@ void calib_ring_push(calib_ring *r, const double *x, double y, double t)
     r->total++;
 }
 
-calib_record calib_ring_get(const calib_ring *r, size_t i)
+size_t calib_ring_slot(const calib_ring *r, size_t i)
 {
-    /* The oldest record sits at head once the ring has wrapped, else at 0. */
+    /* The oldest record sits at head once the ring is full, else at 0. */
     size_t oldest = r->s.len < r->s.cap ? 0 : r->head;
     size_t slot = oldest + i;
-    if (slot >= r->s.cap)
-        slot -= r->s.cap;
-    return calib_store_get(&r->s, slot);
+    return slot >= r->s.cap ? slot - r->s.cap : slot;
+}
+
+calib_record calib_ring_get(const calib_ring *r, size_t i)
+{
+    return calib_store_get(&r->s, calib_ring_slot(r, i));
 }
 
 size_t calib_ring_len(const calib_ring *r)

@@ -227,7 +227,7 @@ u = msgpack.Unpacker(raw=False)
 u.feed(data)
 head = next(u)
 off = u.tell()
-head["v"] = 2
+head["v"] = 99   # a version this calibd does not read
 open(sys.argv[2], "wb").write(msgpack.packb(head, use_bin_type=True) + data[off:])
 PY
 damaged "a snapshot of another format version"

@@ -183,6 +183,42 @@ static void ring_grows_then_stops(void **state)
     assert_int_equal(b.used, 0);
 }
 
+/* calib_ring_slot is where calib_ring_get reads, filling and wrapped;
+ * calib_store_limit lowers a store's capacity and gives back what is
+ * allocated past it, refusing a capacity below its records or above its
+ * own. */
+static void ring_slot_and_store_limit(void **state)
+{
+    calib_ring r;
+    calib_budget b;
+    calib_budget_init(&b, SIZE_MAX, NULL);
+    assert_int_equal(calib_ring_init(&r, 1, 5, &b), CALIB_OK);
+    for (int n = 0; n < 13; n++) {
+        for (size_t i = 0; i < calib_ring_len(&r); i++)
+            assert_ptr_equal(calib_ring_get(&r, i).x, r.s.data + calib_ring_slot(&r, i) * 3);
+        double x = n;
+        calib_ring_push(&r, &x, 0, n);
+    }
+    assert_close(r.s.data[calib_ring_slot(&r, 4) * 3], 12, 0); /* the newest */
+    calib_ring_free(&r);
+
+    calib_store s;
+    assert_int_equal(calib_store_init(&s, 1, 100, &b), CALIB_OK);
+    assert_int_equal(calib_store_reserve(&s, 40), CALIB_OK);
+    assert_int_equal(s.alloc, 40);
+    s.len = 20;
+    assert_int_equal(calib_store_limit(&s, 19), CALIB_EINVAL);
+    assert_int_equal(calib_store_limit(&s, 101), CALIB_EINVAL);
+    assert_int_equal(calib_store_limit(&s, 25), CALIB_OK);
+    assert_int_equal(s.cap, 25);
+    assert_int_equal(s.alloc, 25);
+    assert_int_equal(b.used, calib_store_held(&s));
+    assert_int_equal(calib_store_reserve(&s, 26), CALIB_EINVAL);
+    assert_int_equal(calib_store_limit(&s, 30), CALIB_EINVAL);
+    calib_store_free(&s);
+    assert_int_equal(b.used, 0);
+}
+
 static void reservoir_fills_then_skips(void **state)
 {
     calib_reservoir r;
@@ -286,6 +322,7 @@ int main(void)
         cmocka_unit_test(reservoir_fills_then_skips),
         cmocka_unit_test(reservoir_stopped_by_budget_is_uniform),
         cmocka_unit_test(ring_grows_then_stops),
+        cmocka_unit_test(ring_slot_and_store_limit),
         cmocka_unit_test(reservoir_merge_is_weighted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

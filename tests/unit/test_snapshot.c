@@ -41,10 +41,11 @@ static model_cfg small_cfg(void)
 }
 
 /* A model shaped with logits of K classes, temperature parameters T = 1.5,
- * the drift detector on and, with shadow, a candidate T = 1.2 in shadow. */
-static void make(model *m, const model_cfg *c, int shadow)
+ * the drift detector on and, with shadow, a candidate T = 1.2 in shadow;
+ * its memory drawn from parent (NULL: no limit). */
+static void make_in(model *m, const model_cfg *c, int shadow, calib_budget *parent)
 {
-    assert_int_equal(model_init(m, c, 7, NULL), CALIB_OK);
+    assert_int_equal(model_init(m, c, 7, parent), CALIB_OK);
     assert_int_equal(model_shape(m, CALIB_FORM_LOGITS, K), CALIB_OK);
     const calib_plugin *t = calib_plugin_builtin("temperature");
     assert_non_null(t);
@@ -71,6 +72,11 @@ static void make(model *m, const model_cfg *c, int shadow)
                              .max_samples = 100000};
         assert_int_equal(calib_gate_init(&m->loop.gate, &gc), CALIB_OK);
     }
+}
+
+static void make(model *m, const model_cfg *c, int shadow)
+{
+    make_in(m, c, shadow, NULL);
 }
 
 /* n pairs from seed, at wall times from t0, 0.05 s apart; and some
@@ -307,6 +313,259 @@ static void changed_sections_stay_fresh(void **state)
     model_free(&b);
 }
 
+/* The records of two rings, newest first, as far as the shorter goes:
+ * outputs, outcome, time and drift score alike. */
+static void same_newest(const model *a, const model *b, size_t n)
+{
+    size_t la = calib_ring_len(&a->ring), lb = calib_ring_len(&b->ring);
+    assert_true(n <= la && n <= lb);
+    for (size_t i = 1; i <= n; i++) {
+        calib_record x = calib_ring_get(&a->ring, la - i), y = calib_ring_get(&b->ring, lb - i);
+        assert_memory_equal(x.x, y.x, K * sizeof(double));
+        assert_true(x.y == y.y && x.t == y.t);
+        assert_true(a->ring_score[calib_ring_slot(&a->ring, la - i)] ==
+                    b->ring_score[calib_ring_slot(&b->ring, lb - i)]);
+    }
+}
+
+static void same_reservoir(const calib_reservoir *a, const calib_reservoir *b)
+{
+    assert_int_equal(a->s.cap, b->s.cap);
+    assert_int_equal(a->s.len, b->s.len);
+    assert_int_equal(a->seen, b->seen);
+    assert_int_equal(a->skip, b->skip);
+    assert_true(a->w == b->w);
+    assert_memory_equal(a->rng.s, b->rng.s, sizeof a->rng.s);
+    assert_memory_equal(a->s.data, b->s.data, a->s.len * (K + 2) * sizeof(double));
+}
+
+static void same_drift(const model *a, const model *b)
+{
+    const calib_drift *x = &a->loop.drift, *y = &b->loop.drift;
+    assert_true(x->n > 0);
+    assert_int_equal(x->n, y->n);
+    assert_int_equal(x->state, y->state);
+    assert_int_equal(x->nbank, y->nbank);
+    assert_memory_equal(x->bank, y->bank, sizeof x->bank);
+    assert_memory_equal(x->log_w, y->log_w, sizeof x->log_w);
+    assert_int_equal(a->loop.drift_base, b->loop.drift_base);
+}
+
+/* A ring and a reservoir that memory_limit stopped below their configured
+ * capacities are restored into a model of the same configuration, not
+ * left fresh as "capacity changed": the ring's records and drift scores,
+ * the reservoir exactly (it stays where it stopped) and the closed loop
+ * (drift detector, shadow run). The ring grows again as memory allows; a
+ * configured capacity that did change still leaves the ring fresh. */
+static void stopped_by_memory_is_restored(void **state)
+{
+    model_cfg c = small_cfg();
+    calib_budget da, db;
+    calib_budget_init(&da, SIZE_MAX, NULL);
+    calib_budget_init(&db, SIZE_MAX, NULL);
+    model a, b;
+    make_in(&a, &c, 1, &da);
+    /* room for the first doubling of each (16 -> 32 records), not the next */
+    da.limit = da.used + 3000;
+    feed(&a, 1, 1000, 1000);
+    size_t ring = calib_ring_cap(&a.ring), res = a.reservoir.s.cap;
+    assert_true(da.refused > 0);
+    assert_true(ring < c.ring && res < c.reservoir);
+    assert_int_equal(calib_ring_len(&a.ring), ring);
+    assert_int_equal(calib_reservoir_len(&a.reservoir), res);
+    assert_int_equal(a.ring.total, 1000);
+    size_t len;
+    char *f = file_of(&a, &len);
+    double t_at[64], score_at[64]; /* the ring's records then, oldest first */
+    assert_true(ring <= 64);
+    for (size_t i = 0; i < ring; i++) {
+        t_at[i] = calib_ring_get(&a.ring, i).t;
+        score_at[i] = a.ring_score[calib_ring_slot(&a.ring, i)];
+    }
+
+    /* the same configuration under the same limit */
+    make_in(&b, &c, 0, &db);
+    db.limit = db.used + 3000;
+    char skipped[600], err[600];
+    assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    assert_string_equal(skipped, "");
+    assert_int_equal(b.ring.total, 1000);
+    assert_int_equal(calib_ring_len(&b.ring), ring);
+    same_newest(&a, &b, ring);
+    same_reservoir(&a.reservoir, &b.reservoir);
+    same_drift(&a, &b);
+    assert_int_equal(b.loop.refit.phase, PHASE_SHADOW);
+    assert_true(b.loop.candidate.values[0] == 1.2);
+    assert_true(b.loop.gate.pairs == a.loop.gate.pairs && a.loop.gate.pairs > 0);
+    model_level lva = model_level_since(&a, a.ring.total - ring, 0.5),
+                lvb = model_level_since(&b, b.ring.total - ring, 0.5);
+    assert_int_equal(lva.n, ring);
+    assert_int_equal(lvb.n, ring);
+    assert_true(lva.mean == lvb.mean && lva.above == lvb.above);
+    /* fed on together: the same newest records, reservoir and detector */
+    feed(&a, 2, 500, 1060);
+    feed(&b, 2, 500, 1060);
+    assert_int_equal(b.ring.total, 1500);
+    same_newest(&a, &b, ring);
+    same_reservoir(&a.reservoir, &b.reservoir);
+    same_drift(&a, &b);
+    /* stopped again where memory_limit still refuses, as the original */
+    assert_int_equal(calib_ring_cap(&b.ring), ring);
+    /* and its snapshot restores the same again */
+    size_t len2;
+    char *f2 = file_of(&b, &len2);
+    model b2;
+    make_in(&b2, &c, 0, NULL);
+    assert_int_equal(restore(f2, len2, &b2, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    assert_string_equal(skipped, "");
+    same_newest(&b, &b2, ring);
+    same_reservoir(&b.reservoir, &b2.reservoir);
+    same_drift(&b, &b2);
+    model_free(&b2);
+    free(f2);
+    model_free(&b);
+    assert_int_equal(db.used, 0);
+
+    /* with room: the ring grows again, its restored records the oldest,
+     * up to its configured capacity */
+    make_in(&b, &c, 0, NULL);
+    assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    assert_string_equal(skipped, "");
+    feed(&b, 3, 100, 1060);
+    assert_int_equal(b.ring.total, 1100);
+    assert_int_equal(calib_ring_len(&b.ring), ring + 100);
+    for (size_t i = 0; i < ring; i++) {
+        assert_true(calib_ring_get(&b.ring, i).t == t_at[i]);
+        assert_true(b.ring_score[calib_ring_slot(&b.ring, i)] == score_at[i]);
+    }
+    model_level lv = model_level_since(&b, 1000 - ring, 0.5);
+    assert_int_equal(lv.n, ring + 100);
+    assert_false(lv.truncated);
+    feed(&b, 4, 400, 1070);
+    assert_int_equal(calib_ring_cap(&b.ring), c.ring);
+    assert_int_equal(calib_ring_len(&b.ring), c.ring);
+    assert_true(calib_ring_get(&b.ring, c.ring - 1).t == 1070 + 0.05 * 399);
+    lv = model_level_since(&b, b.ring.total - c.ring, 0.5);
+    assert_int_equal(lv.n, c.ring);
+    assert_false(lv.truncated);
+    model_free(&b);
+
+    /* another configured ring: left fresh, as any change of capacity */
+    model_cfg c2 = c;
+    c2.ring = 250;
+    make_in(&b, &c2, 0, NULL);
+    assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    assert_non_null(strstr(skipped, "ring"));
+    assert_null(strstr(skipped, "reservoir"));
+    assert_int_equal(b.ring.total, 0);
+    assert_int_equal(b.reservoir.seen, 1000);
+    assert_int_equal(b.reservoir.s.cap, res);
+    model_free(&b);
+    free(f);
+    model_free(&a);
+    assert_int_equal(da.used, 0);
+}
+
+static int is_key(const msgpack_object *k, const char *name)
+{
+    return k->type == MSGPACK_OBJECT_STR && k->via.str.size == strlen(name) &&
+           memcmp(k->via.str.ptr, name, k->via.str.size) == 0;
+}
+
+/* o packed into pk without the map entries named drop, at any depth. */
+static void pack_without(msgpack_packer *pk, const msgpack_object *o, const char *drop)
+{
+    if (o->type == MSGPACK_OBJECT_MAP) {
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < o->via.map.size; i++)
+            n += !is_key(&o->via.map.ptr[i].key, drop);
+        msgpack_pack_map(pk, n);
+        for (uint32_t i = 0; i < o->via.map.size; i++) {
+            if (is_key(&o->via.map.ptr[i].key, drop))
+                continue;
+            msgpack_pack_object(pk, o->via.map.ptr[i].key);
+            pack_without(pk, &o->via.map.ptr[i].val, drop);
+        }
+    } else if (o->type == MSGPACK_OBJECT_ARRAY) {
+        msgpack_pack_array(pk, o->via.array.size);
+        for (uint32_t i = 0; i < o->via.array.size; i++)
+            pack_without(pk, &o->via.array.ptr[i], drop);
+    } else {
+        msgpack_pack_object(pk, *o);
+    }
+}
+
+/* m's file in format version 1: its body without the stores' bounds, its
+ * header saying "v": 1. */
+static char *file_v1(const model *m, size_t *len)
+{
+    size_t blen, off = 0;
+    char *body = body_of(m, &blen);
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    assert_int_equal(msgpack_unpack_next(&u, body, blen, &off), MSGPACK_UNPACK_SUCCESS);
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    pack_without(&pk, &u.data, "bound");
+    assert_true(sb.size < blen);
+    char *f = framed(sb.data, sb.size, len);
+    msgpack_sbuffer_destroy(&sb);
+    msgpack_unpacked_destroy(&u);
+    free(body);
+    /* the header's "v": 2 (fixstr "v", fixint 2) becomes 1 */
+    char *v = NULL;
+    for (size_t i = 0; !v && i + 3 <= *len; i++)
+        if (memcmp(f + i, "\xa1v\x02", 3) == 0)
+            v = f + i;
+    assert_non_null(v);
+    v[2] = 1;
+    snapshot_head h;
+    char err[600];
+    assert_int_equal(snapshot_open(f, *len, &h, err, sizeof err), 0);
+    assert_int_equal(h.version, 1);
+    return f;
+}
+
+/* A version 1 file is read as before: restored exactly; a ring and
+ * reservoir stopped by memory in one cannot be told from a configured
+ * capacity (it has no bounds) and stay fresh, as version 1 did. */
+static void version_1_is_read(void **state)
+{
+    model_cfg c = small_cfg();
+    model a, b;
+    make(&a, &c, 1);
+    feed(&a, 1, 1000, 1000);
+    size_t len;
+    char *f = file_v1(&a, &len);
+    make(&b, &c, 0);
+    char skipped[600], err[600];
+    assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    assert_string_equal(skipped, "");
+    same_bytes(&a, &b);
+    free(f);
+    model_free(&a);
+    model_free(&b);
+
+    calib_budget da;
+    calib_budget_init(&da, SIZE_MAX, NULL);
+    make_in(&a, &c, 0, &da);
+    da.limit = da.used + 3000;
+    feed(&a, 1, 1000, 1000);
+    assert_true(calib_ring_cap(&a.ring) < c.ring);
+    f = file_v1(&a, &len);
+    make(&b, &c, 0);
+    assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    assert_non_null(strstr(skipped, "ring"));
+    assert_non_null(strstr(skipped, "reservoir"));
+    assert_int_equal(b.scored, 1000);
+    assert_int_equal(b.ring.total, 0);
+    free(f);
+    model_free(&a);
+    model_free(&b);
+}
+
 /* Every truncation and every bit flip of the body is refused by the
  * frame; flips in the header are refused or harmless. */
 static void damaged_files_are_refused(void **state)
@@ -356,7 +615,16 @@ static void foreign_files_are_refused(void **state)
     calib_mpw_key(&w, "format");
     calib_mpw_str(&w, "calibd-snapshot");
     calib_mpw_key(&w, "v");
-    calib_mpw_uint(&w, 2);
+    calib_mpw_uint(&w, SNAPSHOT_VERSION + 1);
+    calib_mpw_end(&w);
+    assert_int_equal(snapshot_open(w.sb.data, w.sb.size, &h, err, sizeof err), -1);
+    assert_non_null(strstr(err, "another format version"));
+    calib_mpw_reset(&w);
+    calib_mpw_map(&w);
+    calib_mpw_key(&w, "format");
+    calib_mpw_str(&w, "calibd-snapshot");
+    calib_mpw_key(&w, "v");
+    calib_mpw_uint(&w, 0);
     calib_mpw_end(&w);
     assert_int_equal(snapshot_open(w.sb.data, w.sb.size, &h, err, sizeof err), -1);
     assert_non_null(strstr(err, "another format version"));
@@ -369,6 +637,17 @@ static void foreign_files_are_refused(void **state)
     assert_non_null(strstr(err, "not a calibd snapshot"));
     assert_int_equal(snapshot_open("", 0, &h, err, sizeof err), -1);
     assert_int_equal(snapshot_open("\xc1\xc1\xc1", 3, &h, err, sizeof err), -1);
+    /* a map of 2^32 entries in 5 bytes, as the header or as a model of a
+     * checksummed body: refused before msgpack-c allocates 64 GiB for it,
+     * which the sanitizers' allocator would abort on (tests/fuzz/corpus/
+     * snapshot/crash-huge_header, crash-huge_count) */
+    assert_int_equal(snapshot_open("\xdf\xff\xff\xff\xff", 5, &h, err, sizeof err), -1);
+    snapshot_head body = {.body = "\xdf\xff\xff\xff\xff", .len = 5};
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    size_t off = 0;
+    assert_int_equal(snapshot_next(&body, &off, &u, err, sizeof err), -1);
+    msgpack_unpacked_destroy(&u);
     calib_mpw_destroy(&w);
 }
 
@@ -479,6 +758,8 @@ int main(void)
         cmocka_unit_test(restored_small_ring_grows),
         cmocka_unit_test(waiting_items_move_with_the_clock),
         cmocka_unit_test(changed_sections_stay_fresh),
+        cmocka_unit_test(stopped_by_memory_is_restored),
+        cmocka_unit_test(version_1_is_read),
         cmocka_unit_test(damaged_files_are_refused),
         cmocka_unit_test(foreign_files_are_refused),
         cmocka_unit_test(crafted_bodies_do_no_harm),
