@@ -36,6 +36,8 @@ typedef struct model_cfg {
     double refit_interval;  /* seconds between scheduled refits, 0: never */
     uint64_t refit_min_samples, refit_samples;
     int auto_publish;       /* no: candidates are tested, never published */
+    int rollback;           /* guard each published version against the one
+                               before; roll back when it is shown worse */
     double gate_alpha, min_improvement, gate_dss_clip;
     uint64_t gate_max_samples;
     /* alerts; a level of 0 turns its rule off */

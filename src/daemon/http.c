@@ -187,6 +187,8 @@ static void counters(text *t, const snap *s, size_t n)
         {"calibd_candidates_store_errors_total", "Candidates that passed the gate but the "
          "state directory refused to store, so were not published.",
          offsetof(model, loop.store_errors)},
+        {"calibd_rollbacks_total", "Versions the guard showed worse than the one before, "
+         "which was published again (rollback = yes).", offsetof(model, loop.rollbacks)},
         {"calibd_alerts_total", "Alerts sent.", offsetof(model, alerts)},
     };
     for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {

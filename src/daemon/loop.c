@@ -206,6 +206,8 @@ int loop_attach(calibd *d, model *m)
 static void drift_restart(calibd *d, model *m);
 static int start_refit(calibd *d, model *m, size_t n, int reason);
 static void publish_candidate(calibd *d, model *m);
+static void publish_rollback(calibd *d, model *m);
+static void guard_start(model *m, const model_params *prev);
 
 /* Samples a refit needs: refit_min_samples, or all the ring can hold. */
 static size_t refit_need(const model *m)
@@ -222,7 +224,8 @@ static refit_in machine_in(const model *m)
     int alarm = l->drift_on && l->drift.state == CALIB_DRIFT_ALARM;
     uint64_t change = alarm ? l->drift_base + l->drift.change_at : m->ring.total;
     uint64_t since = m->ring.total > change ? m->ring.total - change : 0;
-    return (refit_in){.drift_alarm = alarm, .available = len,
+    int guard = l->guard_on && l->guard.state == CALIB_GATE_PASSED;
+    return (refit_in){.drift_alarm = alarm, .guard_alarm = guard, .available = len,
                       .since_change = since < len ? (size_t)since : len,
                       .want = (size_t)m->cfg.refit_samples, .need = refit_need(m),
                       .auto_publish = m->cfg.auto_publish};
@@ -252,7 +255,8 @@ static void act(calibd *d, model *m, const refit_out *o)
     l->withheld += !!(a & ACT_WITHHELD);
     l->refit_errors += !!(a & ACT_FIT_FAILED);
     l->store_errors += !!(a & ACT_STORE_FAILED);
-    l->published += !!(a & ACT_PUBLISH);
+    /* a rollback is counted by store_done, not as a candidate published */
+    l->published += (a & ACT_PUBLISH) && o->reason != REFIT_ROLLBACK;
     if (a & ACT_SKIPPED)
         log_msg(&d->log, LOG_DEBUG, "loop", "%s: scheduled refit skipped: %s", m->name,
                 o->refusal);
@@ -260,7 +264,9 @@ static void act(calibd *d, model *m, const refit_out *o)
         drift_restart(d, m);
     if ((a & ACT_START_FIT) && start_refit(d, m, o->samples, o->reason) != 0)
         feed(d, m, EV_FIT_FAILED, &again);
-    if (a & ACT_STORE)
+    if ((a & ACT_STORE) && o->reason == REFIT_ROLLBACK)
+        publish_rollback(d, m);
+    else if (a & ACT_STORE)
         publish_candidate(d, m);
 }
 
@@ -593,6 +599,9 @@ typedef struct store_job {
     uv_work_t req;
     calibd *d;
     model *m;
+    int rollback; /* p is the version before the one in force, again */
+    uint64_t from, to; /* rollback: the version in force, the one restored */
+    uint64_t pairs;    /* rollback: the guard's pairs in all */
     /* what the worker reads: copies, never the daemon's state */
     char dir[4096], name[CFG_NAME_MAX + 1];
     model_params p;
@@ -628,30 +637,124 @@ static void store_done(uv_work_t *req, int status)
         if (!d->stopping)
             alert_send(d, m, "refit", "critical", "the state directory refused the new "
                        "parameters; they were not published", av, 1);
+        if (j->rollback) /* not retried every tick: the alert said it */
+            m->loop.guard_on = 0;
         feed(d, m, EV_STORE_FAILED, &o);
         free(j);
         return;
     }
     if (j->saved > 0)
         log_msg(&d->log, LOG_WARN, "loop", "%s: %s", m->name, j->err);
+    model_params prev = m->params;
     m->params = *p;
     model_paired_reset(m, p->version, p->ts);
+    if (j->rollback) {
+        m->loop.guard_on = 0; /* a rollback is not guarded: no back and forth */
+        m->loop.rollbacks++;
+    } else {
+        guard_start(m, &prev);
+    }
     /* the reference restarts under the new parameters */
     feed(d, m, EV_STORED, &o);
     send_params(d, m);
-    snprintf(msg, sizeof msg, "published version %llu: %s %s; %s %.4g -> %.4g, "
-             "improvement %.4g [%.4g, %.4g] on %llu shadow samples",
-             (unsigned long long)p->version, p->method, v,
-             m->form == CALIB_FORM_GAUSSIAN ? "DSS" : "Brier", p->before[0], p->after[0],
-             p->improvement, p->ci[0], p->ci[1], (unsigned long long)p->shadow_n);
-    model_event_add(m, wall_now(), "publish", "%s", msg);
+    const char *score = m->form == CALIB_FORM_GAUSSIAN ? "DSS" : "Brier";
+    if (j->rollback)
+        snprintf(msg, sizeof msg, "rolled back: version %llu is version %llu's parameters "
+                 "(%s %s) again: version %llu's %s exceeds version %llu's at gate_alpha, "
+                 "on the same pairs since the estimated change (the %llu newest of %llu "
+                 "since version %llu was published: %.4g against %.4g, by %.4g [%.4g, %.4g])",
+                 (unsigned long long)p->version, (unsigned long long)j->to, p->method, v,
+                 (unsigned long long)j->from, score, (unsigned long long)j->to,
+                 (unsigned long long)p->shadow_n, (unsigned long long)j->pairs,
+                 (unsigned long long)j->from, p->before[0], p->after[0], p->improvement,
+                 p->ci[0], p->ci[1]);
+    else
+        snprintf(msg, sizeof msg, "published version %llu: %s %s; %s %.4g -> %.4g, "
+                 "improvement %.4g [%.4g, %.4g] on %llu shadow samples",
+                 (unsigned long long)p->version, p->method, v, score, p->before[0],
+                 p->after[0], p->improvement, p->ci[0], p->ci[1],
+                 (unsigned long long)p->shadow_n);
+    log_msg(&d->log, j->rollback ? LOG_WARN : LOG_INFO, "loop", "%s: %s", m->name, msg);
+    model_event_add(m, wall_now(), j->rollback ? "rollback" : "publish", "%s", msg);
     alert_value av[] = {{"version", (double)p->version}, {"before", p->before[0]},
                         {"after", p->after[0]}, {"improvement", p->improvement},
                         {"ci_lo", p->ci[0]}, {"ci_hi", p->ci[1]},
-                        {"samples", (double)p->shadow_n}};
+                        {"samples", (double)p->shadow_n}, {"from", (double)j->from},
+                        {"to", (double)j->to}};
     if (!d->stopping)
-        alert_send(d, m, "refit", "warning", msg, av, 7);
+        alert_send(d, m, j->rollback ? "rollback" : "refit",
+                   j->rollback ? "critical" : "warning", msg, av, j->rollback ? 9 : 7);
     free(j);
+}
+
+/* Stores j->p as the next version in a worker; store_done publishes it. */
+static void queue_store(calibd *d, model *m, store_job *j)
+{
+    j->d = d;
+    j->m = m;
+    snprintf(j->dir, sizeof j->dir, "%s", d->cfg.state_dir);
+    snprintf(j->name, sizeof j->name, "%s", m->name);
+    j->req.data = j;
+    int rc = uv_queue_work(d->loop, &j->req, store_work, store_done);
+    if (rc != 0)
+        store_done(&j->req, rc);
+}
+
+/* The guard of the version just published: the same fresh pairs scored
+ * under prev, the version it replaced, in a gate that tests whether prev
+ * does better (H0: E[S(new) - S(prev)] <= 0; a pass rejects it at
+ * gate_alpha), for at most gate_max_samples pairs. */
+static void guard_start(model *m, const model_params *prev)
+{
+    model_loop *l = &m->loop;
+    const model_cfg *c = &m->cfg;
+    double clip = m->form == CALIB_FORM_GAUSSIAN ? c->gate_dss_clip : 2;
+    calib_gate_cfg gc = {.alpha = c->gate_alpha, .min_improvement = 0, .lo = -clip,
+                         .hi = clip, .max_samples = c->gate_max_samples};
+    l->guard_on = c->rollback && prev->desc && calib_gate_init(&l->guard, &gc) == CALIB_OK;
+    if (!l->guard_on)
+        return;
+    l->guard_prev = *prev;
+    l->guard_low = 0;
+    for (int i = 0; i < 3; i++)
+        calib_accum_init(&l->guard_since[i]);
+}
+
+/* The guard showed the version in force worse than the one before it: that
+ * one's parameters, stored as the next version, then sent (store_done). */
+static void publish_rollback(calibd *d, model *m)
+{
+    model_loop *l = &m->loop;
+    const calib_gate *g = &l->guard;
+    store_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        refit_out o;
+        log_msg(&d->log, LOG_ERROR, "loop", "%s: out of memory rolling back", m->name);
+        l->guard_on = 0;
+        feed(d, m, EV_STORE_FAILED, &o);
+        return;
+    }
+    model_params *p = &j->p;
+    *p = l->guard_prev;
+    p->version = m->params.version + 1;
+    p->ts = wall_now();
+    /* the figures of the stretch that made the evidence */
+    const calib_accum *since = l->guard_since;
+    p->shadow_n = since[2].n;
+    p->before[0] = calib_accum_mean(&since[0]);
+    p->after[0] = calib_accum_mean(&since[1]);
+    p->before[1] = p->after[1] = NAN; /* the guard tests the main score only */
+    p->improvement = calib_accum_mean(&since[2]);
+    calib_accum_ci95(&since[2], p->ci);
+    j->rollback = 1;
+    j->pairs = g->diff.n;
+    j->from = m->params.version;
+    j->to = l->guard_prev.version;
+    log_msg(&d->log, LOG_WARN, "loop", "%s: the guard showed version %llu worse than "
+            "version %llu (e-value %.3g after %llu pairs): rolling back", m->name,
+            (unsigned long long)j->from, (unsigned long long)j->to,
+            exp(calib_gate_log_e(g)), (unsigned long long)g->diff.n);
+    queue_store(d, m, j);
 }
 
 /* The candidate passed: version n + 1, stored by a worker, then sent. */
@@ -678,14 +781,7 @@ static void publish_candidate(calibd *d, model *m)
     p->after[1] = calib_accum_mean(&l->shadow_log[1]);
     p->improvement = calib_accum_mean(&g->diff);
     calib_accum_ci95(&g->diff, p->ci);
-    j->d = d;
-    j->m = m;
-    snprintf(j->dir, sizeof j->dir, "%s", d->cfg.state_dir);
-    snprintf(j->name, sizeof j->name, "%s", m->name);
-    j->req.data = j;
-    int rc = uv_queue_work(d->loop, &j->req, store_work, store_done);
-    if (rc != 0)
-        store_done(&j->req, rc);
+    queue_store(d, m, j);
 }
 
 /* The gate has decided: publish, or count and report the rejection. */
@@ -731,6 +827,16 @@ static void model_tick(calibd *d, model *m)
     }
     if (l->refit.phase == PHASE_SHADOW && l->gate.state != CALIB_GATE_RUNNING)
         decide(d, m);
+    if (l->guard_on && l->guard.state == CALIB_GATE_FAILED) {
+        /* gate_max_samples pairs without the previous version doing better:
+         * the version in force stays, and later changes are the drift
+         * detector's */
+        l->guard_on = 0;
+        model_event_add(m, wall_now(), "guard", "version %llu held against version %llu "
+                        "over %llu pairs: difference %.4g", (unsigned long long)m->params.version,
+                        (unsigned long long)l->guard_prev.version,
+                        (unsigned long long)l->guard.diff.n, calib_accum_mean(&l->guard.diff));
+    }
     feed(d, m, EV_TICK, &o);
 }
 
@@ -833,6 +939,24 @@ static void pack_drift(calib_mpw *w, const model_loop *l)
     calib_mpw_end(w);
 }
 
+/* The guard of the version in force, or nil. */
+static void pack_guard(calib_mpw *w, const model_loop *l)
+{
+    if (!l->guard_on) {
+        calib_mpw_nil(w);
+        return;
+    }
+    calib_mpw_map(w);
+    calib_mpw_key(w, "against");
+    calib_mpw_uint(w, l->guard_prev.version);
+    calib_mpw_key(w, "worse_by"); /* the version in force minus the one before */
+    pack_estimate(w, &l->guard.diff);
+    calib_mpw_key(w, "log_e");
+    calib_mpw_num(w, calib_gate_log_e(&l->guard));
+    pack_bool(w, "alarm", l->guard.state == CALIB_GATE_PASSED);
+    calib_mpw_end(w);
+}
+
 static void pack_shadow(calib_mpw *w, const model_loop *l)
 {
     if (l->refit.phase != PHASE_SHADOW) {
@@ -873,8 +997,11 @@ void loop_pack_status(calib_mpw *w, const model *m)
     pack_counter(w, "rejected", l->rejected);
     pack_counter(w, "withheld", l->withheld);
     pack_counter(w, "store_errors", l->store_errors);
+    pack_counter(w, "rollbacks", l->rollbacks);
     calib_mpw_key(w, "shadow");
     pack_shadow(w, l);
+    calib_mpw_key(w, "guard");
+    pack_guard(w, l);
     pack_counter(w, "alerts", m->alerts);
     calib_mpw_end(w);
 }

@@ -246,6 +246,7 @@ int model_merge(model *dst, const model *src, char *why, size_t len)
         goto nomem;
     add_counters(dst, src, model_counters, MODEL_COUNTERS);
     add_counters(dst, src, loop_counters, LOOP_COUNTERS);
+    dst->loop.rollbacks += src->loop.rollbacks;
     for (int i = 0; i < REJ_MAX; i++)
         dst->rejected[i] += src->rejected[i];
     merge_events(dst, src);
@@ -289,6 +290,7 @@ int model_merge(model *dst, const model *src, char *why, size_t len)
         calib_drift_reset(&l->drift);
     l->drift_base = dst->ring.total;
     l->drift_alarm = 0;
+    l->guard_on = 0; /* a guard compares one daemon's pairs */
     if (l->refit.phase != PHASE_OFF)
         l->refit.phase = PHASE_IDLE;
     l->refit.pending = l->refit.reason = REFIT_NONE;

@@ -401,6 +401,31 @@ static void shadow_observe(model *m, const double *x, double y, const double cur
     }
 }
 
+/* The guard: the published version's main score cur against the previous
+ * version's on the same pair. Its gate passing (the previous is better) is
+ * read by the loop's machine at the tick (refit_in.guard_alarm). */
+static void guard_observe(model *m, const double *x, double y, double cur)
+{
+    model_loop *l = &m->loop;
+    double s[2];
+    int form;
+    const double *xp = apply_params(m, &l->guard_prev, x, l->xcand, &form);
+    model_score(m, form, xp, y, m->pcal, s);
+    calib_gate_add(&l->guard, cur, s[WS_MAIN]);
+    double e = calib_gate_log_e(&l->guard);
+    if (e <= l->guard_low) { /* a new low: the evidence starts after it */
+        l->guard_low = e;
+        for (int i = 0; i < 3; i++)
+            calib_accum_init(&l->guard_since[i]);
+        return;
+    }
+    if (isnan(cur) || isnan(s[WS_MAIN]))
+        return;
+    calib_accum_add(&l->guard_since[0], cur);
+    calib_accum_add(&l->guard_since[1], s[WS_MAIN]);
+    calib_accum_add(&l->guard_since[2], cur - s[WS_MAIN]);
+}
+
 void model_observe(model *m, const double *x, double y, double now)
 {
     double s[VIEWS][WS_PER_VIEW];
@@ -450,6 +475,8 @@ void model_observe(model *m, const double *x, double y, double now)
         return;
     if (l->refit.phase == PHASE_SHADOW && l->gate.state == CALIB_GATE_RUNNING)
         shadow_observe(m, x, y, s[VIEW_CAL]);
+    if (l->guard_on && l->guard.state == CALIB_GATE_RUNNING)
+        guard_observe(m, x, y, s[VIEW_CAL][WS_MAIN]);
     if (l->drift_on && calib_drift_add(&l->drift, s[VIEW_CAL][WS_MAIN]))
         l->drift_alarm = 1;
 }

@@ -93,7 +93,8 @@ typedef struct model_sums {
 typedef struct model_event {
     double t;       /* wall clock */
     char kind[16];  /* drift, refit, refit_error, shadow_start, shadow_pass,
-                       shadow_fail, withheld, publish, store_error, alert, start */
+                       shadow_fail, withheld, publish, store_error, rollback,
+                       guard, alert, start */
     char text[240];
 } model_event;
 
@@ -119,11 +120,26 @@ typedef struct model_loop {
     model_params candidate; /* PHASE_SHADOW, PHASE_STORING */
     calib_gate gate;
     calib_accum shadow_log[2]; /* log scores of current and candidate */
-    double *xcand;          /* scratch: the candidate's outputs */
+    double *xcand;          /* scratch: the candidate's (or the guard's
+                               previous version's) outputs */
+    /* the guard (rollback = yes): after a version is published, the same
+     * fresh pairs scored under the version before it; a gate whose
+     * "current" is the published version and whose "candidate" the
+     * previous: passing it shows the publish made the bound worse */
+    int guard_on;           /* a guard runs (its gate may have decided) */
+    model_params guard_prev; /* the previous version's parameters */
+    calib_gate guard;
+    /* the pairs since the gate's e-value was last at its lowest: the
+     * stretch that made the evidence, after the estimated change (the
+     * means over all the guard's pairs mix in those before it): S(new),
+     * S(prev) and S(new) - S(prev) */
+    double guard_low;       /* the lowest ln e-value so far */
+    calib_accum guard_since[3];
     /* counters */
     uint64_t drift_alarms, refits, refit_errors, candidates, published, rejected;
     uint64_t withheld; /* passed the gate with auto_publish = no */
     uint64_t store_errors; /* passed the gate, refused by the state directory */
+    uint64_t rollbacks;    /* previous versions published again (the guard) */
 } model_loop;
 
 typedef struct model {

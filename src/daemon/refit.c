@@ -20,8 +20,8 @@ const char *refit_phase_name(int phase)
 
 const char *refit_reason_name(int reason)
 {
-    static const char *const names[] = {NULL, "drift", "schedule", "manual"};
-    return reason > REFIT_NONE && reason <= REFIT_MANUAL ? names[reason] : NULL;
+    static const char *const names[] = {NULL, "drift", "schedule", "manual", "rollback"};
+    return reason > REFIT_NONE && reason <= REFIT_ROLLBACK ? names[reason] : NULL;
 }
 
 static size_t min_size(size_t a, size_t b)
@@ -61,6 +61,13 @@ static void tick(refit_machine *r, double now, const refit_in *in, refit_out *ou
      * (unless a publish restarted the detector, which answers it) */
     if (r->phase != PHASE_IDLE)
         return;
+    if (in->guard_alarm) { /* no fit: the previous parameters, stored */
+        r->phase = PHASE_STORING;
+        r->reason = REFIT_ROLLBACK;
+        out->actions |= ACT_STORE;
+        out->reason = REFIT_ROLLBACK;
+        return; /* a pending reason waits for the next idle tick */
+    }
     if (in->drift_alarm)
         r->pending = REFIT_DRIFT;
     if (r->pending == REFIT_NONE)

@@ -11,9 +11,16 @@
  *   SHADOW --gate passed, auto_publish--> STORING
  *   SHADOW --gate passed, auto_publish = no / rejected--> IDLE
  *   STORING --stored--> IDLE (publish)  --store failed--> IDLE
+ *   IDLE --tick: the guard in alarm--> STORING (the previous version's
+ *          parameters, as the next version: a rollback)
  *
  * Reasons: a drift alarm (the detector in alarm at a tick), the schedule
- * (refit_interval), or a manual request. One fit, candidate or store at a
+ * (refit_interval), or a manual request; and a rollback, which needs no
+ * fit nor shadow run: the guard (rollback = yes) compared the version in
+ * force with the one before it on the same pairs and showed it worse. A
+ * guard alarm is level-triggered like a drift alarm and outranks it; while
+ * busy it waits, and a version published meanwhile (whose own guard starts
+ * afresh) answers it. One fit, candidate or store at a
  * time: a drift alarm while busy waits as the pending reason and starts
  * once the model is idle (it outranks a pending schedule); a scheduled
  * refit due while busy is not queued; a manual request while busy is
@@ -34,7 +41,7 @@
 enum refit_phase { PHASE_OFF, PHASE_IDLE, PHASE_FITTING, PHASE_SHADOW, PHASE_STORING };
 
 /* Why a refit started (or waits to). */
-enum refit_reason { REFIT_NONE, REFIT_DRIFT, REFIT_SCHEDULE, REFIT_MANUAL };
+enum refit_reason { REFIT_NONE, REFIT_DRIFT, REFIT_SCHEDULE, REFIT_MANUAL, REFIT_ROLLBACK };
 
 enum refit_event {
     EV_TICK,          /* the periodic tick */
@@ -65,6 +72,8 @@ enum refit_action {
 /* What a transition reads besides the event and the time. */
 typedef struct refit_in {
     int drift_alarm;      /* the drift detector is in alarm */
+    int guard_alarm;      /* the guard showed the version in force worse
+                             than the one before it */
     size_t available;     /* labelled records in the ring */
     size_t since_change;  /* of them, since the estimated change point */
     size_t want;          /* refit_samples */

@@ -324,6 +324,21 @@ static void pack_loop(calib_mpw *w, const model *m)
     } else {
         calib_mpw_nil(w);
     }
+    /* optional keys (absent from files before the guard): read_loop */
+    calib_mpw_key(w, "guard");
+    if (l->guard_on) {
+        calib_mpw_map(w);
+        calib_mpw_key(w, "prev");
+        pack_params(w, &l->guard_prev);
+        calib_mpw_key(w, "gate");
+        pack_gate(w, &l->guard);
+        key_double(w, "low", l->guard_low);
+        key_bin(w, "since", l->guard_since, sizeof l->guard_since);
+        calib_mpw_end(w);
+    } else {
+        calib_mpw_nil(w);
+    }
+    key_uint(w, "rollbacks", l->rollbacks);
     uint64_t counters[LOOP_COUNTERS];
     model_counters_get(m, loop_counters, LOOP_COUNTERS, counters);
     key_bin(w, "counters", counters, sizeof counters);
@@ -1071,28 +1086,68 @@ static int read_gate(mpr *r, const msgpack_object *o, calib_gate *g)
     return 1;
 }
 
+/* Parameters of the current method, as a shadow run or a guard holds them:
+ * 1 with *p resolved, 0 for a file that fails to read, -1 (noted as what)
+ * when they are not of the model's method now. */
+static int read_method_params(mpr *r, const msgpack_object *o, const model *m,
+                              model_params *p, const char *what, notes *skipped)
+{
+    state_param_names names;
+    char why[200];
+    if (r->failed || !read_params(r, o, p) || !read_param_names(r, o, &names))
+        return 0;
+    if (!m->params.desc || strcmp(p->method, m->params.method) != 0 ||
+        state_params_by_name(p, names, m->params.desc, why, sizeof why) != 0) {
+        note(skipped, "%s (not of method %s)", what, m->params.method);
+        return -1;
+    }
+    p->desc = m->params.desc;
+    p->identity = model_params_is_identity(p);
+    return 1;
+}
+
+/* The guard of the version in force: the previous version's parameters and
+ * its gate. */
+static int read_guard(mpr *r, const msgpack_object *o, model *m, notes *skipped)
+{
+    model_loop *l = &m->loop;
+    const msgpack_object *po = mpr_map(r, o, "prev"), *go = mpr_map(r, o, "gate");
+    double low = mpr_double(r, o, "low");
+    model_params prev;
+    calib_gate g;
+    calib_accum since[3];
+    if (r->failed || !read_accums(r, o, "since", since, 3))
+        return 0;
+    if (!(low <= 0))
+        return mpr_fail(r, "guard: its low is not an e-value's at most 1");
+    int ok = read_method_params(r, po, m, &prev, "the guard", skipped);
+    if (ok <= 0)
+        return ok == 0 ? 0 : 1;
+    if (!read_gate(r, go, &g))
+        return 0;
+    l->guard_prev = prev;
+    l->guard = g;
+    l->guard_low = low;
+    memcpy(l->guard_since, since, sizeof since);
+    l->guard_on = 1;
+    return 1;
+}
+
 /* The shadow run: its candidate, in the current method, and its gate. */
 static int read_shadow(mpr *r, const msgpack_object *o, model *m, notes *skipped)
 {
     model_loop *l = &m->loop;
     const msgpack_object *co = mpr_map(r, o, "candidate"), *go = mpr_map(r, o, "gate");
     model_params cand;
-    state_param_names names;
     calib_accum log[2];
-    char why[200];
-    if (r->failed || !read_params(r, co, &cand) || !read_param_names(r, co, &names) ||
-        !read_accums(r, o, "log", log, 2))
+    if (r->failed || !read_accums(r, o, "log", log, 2))
         return 0;
-    if (!m->params.desc || strcmp(cand.method, m->params.method) != 0 ||
-        state_params_by_name(&cand, names, m->params.desc, why, sizeof why) != 0) {
-        note(skipped, "the shadow run (its candidate is not of method %s)", m->params.method);
-        return 1;
-    }
+    int ok = read_method_params(r, co, m, &cand, "the shadow run's candidate", skipped);
+    if (ok <= 0)
+        return ok == 0 ? 0 : 1;
     calib_gate g;
     if (!read_gate(r, go, &g))
         return 0;
-    cand.desc = m->params.desc;
-    cand.identity = model_params_is_identity(&cand);
     l->candidate = cand;
     l->gate = g;
     memcpy(l->shadow_log, log, sizeof log);
@@ -1105,7 +1160,7 @@ static int read_loop(mpr *r, const msgpack_object *o, model *m, double shift, no
     model_loop *l = &m->loop;
     int phase = (int)mpr_uint(r, o, "phase", PHASE_OFF, PHASE_STORING);
     int pending = (int)mpr_uint(r, o, "pending", REFIT_NONE, REFIT_MANUAL);
-    int reason = (int)mpr_uint(r, o, "reason", REFIT_NONE, REFIT_MANUAL);
+    int reason = (int)mpr_uint(r, o, "reason", REFIT_NONE, REFIT_ROLLBACK);
     double next = mpr_double(r, o, "next_refit");
     const msgpack_object *drift = mpr_get(r, o, "drift"), *shadow = mpr_get(r, o, "shadow");
     uint64_t base = mpr_uint(r, o, "drift_base", 0, m->ring.total);
@@ -1115,8 +1170,20 @@ static int read_loop(mpr *r, const msgpack_object *o, model *m, double shift, no
     if (r->failed)
         return 0;
     model_counters_set(m, loop_counters, LOOP_COUNTERS, c);
+    const msgpack_object *rb = mpr_find(o, "rollbacks"), *guard = mpr_find(o, "guard");
+    if (rb) /* absent before the guard */
+        l->rollbacks = mpr_uint(r, o, "rollbacks", 0, UINT64_MAX);
+    if (r->failed)
+        return 0;
     if (l->refit.phase == PHASE_OFF) /* the loop is off now: nothing more to resume */
         return 1;
+    if (guard && guard->type != MSGPACK_OBJECT_NIL && m->cfg.rollback) {
+        if (guard->type != MSGPACK_OBJECT_MAP)
+            return mpr_fail(r, "guard: not a map");
+        if (!read_guard(r, guard, m, skipped))
+            return 0;
+    }
+
     if (drift->type != MSGPACK_OBJECT_NIL && l->drift_on) {
         int same = drift_matches(r, drift, &l->drift);
         if (r->failed)
@@ -1136,7 +1203,8 @@ static int read_loop(mpr *r, const msgpack_object *o, model *m, double shift, no
         l->refit.next_refit = next + shift;
     l->refit.pending = pending;
     if (phase == PHASE_FITTING || phase == PHASE_STORING) {
-        if (!l->refit.pending)
+        /* a rollback starts again from the guard's alarm, restored above */
+        if (!l->refit.pending && reason != REFIT_ROLLBACK)
             l->refit.pending = reason ? reason : REFIT_MANUAL;
         note(skipped, "the %s under way (it starts again)",
              phase == PHASE_FITTING ? "fit" : "store");

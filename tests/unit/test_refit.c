@@ -245,8 +245,62 @@ static void unexpected_events_ignored(void **state)
     assert_int_equal(r.phase, PHASE_SHADOW);
 }
 
+/* The guard's alarm: at an idle tick a store of the previous parameters
+ * (no fit, no shadow run), which outranks a drift alarm; while busy it
+ * waits, and a version published meanwhile answers it (the shell starts
+ * that version's own guard, so the alarm is gone at the next tick). */
+static void rollback(void **state)
+{
+    refit_machine r;
+    refit_out o;
+    refit_in in = plenty();
+    refit_init(&r, 1, 0, 0);
+    in.guard_alarm = 1;
+    in.drift_alarm = 1;
+    assert_int_equal(step(&r, EV_TICK, 1, &in, &o), ACT_STORE);
+    assert_int_equal(o.reason, REFIT_ROLLBACK);
+    assert_int_equal(r.phase, PHASE_STORING);
+    assert_int_equal(step(&r, EV_MANUAL, 2, &in, &o), ACT_REFUSED);
+    assert_int_equal(step(&r, EV_STORED, 3, &in, &o), ACT_PUBLISH | ACT_DRIFT_RESTART);
+    assert_int_equal(o.reason, REFIT_ROLLBACK);
+    in.guard_alarm = 0; /* the shell ended the guard: a rollback is not guarded */
+    /* the drift alarm, still standing, starts its refit at the next tick */
+    assert_int_equal(step(&r, EV_TICK, 4, &in, &o), ACT_START_FIT);
+    assert_int_equal(o.reason, REFIT_DRIFT);
+
+    /* busy in shadow: the rollback waits for the candidate's outcome */
+    refit_init(&r, 1, 0, 0);
+    in = plenty();
+    step(&r, EV_MANUAL, 1, &in, &o);
+    step(&r, EV_FIT_DONE, 2, &in, &o);
+    in.guard_alarm = 1;
+    assert_int_equal(step(&r, EV_TICK, 3, &in, &o), 0);
+    assert_int_equal(r.phase, PHASE_SHADOW);
+    assert_int_equal(step(&r, EV_GATE_REJECTED, 4, &in, &o), ACT_REJECTED);
+    assert_int_equal(step(&r, EV_TICK, 5, &in, &o), ACT_STORE);
+    assert_int_equal(o.reason, REFIT_ROLLBACK);
+    /* a rollback the state directory refuses: back to idle, counted */
+    assert_int_equal(step(&r, EV_STORE_FAILED, 6, &in, &o),
+                     ACT_STORE_FAILED | ACT_DRIFT_RESTART);
+    assert_int_equal(r.phase, PHASE_IDLE);
+
+    /* a candidate published while the guard alarms answers it */
+    refit_init(&r, 1, 0, 0);
+    in = plenty();
+    step(&r, EV_MANUAL, 1, &in, &o);
+    step(&r, EV_FIT_DONE, 2, &in, &o);
+    in.guard_alarm = 1;
+    assert_int_equal(step(&r, EV_GATE_PASSED, 3, &in, &o), ACT_STORE);
+    assert_int_equal(o.reason, REFIT_MANUAL);
+    assert_int_equal(step(&r, EV_STORED, 4, &in, &o), ACT_PUBLISH | ACT_DRIFT_RESTART);
+    in.guard_alarm = 0; /* the new version's guard starts afresh */
+    assert_int_equal(step(&r, EV_TICK, 5, &in, &o), 0);
+    assert_int_equal(r.phase, PHASE_IDLE);
+}
+
 static void names(void **state)
 {
+    assert_string_equal(refit_reason_name(REFIT_ROLLBACK), "rollback");
     assert_string_equal(refit_phase_name(PHASE_SHADOW), "shadow");
     assert_string_equal(refit_phase_name(99), "unknown");
     assert_string_equal(refit_reason_name(REFIT_DRIFT), "drift");
@@ -265,6 +319,7 @@ int main(void)
         cmocka_unit_test(manual_refit),
         cmocka_unit_test(withheld_candidate),
         cmocka_unit_test(unexpected_events_ignored),
+        cmocka_unit_test(rollback),
         cmocka_unit_test(names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

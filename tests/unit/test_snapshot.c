@@ -41,8 +41,9 @@ static model_cfg small_cfg(void)
 }
 
 /* A model shaped with logits of K classes, temperature parameters T = 1.5,
- * the drift detector on and, with shadow, a candidate T = 1.2 in shadow;
- * its memory drawn from parent (NULL: no limit). */
+ * the drift detector on and, with shadow, a candidate T = 1.2 in shadow and
+ * the guard of version 3 against version 2's T = 1.1; its memory drawn from
+ * parent (NULL: no limit). */
 static void make_in(model *m, const model_cfg *c, int shadow, calib_budget *parent)
 {
     assert_int_equal(model_init(m, c, 7, parent), CALIB_OK);
@@ -71,6 +72,13 @@ static void make_in(model *m, const model_cfg *c, int shadow, calib_budget *pare
         calib_gate_cfg gc = {.alpha = 0.01, .min_improvement = 0.001, .lo = -2, .hi = 2,
                              .max_samples = 100000};
         assert_int_equal(calib_gate_init(&m->loop.gate, &gc), CALIB_OK);
+        m->loop.guard_prev = m->params;
+        m->loop.guard_prev.values[0] = 1.1;
+        m->loop.guard_prev.version = 2;
+        gc.min_improvement = 0;
+        assert_int_equal(calib_gate_init(&m->loop.guard, &gc), CALIB_OK);
+        m->loop.guard_on = 1;
+        m->loop.rollbacks = 1;
     }
 }
 
@@ -240,6 +248,11 @@ static void round_trip_is_exact(void **state)
     assert_int_equal(b.scored, 1000);
     assert_int_equal(b.loop.refit.phase, PHASE_SHADOW);
     assert_true(b.loop.candidate.values[0] == 1.2 && b.loop.candidate.desc == a.params.desc);
+    /* the guard, with the pairs it compared */
+    assert_true(b.loop.guard_on && b.loop.guard_prev.values[0] == 1.1 &&
+                b.loop.guard_prev.version == 2 && b.loop.guard_prev.desc == a.params.desc);
+    assert_true(b.loop.guard.pairs == a.loop.guard.pairs && a.loop.guard.pairs > 0);
+    assert_int_equal(b.loop.rollbacks, 1);
     assert_int_equal(b.join.waiting_preds, 5);
     assert_int_equal(b.join.waiting_labels, 5);
     assert_int_equal(b.join.joined, a.join.joined);
