@@ -47,10 +47,11 @@ int calib_curve_keypair(calib_curve_cert *out);
  * ("PATH: reason") set. */
 int calib_curve_load(const char *path, calib_curve_cert *out, char *err, size_t errlen);
 
-/* Writes c as a certificate file at path, through a temporary file renamed
- * into place: with its secret key and mode 0600 when secret is 1 (c must
- * hold one), the public key only and mode 0644 when 0. Refuses to replace
- * an existing file. CALIB_OK, or CALIB_ECURVE_KEY with err set. */
+/* Writes c as a certificate file at path, created exclusively (O_EXCL) and
+ * removed again if writing it fails: with its secret key and mode 0600 when
+ * secret is 1 (c must hold one), the public key only and mode 0644 when 0.
+ * Refuses to replace an existing file. CALIB_OK, or CALIB_ECURVE_KEY with
+ * err set. */
 int calib_curve_save(const char *path, const calib_curve_cert *c, int secret, char *err,
                      size_t errlen);
 

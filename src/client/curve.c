@@ -88,6 +88,7 @@ int calib_curve_load(const char *path, calib_curve_cert *out, char *err, size_t 
         rc = CALIB_ECURVE_KEY;
     }
     fclose(f);
+    memset(line, 0, sizeof line); /* it may have held the secret key */
     if (rc == CALIB_OK && !out->public_key[0]) {
         snprintf(err, errlen, "%s: no public-key: not a ZeroMQ certificate (calibctl "
                  "keygen writes them)", path);
@@ -133,6 +134,7 @@ int calib_curve_save(const char *path, const calib_curve_cert *c, int secret, ch
                      c->public_key, secret ? "    secret-key = \"" : "",
                      secret ? c->secret_key : "", secret ? "\"\n" : "");
     int ok = n > 0 && (size_t)n < sizeof text && write(fd, text, (size_t)n) == n;
+    memset(text, 0, sizeof text);
     ok = fsync(fd) == 0 && ok;
     ok = close(fd) == 0 && ok;
     if (!ok) {
@@ -169,5 +171,6 @@ int calib_curve_client(void *socket, const char *key, const char *server_key, ch
         rc = CALIB_ECLIENT_ZMQ;
     }
     memset(&mine, 0, sizeof mine);
+    memset(&server, 0, sizeof server); /* a key pair file given as the server's */
     return rc;
 }

@@ -726,8 +726,16 @@ static void publish_rollback(calibd *d, model *m)
 {
     model_loop *l = &m->loop;
     const calib_gate *g = &l->guard;
-    store_job *j = calloc(1, sizeof *j);
-    if (!j) {
+    store_job *j = NULL;
+    if (!l->guard_on || g->state != CALIB_GATE_PASSED || !l->guard_prev.desc) {
+        refit_out o; /* the machine asked without an alarm: nothing to restore */
+        log_msg(&d->log, LOG_ERROR, "loop", "%s: a rollback without a guard's alarm: "
+                "nothing published", m->name);
+        l->guard_on = 0;
+        feed(d, m, EV_STORE_FAILED, &o);
+        return;
+    }
+    if (!(j = calloc(1, sizeof *j))) {
         refit_out o;
         log_msg(&d->log, LOG_ERROR, "loop", "%s: out of memory rolling back", m->name);
         l->guard_on = 0;

@@ -156,5 +156,9 @@ unsigned refit_step(refit_machine *r, int event, double now, const refit_in *in,
         }
         break;
     }
+    /* a restarted detector answers a drift that waited for its samples
+     * (after a rollback, say): its alarm comes again if the drift is real */
+    if ((out->actions & ACT_DRIFT_RESTART) && r->pending == REFIT_DRIFT)
+        r->pending = REFIT_NONE;
     return out->actions;
 }

@@ -328,6 +328,7 @@ static void pack_loop(calib_mpw *w, const model *m)
     calib_mpw_key(w, "guard");
     if (l->guard_on) {
         calib_mpw_map(w);
+        key_uint(w, "version", m->params.version); /* the version guarded */
         calib_mpw_key(w, "prev");
         pack_params(w, &l->guard_prev);
         calib_mpw_key(w, "gate");
@@ -1072,7 +1073,10 @@ static int read_gate(mpr *r, const msgpack_object *o, calib_gate *g)
     calib_gate t;
     if (r->failed || calib_gate_init(&t, &c) != CALIB_OK)
         return mpr_fail(r, "gate: its configuration is refused");
-    t.state = (int)mpr_uint(r, o, "state", CALIB_GATE_RUNNING, CALIB_GATE_RUNNING);
+    /* decided, too: a snapshot can come between a gate's decision and the
+     * tick that acts on it (decide(), the guard's alarm), which the tick
+     * after the restore then does */
+    t.state = (int)mpr_uint(r, o, "state", CALIB_GATE_RUNNING, CALIB_GATE_FAILED);
     mpr_bin(r, o, "e", &t.e, sizeof t.e);
     read_accums(r, o, "diff", &t.diff, 1);
     read_accums(r, o, "current", &t.current, 1);
@@ -1113,6 +1117,7 @@ static int read_guard(mpr *r, const msgpack_object *o, model *m, notes *skipped)
     model_loop *l = &m->loop;
     const msgpack_object *po = mpr_map(r, o, "prev"), *go = mpr_map(r, o, "gate");
     double low = mpr_double(r, o, "low");
+    uint64_t version = mpr_uint(r, o, "version", 1, UINT64_MAX);
     model_params prev;
     calib_gate g;
     calib_accum since[3];
@@ -1123,6 +1128,13 @@ static int read_guard(mpr *r, const msgpack_object *o, model *m, notes *skipped)
     int ok = read_method_params(r, po, m, &prev, "the guard", skipped);
     if (ok <= 0)
         return ok == 0 ? 0 : 1;
+    /* the stored parameters are the state directory's: a version published
+     * (or rolled back) after this snapshot has its own guard, or none */
+    if (version != m->params.version || prev.version >= version) {
+        note(skipped, "the guard (of version %llu; version %llu is in force)",
+             (unsigned long long)version, (unsigned long long)m->params.version);
+        return 1;
+    }
     if (!read_gate(r, go, &g))
         return 0;
     l->guard_prev = prev;
@@ -1161,6 +1173,8 @@ static int read_loop(mpr *r, const msgpack_object *o, model *m, double shift, no
     int phase = (int)mpr_uint(r, o, "phase", PHASE_OFF, PHASE_STORING);
     int pending = (int)mpr_uint(r, o, "pending", REFIT_NONE, REFIT_MANUAL);
     int reason = (int)mpr_uint(r, o, "reason", REFIT_NONE, REFIT_ROLLBACK);
+    if (reason == REFIT_ROLLBACK && phase != PHASE_STORING)
+        return mpr_fail(r, "loop: a rollback is only ever being stored");
     double next = mpr_double(r, o, "next_refit");
     const msgpack_object *drift = mpr_get(r, o, "drift"), *shadow = mpr_get(r, o, "shadow");
     uint64_t base = mpr_uint(r, o, "drift_base", 0, m->ring.total);

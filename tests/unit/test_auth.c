@@ -249,13 +249,19 @@ static void load_rules(void **state)
     snprintf(path, sizeof path, "%s/srv/broken.key", dir);
     unlink(path);
 
+    /* the same key in two files is admitted once */
+    char same[600];
+    snprintf(path, sizeof path, "%s/srv/calibd.key", dir);
+    snprintf(same, sizeof same, "cp %s %s/srv/copy.key", path, dir);
+    assert_int_equal(system(same), 0);
+
     /* an empty allow-list is allowed, and said */
     snprintf(path, sizeof path, "%s/empty", dir);
     mkdir(path, 0700);
     cfg_with(&c, secret, keys, path, "any");
     assert_int_equal(auth_load(&a, &c, &lg, err, sizeof err), 0);
     assert_true(a.on);
-    assert_int_equal(a.allow[AUTH_PRODUCERS].n, 1); /* calibd.key, once */
+    assert_int_equal(a.allow[AUTH_PRODUCERS].n, 1); /* calibd.key and its copy: once */
     assert_int_equal(a.allow[AUTH_OPERATORS].n, 0);
     assert_true(a.allow[AUTH_SUBSCRIBERS].any);
     assert_non_null(strstr(logged(), "every operators connection is refused"));

@@ -264,9 +264,27 @@ static void rollback(void **state)
     assert_int_equal(step(&r, EV_STORED, 3, &in, &o), ACT_PUBLISH | ACT_DRIFT_RESTART);
     assert_int_equal(o.reason, REFIT_ROLLBACK);
     in.guard_alarm = 0; /* the shell ended the guard: a rollback is not guarded */
-    /* the drift alarm, still standing, starts its refit at the next tick */
-    assert_int_equal(step(&r, EV_TICK, 4, &in, &o), ACT_START_FIT);
-    assert_int_equal(o.reason, REFIT_DRIFT);
+    in.drift_alarm = 0; /* ... and restarted the drift detector */
+    assert_int_equal(step(&r, EV_TICK, 4, &in, &o), 0);
+    assert_int_equal(r.pending, REFIT_NONE);
+
+    /* a drift refit waiting for samples of the new regime when the guard
+     * alarms: the rollback's restart of the detector answers it, and the
+     * schedule goes on (it once stayed pending for ever) */
+    refit_init(&r, 1, 60, 0);
+    in = plenty();
+    in.drift_alarm = 1;
+    in.since_change = 10; /* below need */
+    assert_int_equal(step(&r, EV_TICK, 1, &in, &o), 0);
+    assert_int_equal(r.pending, REFIT_DRIFT);
+    in.guard_alarm = 1;
+    assert_int_equal(step(&r, EV_TICK, 2, &in, &o), ACT_STORE);
+    assert_int_equal(o.reason, REFIT_ROLLBACK);
+    assert_int_equal(step(&r, EV_STORED, 3, &in, &o), ACT_PUBLISH | ACT_DRIFT_RESTART);
+    assert_int_equal(r.pending, REFIT_NONE);
+    in = plenty(); /* guard ended, detector restarted: no alarm */
+    assert_int_equal(step(&r, EV_TICK, 61, &in, &o), ACT_START_FIT);
+    assert_int_equal(o.reason, REFIT_SCHEDULE);
 
     /* busy in shadow: the rollback waits for the candidate's outcome */
     refit_init(&r, 1, 0, 0);

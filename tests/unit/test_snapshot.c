@@ -266,6 +266,37 @@ static void round_trip_is_exact(void **state)
     model_free(&b);
 }
 
+/* A guard that has decided (its alarm waits for an idle tick) and a
+ * shadow gate that has decided restore as they are; a guard of another
+ * version than the one the state directory holds is skipped, said. */
+static void decided_gates_and_stale_guards(void **state)
+{
+    model_cfg c = small_cfg();
+    model a, b;
+    char skipped[600], err[600];
+    make(&a, &c, 1);
+    feed(&a, 1, 300, 1000);
+    a.loop.guard.state = CALIB_GATE_PASSED;
+    a.loop.gate.state = CALIB_GATE_FAILED;
+    size_t len;
+    char *f = file_of(&a, &len);
+    make(&b, &c, 0);
+    assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    assert_string_equal(skipped, "");
+    assert_true(b.loop.guard_on && b.loop.guard.state == CALIB_GATE_PASSED);
+    assert_int_equal(b.loop.gate.state, CALIB_GATE_FAILED);
+    model_free(&b);
+    /* version 4 was published after the snapshot: version 3's guard is stale */
+    make(&b, &c, 0);
+    b.params.version = 4;
+    assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    assert_false(b.loop.guard_on);
+    assert_non_null(strstr(skipped, "the guard (of version 3; version 4 is in force)"));
+    free(f);
+    model_free(&a);
+    model_free(&b);
+}
+
 /* A model's snapshot of another shape's statistics keeps its waiting
  * labels, and a later clock moves its waiting items' deadlines with it. */
 static void waiting_items_move_with_the_clock(void **state)
@@ -768,6 +799,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(round_trip_is_exact),
+        cmocka_unit_test(decided_gates_and_stale_guards),
         cmocka_unit_test(restored_small_ring_grows),
         cmocka_unit_test(waiting_items_move_with_the_clock),
         cmocka_unit_test(changed_sections_stay_fresh),
