@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh — every test, twice: a plain build (then `make distcheck`) and a
 # build with AddressSanitizer + UndefinedBehaviorSanitizer (with
-# float-cast-overflow; clang, where installed). Installs what it
+# float-cast-overflow; clang, where installed), which also builds and runs
+# the libFuzzer targets for a short while each (tests/fuzz). Installs what it
 # needs. Ends with one line "N passed, N failed": unit tests count one
 # each, test scripts one per check (they speak TAP); exits 1 when any
 # test or check failed.
@@ -36,9 +37,10 @@ run_variant() {
 summary() { awk -v w="# $1:" 'index($0, w) == 1 { print $3 + 0; found = 1; exit } END { if (!found) print 0 }' "$2"; }
 
 run_variant plain
-# clang where it is (deps.sh installs it): its UBSan checks more than GCC's
+# clang where it is (deps.sh installs it): its UBSan checks more than GCC's;
+# with it, the libFuzzer targets (tests/fuzz), each run FUZZ_SECONDS (20)
 san_cc=()
-command -v clang > /dev/null && san_cc=(CC=clang)
+command -v clang > /dev/null && san_cc=(CC=clang --enable-fuzzing)
 run_variant sanitizers --enable-sanitizers "${san_cc[@]}"
 echo "== plain: make distcheck"
 (cd build/plain && make -j"$(nproc)" distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror > distcheck.log 2>&1) ||

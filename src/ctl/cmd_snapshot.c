@@ -129,6 +129,7 @@ int cmd_snapshot(int argc, char **argv)
     if (!data)
         return CTL_BADINPUT;
     static calibd d; /* large: what control_pack_status reads of a daemon */
+    memset(&d, 0, sizeof d); /* each call afresh (tests/fuzz calls it again and again) */
     daemon_cfg dc;
     snapshot_head h;
     char err[700];
@@ -290,6 +291,40 @@ out:
     return rc;
 }
 
+/* 0 when the file of head then body reads back model by model, as
+ * `calibctl snapshot` and calibd read it; -1 with err set. Sums of extreme
+ * states can overflow (a count past 2^64, a sum past DBL_MAX) into one the
+ * readers refuse: such a merge must fail, not write a file nothing reads
+ * (tests/fuzz/corpus/snapshot/crash-merge_overflow). */
+static int reads_back(const calib_mpw *head, const calib_mpw *body, const model_cfg *defaults,
+                      char *err, size_t errlen)
+{
+    size_t len = head->sb.size + body->sb.size;
+    char *data = malloc(len ? len : 1);
+    if (!data) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    memcpy(data, head->sb.data, head->sb.size);
+    if (body->sb.size)
+        memcpy(data + head->sb.size, body->sb.data, body->sb.size);
+    snapshot_head h;
+    int rc = snapshot_open(data, len, &h, err, errlen), more = 0;
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    size_t off = 0;
+    while (rc == 0 && (more = snapshot_next(&h, &off, &u, err, errlen)) == 1) {
+        model *m = rebuild(&u.data, defaults, 0, err, errlen);
+        if (!m)
+            rc = -1;
+        else
+            drop_model(m);
+    }
+    msgpack_unpacked_destroy(&u);
+    free(data);
+    return rc == 0 && more == 0 ? 0 : -1;
+}
+
 int cmd_merge(int argc, char **argv)
 {
     const char *out = NULL;
@@ -327,6 +362,13 @@ int cmd_merge(int argc, char **argv)
         if (calib_mpw_error(&body) != CALIB_OK || calib_mpw_error(&head) != CALIB_OK) {
             ctl_error(NULL, 0, "out of memory");
             rc = CTL_FAIL;
+        }
+    }
+    if (rc == CTL_OK) {
+        char err[700];
+        if (reads_back(&head, &body, &dc.defaults, err, sizeof err) != 0) {
+            ctl_error(out, 0, "not written: the merged state would not read back (%s)", err);
+            rc = CTL_BADINPUT;
         }
     }
     if (rc == CTL_OK) {

@@ -379,7 +379,7 @@ static void reply_refit(calibd *d, calib_mpw *w, const msgpack_object *name)
     calib_mpw_end(w);
 }
 
-static void handle(calibd *d, const void *buf, size_t len, calib_mpw *w)
+void control_reply(calibd *d, const void *buf, size_t len, calib_mpw *w)
 {
     size_t end;
     if (calib_proto_scan(buf, len, &end) != CALIB_REJ_NONE || end != len) {
@@ -434,7 +434,7 @@ void control_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg)
     if (nframes != 1)
         reply_error(&w, "a request is one frame");
     else
-        handle(d, zmq_msg_data(&frames[0]), zmq_msg_size(&frames[0]), &w);
+        control_reply(d, zmq_msg_data(&frames[0]), zmq_msg_size(&frames[0]), &w);
     int err = calib_mpw_error(&w);
     if (err != CALIB_OK) {
         /* a reply that could not be written whole: say so, shortly */

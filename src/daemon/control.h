@@ -14,6 +14,11 @@
 void control_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg);
 
 struct calibd;
+/* The reply to one request of len bytes, appended to w: what
+ * control_on_message sends, without a socket (tests/fuzz/fuzz_control.c). */
+void control_reply(struct calibd *d, const void *buf, size_t len, calib_mpw *w);
+
+struct calibd;
 struct model;
 /* The reply to `status` (of the model named only[0..only_len), or of all
  * when only is NULL): what calibctl status prints and GET /status serves. */

@@ -178,9 +178,12 @@ int hist_read(hist *h, const char *buf, size_t len, char *err, size_t errlen)
 {
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);
-    size_t off = 0;
+    size_t off = 0, end;
     int rc = -1;
-    if (msgpack_unpack_next(&u, buf, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len ||
+    /* every count backed by bytes before msgpack-c allocates for it
+     * (tests/fuzz/corpus/snapshot/crash-history_huge_count) */
+    if (calib_proto_scan(buf, len, &end) != CALIB_REJ_NONE ||
+        msgpack_unpack_next(&u, buf, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len ||
         u.data.type != MSGPACK_OBJECT_MAP) {
         snprintf(err, errlen, "not one msgpack map");
         goto out;

@@ -101,6 +101,23 @@ static void write_scores(calib_mpw *w, int key, const calib_pubmsg_scores *s)
     calib_mpw_end(w);
 }
 
+/* "ci": [lo, hi] with an unknown end as nil, as the reader takes it
+ * (read_ci); nil when neither end is known. calib_mpw_pair would write a
+ * half-known interval as nil: the known end lost on the way (found by
+ * tests/fuzz/fuzz_pubmsg's round trip, tests/fuzz/corpus/pubmsg/
+ * params_improvement_map). */
+static void write_ci(calib_mpw *w, const double ci[2])
+{
+    if (!isfinite(ci[0]) && !isfinite(ci[1])) {
+        calib_mpw_nil(w);
+        return;
+    }
+    calib_mpw_array(w);
+    calib_mpw_num(w, ci[0]);
+    calib_mpw_num(w, ci[1]);
+    calib_mpw_end(w);
+}
+
 int calib_params_msg_write(calib_mpw *w, const calib_params_msg *m)
 {
     write_head(w, TYPE_PARAMS, m->model, m->ts);
@@ -128,7 +145,7 @@ int calib_params_msg_write(calib_mpw *w, const calib_params_msg *m)
     calib_mpw_key(w, key_names[K_IMPROVEMENT]);
     calib_mpw_num(w, m->improvement);
     calib_mpw_key(w, key_names[K_CI]);
-    calib_mpw_pair(w, m->ci);
+    write_ci(w, m->ci);
     calib_mpw_end(w);
     return calib_mpw_error(w);
 }
@@ -349,11 +366,13 @@ static int read_improvement(const msgpack_object *o, const msgpack_object *ci,
     return CALIB_REJ_NONE;
 }
 
-/* The domain of a built-in's parameters, beyond finiteness. */
+/* The domain of a built-in's parameters, beyond finiteness. A temperature
+ * so small that 1 / T overflows is none: softmax(z / T) would be NaN
+ * (tests/fuzz/corpus/pubmsg/crash-tiny_temperature). */
 static int params_in_domain(const char *method, const double *v)
 {
     if (strcmp(method, "temperature") == 0)
-        return v[0] > 0;
+        return v[0] > 0 && isfinite(1 / v[0]);
     if (strcmp(method, "variance") == 0)
         return v[0] > 0 && v[1] >= 0;
     return 1;

@@ -4,6 +4,7 @@
  * over another. The mathematics is in calib_recal(3); comments here say why
  * the code looks the way it does.
  */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -535,8 +536,13 @@ static double platt_s(int form, const double *x)
 {
     if (form == CALIB_FORM_BINARY)
         return binary_logit(x[0]);
-    if (form == CALIB_FORM_LOGITS)
-        return x[1] - x[0];
+    if (form == CALIB_FORM_LOGITS) {
+        /* two finite logits can differ by more than a double holds: kept
+         * finite, so that a = 0 gives sigmoid(b), not 0 * inf = NaN
+         * (tests/fuzz/corpus/pubmsg/crash-platt_zero_slope) */
+        double s = x[1] - x[0];
+        return isinf(s) ? copysign(DBL_MAX, s) : s;
+    }
     return log_floor(x[1]) - log_floor(x[0]);
 }
 

@@ -149,6 +149,12 @@ static void refuses_what_is_not_a_history(void **state)
     /* trailing bytes */
     memcpy(buf, w.sb.data, w.sb.size);
     assert_int_equal(hist_read(&r, "\x90\x90", 2, err, sizeof err), -1);
+    /* a map of 2^32 entries in 5 bytes: refused before msgpack-c allocates
+     * 64 GiB for it, which the sanitizers' allocator would abort on
+     * (tests/fuzz/corpus/snapshot/crash-history_huge_count) */
+    assert_int_equal(hist_read(&r, "\xdf\xff\xff\xff\xff", 5, err, sizeof err), -1);
+    assert_int_equal(hist_read(&r, "\x82\xa6""format\xdd\x7f\xff\xff\xff", 13, err,
+                               sizeof err), -1);
     calib_mpw_destroy(&v);
     calib_mpw_destroy(&w);
     free(buf);

@@ -344,6 +344,20 @@ static void round_trips_params(void **state)
     m.values[1] = 0.5;
     m.values[2] = 0.25;
     round_trip_params(&m, NULL);
+
+    /* an interval with one end unknown keeps the other (tests/fuzz/corpus/
+     * pubmsg/params_improvement_map: it was written as nil, both lost) */
+    calib_params_msg_init(&m, "m1");
+    m.version = 4;
+    strcpy(m.method, "temperature");
+    m.nparams = 1;
+    strcpy(m.names[0], "T");
+    m.values[0] = 0.7;
+    m.ci[1] = 0.1;
+    round_trip_params(&m, calib_plugin_builtin("temperature"));
+    m.ci[0] = -0.2;
+    m.ci[1] = NAN;
+    round_trip_params(&m, calib_plugin_builtin("temperature"));
 }
 
 static void round_trips_alerts(void **state)
@@ -678,6 +692,10 @@ static void decode_rejects(void **state)
             "version", 1, "method", "variance", "params", 2, "w", 1.0, "b", -0.1);
     REJECTS(CALIB_REJ_BAD_VALUE, HF "s u s s s M s d", HA(6), "version",
             1, "method", "someplugin", "params", 1, "q", (double)NAN);
+    /* T > 0, but 1 / T overflows: softmax(z / T) would be NaN
+     * (tests/fuzz/corpus/pubmsg/crash-tiny_temperature) */
+    REJECTS(CALIB_REJ_BAD_VALUE, HF "s u s s s M s d", HA(6), "version",
+            1, "method", "temperature", "params", 1, "T", 1e-310);
 
     /* the optional keys, when present, have their types */
     REJECTS(CALIB_REJ_KEY_TYPE, HF "s u s s s M s d s s", HA(7),

@@ -736,6 +736,12 @@ static void apply_functions(void **state)
     double p0 = 0;
     calib_recal_apply_platt(ab, CALIB_FORM_BINARY, 2, &p0, &p0);
     assert_true(p0 > 0 && p0 < 1e-6);
+    /* finite logits whose difference overflows, slope 0: sigmoid(b), not
+     * NaN from 0 * inf (tests/fuzz/corpus/pubmsg/crash-platt_zero_slope) */
+    double flat[2] = {0, 1}, far[2] = {1e308, -1e308};
+    calib_recal_apply_platt(flat, CALIB_FORM_LOGITS, 2, far, far);
+    assert_close(far[1], 1 / (1 + exp(-1.0)), 1e-15);
+    assert_close(far[0] + far[1], 1, 1e-15);
 
     double wb[2] = {2, 0.5}, g[2] = {1.5, 0.25};
     assert_int_equal(calib_recal_apply_variance(wb, CALIB_FORM_GAUSSIAN, 0, g, g),

@@ -1,0 +1,71 @@
+/*
+ * fuzz_csv.c — calibctl's prediction CSV (calibctl(1)): the file through
+ * `calibctl score FILE` and `calibctl fit --method M --test FILE FILE`,
+ * the commands' own code (cmd_score.c, cmd_fit.c) over csv_table.c (the
+ * reader, through libcsv) and pred_csv.c (the header's layout and each
+ * row's checks), then libcalib's scores, estimators and fits on what they
+ * accept. Checked: the exit code is 0 or 2, bad input (1, a failure of
+ * the system, has no cause here).
+ *
+ * An input is the file, written to the process's scratch directory.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl.h"
+
+#include "fuzz.h"
+
+/* calibctl.c's, which also holds main(): formatted (its arguments
+ * checked by the sanitizers), shown only with FUZZ_VERBOSE. */
+void ctl_error(const char *file, unsigned long line, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (fuzz_verbose())
+        fprintf(stderr, "calibctl: %s:%lu: %s\n", file ? file : "", line, buf);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    fuzz_quiet_stdout(); /* the commands print their JSON */
+    return 0;
+}
+
+/* The method that fits the outputs the header names, as a user picks it. */
+static const char *method_for(const uint8_t *data, size_t size)
+{
+    const char *nl = memchr(data, '\n', size);
+    size_t n = nl ? (size_t)(nl - (const char *)data) : size;
+    char head[256];
+    n = n < sizeof head - 1 ? n : sizeof head - 1;
+    memcpy(head, data, n);
+    head[n] = 0;
+    if (strstr(head, "mean") || strstr(head, "var"))
+        return "variance";
+    if (strstr(head, "z0") || strstr(head, "p0"))
+        return "temperature";
+    return "platt";
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s", fuzz_file("pred.csv", data, size));
+    char method[32];
+    snprintf(method, sizeof method, "%s", method_for(data, size));
+    char *score[] = {"score", path, NULL};
+    int rc = cmd_score(2, score);
+    FUZZ_CHECK(rc == CTL_OK || rc == CTL_BADINPUT);
+    char *fit[] = {"fit", "--method", method, "--test", path, path, NULL};
+    int frc = cmd_fit(6, fit);
+    FUZZ_CHECK(frc == CTL_OK || frc == CTL_BADINPUT);
+    return 0;
+}
