@@ -93,9 +93,10 @@ extern "C" {
  * snapshot keeps: lo, hi, alpha, grid. State (a snapshot writes and reads
  * exactly these; the arrays only over [first, last)): n, clamped, sum, sq,
  * gbase, gstride, gsize, first, last, low_out, high_out, empty, refines,
- * and the eight arrays lp, pp, ap, qp, lm, pm, am, qm. Derived (recomputed
- * by calib_cs_restore, never written): m, cp, cm, tp, tm, scratch,
- * fold_bits, level, and init_* (set by calib_cs_init only).
+ * fold_bits, and the eight arrays lp, pp, ap, qp, lm, pm, am, qm. Derived
+ * (recomputed by calib_cs_restore, never written): m, cp, cm, tp, tm,
+ * scratch, level, and init_* (set by calib_cs_init only). A restored
+ * sequence goes on exactly as the saved one would have.
  */
 typedef struct calib_cs {
     /* configuration (read-only) */

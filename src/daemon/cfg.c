@@ -101,6 +101,7 @@ static const struct model_key {
     {"refit_samples", K_UINT, F(refit_samples), 10, 10000000, "10..1e7"},
     {"auto_publish", K_BOOL, F(auto_publish), 0, 0, "yes or no"},
     {"rollback", K_BOOL, F(rollback), 0, 0, "yes or no"},
+    {"cs_alpha", K_NONNEG, F(cs_alpha), 0, 1, "0 (off) or a level in (0, 1)"},
     {"gate_alpha", K_PROB, F(gate_alpha), 0, 0, "a level in (0, 1)"},
     {"min_improvement", K_NONNEG, F(min_improvement), 0, 2, "a number in [0, 2)"},
     {"gate_dss_clip", K_SECONDS, F(gate_dss_clip), 0, 0, "a number > 0"},
@@ -461,7 +462,8 @@ int config_init(daemon_cfg *c)
         .join_memory = 32u << 20, .sample_memory = 192u << 20,
         .method = "auto", .drift = 1, .drift_alpha = 0.01, .drift_min_effect = 0.01,
         .drift_quantile = 0.9, .drift_reference = 2000, .refit_interval = 0,
-        .refit_min_samples = 1000, .refit_samples = 10000, .auto_publish = 1, .rollback = 1,
+        .refit_min_samples = 1000, .refit_samples = 10000, .auto_publish = 1,
+        .rollback = 1, .cs_alpha = 0.05,
         .gate_alpha = 0.01, .min_improvement = 0.001, .gate_dss_clip = 10,
         .gate_max_samples = 20000, .alert_min_samples = 1000, .alert_hysteresis = 0.1,
         .alert_cooldown = 300, .label_starvation = 0,
@@ -658,6 +660,11 @@ static int check_model(const model_cfg *m, const char *path, char *err, size_t e
         snprintf(err, errlen, "%s: [%s%s]: refit_samples (%llu) is below refit_min_samples "
                  "(%llu): no refit could ever start", path, m->name[0] ? "model " : "", where,
                  (unsigned long long)m->refit_samples, (unsigned long long)m->refit_min_samples);
+        return -1;
+    }
+    if (m->cs_alpha >= 1) {
+        snprintf(err, errlen, "%s: [%s%s]: cs_alpha = %g: expected 0 (off) or a level in "
+                 "(0, 1)", path, m->name[0] ? "model " : "", where, m->cs_alpha);
         return -1;
     }
     if (m->min_improvement >= 2 || m->min_improvement >= m->gate_dss_clip) {

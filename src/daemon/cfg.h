@@ -38,6 +38,8 @@ typedef struct model_cfg {
     int auto_publish;       /* no: candidates are tested, never published */
     int rollback;           /* guard each published version against the one
                                before; roll back when it is shown worse */
+    double cs_alpha;        /* level of the Brier confidence sequences, [0, 1)
+                               (0: none) */
     double gate_alpha, min_improvement, gate_dss_clip;
     uint64_t gate_max_samples;
     /* alerts; a level of 0 turns its rule off */

@@ -114,6 +114,26 @@ static void pack_paired(calib_mpw *w, const model *m)
     pack_scores(w, m, p->view[VIEW_CAL]);
     calib_mpw_key(w, "improvement");
     pack_scores(w, m, p->diff);
+    /* anytime-valid: the intervals of every time hold the mean together */
+    calib_mpw_key(w, "cs");
+    if (!m->cs_on) {
+        calib_mpw_nil(w);
+    } else {
+        calib_mpw_map(w);
+        calib_mpw_key(w, "alpha");
+        calib_mpw_num(w, m->cfg.cs_alpha);
+        static const char *const view[VIEWS] = {"raw", "calibrated"};
+        for (int v = 0; v < VIEWS; v++) {
+            double b[2];
+            int rc = model_cs(m, v, &b[0], &b[1]);
+            calib_mpw_key(w, view[v]);
+            if (rc < 0)
+                calib_mpw_str(w, "empty");
+            else
+                calib_mpw_pair(w, b); /* nil, nil without pairs */
+        }
+        calib_mpw_end(w);
+    }
     calib_mpw_end(w);
 }
 

@@ -470,6 +470,26 @@ static void params_gauges(text *t, const snap *s, size_t n)
                        "calibd_paired_score_mean{model=\"%s\",view=\"%s\",score=\"%s\"}",
                        m->name, view_names[v], score_name(m, k));
     }
+    /* a sequence that became empty has no interval: no sample (the mean
+     * moved since the parameters took over) */
+    static const char *cs_names[2] = {"calibd_paired_brier_cs_low",
+                                      "calibd_paired_brier_cs_high"};
+    static const char *cs_whats[2] = {
+        "Lower end of the anytime-valid confidence sequence (level cs_alpha, 0.05 by "
+        "default) for the mean Brier of each view since the current parameters: unlike "
+        "the fixed-time interval, it holds however often it is looked at.",
+        "Upper end of the anytime-valid confidence sequence of calibd_paired_brier_cs_low."};
+    for (int e = 0; e < 2; e++) {
+        help(t, cs_names[e], "gauge", cs_whats[e]);
+        for (size_t i = 0; i < n; i++) {
+            const model *m = s[i].m;
+            double b[2];
+            for (int v = 0; m->shaped && v < VIEWS; v++)
+                if (model_cs(m, v, &b[0], &b[1]) > 0)
+                    sample(t, b[e], "%s{model=\"%s\",view=\"%s\"}", cs_names[e], m->name,
+                           view_names[v]);
+        }
+    }
     static const char *names[3] = {"calibd_paired_improvement",
                                    "calibd_paired_improvement_ci_low",
                                    "calibd_paired_improvement_ci_high"};

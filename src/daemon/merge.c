@@ -253,7 +253,18 @@ int model_merge(model *dst, const model *src, char *why, size_t len)
     memset(dst->alert, 0, sizeof dst->alert); /* incidents are per daemon */
     /* the newest version in force, and its paired comparison, summed
      * where both have it */
-    if (src->params.version > dst->params.version) {
+    int newer = src->params.version > dst->params.version;
+    if (dst->cs_on && src->cs_on && (newer || src->params.version == dst->params.version)) {
+        /* the product of the capitals is a sequence of the same level over
+         * both shards' pairs (calib_cs_merge); into an empty one, a copy */
+        for (int v = 0; v < VIEWS; v++) {
+            if (newer)
+                calib_cs_reset(&dst->cs[v]);
+            if (calib_cs_merge(&dst->cs[v], &src->cs[v]) != CALIB_OK)
+                calib_cs_reset(&dst->cs[v]); /* another cs_alpha: from here on */
+        }
+    }
+    if (newer) {
         dst->params = src->params;
         dst->paired = src->paired;
     } else if (src->params.version == dst->params.version && dst->shaped) {

@@ -78,6 +78,8 @@ void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
     fixed = add_bytes(fixed, (2 * pk + 2 * width) * sizeof(double));
     if (c->drift)
         fixed = add_bytes(fixed, (size_t)c->drift_reference * sizeof(double));
+    if (c->cs_alpha > 0 && form != CALIB_FORM_GAUSSIAN) /* both views' sequences */
+        fixed = add_bytes(fixed, VIEWS * calib_cs_bytes(MODEL_CS_GRID));
     size_t bytes = add_bytes(sizeof(model), fixed);
     bytes = add_bytes(bytes, calib_join_bytes(&jc));
     bytes = add_bytes(bytes, calib_store_bytes(width, s->ring));
@@ -185,6 +187,11 @@ int model_shape(model *m, int form, size_t k)
         rc = CALIB_ENOMEM;
         goto err;
     }
+    /* the Brier score lies in [0, 2] */
+    m->cs_on = c->cs_alpha > 0 && form != CALIB_FORM_GAUSSIAN;
+    for (int v = 0; v < VIEWS && m->cs_on; v++)
+        if ((rc = calib_cs_init(&m->cs[v], 0, 2, c->cs_alpha, MODEL_CS_GRID)) != CALIB_OK)
+            goto err;
     /* last: the one step that changes the join table */
     if ((rc = calib_join_set_width(&m->join, m->width, sz.pending)) != CALIB_OK)
         goto err;
@@ -217,6 +224,9 @@ static void free_shaped(model *m)
     calib_budget_give(&m->mem, m->sizes.fixed);
     m->sizes.fixed = 0;
     calib_drift_free(&m->loop.drift);
+    for (int v = 0; v < VIEWS; v++)
+        calib_cs_free(&m->cs[v]);
+    m->cs_on = 0;
     m->p = m->pcal = m->xcal = m->loop.xcand = m->ring_score = NULL;
     memset(&m->loop, 0, sizeof m->loop);
     m->shaped = 0;
@@ -467,6 +477,11 @@ void model_observe(model *m, const double *x, double y, double now)
                 calib_cwbins_add(&m->cw, p[v], (size_t)y);
         }
     }
+    if (m->cs_on) {
+        calib_cs_add(&m->cs[VIEW_RAW], s[VIEW_RAW][WS_MAIN]);
+        if (xs[VIEW_CAL] != xs[VIEW_RAW]) /* identity: the raw one stands for both */
+            calib_cs_add(&m->cs[VIEW_CAL], s[VIEW_CAL][WS_MAIN]);
+    }
     calib_reservoir_offer(&m->reservoir, x, y, now);
     model_ring_push(m, x, y, now, s[VIEW_CAL][WS_MAIN]);
     m->scored++;
@@ -496,11 +511,26 @@ void model_paired_reset(model *m, uint64_t version, double since)
     model_paired *p = &m->paired;
     p->version = version;
     p->since = since;
+    for (int v = 0; v < VIEWS && m->cs_on; v++)
+        calib_cs_reset(&m->cs[v]);
     for (int i = 0; i < WS_PER_VIEW; i++) {
         for (int v = 0; v < VIEWS; v++)
             calib_accum_init(&p->view[v][i]);
         calib_accum_init(&p->diff[i]);
     }
+}
+
+int model_cs(const model *m, int view, double *lo, double *hi)
+{
+    *lo = *hi = NAN;
+    if (!m->cs_on)
+        return 0;
+    if (view == VIEW_CAL && (m->params.identity || !m->params.desc))
+        view = VIEW_RAW;
+    const calib_cs *cs = &m->cs[view];
+    if (cs->n == 0)
+        return 0;
+    return calib_cs_interval(cs, lo, hi) == CALIB_OK ? 1 : -1;
 }
 
 void model_event_add(model *m, double t, const char *kind, const char *fmt, ...)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "calib/calib.h"
+#include "calib/cs.h"
 #include "calib/drift.h"
 #include "calib/join.h"
 #include "calib/plugin.h"
@@ -42,6 +43,9 @@ enum { WS_MAIN, WS_LOG, WS_PER_VIEW };
 /* Class-wise bins cost K x bins cells of 32 bytes: kept up to 2^20 cells
  * (32 MiB), e.g. K = 1000 with 15 bins; larger models go without CWCE. */
 #define MODEL_CW_MAX_CELLS ((size_t)1 << 20)
+/* Candidates of the confidence sequences' grid: 18.6 KiB a view; its ends
+ * lie about 4.5% of the width outside the exact sequence's (calib_cs(3)) */
+#define MODEL_CS_GRID 129
 
 /* A recalibration map and what is known of it. Version 0 is the method's
  * identity; a published version carries the figures of the shadow run that
@@ -158,6 +162,11 @@ typedef struct model {
     calib_accum cum[VIEWS][WS_PER_VIEW];
     model_sums sums[VIEWS][WS_PER_VIEW]; /* beside cum: the counters */
     model_paired paired;    /* both views since the current parameters */
+    /* anytime-valid confidence sequences (calib_cs) for the mean Brier of
+     * each view over the paired pairs (restarted with them); with identity
+     * parameters only the raw view's is fed, and stands for both */
+    int cs_on;              /* cs_alpha > 0 and a classifier */
+    calib_cs cs[VIEWS];
     calib_bins top[VIEWS];  /* cumulative top-label bins */
     calib_cwbins cw;        /* cumulative class-wise bins of the raw outputs;
                                k = 0 when K x bins > MODEL_CW_MAX_CELLS */
@@ -255,6 +264,12 @@ void model_drift_cfg(const model *m, calib_drift_cfg *dc);
 /* Restarts the paired comparison under parameter version `version`, which
  * took over at wall time `since`. */
 void model_paired_reset(model *m, uint64_t version, double since);
+/* The view's confidence sequence for its mean Brier since then (the raw
+ * view's for the calibrated one under identity parameters): 1 with [*lo,
+ * *hi], 0 when it has no pairs or the model keeps none, -1 when it became
+ * empty (the mean moved since the parameters took over, at level
+ * cs_alpha). */
+int model_cs(const model *m, int view, double *lo, double *hi);
 
 /* Records an event at wall time t (the text is cut to fit). */
 __attribute__((format(printf, 4, 5)))

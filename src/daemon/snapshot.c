@@ -280,6 +280,35 @@ static void pack_drift(calib_mpw *w, const calib_drift *d)
     calib_mpw_end(w);
 }
 
+/* A confidence sequence's state (calib_cs(3)): its configuration, the
+ * scalars and the kept candidates' capitals; the rest is derived. */
+static void pack_cs(calib_mpw *w, const calib_cs *cs)
+{
+    calib_mpw_map(w);
+    key_double(w, "alpha", cs->alpha);
+    key_uint(w, "grid", cs->grid);
+    key_uint(w, "gsize", cs->gsize);
+    key_uint(w, "gbase", cs->gbase);
+    key_uint(w, "gstride", cs->gstride);
+    key_uint(w, "first", cs->first);
+    key_uint(w, "last", cs->last);
+    uint64_t flags = (cs->low_out ? 1u : 0u) | (cs->high_out ? 2u : 0u) | (cs->empty ? 4u : 0u);
+    key_uint(w, "flags", flags);
+    key_uint(w, "n", cs->n);
+    key_uint(w, "clamped", cs->clamped);
+    key_uint(w, "refines", cs->refines);
+    key_double(w, "sum", cs->sum);
+    key_double(w, "sq", cs->sq);
+    key_double(w, "fold_bits", cs->fold_bits);
+    const double *arr[8] = {cs->lp, cs->pp, cs->ap, cs->qp, cs->lm, cs->pm, cs->am, cs->qm};
+    calib_mpw_key(w, "capital");
+    calib_mpw_array(w);
+    for (int i = 0; i < 8; i++)
+        calib_mpw_bin(w, arr[i] + cs->first, (cs->last - cs->first) * sizeof(double));
+    calib_mpw_end(w);
+    calib_mpw_end(w);
+}
+
 static void pack_gate(calib_mpw *w, const calib_gate *g)
 {
     calib_mpw_map(w);
@@ -431,6 +460,15 @@ void snapshot_pack_model(calib_mpw *w, const model *m)
         key_double(w, "since", m->paired.since);
         key_bin(w, "view", m->paired.view, sizeof m->paired.view);
         key_bin(w, "diff", m->paired.diff, sizeof m->paired.diff);
+        calib_mpw_key(w, "cs"); /* optional: absent before the sequences */
+        if (m->cs_on) {
+            calib_mpw_array(w);
+            for (int v = 0; v < VIEWS; v++)
+                pack_cs(w, &m->cs[v]);
+            calib_mpw_end(w);
+        } else {
+            calib_mpw_nil(w);
+        }
         calib_mpw_end(w);
         calib_mpw_key(w, "top");
         calib_mpw_array(w);
@@ -1299,6 +1337,55 @@ static int caps_fit(const store_caps *c, size_t cap, size_t bound)
     return c->cap == cap || (c->bound == bound && c->cap >= 1 && c->cap < cap);
 }
 
+/* A confidence sequence into cs, initialised with the model's settings: 1,
+ * or 0 for a file that fails; one of other settings, or whose state its
+ * checks refuse, is noted and left fresh. */
+static int read_cs(mpr *r, const msgpack_object *o, calib_cs *cs, notes *skipped)
+{
+    double alpha = mpr_finite(r, o, "alpha");
+    uint64_t grid = mpr_uint(r, o, "grid", 0, UINT32_MAX);
+    const msgpack_object *cap = mpr_array(r, o, "capital", 8);
+    if (r->failed)
+        return 0;
+    if (alpha != cs->alpha || grid != cs->grid) {
+        note(skipped, "a confidence sequence (of another cs_alpha)");
+        return 1;
+    }
+    calib_cs t = *cs; /* the arrays are cs's own: written only once checked */
+    t.gsize = (uint32_t)mpr_uint(r, o, "gsize", 1, grid);
+    t.gbase = mpr_uint(r, o, "gbase", 0, UINT64_MAX);
+    t.gstride = mpr_uint(r, o, "gstride", 1, UINT64_MAX);
+    t.first = (uint32_t)mpr_uint(r, o, "first", 0, grid);
+    t.last = (uint32_t)mpr_uint(r, o, "last", 0, grid);
+    uint64_t flags = mpr_uint(r, o, "flags", 0, 7);
+    t.n = mpr_uint(r, o, "n", 0, UINT64_MAX);
+    t.clamped = mpr_uint(r, o, "clamped", 0, t.n);
+    t.refines = mpr_uint(r, o, "refines", 0, UINT64_MAX);
+    t.sum = mpr_finite(r, o, "sum");
+    t.sq = mpr_finite(r, o, "sq");
+    t.fold_bits = mpr_finite(r, o, "fold_bits");
+    if (r->failed)
+        return 0;
+    size_t len = t.first < t.last ? (t.last - t.first) * sizeof(double) : 0;
+    if (!len || cap->via.array.size != 8)
+        return mpr_fail(r, "a confidence sequence keeps no candidate");
+    for (int i = 0; i < 8; i++) {
+        const msgpack_object *b = &cap->via.array.ptr[i];
+        if (b->type != MSGPACK_OBJECT_BIN || b->via.bin.size != len)
+            return mpr_fail(r, "a confidence sequence's capitals: %zu bytes expected", len);
+    }
+    t.low_out = !!(flags & 1);
+    t.high_out = !!(flags & 2);
+    t.empty = !!(flags & 4);
+    double *arr[8] = {t.lp, t.pp, t.ap, t.qp, t.lm, t.pm, t.am, t.qm};
+    for (int i = 0; i < 8; i++)
+        memcpy(arr[i] + t.first, cap->via.array.ptr[i].via.bin.ptr, len);
+    *cs = t;
+    if (calib_cs_restore(cs) != CALIB_OK) /* it has reset cs */
+        note(skipped, "a confidence sequence (its state is inconsistent)");
+    return 1;
+}
+
 /* The statistics of a shaped model, section by section: a section whose
  * dimensions changed with the configuration stays fresh. */
 static int read_shaped(mpr *r, const msgpack_object *o, model *m, double shift, notes *skipped)
@@ -1314,6 +1401,17 @@ static int read_shaped(mpr *r, const msgpack_object *o, model *m, double shift, 
         m->paired.since = mpr_finite(r, po, "since");
         read_accums(r, po, "view", &m->paired.view[0][0], VIEWS * WS_PER_VIEW);
         read_accums(r, po, "diff", m->paired.diff, WS_PER_VIEW);
+        const msgpack_object *cs = mpr_find(po, "cs");
+        if (cs && cs->type == MSGPACK_OBJECT_ARRAY && m->cs_on) {
+            if (cs->via.array.size != VIEWS)
+                return mpr_fail(r, "paired: cs is not one sequence a view");
+            for (int v = 0; v < VIEWS; v++)
+                if (cs->via.array.ptr[v].type != MSGPACK_OBJECT_MAP ||
+                    !read_cs(r, &cs->via.array.ptr[v], &m->cs[v], skipped))
+                    return r->failed ? 0 : mpr_fail(r, "paired: a cs is not a map");
+        } else if (cs && cs->type != MSGPACK_OBJECT_NIL && cs->type != MSGPACK_OBJECT_ARRAY) {
+            return mpr_fail(r, "paired: cs is neither a list nor nil");
+        }
     } else {
         note(skipped, "the paired comparison (of version %llu, now %llu)",
              (unsigned long long)version, (unsigned long long)m->params.version);

@@ -266,7 +266,7 @@ static void shrink(calib_cs *cs)
  * Excludes every candidate whose capital reached the level: one excluded
  * by K+ takes every m below it along (K+ is nonincreasing in m), one
  * excluded by K- every m above it. A scan of every candidate kept, after a
- * merge or a restore.
+ * merge.
  */
 static void settle(calib_cs *cs)
 {
@@ -654,11 +654,16 @@ static int state_ok(const calib_cs *cs)
         return 0;
     if (cs->empty)
         return 1; /* its arrays are no longer used */
+    if (!(cs->fold_bits >= 0 && cs->fold_bits <= FOLD_BITS))
+        return 0;
     for (uint32_t j = cs->first; j < cs->last; j++) {
         const double l[] = {cs->lp[j], cs->ap[j], cs->lm[j], cs->am[j]};
         const double q[] = {cs->pp[j], cs->qp[j], cs->pm[j], cs->qm[j]};
         for (int i = 0; i < 4; i++)
-            if (!isfinite(l[i]) || !(q[i] > 0 && q[i] < INFINITY))
+            /* a product part has gathered at most fold_bits bits since it
+             * was last folded (update), so it stays far from overflow */
+            if (!isfinite(l[i]) || !(q[i] > 0 && q[i] < INFINITY) ||
+                !(fabs(log2(q[i])) <= cs->fold_bits + 1))
                 return 0;
     }
     return 1;
@@ -681,7 +686,12 @@ int calib_cs_restore(calib_cs *cs)
         return CALIB_EINVAL;
     }
     derive_grid(cs);
-    if (!cs->empty)
-        settle(cs); /* folds, sets the triggers, excludes, refines */
+    /* the triggers as the last fold of each candidate set them (from the
+     * same l + a): no fold here, so that a restored sequence goes on
+     * exactly as the one saved would have, bit for bit */
+    for (uint32_t j = cs->first; !cs->empty && j < cs->last; j++) {
+        cs->tp[j] = trigger(cs, cs->lp[j] + cs->ap[j]);
+        cs->tm[j] = trigger(cs, cs->lm[j] + cs->am[j]);
+    }
     return CALIB_OK;
 }

@@ -677,6 +677,7 @@ static int load(calib_cs *cs, const saved *v)
     cs->n = v->s.n, cs->clamped = v->s.clamped, cs->sum = v->s.sum, cs->sq = v->s.sq;
     cs->gbase = v->s.gbase, cs->gstride = v->s.gstride, cs->gsize = v->s.gsize;
     cs->first = v->s.first, cs->last = v->s.last, cs->refines = v->s.refines;
+    cs->fold_bits = v->s.fold_bits;
     cs->low_out = v->s.low_out, cs->high_out = v->s.high_out, cs->empty = v->s.empty;
     double *arr[NARRAYS];
     state_arrays(cs, arr);

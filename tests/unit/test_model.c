@@ -315,6 +315,57 @@ static void paired_and_counter_sums(void **state)
     free(m);
 }
 
+/* The confidence sequences: per view over the paired pairs, holding the
+ * paired mean, narrowing, restarted with the paired comparison; under
+ * identity parameters the raw one stands for both; off with cs_alpha = 0
+ * and for a Gaussian model. */
+static void confidence_sequences(void **state)
+{
+    model_cfg c = defaults();
+    calib_budget daemon;
+    model *m = new_k10(&c, &daemon);
+    double lo, hi, lo2, hi2;
+    assert_true(m->cs_on);
+    assert_int_equal(model_cs(m, VIEW_RAW, &lo, &hi), 0); /* no pairs */
+    feed10(m, 200, 3);
+    assert_int_equal(model_cs(m, VIEW_RAW, &lo, &hi), 1);
+    assert_int_equal(model_cs(m, VIEW_CAL, &lo2, &hi2), 1);
+    assert_true(lo == lo2 && hi == hi2); /* identity: the raw one */
+    assert_int_equal(m->cs[VIEW_CAL].n, 0); /* ... not fed twice */
+    double mean = calib_accum_mean(&m->paired.view[VIEW_RAW][WS_MAIN]);
+    assert_true(lo < mean && mean < hi && hi - lo < 2);
+    double w200 = hi - lo;
+    feed10(m, 3000, 4);
+    assert_int_equal(model_cs(m, VIEW_RAW, &lo, &hi), 1);
+    mean = calib_accum_mean(&m->paired.view[VIEW_RAW][WS_MAIN]);
+    assert_true(lo < mean && mean < hi && hi - lo < w200 / 2);
+    /* a temperature: both views fed, each holding its own mean */
+    model_params *p = &m->params;
+    p->desc = calib_plugin_builtin("temperature");
+    snprintf(p->method, sizeof p->method, "temperature");
+    p->n = 1;
+    p->values[0] = 1.5;
+    p->identity = 0;
+    model_paired_reset(m, 1, 2000);
+    assert_int_equal(model_cs(m, VIEW_RAW, &lo, &hi), 0); /* restarted */
+    feed10(m, 2000, 5);
+    assert_int_equal(m->cs[VIEW_CAL].n, 2000);
+    for (int v = 0; v < VIEWS; v++) {
+        mean = calib_accum_mean(&m->paired.view[v][WS_MAIN]);
+        assert_int_equal(model_cs(m, v, &lo, &hi), 1);
+        assert_true(lo < mean && mean < hi);
+    }
+    model_free(m);
+    free(m);
+    c.cs_alpha = 0;
+    m = new_k10(&c, &daemon);
+    feed10(m, 10, 3);
+    assert_false(m->cs_on);
+    assert_int_equal(model_cs(m, VIEW_RAW, &lo, &hi), 0);
+    model_free(m);
+    free(m);
+}
+
 /* The newest MODEL_EVENTS events, oldest first, texts cut to fit. */
 static void events_ring(void **state)
 {
@@ -354,6 +405,7 @@ int main(void)
         cmocka_unit_test(memory_limit_stops_growth),
         cmocka_unit_test(params_message_round_trips),
         cmocka_unit_test(paired_and_counter_sums),
+        cmocka_unit_test(confidence_sequences),
         cmocka_unit_test(events_ring),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
