@@ -528,6 +528,9 @@ typedef struct load_state {
     int ingest_seen, pull_seen;
     model_cfg *models; /* as written, before defaults */
     size_t nmodels;
+    size_t current;    /* the model of the last [model NAME] header + 1 (0:
+                          none): libinih cuts section names at 49 bytes,
+                          so a longer NAME comes to on_key cut */
 } load_state;
 
 _Static_assert(CFG_NAME_MAX == CALIB_PROTO_MAX_TOPIC, "a model name is a topic");
@@ -587,10 +590,12 @@ static int note_section(load_state *s, const char *line)
         fail(s, "a model name is 1..128 characters of [A-Za-z0-9._:-]");
         return -1;
     }
-    if (!model_section(s, buf)) {
+    model_cfg *m = model_section(s, buf);
+    if (!m) {
         fail(s, "too many models, or out of memory");
         return -1;
     }
+    s->current = (size_t)(m - s->models) + 1;
     return 0;
 }
 
@@ -637,7 +642,11 @@ static int on_key(void *user, const char *section, const char *key, const char *
             name++;
         if (!valid_model_name(name))
             return fail(s, "a model name is 1..128 characters of [A-Za-z0-9._:-]");
-        model_cfg *m = model_section(s, name);
+        /* the header's model, which note_section read whole */
+        model_cfg *m = s->current && strncmp(s->models[s->current - 1].name, name,
+                                             strlen(name)) == 0
+                           ? &s->models[s->current - 1]
+                           : model_section(s, name);
         if (!m)
             return fail(s, "too many models, or out of memory");
         rc = set_model_key(m, key, value, err, sizeof err);

@@ -94,6 +94,25 @@ static void file_then_command_line(void **state)
 
 /* A value out of its range, and rules across keys, are refused with the
  * file and line (or the section) and what is expected. */
+/* libinih cuts section names at 49 bytes: a model of a longer name (up to
+ * 128) still gets its keys, and no second model appears under the cut
+ * name (the fuzzer found it). */
+static void long_model_names(void **state)
+{
+    daemon_cfg c;
+    char err[512], text[512], name[129];
+    memset(name, 'n', 128);
+    name[128] = 0;
+    snprintf(text, sizeof text, "[model %s]\nk = 7\n[model short]\nk = 3\n", name);
+    assert_int_equal(load(&c, text, err, sizeof err), 0);
+    assert_int_equal(c.nmodels, 2);
+    const model_cfg *m = config_find_model(&c, name);
+    assert_non_null(m);
+    assert_int_equal(m->k, 7);
+    assert_int_equal(config_find_model(&c, "short")->k, 3);
+    config_free(&c);
+}
+
 static void refusals_say_why(void **state)
 {
     const struct {
@@ -164,6 +183,7 @@ int main(void)
         cmocka_unit_test(defaults_documented),
         cmocka_unit_test(file_then_command_line),
         cmocka_unit_test(refusals_say_why),
+        cmocka_unit_test(long_model_names),
         cmocka_unit_test(http_access_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
