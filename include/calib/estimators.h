@@ -75,6 +75,9 @@ void calib_estimator_free(calib_estimator *e);
 int calib_estimator_reserve(calib_estimator *e, size_t cap);
 /* p: k probabilities (checked by the caller); y < k. */
 int calib_estimator_add(calib_estimator *e, const double *p, size_t y);
+/* Empties the bins and the store, keeping the capacity: the next sample set
+ * starts without allocating (calibctl sizes: one estimator per subsample). */
+void calib_estimator_reset(calib_estimator *e);
 /* Sorts the stored set (once more samples can still be added after). */
 int calib_estimator_finish(calib_estimator *e, calib_estimates *out);
 

@@ -1,10 +1,9 @@
 /* cmd_score.c — `calibctl score FILE`: an offline calibration audit. */
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
+#include "audit.h"
 #include "calib/calib.h"
 #include "csv_table.h"
 #include "ctl.h"
@@ -17,9 +16,8 @@ typedef struct score_run {
     int have_layout;
     double *x;  /* [width] outputs of the row */
     double *p;  /* [k] probabilities of the row */
-    calib_accum brier, log;      /* classification */
+    audit au;                    /* classification */
     calib_accum dss, sqerr, var; /* regression */
-    calib_estimator est;
 } score_run;
 
 static int on_header(void *ctx, char *const *names, size_t ncol, char *err,
@@ -34,32 +32,12 @@ static int on_header(void *ctx, char *const *names, size_t ncol, char *err,
     s->p = calloc(l->k ? l->k : 1, sizeof *s->p);
     int rc = !s->x || !s->p ? CALIB_ENOMEM : CALIB_OK;
     if (rc == CALIB_OK && l->k)
-        rc = calib_estimator_init(&s->est, (uint32_t)l->k, 1024);
+        rc = audit_init(&s->au, l->k, 1024);
     if (rc != CALIB_OK) {
         snprintf(err, errlen, "%s", calib_strerror(rc));
         return -1;
     }
     return 0;
-}
-
-/* Probabilities and scores of one checked classification row. */
-static void classify(score_run *s, size_t y, calib_score *sc)
-{
-    const pred_layout *l = &s->layout;
-    switch (l->form) {
-    case CALIB_FORM_LOGITS:
-        calib_score_logits(s->x, l->k, y, s->p, sc);
-        break;
-    case CALIB_FORM_PROBS:
-        memcpy(s->p, s->x, l->k * sizeof *s->p);
-        calib_score_probs(s->p, l->k, y, sc);
-        break;
-    default:
-        s->p[0] = 1 - s->x[0];
-        s->p[1] = s->x[0];
-        calib_score_binary(s->x[0], (unsigned)y, sc);
-        break;
-    }
 }
 
 static int on_row(void *ctx, const double *v, size_t ncol, unsigned long line,
@@ -77,13 +55,8 @@ static int on_row(void *ctx, const double *v, size_t ncol, unsigned long line,
         return 0;
     }
     calib_score sc;
-    classify(s, (size_t)y, &sc);
-    calib_accum_add(&s->brier, sc.brier);
-    calib_accum_add(&s->log, sc.log);
-    int rc = calib_estimator_add(&s->est, s->p, (size_t)y);
-    if (rc == CALIB_EFULL &&
-        (rc = calib_estimator_reserve(&s->est, 2 * s->est.cap)) == CALIB_OK)
-        rc = calib_estimator_add(&s->est, s->p, (size_t)y);
+    audit_classify(&s->layout, s->x, (size_t)y, s->p, &sc);
+    int rc = audit_add(&s->au, s->p, (size_t)y, &sc);
     if (rc != CALIB_OK) {
         snprintf(err, errlen, "%s", calib_strerror(rc));
         return -1;
@@ -114,19 +87,20 @@ static int report(score_run *s)
         json_end(&j);
         return CTL_OK;
     }
-    calib_estimates e;
+    audit_figures f;
     calib_brier_decomp d;
-    if (calib_estimator_finish(&s->est, &e) != CALIB_OK ||
-        calib_cwbins_brier_decomp(&s->est.cw15, &d) != CALIB_OK)
+    if (audit_finish(&s->au, &f) != CALIB_OK ||
+        calib_cwbins_brier_decomp(&s->au.est.cw15, &d) != CALIB_OK)
         return CTL_BADINPUT; /* no rows: caught before, kept for safety */
+    const calib_estimates e = f.e;
     json_begin(&j, stdout);
     json_uint(&j, "n", e.n);
     json_uint(&j, "k", l->k);
     json_str(&j, "form", calib_form_name(l->form));
     json_num(&j, "accuracy", e.accuracy);
-    print_mean_ci(&j, "brier", "brier_ci", &s->brier);
-    json_num(&j, "rbs", sqrt(calib_accum_mean(&s->brier)));
-    print_mean_ci(&j, "log", "log_ci", &s->log);
+    print_mean_ci(&j, "brier", "brier_ci", &s->au.brier);
+    json_num(&j, "rbs", f.rbs);
+    print_mean_ci(&j, "log", "log_ci", &s->au.log);
     json_num(&j, "ece", e.ece);
     json_num(&j, "tce2_15", e.tce2_15);
     json_num(&j, "tce2_100", e.tce2_100);
@@ -170,7 +144,7 @@ int cmd_score(int argc, char **argv)
     char err[256];
     unsigned long line;
     int rc = csv_table_read(s.path, on_header, on_row, &s, err, sizeof err, &line);
-    if (rc == 0 && s.brier.n + s.dss.n == 0) {
+    if (rc == 0 && s.au.brier.n + s.dss.n == 0) {
         rc = -1;
         line = 1;
         snprintf(err, sizeof err, "no data rows");
@@ -180,7 +154,7 @@ int cmd_score(int argc, char **argv)
     else
         rc = report(&s);
     if (s.have_layout && s.layout.k)
-        calib_estimator_free(&s.est);
+        audit_free(&s.au);
     pred_layout_free(&s.layout);
     free(s.x);
     free(s.p);

@@ -11,6 +11,7 @@ enum { CTL_OK = 0, CTL_FAIL = 1, CTL_BADINPUT = 2 };
 #define CTL_MAX_CLASSES 10000
 
 int cmd_score(int argc, char **argv);
+int cmd_sizes(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_ping(int argc, char **argv);

@@ -97,3 +97,26 @@ void json_close(json_out *j)
     j->depth--;
     j->first = 0;
 }
+
+void json_array(json_out *j, const char *k)
+{
+    key(j, k);
+    fputc('[', j->f);
+    j->depth++;
+    j->first = 1;
+}
+
+/* An element has no key: only the comma before all but the first. */
+void json_element(json_out *j)
+{
+    fputs(j->first ? "{" : ", {", j->f);
+    j->depth++;
+    j->first = 1;
+}
+
+void json_array_end(json_out *j)
+{
+    fputc(']', j->f);
+    j->depth--;
+    j->first = 0;
+}

@@ -19,5 +19,8 @@ void json_bool(json_out *j, const char *key, int b);
 void json_pair(json_out *j, const char *key, const double x[2]); /* [a, b] */
 void json_object(json_out *j, const char *key);    /* "key": { */
 void json_close(json_out *j);                      /* } */
+void json_array(json_out *j, const char *key);     /* "key": [ */
+void json_element(json_out *j);                    /* { as the array's next element */
+void json_array_end(json_out *j);                  /* ] */
 
 #endif

@@ -128,6 +128,15 @@ int calib_estimator_reserve(calib_estimator *e, size_t cap)
     return CALIB_OK;
 }
 
+void calib_estimator_reset(calib_estimator *e)
+{
+    calib_bins_reset(&e->top15);
+    calib_bins_reset(&e->top100);
+    calib_cwbins_reset(&e->cw15);
+    calib_cwbins_reset(&e->cw100);
+    e->n = 0;
+}
+
 int calib_estimator_add(calib_estimator *e, const double *p, size_t y)
 {
     if (y >= e->k)

@@ -125,6 +125,37 @@ static void estimator_grows_on_request(void **state)
     calib_estimator_free(&e);
 }
 
+/* A reset estimator forgets every bin and stored sample: the second set
+ * gives exactly what a fresh estimator gives (calibctl sizes relies on it). */
+static void estimator_reset_forgets(void **state)
+{
+    double p1[6] = {0.1, 0.9, 0.9, 0.1, 0.5, 0.5};
+    uint32_t y1[3] = {0, 1, 0};
+    double p2[8] = {0.1, 0.9, 0.9, 0.1, 0.4, 0.6, 0.2, 0.8};
+    uint32_t y2[4] = {1, 1, 1, 0};
+    calib_estimator e;
+    calib_estimates got, want;
+    assert_int_equal(calib_estimator_init(&e, 2, 4), CALIB_OK);
+    for (size_t i = 0; i < 3; i++)
+        assert_int_equal(calib_estimator_add(&e, p1 + 2 * i, y1[i]), CALIB_OK);
+    assert_int_equal(calib_estimator_finish(&e, &got), CALIB_OK);
+    calib_estimator_reset(&e);
+    assert_int_equal(e.n, 0);
+    assert_int_equal(e.cap, 4);
+    assert_int_equal(calib_estimator_finish(&e, &got), CALIB_EEMPTY);
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(calib_estimator_add(&e, p2 + 2 * i, y2[i]), CALIB_OK);
+    assert_int_equal(calib_estimator_finish(&e, &got), CALIB_OK);
+    assert_int_equal(calib_estimate(p2, y2, 4, 2, &want), CALIB_OK);
+    assert_int_equal(got.n, 4);
+    assert_true(got.accuracy == want.accuracy && got.ece == want.ece &&
+                got.tce2_15 == want.tce2_15 && got.tce2_100 == want.tce2_100 &&
+                got.tce2_15em_debiased == want.tce2_15em_debiased &&
+                got.cwce2_15 == want.cwce2_15 && got.cwce2_100 == want.cwce2_100 &&
+                got.ks == want.ks);
+    calib_estimator_free(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -135,6 +166,7 @@ int main(void)
         cmocka_unit_test(em_duplicate_edges),
         cmocka_unit_test(estimate_whole_set),
         cmocka_unit_test(estimator_grows_on_request),
+        cmocka_unit_test(estimator_reset_forgets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
