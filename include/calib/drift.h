@@ -8,8 +8,9 @@
  * sample and stopped at any time without inflating its false-alarm level
  * (Ville's inequality on a nonnegative supermartingale).
  *
- * No allocation per sample; calib_drift_init allocates the reference sample
- * of the robust (exceedance) detector once.
+ * No allocation per sample; calib_drift_init allocates once the ring of
+ * recent scores of the mean detector, or the reference sample of the
+ * robust (exceedance) detector.
  */
 #ifndef CALIB_DRIFT_H
 #define CALIB_DRIFT_H
@@ -57,7 +58,9 @@ int calib_eproc_rejects(const calib_eproc *e, double alpha);
 
 enum calib_drift_kind {
     /* The mean of a bounded score (Brier in [0, 2]) rises above the
-     * reference mean by at least min_effect. */
+     * mean of the scores before it by at least min_effect: a paired
+     * two-sample test against a reference that grows while no alarm is
+     * raised. */
     CALIB_DRIFT_MEAN,
     /* Robust, for unbounded scores (DSS): the rate at which the score
      * exceeds the reference sample's `quantile` rises by at least
@@ -73,11 +76,14 @@ typedef struct calib_drift_cfg {
     double quantile;   /* EXCEED: in (0, 1), e.g. 0.9 */
     size_t reference;  /* samples that measure the reference level, >= 10 */
     size_t restart;    /* a new e-process every `restart` samples of the
-                          watch (>= 1); 0: one e-process only */
+                          watch (>= 1); 0: one e-process (MEAN: one at a
+                          time) */
 } calib_drift_cfg;
 
 /* e-processes a detector keeps at once */
 #define CALIB_DRIFT_BANK 4
+/* MEAN: the ring keeps the last CALIB_DRIFT_RING * reference scores */
+#define CALIB_DRIFT_RING 8
 
 enum calib_drift_state {
     CALIB_DRIFT_REFERENCE, /* measuring the level */
@@ -86,49 +92,77 @@ enum calib_drift_state {
 };
 
 /*
- * The level is measured on the first cfg.reference samples after a reset;
- * then an e-process tests H0 "the stream is no worse than the reference
- * period + min_effect". alpha is split in halves:
- *   MEAN:   null bound m0 = the empirical-Bernstein upper bound of the
- *           reference mean at alpha/2 (Maurer & Pontil 2009, Thm 4:
- *           mean + sqrt(2 V ln(2/d) / n) + 7 (hi - lo) ln(2/d) / (3 (n - 1)),
- *           V the sample variance, d = alpha/2) + min_effect;
- *   EXCEED: the threshold is the reference sample's quantile (order
- *           statistic ceil(quantile n)); m0 = the reference fraction above
- *           it + sqrt(ln(2/alpha) / (2 n)) (one-sided DKW at alpha/2) +
- *           min_effect, on indicators in [0, 1];
- * and the test runs at alpha/2. If i.i.d. scores keep their
- * distribution, P(an alarm before the next reset) <= alpha. When m0 >= hi
- * (or 1) no alarm is possible and the detector says so (state WATCHING,
- * null_mean >= hi).
+ * MEAN: one paired e-process ("pair"). Started after sample `start` since
+ * the reset, it tests the scores after it against the scores before it: each score Y after the start is paired with the mean B of a
+ * block of scores before it, never used before (blocks of 8, 4, 2 and 1
+ * scores, a quarter of its reference budget each, walking back from its
+ * start), and it bets on Z = Y - B exceeding min_effect (normalized to
+ * [-1, 1], see calib_drift(3)) with the online Newton step, bets in
+ * [0, 9/10].
+ */
+typedef struct calib_drift_pair {
+    uint64_t start;     /* its reference is samples 1..start of the reset */
+    uint64_t pos;       /* its next block ends at sample pos */
+    uint64_t budget;    /* reference samples it may use: min(start, 2/3 of
+                           the ring, ring_n at its start) */
+    uint64_t left;      /* scores left in the current phase */
+    unsigned phase;     /* 0..3: blocks of 8 >> phase samples */
+    double log_w;       /* ln of its prior weight 1 / (j (j + 1)) */
+    double lambda, a;   /* the next bet; 1 + sum of squared gradients */
+    double log_wealth;  /* ln W */
+    double min_log_wealth; /* lowest ln W so far (0 at its start) */
+    uint64_t argmin;    /* the n where it was reached */
+    uint64_t n;         /* scores tested */
+    calib_accum ref;    /* the scores 1..start (the level it tests against) */
+} calib_drift_pair;
+
+/*
+ * After a reset the first cfg.reference scores are the reference period.
  *
- * The test: one e-process alone loses power over a long quiet watch (its
- * ONS accumulator grows with every sample, and its wealth drifts below 1),
- * so the delay to detect a change grows with the time before it. Instead
- * the j-th e-process (j = 1, 2, ...) starts after (j - 1) restart samples
- * of the watch with prior weight w_j = 1 / (j (j + 1)), and the test
- * statistic is M_t = sum_j w_j W_j,t over the e-processes kept: at most
- * CALIB_DRIFT_BANK; when full, the one of least w_j W_j is dropped. Since
- * sum w_j = 1, the full sum is a test supermartingale with M_0 <= 1, and
- * the kept terms never exceed it, so P(sup M_t >= 2/alpha) <= alpha/2 still
- * holds (Ville). A change is detected by an e-process started shortly
- * before or after it, at the price of ln(1 / w_j), logarithmic in the
- * length of the watch.
+ * MEAN (bounded scores, clamped to [lo, hi]): after the reference period
+ * and every `restart` samples from there (and whenever none is left) a
+ * new paired e-process starts, whose reference is every score before it
+ * (so the reference grows while no alarm is raised), of which it uses at
+ * most the newest 2/3 of a ring of CALIB_DRIFT_RING * reference scores.
+ * The j-th has the prior weight w_j = 1 / (j (j + 1)) and the detector
+ * alarms once some w_j W_j >= 1/alpha. Under H0 - independent scores,
+ * none with a mean above the mean of an earlier one + min_effect; in
+ * particular i.i.d. scores - each W_j is a nonnegative supermartingale in
+ * its own filtration (its blocks are fresh, unseen scores of the past), so
+ * P(W_j ever >= 1/(alpha w_j)) <= alpha w_j (Ville) and, since
+ * sum w_j = 1, P(an alarm before the next reset) <= alpha (a union bound).
+ * No part of alpha is spent on bounding the reference level: the pairing
+ * makes the uncertainty of the reference part of the martingale.
+ *
+ * EXCEED (unbounded scores) is unchanged: the threshold is the reference
+ * sample's quantile (order statistic ceil(quantile n)); m0 = the
+ * reference fraction above it + sqrt(ln(2/alpha) / (2 n)) (one-sided DKW
+ * at alpha/2) + min_effect, on indicators in [0, 1]; a bank of betting
+ * e-processes started every `restart` samples with weights 1 / (j (j+1))
+ * tests "rate <= m0" with M_t = sum_j w_j W_j,t at alpha/2 (it alarms at
+ * ln M >= ln(2/alpha)); when m0 >= 1 no alarm is possible.
+ *
+ * See calib_drift(3) for the details, the guarantee and the references.
  */
 typedef struct calib_drift {
     calib_drift_cfg cfg;   /* read-only */
     int state;             /* enum calib_drift_state */
-    calib_accum ref;       /* reference scores (MEAN and EXCEED; MEAN
-                              clamps every score to [lo, hi], as the
-                              Maurer-Pontil bound requires) */
+    calib_accum ref;       /* the reference level's scores: the reference
+                              period; MEAN, once watching, the scores before
+                              the newest pair's start, and after an alarm
+                              those before the alarming pair's (MEAN clamps
+                              every score to [lo, hi]) */
     double *ref_x;         /* EXCEED: the reference sample, cfg.reference */
     double threshold;      /* EXCEED: the reference quantile */
-    double null_mean;      /* m0, once WATCHING */
-    calib_eproc bank[CALIB_DRIFT_BANK]; /* the e-processes kept */
+    double null_mean;      /* once WATCHING: EXCEED m0; MEAN the mean of
+                              `ref` + min_effect (the level tested) */
+    /* EXCEED: the e-processes kept */
+    calib_eproc bank[CALIB_DRIFT_BANK];
     double log_w[CALIB_DRIFT_BANK];     /* ln w_j of each */
     uint64_t start[CALIB_DRIFT_BANK];   /* n at each one's start */
-    unsigned nbank;        /* e-processes kept */
-    uint64_t started;      /* e-processes started since the reset */
+    unsigned nbank;        /* EXCEED: e-processes kept (MEAN: 0) */
+    uint64_t started;      /* e-processes (MEAN: pairs) started since the
+                              reset */
     calib_accum watch;     /* scores since WATCHING began */
     uint64_t n;            /* samples since the reset */
     uint64_t alarm_at;     /* n at the alarm */
@@ -136,17 +170,35 @@ typedef struct calib_drift {
                               of the e-process of largest w_j W_j was
                               lowest */
     uint64_t resets;
+    /* MEAN */
+    uint16_t *ring;        /* the last ring_len scores, (x - lo) / (hi - lo)
+                              in units of 1/65535; sample i at (i-1) % len */
+    size_t ring_len;       /* CALIB_DRIFT_RING * cfg.reference */
+    uint64_t ring_n;       /* scores the ring holds: the last ring_n of the
+                              n (min(n, ring_len), unless a state was
+                              restored without its ring) */
+    calib_drift_pair pair[CALIB_DRIFT_BANK]; /* the pairs kept */
+    unsigned npair;        /* pairs kept */
+    calib_accum all;       /* every score since the reset, clamped */
 } calib_drift;
 
 /* CALIB_EINVAL for a bad cfg, CALIB_ENOMEM. */
 int calib_drift_init(calib_drift *d, const calib_drift_cfg *cfg);
 void calib_drift_free(calib_drift *d);
+/* Bytes calib_drift_init allocates for cfg (0 for a bad cfg):
+ * MEAN 2 * CALIB_DRIFT_RING * reference, EXCEED 8 * reference. */
+size_t calib_drift_bytes(const calib_drift_cfg *cfg);
+/* CALIB_OK if the state of an initialized d is consistent (as after any
+ * sequence of calls), else CALIB_EINVAL: for a state restored from a
+ * snapshot, before it is used. */
+int calib_drift_check(const calib_drift *d);
 /* Starts a new reference period (after a publish, or by hand). */
 void calib_drift_reset(calib_drift *d);
 /* Adds one score (NaN ignored). Returns 1 exactly when this sample raises
  * the alarm, else 0. */
 int calib_drift_add(calib_drift *d, double score);
-/* ln M_t, the test statistic (0 before WATCHING). */
+/* The test statistic, 0 before WATCHING: MEAN ln max_j w_j W_j (alarm at
+ * ln(1/alpha)); EXCEED ln M_t (alarm at ln(2/alpha)). */
 double calib_drift_log_e(const calib_drift *d);
 
 /* ------------------------------------------------------------------ shadow gate */

@@ -47,6 +47,17 @@ static size_t add_bytes(size_t a, size_t b)
     return a && b && b <= SIZE_MAX - a ? a + b : 0;
 }
 
+/* The drift detector of a model of this form: the mean of the Brier score
+ * in [0, 2], or (DSS, unbounded) the rate above a reference quantile. */
+static void drift_cfg_of(const model_cfg *c, int form, calib_drift_cfg *dc)
+{
+    *dc = (calib_drift_cfg){.kind = form == CALIB_FORM_GAUSSIAN ? CALIB_DRIFT_EXCEED
+                                                                : CALIB_DRIFT_MEAN,
+                            .lo = 0, .hi = 2, .alpha = c->drift_alpha,
+                            .min_effect = c->drift_min_effect, .quantile = c->drift_quantile,
+                            .reference = c->drift_reference, .restart = c->drift_reference};
+}
+
 void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
 {
     calib_join_cfg jc = {.ttl = c->label_ttl, .capacity = (size_t)c->max_pending,
@@ -76,8 +87,11 @@ void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
         fixed = add_bytes(fixed, calib_cwbins_bytes((uint32_t)k, (uint32_t)c->bins));
     /* p, pcal; xcal, xcand; the drift reference */
     fixed = add_bytes(fixed, (2 * pk + 2 * width) * sizeof(double));
-    if (c->drift)
-        fixed = add_bytes(fixed, (size_t)c->drift_reference * sizeof(double));
+    if (c->drift) { /* its ring (classification) or reference sample (DSS) */
+        calib_drift_cfg dc;
+        drift_cfg_of(c, form, &dc);
+        fixed = add_bytes(fixed, calib_drift_bytes(&dc));
+    }
     if (c->cs_alpha > 0 && form != CALIB_FORM_GAUSSIAN) /* both views' sequences */
         fixed = add_bytes(fixed, VIEWS * calib_cs_bytes(MODEL_CS_GRID));
     size_t bytes = add_bytes(sizeof(model), fixed);
@@ -498,12 +512,7 @@ void model_observe(model *m, const double *x, double y, double now)
 
 void model_drift_cfg(const model *m, calib_drift_cfg *dc)
 {
-    const model_cfg *c = &m->cfg;
-    *dc = (calib_drift_cfg){.kind = m->form == CALIB_FORM_GAUSSIAN ? CALIB_DRIFT_EXCEED
-                                                                  : CALIB_DRIFT_MEAN,
-                            .lo = 0, .hi = 2, .alpha = c->drift_alpha,
-                            .min_effect = c->drift_min_effect, .quantile = c->drift_quantile,
-                            .reference = c->drift_reference, .restart = c->drift_reference};
+    drift_cfg_of(&m->cfg, m->form, dc);
 }
 
 void model_paired_reset(model *m, uint64_t version, double since)

@@ -43,7 +43,7 @@ enum { WS_MAIN, WS_LOG, WS_PER_VIEW };
 /* Class-wise bins cost K x bins cells of 32 bytes: kept up to 2^20 cells
  * (32 MiB), e.g. K = 1000 with 15 bins; larger models go without CWCE. */
 #define MODEL_CW_MAX_CELLS ((size_t)1 << 20)
-/* Candidates of the confidence sequences' grid: 18.6 KiB a view; its ends
+/* Candidates of the confidence sequences' grid: 18.1 KiB a view; its ends
  * lie about 4.5% of the width outside the exact sequence's (calib_cs(3)) */
 #define MODEL_CS_GRID 129
 

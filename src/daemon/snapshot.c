@@ -277,6 +277,14 @@ static void pack_drift(calib_mpw *w, const calib_drift *d)
     key_uint(w, "alarm_at", d->alarm_at);
     key_uint(w, "change_at", d->change_at);
     key_uint(w, "resets", d->resets);
+    /* the mean detector's paired e-processes and its ring of scores
+     * (calib_drift(3), "Saving and restoring the state"); optional keys:
+     * absent from older files, read_drift then leaves them as init did */
+    key_bin(w, "ring", d->ring, d->ring ? d->ring_len * sizeof *d->ring : 0);
+    key_uint(w, "ring_n", d->ring_n);
+    key_bin(w, "pair", d->pair, sizeof d->pair);
+    key_uint(w, "npair", d->npair);
+    key_bin(w, "all", &d->all, sizeof d->all);
     calib_mpw_end(w);
 }
 
@@ -1087,8 +1095,17 @@ static int read_drift(mpr *r, const msgpack_object *o, calib_drift *d)
     t.alarm_at = mpr_uint(r, o, "alarm_at", 0, UINT64_MAX);
     t.change_at = mpr_uint(r, o, "change_at", 0, UINT64_MAX);
     t.resets = mpr_uint(r, o, "resets", 0, UINT64_MAX);
+    int paired = mpr_find(o, "pair") != NULL; /* MEAN: read_loop checked */
+    if (paired) {
+        mpr_bin(r, o, "pair", t.pair, sizeof t.pair);
+        t.npair = (unsigned)mpr_uint(r, o, "npair", 0, CALIB_DRIFT_BANK);
+        t.ring_n = mpr_uint(r, o, "ring_n", 0, d->ring_len);
+        read_accums(r, o, "all", &t.all, 1);
+    }
     if (r->failed)
         return 0;
+    if (calib_drift_check(&t) != CALIB_OK)
+        return mpr_fail(r, "drift: its state is inconsistent");
     for (unsigned i = 0; i < t.nbank; i++)
         if (!eproc_ok(&t.bank[i]) || isnan(t.log_w[i]) || t.start[i] > t.n)
             return mpr_fail(r, "drift: e-process %u is inconsistent", i);
@@ -1096,6 +1113,9 @@ static int read_drift(mpr *r, const msgpack_object *o, calib_drift *d)
         return mpr_fail(r, "drift: watching without a null mean");
     /* EXCEED keeps its reference sample */
     if (!mpr_bin(r, o, "ref_x", d->ref_x, d->ref_x ? d->cfg.reference * sizeof *d->ref_x : 0))
+        return 0;
+    /* MEAN keeps its ring */
+    if (paired && !mpr_bin(r, o, "ring", d->ring, d->ring ? d->ring_len * sizeof *d->ring : 0))
         return 0;
     t.ref_x = d->ref_x;
     *d = t;
@@ -1242,6 +1262,8 @@ static int read_loop(mpr *r, const msgpack_object *o, model *m, double shift, no
             return 0;
         if (!same)
             note(skipped, "the drift detector (its settings changed)");
+        else if (l->drift.cfg.kind == CALIB_DRIFT_MEAN && !mpr_find(drift, "pair"))
+            note(skipped, "the drift detector (an older calibd's test)");
         else if (!read_drift(r, drift, &l->drift))
             return 0;
         else {
