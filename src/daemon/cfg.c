@@ -671,7 +671,7 @@ static int check_model(const model_cfg *m, const char *path, char *err, size_t e
                  (unsigned long long)m->refit_samples, (unsigned long long)m->refit_min_samples);
         return -1;
     }
-    if (m->cs_alpha >= 1) {
+    if (m->cs_alpha >= 1 || (m->cs_alpha > 0 && !isfinite(2 / m->cs_alpha))) {
         snprintf(err, errlen, "%s: [%s%s]: cs_alpha = %g: expected 0 (off) or a level in "
                  "(0, 1)", path, m->name[0] ? "model " : "", where, m->cs_alpha);
         return -1;

@@ -254,15 +254,18 @@ int model_merge(model *dst, const model *src, char *why, size_t len)
     /* the newest version in force, and its paired comparison, summed
      * where both have it */
     int newer = src->params.version > dst->params.version;
-    if (dst->cs_on && src->cs_on && (newer || src->params.version == dst->params.version)) {
-        /* the product of the capitals is a sequence of the same level over
-         * both shards' pairs (calib_cs_merge); into an empty one, a copy */
-        for (int v = 0; v < VIEWS; v++) {
-            if (newer)
-                calib_cs_reset(&dst->cs[v]);
-            if (calib_cs_merge(&dst->cs[v], &src->cs[v]) != CALIB_OK)
-                calib_cs_reset(&dst->cs[v]); /* another cs_alpha: from here on */
-        }
+    /* the sequences follow the paired comparison: a newer version's
+     * replace dst's (or, when src keeps none, dst's start afresh); at the
+     * same version the product of the capitals is a sequence of the same
+     * level over both shards' pairs (calib_cs_merge); another cs_alpha
+     * cannot merge, and dst's, over a part of the pairs, stays valid */
+    for (int v = 0; v < VIEWS && dst->cs_on; v++) {
+        if (newer)
+            calib_cs_reset(&dst->cs[v]);
+        if (src->cs_on && (newer || src->params.version == dst->params.version) &&
+            src->cs[v].alpha == dst->cs[v].alpha && src->cs[v].grid == dst->cs[v].grid &&
+            calib_cs_merge(&dst->cs[v], &src->cs[v]) != CALIB_OK)
+            calib_cs_reset(&dst->cs[v]);
     }
     if (newer) {
         dst->params = src->params;

@@ -1433,6 +1433,8 @@ static int read_shaped(mpr *r, const msgpack_object *o, model *m, double shift, 
                     return r->failed ? 0 : mpr_fail(r, "paired: a cs is not a map");
         } else if (cs && cs->type != MSGPACK_OBJECT_NIL && cs->type != MSGPACK_OBJECT_ARRAY) {
             return mpr_fail(r, "paired: cs is neither a list nor nil");
+        } else if (m->cs_on) {
+            note(skipped, "the confidence sequences (none in the file: they start afresh)");
         }
     } else {
         note(skipped, "the paired comparison (of version %llu, now %llu)",

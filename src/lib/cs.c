@@ -45,8 +45,9 @@ static inline void vstore(double *p, vd v)
 
 static int cfg_ok(double lo, double hi, double alpha)
 {
+    /* the level ln(2 / alpha) finite: a smaller alpha is no test */
     return isfinite(lo) && isfinite(hi) && lo < hi && isfinite(hi - lo) &&
-           alpha > 0 && alpha < 1;
+           alpha > 0 && alpha < 1 && isfinite(2 / alpha);
 }
 
 static uint32_t grid_size(uint32_t grid)

@@ -1,6 +1,7 @@
 /* drift.c — betting e-process, drift detector and shadow gate. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "calib/calib.h"
 #include "calib/drift.h"
@@ -370,6 +371,7 @@ static void pair_start(calib_drift *d, uint64_t s)
     }
     double j = (double)++d->started;
     calib_drift_pair *q = &d->pair[slot];
+    memset(q, 0, sizeof *q); /* its padding too: snapshots write the bytes */
     *q = (calib_drift_pair){.start = s, .pos = s, .budget = s < cap ? s : cap,
                             .log_w = -log(j) - log(j + 1), .a = 1, .ref = d->all};
     /* a state restored without its running sums: keep the last level */
@@ -528,7 +530,8 @@ static int pair_ok(const calib_drift *d, const calib_drift_pair *q)
            isfinite(q->log_w) && q->log_w < 0 && !isnan(q->log_wealth) &&
            q->log_wealth > -INFINITY && q->min_log_wealth <= 0 &&
            q->min_log_wealth <= q->log_wealth && q->argmin <= q->n &&
-           q->ref.n <= q->start;
+           q->ref.n <= q->start && isfinite(q->ref.s1.sum) && isfinite(q->ref.s1.comp) &&
+           isfinite(q->ref.s2.sum) && isfinite(q->ref.s2.comp);
 }
 
 static int eproc_ok(const calib_eproc *e)

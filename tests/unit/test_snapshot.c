@@ -297,6 +297,39 @@ static void decided_gates_and_stale_guards(void **state)
     model_free(&b);
 }
 
+/* Merged, the confidence sequences follow the paired comparison: a newer
+ * version from a file without sequences leaves none of the older version's
+ * (they once stayed, shown for the wrong parameters); the same version
+ * multiplies the capitals. */
+static void merged_sequences_follow_the_version(void **state)
+{
+    model_cfg c = small_cfg(), off = small_cfg();
+    off.cs_alpha = 0;
+    model a, b;
+    char why[300];
+    make(&a, &c, 0);
+    make(&b, &off, 0);
+    b.params.version = 4;
+    feed(&a, 1, 200, 1000);
+    feed(&b, 2, 200, 1000);
+    assert_true(a.cs_on && !b.cs_on && a.cs[VIEW_CAL].n > 0);
+    assert_int_equal(model_merge(&a, &b, why, sizeof why), 0);
+    assert_int_equal(a.params.version, 4);
+    assert_int_equal(a.cs[VIEW_RAW].n, 0);
+    assert_int_equal(a.cs[VIEW_CAL].n, 0);
+    model_free(&b);
+    /* the same version, both keeping them: one sequence over both */
+    make(&b, &c, 0);
+    b.params.version = 4;
+    feed(&a, 3, 100, 1020);
+    feed(&b, 4, 100, 1020);
+    uint64_t na = a.cs[VIEW_CAL].n, nb = b.cs[VIEW_CAL].n;
+    assert_int_equal(model_merge(&a, &b, why, sizeof why), 0);
+    assert_int_equal(a.cs[VIEW_CAL].n, na + nb);
+    model_free(&a);
+    model_free(&b);
+}
+
 /* A model's snapshot of another shape's statistics keeps its waiting
  * labels, and a later clock moves its waiting items' deadlines with it. */
 static void waiting_items_move_with_the_clock(void **state)
@@ -800,6 +833,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(round_trip_is_exact),
         cmocka_unit_test(decided_gates_and_stale_guards),
+        cmocka_unit_test(merged_sequences_follow_the_version),
         cmocka_unit_test(restored_small_ring_grows),
         cmocka_unit_test(waiting_items_move_with_the_clock),
         cmocka_unit_test(changed_sections_stay_fresh),
