@@ -10,26 +10,12 @@
  * An input is the file, written to the process's scratch directory.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "ctl.h"
 
 #include "fuzz.h"
-
-/* calibctl.c's, which also holds main(): formatted (its arguments
- * checked by the sanitizers), shown only with FUZZ_VERBOSE. */
-void ctl_error(const char *file, unsigned long line, const char *fmt, ...)
-{
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (fuzz_verbose())
-        fprintf(stderr, "calibctl: %s:%lu: %s\n", file ? file : "", line, buf);
-}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -18,7 +18,6 @@
  * reads, written again, must read back to the same bytes.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,19 +34,6 @@
 
 static calibd *d;
 static double *x; /* one prediction of any shape */
-
-/* calibctl.c's, which also holds main(): formatted (its arguments
- * checked by the sanitizers), shown only with FUZZ_VERBOSE. */
-void ctl_error(const char *file, unsigned long line, const char *fmt, ...)
-{
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (fuzz_verbose())
-        fprintf(stderr, "calibctl: %s:%lu: %s\n", file ? file : "", line, buf);
-}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -18,20 +18,6 @@
 
 /* ------------------------------------------------------------------ helpers */
 
-/* Two independent N(0, 1) by Marsaglia's polar method. */
-static void normal2(calib_rng *r, double *a, double *b)
-{
-    double u, v, s;
-    do {
-        u = 2 * calib_rng_uniform(r) - 1;
-        v = 2 * calib_rng_uniform(r) - 1;
-        s = u * u + v * v;
-    } while (s >= 1);
-    double f = sqrt(-2 * log(s) / s);
-    *a = u * f;
-    *b = v * f;
-}
-
 /* The Brier score of a calibrated K-class classifier: logits N(0, 2^2) per
  * class, y ~ softmax(z) (as in test_drift.c). In [0, 2]. */
 static double classifier_brier(calib_rng *r)
@@ -39,7 +25,7 @@ static double classifier_brier(calib_rng *r)
     double z[K], p[K];
     calib_score s;
     for (size_t j = 0; j < K; j += 2) {
-        normal2(r, &z[j], &z[j + 1]);
+        unit_normal2(r, &z[j], &z[j + 1]);
         z[j] *= 2, z[j + 1] *= 2;
     }
     calib_softmax(z, K, p);

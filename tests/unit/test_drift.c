@@ -32,28 +32,13 @@ static unsigned binom_quantile(unsigned n, double p, double q)
     return n;
 }
 
-/* Two independent N(0, 1) by Marsaglia's polar method (no trigonometry:
- * the simulations below draw tens of millions). */
-static void normal2(calib_rng *r, double *a, double *b)
-{
-    double u, v, s;
-    do {
-        u = 2 * calib_rng_uniform(r) - 1;
-        v = 2 * calib_rng_uniform(r) - 1;
-        s = u * u + v * v;
-    } while (s >= 1);
-    double f = sqrt(-2 * log(s) / s);
-    *a = u * f;
-    *b = v * f;
-}
-
 /* Logits z ~ N(0, sigma^2) per class; y ~ softmax(z / t). t = 1 is a
  * perfectly calibrated classifier, t > 1 one that is overconfident. */
 static size_t draw_classifier_sigma(calib_rng *r, double sigma, double t, double *z)
 {
     double q[K];
     for (size_t j = 0; j < K; j += 2) {
-        normal2(r, &z[j], &z[j + 1]);
+        unit_normal2(r, &z[j], &z[j + 1]);
         z[j] *= sigma, z[j + 1] *= sigma;
     }
     for (size_t j = 0; j < K; j++)
@@ -89,8 +74,8 @@ static double classifier_brier(calib_rng *r, double t)
 static double gaussian_dss(calib_rng *r, double inflate)
 {
     double a, b, c, unused;
-    normal2(r, &a, &b);
-    normal2(r, &c, &unused);
+    unit_normal2(r, &a, &b);
+    unit_normal2(r, &c, &unused);
     double mean = a, var = exp(sqrt(0.5) * b);
     double y = mean + sqrt(inflate * var) * c;
     return calib_score_dss(mean, var, y);

@@ -10,6 +10,8 @@
 
 #include <math.h>
 
+#include "calib/sample.h"
+
 /* |a - b| <= tol * max(1, |b|): relative for large b, absolute near 0. */
 #define assert_close(a, b, tol) check_close((a), (b), (tol), __FILE__, __LINE__)
 
@@ -25,5 +27,21 @@ static inline void check_close(double a, double b, double tol, const char *file,
 }
 
 #define assert_nan(a) assert_true(isnan(a))
+
+/* Two independent N(0, 1) from r by Marsaglia's polar method (no
+ * trigonometry: the simulations of test_drift and test_cs draw tens of
+ * millions). */
+static inline void unit_normal2(calib_rng *r, double *a, double *b)
+{
+    double u, v, s;
+    do {
+        u = 2 * calib_rng_uniform(r) - 1;
+        v = 2 * calib_rng_uniform(r) - 1;
+        s = u * u + v * v;
+    } while (s >= 1);
+    double f = sqrt(-2 * log(s) / s);
+    *a = u * f;
+    *b = v * f;
+}
 
 #endif
