@@ -99,6 +99,68 @@ static void pack_scores(calib_mpw *w, const model *m, const calib_accum *acc)
     calib_mpw_end(w);
 }
 
+/* A confidence sequence's interval (model_cs's rc): [low, high], nil
+ * without pairs, or "empty" when the mean moved. */
+static void pack_cs_interval(calib_mpw *w, int rc, double lo, double hi)
+{
+    if (rc < 0) {
+        calib_mpw_str(w, "empty");
+    } else {
+        double b[2] = {lo, hi};
+        calib_mpw_pair(w, b); /* NaN (no pairs): nil */
+    }
+}
+
+/* "raw" and "calibrated": the scope's sequences, or a closed period's. */
+static void pack_cs_views(calib_mpw *w, const model *m, int scope, const model_period_end *e)
+{
+    static const char *const view[VIEWS] = {"raw", "calibrated"};
+    for (int v = 0; v < VIEWS; v++) {
+        calib_mpw_key(w, view[v]);
+        if (e) {
+            pack_cs_interval(w, e->rc[v], e->lo[v], e->hi[v]);
+        } else {
+            double lo, hi;
+            int rc = model_cs(m, scope, v, &lo, &hi);
+            pack_cs_interval(w, rc, lo, hi);
+        }
+    }
+}
+
+/* The window's period (model_period): its sequences, and the last closed
+ * period's intervals. */
+static void pack_period(calib_mpw *w, const model *m)
+{
+    const model_period *pd = &m->period;
+    if (!m->cs_on) {
+        calib_mpw_nil(w);
+        return;
+    }
+    calib_mpw_map(w);
+    calib_mpw_key(w, "alpha");
+    calib_mpw_num(w, m->cfg.cs_alpha);
+    calib_mpw_key(w, "since");
+    calib_mpw_num(w, pd->running ? pd->since : NAN);
+    calib_mpw_key(w, "until");
+    calib_mpw_num(w, pd->running ? pd->end : NAN);
+    pack_counter(w, "scored", pd->running ? pd->cs[VIEW_RAW].n : 0);
+    pack_cs_views(w, m, CS_PERIOD, NULL);
+    calib_mpw_key(w, "last");
+    if (!pd->last.n) {
+        calib_mpw_nil(w);
+    } else {
+        calib_mpw_map(w);
+        calib_mpw_key(w, "since");
+        calib_mpw_num(w, pd->last.since);
+        calib_mpw_key(w, "until");
+        calib_mpw_num(w, pd->last.until);
+        pack_counter(w, "scored", pd->last.n);
+        pack_cs_views(w, m, CS_PERIOD, &pd->last);
+        calib_mpw_end(w);
+    }
+    calib_mpw_end(w);
+}
+
 /* Both views on the same pairs since the current parameters took over. */
 static void pack_paired(calib_mpw *w, const model *m)
 {
@@ -122,16 +184,7 @@ static void pack_paired(calib_mpw *w, const model *m)
         calib_mpw_map(w);
         calib_mpw_key(w, "alpha");
         calib_mpw_num(w, m->cfg.cs_alpha);
-        static const char *const view[VIEWS] = {"raw", "calibrated"};
-        for (int v = 0; v < VIEWS; v++) {
-            double b[2];
-            int rc = model_cs(m, v, &b[0], &b[1]);
-            calib_mpw_key(w, view[v]);
-            if (rc < 0)
-                calib_mpw_str(w, "empty");
-            else
-                calib_mpw_pair(w, b); /* nil, nil without pairs */
-        }
+        pack_cs_views(w, m, CS_PAIRED, NULL);
         calib_mpw_end(w);
     }
     calib_mpw_end(w);
@@ -223,6 +276,9 @@ static void pack_window(calib_mpw *w, const model *m)
     calib_mpw_key(w, "calibrated");
     pack_view(w, m, &v->w.stat[VIEW_CAL * WS_PER_VIEW], bins ? &v->w.top[VIEW_CAL] : NULL,
               NULL);
+    /* anytime-valid within a period of the window's length */
+    calib_mpw_key(w, "cs");
+    pack_period(w, m);
     calib_mpw_end(w);
 }
 

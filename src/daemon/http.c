@@ -471,25 +471,38 @@ static void params_gauges(text *t, const snap *s, size_t n)
                        m->name, view_names[v], score_name(m, k));
     }
     /* a sequence that became empty has no interval: no sample (the mean
-     * moved since the parameters took over) */
-    static const char *cs_names[2] = {"calibd_paired_brier_cs_low",
-                                      "calibd_paired_brier_cs_high"};
-    static const char *cs_whats[2] = {
-        "Lower end of the anytime-valid confidence sequence (level cs_alpha, 0.05 by "
-        "default) for the mean Brier of each view since the current parameters: unlike "
-        "the fixed-time interval, it holds however often it is looked at.",
-        "Upper end of the anytime-valid confidence sequence of calibd_paired_brier_cs_low."};
-    for (int e = 0; e < 2; e++) {
-        help(t, cs_names[e], "gauge", cs_whats[e]);
-        for (size_t i = 0; i < n; i++) {
-            const model *m = s[i].m;
-            double b[2];
-            for (int v = 0; m->shaped && v < VIEWS; v++)
-                if (model_cs(m, v, &b[0], &b[1]) > 0)
-                    sample(t, b[e], "%s{model=\"%s\",view=\"%s\"}", cs_names[e], m->name,
-                           view_names[v]);
+     * moved since it started) */
+    static const char *cs_names[2][2] = {
+        {"calibd_paired_brier_cs_low", "calibd_paired_brier_cs_high"},
+        {"calibd_window_brier_cs_low", "calibd_window_brier_cs_high"}};
+    static const char *cs_whats[2][2] = {
+        {"Lower end of the anytime-valid confidence sequence (level cs_alpha, 0.05 by "
+         "default) for the mean Brier of each view since the current parameters: unlike "
+         "the fixed-time interval, it holds however often it is looked at.",
+         "Upper end of the anytime-valid confidence sequence of calibd_paired_brier_cs_low."},
+        {"Lower end of the anytime-valid confidence sequence (level cs_alpha per period) for "
+         "the mean Brier of each view in the window's period: since the last multiple of "
+         "window seconds of the clock, or the last change of parameters "
+         "(calibd_window_cs_since_seconds).",
+         "Upper end of the anytime-valid confidence sequence of calibd_window_brier_cs_low."}};
+    for (int scope = CS_PAIRED; scope <= CS_PERIOD; scope++)
+        for (int e = 0; e < 2; e++) {
+            help(t, cs_names[scope][e], "gauge", cs_whats[scope][e]);
+            for (size_t i = 0; i < n; i++) {
+                const model *m = s[i].m;
+                double b[2];
+                for (int v = 0; m->shaped && v < VIEWS; v++)
+                    if (model_cs(m, scope, v, &b[0], &b[1]) > 0)
+                        sample(t, b[e], "%s{model=\"%s\",view=\"%s\"}", cs_names[scope][e],
+                               m->name, view_names[v]);
+            }
         }
-    }
+    help(t, "calibd_window_cs_since_seconds", "gauge",
+         "Unix time the window's period of calibd_window_brier_cs_low began.");
+    for (size_t i = 0; i < n; i++)
+        if (s[i].m->shaped && s[i].m->cs_on && s[i].m->period.running)
+            sample(t, s[i].m->period.since, "calibd_window_cs_since_seconds{model=\"%s\"}",
+                   s[i].m->name);
     static const char *names[3] = {"calibd_paired_improvement",
                                    "calibd_paired_improvement_ci_low",
                                    "calibd_paired_improvement_ci_high"};

@@ -234,6 +234,42 @@ static const char *incompatible(const model *dst, const model *src)
     return NULL;
 }
 
+/* The window's periods (model_period), which follow the paired
+ * comparison as its sequences do: a newer version's replaces dst's; at the
+ * same version the later period wins (dst's earlier one closed), and the
+ * same period's sequences merge (its start the earlier of the two). A
+ * closed period's intervals cannot merge: the later one's is kept. */
+static void merge_period(model *dst, const model *src, int newer)
+{
+    model_period *d = &dst->period;
+    const model_period *s = &src->period;
+    if (!dst->cs_on)
+        return;
+    int same = src->params.version == dst->params.version;
+    int take = src->cs_on && s->running && (newer || (same && (!d->running || s->end > d->end)));
+    int join = !take && src->cs_on && s->running && same && d->running && s->end == d->end;
+    if (newer) {
+        model_period_close(dst, 0);
+        memset(&d->last, 0, sizeof d->last);
+    } else if (take && d->running) {
+        model_period_close(dst, d->end); /* src's period is later */
+    }
+    if (src->cs_on && s->last.n && (newer || same) && (!d->last.n || s->last.until > d->last.until))
+        d->last = s->last;
+    if (!take && !join)
+        return;
+    for (int v = 0; v < VIEWS; v++)
+        if (s->cs[v].alpha != d->cs[v].alpha || s->cs[v].grid != d->cs[v].grid ||
+            calib_cs_merge(&d->cs[v], &s->cs[v]) != CALIB_OK) {
+            for (int u = 0; u < VIEWS; u++)
+                calib_cs_reset(&d->cs[u]);
+            break;
+        }
+    d->running = 1;
+    d->since = take || s->since < d->since ? s->since : d->since;
+    d->end = s->end;
+}
+
 int model_merge(model *dst, const model *src, char *why, size_t len)
 {
     const char *no = incompatible(dst, src);
@@ -267,6 +303,7 @@ int model_merge(model *dst, const model *src, char *why, size_t len)
             calib_cs_merge(&dst->cs[v], &src->cs[v]) != CALIB_OK)
             calib_cs_reset(&dst->cs[v]);
     }
+    merge_period(dst, src, newer);
     if (newer) {
         dst->params = src->params;
         dst->paired = src->paired;

@@ -92,8 +92,8 @@ void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
         drift_cfg_of(c, form, &dc);
         fixed = add_bytes(fixed, calib_drift_bytes(&dc));
     }
-    if (c->cs_alpha > 0 && form != CALIB_FORM_GAUSSIAN) /* both views' sequences */
-        fixed = add_bytes(fixed, VIEWS * calib_cs_bytes(MODEL_CS_GRID));
+    if (c->cs_alpha > 0 && form != CALIB_FORM_GAUSSIAN) /* both views' sequences, */
+        fixed = add_bytes(fixed, 2 * VIEWS * calib_cs_bytes(MODEL_CS_GRID)); /* 2 scopes */
     size_t bytes = add_bytes(sizeof(model), fixed);
     bytes = add_bytes(bytes, calib_join_bytes(&jc));
     bytes = add_bytes(bytes, calib_store_bytes(width, s->ring));
@@ -204,7 +204,8 @@ int model_shape(model *m, int form, size_t k)
     /* the Brier score lies in [0, 2] */
     m->cs_on = c->cs_alpha > 0 && form != CALIB_FORM_GAUSSIAN;
     for (int v = 0; v < VIEWS && m->cs_on; v++)
-        if ((rc = calib_cs_init(&m->cs[v], 0, 2, c->cs_alpha, MODEL_CS_GRID)) != CALIB_OK)
+        if ((rc = calib_cs_init(&m->cs[v], 0, 2, c->cs_alpha, MODEL_CS_GRID)) != CALIB_OK ||
+            (rc = calib_cs_init(&m->period.cs[v], 0, 2, c->cs_alpha, MODEL_CS_GRID)) != CALIB_OK)
             goto err;
     /* last: the one step that changes the join table */
     if ((rc = calib_join_set_width(&m->join, m->width, sz.pending)) != CALIB_OK)
@@ -238,8 +239,11 @@ static void free_shaped(model *m)
     calib_budget_give(&m->mem, m->sizes.fixed);
     m->sizes.fixed = 0;
     calib_drift_free(&m->loop.drift);
-    for (int v = 0; v < VIEWS; v++)
+    for (int v = 0; v < VIEWS; v++) {
         calib_cs_free(&m->cs[v]);
+        calib_cs_free(&m->period.cs[v]);
+    }
+    memset(&m->period, 0, sizeof m->period);
     m->cs_on = 0;
     m->p = m->pcal = m->xcal = m->loop.xcand = m->ring_score = NULL;
     memset(&m->loop, 0, sizeof m->loop);
@@ -492,9 +496,13 @@ void model_observe(model *m, const double *x, double y, double now)
         }
     }
     if (m->cs_on) {
-        calib_cs_add(&m->cs[VIEW_RAW], s[VIEW_RAW][WS_MAIN]);
-        if (xs[VIEW_CAL] != xs[VIEW_RAW]) /* identity: the raw one stands for both */
-            calib_cs_add(&m->cs[VIEW_CAL], s[VIEW_CAL][WS_MAIN]);
+        model_period_roll(m, now);
+        calib_cs *cs[2] = {m->cs, m->period.cs};
+        for (int i = 0; i < 2; i++) {
+            calib_cs_add(&cs[i][VIEW_RAW], s[VIEW_RAW][WS_MAIN]);
+            if (xs[VIEW_CAL] != xs[VIEW_RAW]) /* identity: the raw one stands for both */
+                calib_cs_add(&cs[i][VIEW_CAL], s[VIEW_CAL][WS_MAIN]);
+        }
     }
     calib_reservoir_offer(&m->reservoir, x, y, now);
     model_ring_push(m, x, y, now, s[VIEW_CAL][WS_MAIN]);
@@ -515,6 +523,52 @@ void model_drift_cfg(const model *m, calib_drift_cfg *dc)
     drift_cfg_of(&m->cfg, m->form, dc);
 }
 
+/* The interval of sequence cs[view], cs[VIEW_RAW]'s when raw_for_cal. */
+static int cs_interval(const calib_cs cs[VIEWS], int view, int raw_for_cal, double *lo,
+                       double *hi)
+{
+    *lo = *hi = NAN;
+    if (view == VIEW_CAL && raw_for_cal)
+        view = VIEW_RAW;
+    if (cs[view].n == 0)
+        return 0;
+    return calib_cs_interval(&cs[view], lo, hi) == CALIB_OK ? 1 : -1;
+}
+
+/* The calibrated view was fed in the period only under other parameters
+ * than the identity (which may have changed already: the caller of
+ * model_paired_reset closes it). */
+void model_period_close(model *m, double until)
+{
+    model_period *pd = &m->period;
+    if (pd->cs[VIEW_RAW].n > 0) {
+        model_period_end *e = &pd->last;
+        e->since = pd->since;
+        e->until = until;
+        e->n = pd->cs[VIEW_RAW].n;
+        for (int v = 0; v < VIEWS; v++)
+            e->rc[v] = cs_interval(pd->cs, v, pd->cs[VIEW_CAL].n == 0, &e->lo[v], &e->hi[v]);
+    }
+    for (int v = 0; v < VIEWS; v++)
+        calib_cs_reset(&pd->cs[v]);
+    pd->running = 0;
+}
+
+void model_period_roll(model *m, double now)
+{
+    model_period *pd = &m->period;
+    if (!m->cs_on || !isfinite(now))
+        return;
+    if (pd->running && now >= pd->end) /* a clock stepped back: it goes on */
+        model_period_close(m, pd->end);
+    if (pd->running)
+        return;
+    double w = m->cfg.window, start = floor(now / w) * w;
+    pd->running = 1;
+    pd->since = start > m->paired.since ? start : m->paired.since;
+    pd->end = start + w;
+}
+
 void model_paired_reset(model *m, uint64_t version, double since)
 {
     model_paired *p = &m->paired;
@@ -522,6 +576,8 @@ void model_paired_reset(model *m, uint64_t version, double since)
     p->since = since;
     for (int v = 0; v < VIEWS && m->cs_on; v++)
         calib_cs_reset(&m->cs[v]);
+    if (m->cs_on && m->period.running) /* the next one starts at the next pair */
+        model_period_close(m, since);
     for (int i = 0; i < WS_PER_VIEW; i++) {
         for (int v = 0; v < VIEWS; v++)
             calib_accum_init(&p->view[v][i]);
@@ -529,17 +585,13 @@ void model_paired_reset(model *m, uint64_t version, double since)
     }
 }
 
-int model_cs(const model *m, int view, double *lo, double *hi)
+int model_cs(const model *m, int scope, int view, double *lo, double *hi)
 {
     *lo = *hi = NAN;
     if (!m->cs_on)
         return 0;
-    if (view == VIEW_CAL && (m->params.identity || !m->params.desc))
-        view = VIEW_RAW;
-    const calib_cs *cs = &m->cs[view];
-    if (cs->n == 0)
-        return 0;
-    return calib_cs_interval(cs, lo, hi) == CALIB_OK ? 1 : -1;
+    return cs_interval(scope == CS_PERIOD ? m->period.cs : m->cs, view,
+                       m->params.identity || !m->params.desc, lo, hi);
 }
 
 void model_event_add(model *m, double t, const char *kind, const char *fmt, ...)
@@ -605,6 +657,8 @@ model_level model_level_since(model *m, uint64_t from, double threshold)
 void model_view_fill(model *m, double now)
 {
     model_view *v = &m->view;
+    if (m->shaped)
+        model_period_roll(m, now);
     v->have = m->shaped && calib_window_sum(&m->win, now, &v->w) == CALIB_OK;
     v->at = now;
 }

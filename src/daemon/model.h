@@ -76,6 +76,28 @@ typedef struct model_view {
 /* Raw against calibrated on the same pairs, since the current parameters
  * took over (paired: the per-pair difference raw - calibrated estimates the
  * change of the calibration error without bias, Gruber & Buettner 2022). */
+/* The window's confidence sequences: the paired ones' twins over a
+ * period, which starts at a multiple of `window` seconds of the wall clock
+ * (or when the parameters change, if later) and ends at the next multiple
+ * (or at the next change). Each sequence is anytime-valid within its
+ * period, at level cs_alpha per period. The last closed period's
+ * intervals are kept, for a period that has just begun knows little. */
+typedef struct model_period_end {
+    double since, until; /* wall clock */
+    uint64_t n;          /* pairs; 0: no period closed with pairs yet */
+    int rc[VIEWS];       /* 1: [lo, hi]; -1: empty (the mean moved) */
+    double lo[VIEWS], hi[VIEWS];
+} model_period_end;
+
+typedef struct model_period {
+    int running;    /* 0: none (one starts with the next pair or tick) */
+    double since;   /* wall clock of its start */
+    double end;     /* wall clock at which it closes */
+    calib_cs cs[VIEWS]; /* as model.cs: the raw one stands for both under
+                           identity parameters */
+    model_period_end last;
+} model_period;
+
 typedef struct model_paired {
     uint64_t version;  /* the parameters' version */
     double since;      /* wall clock when it took over (start, or publish) */
@@ -167,6 +189,7 @@ typedef struct model {
      * parameters only the raw view's is fed, and stands for both */
     int cs_on;              /* cs_alpha > 0 and a classifier */
     calib_cs cs[VIEWS];
+    model_period period;    /* the window's: restarted every window seconds */
     calib_bins top[VIEWS];  /* cumulative top-label bins */
     calib_cwbins cw;        /* cumulative class-wise bins of the raw outputs;
                                k = 0 when K x bins > MODEL_CW_MAX_CELLS */
@@ -264,12 +287,20 @@ void model_drift_cfg(const model *m, calib_drift_cfg *dc);
 /* Restarts the paired comparison under parameter version `version`, which
  * took over at wall time `since`. */
 void model_paired_reset(model *m, uint64_t version, double since);
-/* The view's confidence sequence for its mean Brier since then (the raw
- * view's for the calibrated one under identity parameters): 1 with [*lo,
- * *hi], 0 when it has no pairs or the model keeps none, -1 when it became
- * empty (the mean moved since the parameters took over, at level
- * cs_alpha). */
-int model_cs(const model *m, int view, double *lo, double *hi);
+/* The view's confidence sequence for its mean Brier since then
+ * (CS_PAIRED) or in the window's period (CS_PERIOD), the raw view's for
+ * the calibrated one under identity parameters: 1 with [*lo, *hi], 0 when
+ * it has no pairs or the model keeps none, -1 when it became empty (the
+ * mean moved since it started, at level cs_alpha). */
+enum { CS_PAIRED, CS_PERIOD };
+int model_cs(const model *m, int scope, int view, double *lo, double *hi);
+/* Closes the window's period if it ended by now (wall clock), keeping its
+ * intervals in period.last, and starts the next; model_observe and
+ * model_view_fill call it. */
+void model_period_roll(model *m, double now);
+/* Closes the running period at `until` (wall clock): its intervals become
+ * period.last when it had pairs, and its sequences restart. */
+void model_period_close(model *m, double until);
 
 /* Records an event at wall time t (the text is cut to fit). */
 __attribute__((format(printf, 4, 5)))

@@ -317,6 +317,41 @@ static void pack_cs(calib_mpw *w, const calib_cs *cs)
     calib_mpw_end(w);
 }
 
+/* The window's period (model_period): nil when none runs; its last
+ * closed period's intervals (NaN for an empty one), nil when none. */
+static void pack_period(calib_mpw *w, const model *m)
+{
+    const model_period *pd = &m->period;
+    if (!m->cs_on || !pd->running) {
+        calib_mpw_nil(w);
+        return;
+    }
+    calib_mpw_map(w);
+    key_double(w, "since", pd->since);
+    key_double(w, "end", pd->end);
+    calib_mpw_key(w, "cs");
+    calib_mpw_array(w);
+    for (int v = 0; v < VIEWS; v++)
+        pack_cs(w, &pd->cs[v]);
+    calib_mpw_end(w);
+    calib_mpw_key(w, "last");
+    if (!pd->last.n) {
+        calib_mpw_nil(w);
+    } else {
+        calib_mpw_map(w);
+        key_double(w, "since", pd->last.since);
+        key_double(w, "until", pd->last.until);
+        key_uint(w, "n", pd->last.n);
+        calib_mpw_key(w, "interval"); /* per view: low, high */
+        calib_mpw_array(w);
+        for (int v = 0; v < VIEWS; v++)
+            calib_mpw_pair(w, (const double[2]){pd->last.lo[v], pd->last.hi[v]});
+        calib_mpw_end(w);
+        calib_mpw_end(w);
+    }
+    calib_mpw_end(w);
+}
+
 static void pack_gate(calib_mpw *w, const calib_gate *g)
 {
     calib_mpw_map(w);
@@ -477,6 +512,8 @@ void snapshot_pack_model(calib_mpw *w, const model *m)
         } else {
             calib_mpw_nil(w);
         }
+        calib_mpw_key(w, "period"); /* optional: absent before the window's */
+        pack_period(w, m);
         calib_mpw_end(w);
         calib_mpw_key(w, "top");
         calib_mpw_array(w);
@@ -1408,6 +1445,52 @@ static int read_cs(mpr *r, const msgpack_object *o, calib_cs *cs, notes *skipped
     return 1;
 }
 
+/* The window's period into m->period (model_period); its sequences go as
+ * read_cs reads them. 1, or 0 for a file that fails. */
+static int read_period(mpr *r, const msgpack_object *o, model *m, notes *skipped)
+{
+    model_period *pd = &m->period;
+    double since = mpr_finite(r, o, "since"), end = mpr_finite(r, o, "end");
+    const msgpack_object *cs = mpr_array(r, o, "cs", VIEWS);
+    const msgpack_object *last = mpr_get(r, o, "last");
+    if (r->failed)
+        return 0;
+    if (!(since < end))
+        return mpr_fail(r, "paired: the period ends before it starts");
+    model_period_end e = {0};
+    if (last->type == MSGPACK_OBJECT_MAP) {
+        e.since = mpr_finite(r, last, "since");
+        e.until = mpr_finite(r, last, "until");
+        e.n = mpr_uint(r, last, "n", 1, UINT64_MAX);
+        const msgpack_object *iv = mpr_array(r, last, "interval", VIEWS);
+        if (r->failed)
+            return 0;
+        for (int v = 0; v < VIEWS; v++) {
+            const msgpack_object *b = &iv->via.array.ptr[v];
+            e.rc[v] = -1;
+            e.lo[v] = e.hi[v] = NAN;
+            if (b->type == MSGPACK_OBJECT_NIL)
+                continue;
+            if (b->type != MSGPACK_OBJECT_ARRAY || b->via.array.size != 2 ||
+                !mpr_number(&b->via.array.ptr[0], &e.lo[v]) ||
+                !mpr_number(&b->via.array.ptr[1], &e.hi[v]) || !(e.lo[v] <= e.hi[v]))
+                return mpr_fail(r, "paired: the last period's interval is not [low, high]");
+            e.rc[v] = 1;
+        }
+    } else if (last->type != MSGPACK_OBJECT_NIL) {
+        return mpr_fail(r, "paired: the last period is neither a map nor nil");
+    }
+    for (int v = 0; v < VIEWS; v++)
+        if (cs->via.array.ptr[v].type != MSGPACK_OBJECT_MAP ||
+            !read_cs(r, &cs->via.array.ptr[v], &pd->cs[v], skipped))
+            return r->failed ? 0 : mpr_fail(r, "paired: a period's cs is not a map");
+    pd->running = 1;
+    pd->since = since;
+    pd->end = end;
+    pd->last = e;
+    return 1;
+}
+
 /* The statistics of a shaped model, section by section: a section whose
  * dimensions changed with the configuration stays fresh. */
 static int read_shaped(mpr *r, const msgpack_object *o, model *m, double shift, notes *skipped)
@@ -1435,6 +1518,16 @@ static int read_shaped(mpr *r, const msgpack_object *o, model *m, double shift, 
             return mpr_fail(r, "paired: cs is neither a list nor nil");
         } else if (m->cs_on) {
             note(skipped, "the confidence sequences (none in the file: they start afresh)");
+        }
+        const msgpack_object *pd = mpr_find(po, "period");
+        if (pd && pd->type == MSGPACK_OBJECT_MAP && m->cs_on) {
+            if (!read_period(r, pd, m, skipped))
+                return 0;
+        } else if (pd && pd->type != MSGPACK_OBJECT_NIL && pd->type != MSGPACK_OBJECT_MAP) {
+            return mpr_fail(r, "paired: period is neither a map nor nil");
+        } else if (m->cs_on && !pd) {
+            note(skipped, "the window's confidence sequences (none in the file: they start "
+                          "afresh)");
         }
     } else {
         note(skipped, "the paired comparison (of version %llu, now %llu)",

@@ -126,6 +126,14 @@ for name, m in r["models"].items():
                 eq(f"{name} {view} bin {i} count", get("calibd_bin_count_total", **lab), rel["count"][i])
                 eq(f"{name} {view} bin {i} correct", get("calibd_bin_correct_total", **lab), rel["correct"][i])
                 eq(f"{name} {view} bin {i} confidence", get("calibd_bin_confidence_sum_total", **lab), rel["confidence"][i], 1e-9)
+        # the confidence sequences, since the parameters and in the window's period
+        for prefix, cs in (("paired", m["paired"]["cs"]), ("window", (m["window"] or {}).get("cs"))):
+            for view in ("raw", "calibrated"):
+                b = cs[view] if cs and isinstance(cs[view], list) else [None, None]
+                for end, want in zip(("low", "high"), b):
+                    eq(f"{name} {prefix} {view} cs {end}", get(f"calibd_{prefix}_brier_cs_{end}", model=name, view=view), want, 1e-12)
+        wcs = (m["window"] or {}).get("cs")
+        eq(f"{name} window cs since", get("calibd_window_cs_since_seconds", model=name), wcs and wcs["since"])
         eq(f"{name} paired count", get("calibd_paired_samples", model=name), m["paired"]["scored"])
         eq(f"{name} paired improvement", get("calibd_paired_improvement", model=name, score="brier"),
            m["paired"]["improvement"]["brier"]["mean"], 1e-12)

@@ -107,6 +107,8 @@ class P(html.parser.HTMLParser):
             self.banner = a
         elif tag == "tr" and "cs" in cls and self.cur == "m":
             self.cs_row = True
+        elif tag == "p" and "wcs" in cls and self.cur == "m":
+            self.wcs = True
 p = P()
 p.feed(open(sys.argv[1], encoding="utf-8").read())
 r = json.load(open(sys.argv[2]))
@@ -121,6 +123,7 @@ print("reliability", svg.get("reliability", -1))
 print("history", svg.get("history", -1))
 print("banner", int(p.banner is not None and "hidden" not in p.banner))
 print("cs", int(getattr(p, "cs_row", False)))
+print("wcs", int(getattr(p, "wcs", False)))
 PY
 val() { awk -v k="$1" '$1 == k {print $2}' "$work/dom.txt"; }
 echo "# chromium exit $rc; the page after 5 minutes (virtual): $(tr '\n' ' ' < "$work/dom.txt")"
@@ -134,6 +137,7 @@ check "the scored count shown grew while the sender sent ($(val first) at the fi
 check "and is one calibd reported (at most $(val status), the count after)" '[ "$(val scored)" -le "$(val status)" ]'
 check "no unreachable banner" '[ "$(val banner)" = 0 ]'
 check "the anytime-valid interval (confidence sequence) is shown beside the fixed-time one" '[ "$(val cs)" = 1 ]'
+check "and the window's, per period" '[ "$(val wcs)" = 1 ]'
 check "no uncaught script error or load the policy refused in the console
 $(grep -E 'CONSOLE.*(Uncaught|Refused|Content Security Policy)' "$work/chromium.log" | head -5)" \
     '! grep -qE "CONSOLE.*(Uncaught|Refused|Content Security Policy)" "$work/chromium.log"'

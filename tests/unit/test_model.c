@@ -108,21 +108,34 @@ static void shape_and_observe(void **state)
     free(m);
 }
 
-/* Feeds n pairs of K = 10 logits with outcomes drawn from them. */
-static void feed10(model *m, int n, uint64_t seed)
+/* K = 10 logits x ~ 2 N(0, 1) and their probabilities p. */
+static void draw10(calib_rng *rng, double x[10], double p[10])
+{
+    double z = 0;
+    for (int c = 0; c < 10; c++) {
+        x[c] = 2 * calib_rng_normal(rng);
+        z += p[c] = exp(x[c]);
+    }
+    for (int c = 0; c < 10; c++)
+        p[c] /= z;
+}
+
+/* Feeds n pairs of K = 10 logits with outcomes drawn from them, at wall
+ * times t0, t0 + 0.01, ... */
+static void feed10_at(model *m, int n, uint64_t seed, double t0)
 {
     calib_rng rng;
     calib_rng_seed(&rng, seed);
     for (int i = 0; i < n; i++) {
-        double x[10], p[10], z = 0;
-        for (int c = 0; c < 10; c++) {
-            x[c] = 2 * calib_rng_normal(&rng);
-            z += p[c] = exp(x[c]);
-        }
-        for (int c = 0; c < 10; c++)
-            p[c] /= z;
-        model_observe(m, x, (double)calib_rng_categorical(&rng, p, 10), 1000 + i * 0.01);
+        double x[10], p[10];
+        draw10(&rng, x, p);
+        model_observe(m, x, (double)calib_rng_categorical(&rng, p, 10), t0 + i * 0.01);
     }
+}
+
+static void feed10(model *m, int n, uint64_t seed)
+{
+    feed10_at(m, n, seed, 1000);
 }
 
 /* A model of K = 10 logits on settings c, its memory drawn on daemon. */
@@ -315,6 +328,19 @@ static void paired_and_counter_sums(void **state)
     free(m);
 }
 
+/* Temperature parameters T = 1.5 as version `version`, from wall time t. */
+static void set_temperature(model *m, uint64_t version, double t)
+{
+    model_params *p = &m->params;
+    p->desc = calib_plugin_builtin("temperature");
+    snprintf(p->method, sizeof p->method, "temperature");
+    p->n = 1;
+    p->values[0] = 1.5;
+    p->identity = 0;
+    p->version = version;
+    model_paired_reset(m, version, t);
+}
+
 /* The confidence sequences: per view over the paired pairs, holding the
  * paired mean, narrowing, restarted with the paired comparison; under
  * identity parameters the raw one stands for both; off with cs_alpha = 0
@@ -326,33 +352,27 @@ static void confidence_sequences(void **state)
     model *m = new_k10(&c, &daemon);
     double lo, hi, lo2, hi2;
     assert_true(m->cs_on);
-    assert_int_equal(model_cs(m, VIEW_RAW, &lo, &hi), 0); /* no pairs */
+    assert_int_equal(model_cs(m, CS_PAIRED, VIEW_RAW, &lo, &hi), 0); /* no pairs */
     feed10(m, 200, 3);
-    assert_int_equal(model_cs(m, VIEW_RAW, &lo, &hi), 1);
-    assert_int_equal(model_cs(m, VIEW_CAL, &lo2, &hi2), 1);
+    assert_int_equal(model_cs(m, CS_PAIRED, VIEW_RAW, &lo, &hi), 1);
+    assert_int_equal(model_cs(m, CS_PAIRED, VIEW_CAL, &lo2, &hi2), 1);
     assert_true(lo == lo2 && hi == hi2); /* identity: the raw one */
     assert_int_equal(m->cs[VIEW_CAL].n, 0); /* ... not fed twice */
     double mean = calib_accum_mean(&m->paired.view[VIEW_RAW][WS_MAIN]);
     assert_true(lo < mean && mean < hi && hi - lo < 2);
     double w200 = hi - lo;
     feed10(m, 3000, 4);
-    assert_int_equal(model_cs(m, VIEW_RAW, &lo, &hi), 1);
+    assert_int_equal(model_cs(m, CS_PAIRED, VIEW_RAW, &lo, &hi), 1);
     mean = calib_accum_mean(&m->paired.view[VIEW_RAW][WS_MAIN]);
     assert_true(lo < mean && mean < hi && hi - lo < w200 / 2);
     /* a temperature: both views fed, each holding its own mean */
-    model_params *p = &m->params;
-    p->desc = calib_plugin_builtin("temperature");
-    snprintf(p->method, sizeof p->method, "temperature");
-    p->n = 1;
-    p->values[0] = 1.5;
-    p->identity = 0;
-    model_paired_reset(m, 1, 2000);
-    assert_int_equal(model_cs(m, VIEW_RAW, &lo, &hi), 0); /* restarted */
+    set_temperature(m, 1, 2000);
+    assert_int_equal(model_cs(m, CS_PAIRED, VIEW_RAW, &lo, &hi), 0); /* restarted */
     feed10(m, 2000, 5);
     assert_int_equal(m->cs[VIEW_CAL].n, 2000);
     for (int v = 0; v < VIEWS; v++) {
         mean = calib_accum_mean(&m->paired.view[v][WS_MAIN]);
-        assert_int_equal(model_cs(m, v, &lo, &hi), 1);
+        assert_int_equal(model_cs(m, CS_PAIRED, v, &lo, &hi), 1);
         assert_true(lo < mean && mean < hi);
     }
     model_free(m);
@@ -361,7 +381,103 @@ static void confidence_sequences(void **state)
     m = new_k10(&c, &daemon);
     feed10(m, 10, 3);
     assert_false(m->cs_on);
-    assert_int_equal(model_cs(m, VIEW_RAW, &lo, &hi), 0);
+    assert_int_equal(model_cs(m, CS_PAIRED, VIEW_RAW, &lo, &hi), 0);
+    model_free(m);
+    free(m);
+}
+
+/* The window's confidence sequences: over a period from the last multiple
+ * of `window` seconds (or the parameters' change, if later), closed into
+ * period.last at its end by a pair or a tick, and by a change of
+ * parameters; the paired ones go on meanwhile. */
+static void window_period_sequences(void **state)
+{
+    model_cfg c = defaults();
+    c.window = 60;
+    calib_budget daemon;
+    model *m = new_k10(&c, &daemon);
+    double lo, hi, plo, phi;
+    const model_period *pd = &m->period;
+    assert_int_equal(model_cs(m, CS_PERIOD, VIEW_RAW, &lo, &hi), 0);
+    feed10(m, 200, 3); /* at 1000 .. 1001.99: the period [960, 1020) */
+    assert_true(pd->running && pd->since == 960 && pd->end == 1020);
+    assert_int_equal(model_cs(m, CS_PERIOD, VIEW_CAL, &lo, &hi), 1); /* identity: raw's */
+    assert_int_equal(model_cs(m, CS_PAIRED, VIEW_RAW, &plo, &phi), 1);
+    assert_true(lo == plo && hi == phi); /* the same 200 pairs */
+    assert_int_equal(pd->last.n, 0);
+    model_view_fill(m, 1019.9);
+    assert_true(pd->running && pd->cs[VIEW_RAW].n == 200);
+    model_view_fill(m, 1020); /* the tick closes it */
+    assert_int_equal(pd->last.n, 200);
+    assert_true(pd->last.since == 960 && pd->last.until == 1020);
+    for (int v = 0; v < VIEWS; v++)
+        assert_true(pd->last.rc[v] == 1 && pd->last.lo[v] == lo && pd->last.hi[v] == hi);
+    assert_true(pd->running && pd->since == 1020 && pd->end == 1080);
+    assert_int_equal(model_cs(m, CS_PERIOD, VIEW_RAW, &lo, &hi), 0);
+    assert_int_equal(model_cs(m, CS_PAIRED, VIEW_RAW, &plo, &phi), 1); /* goes on */
+    /* a clock stepped back stays in the period running */
+    feed10_at(m, 100, 4, 1010);
+    assert_true(pd->running && pd->since == 1020 && pd->cs[VIEW_RAW].n == 100);
+    /* new parameters close it where they took over; the next starts there */
+    set_temperature(m, 1, 1040);
+    assert_false(pd->running);
+    assert_true(pd->last.n == 100 && pd->last.since == 1020 && pd->last.until == 1040);
+    feed10_at(m, 300, 5, 1041);
+    assert_true(pd->running && pd->since == 1040 && pd->end == 1080);
+    assert_int_equal(pd->cs[VIEW_CAL].n, 300);
+    assert_int_equal(model_cs(m, CS_PERIOD, VIEW_RAW, &lo, &hi), 1);
+    assert_int_equal(model_cs(m, CS_PERIOD, VIEW_CAL, &plo, &phi), 1);
+    assert_true(lo != plo || hi != phi); /* each view its own */
+    model_free(m);
+    free(m);
+}
+
+/* Each period's sequence holds the true mean Brier at every pair of a
+ * stationary stream in at least 95% of 200 periods (the fixed-time 95%
+ * interval, looked at after every pair, misses far more often). The
+ * mean, E[1 - sum p^2] over the logits, by Monte Carlo to about 2e-4. */
+static void window_period_coverage(void **state)
+{
+    calib_rng rng;
+    calib_rng_seed(&rng, 11);
+    double x[10], p[10], mu = 0;
+    enum { MC = 1000000, PERIODS = 200, PER = 200 };
+    for (int i = 0; i < MC; i++) {
+        draw10(&rng, x, p);
+        double q = 0;
+        for (int c = 0; c < 10; c++)
+            q += p[c] * p[c];
+        mu += (1 - q) / MC;
+    }
+    model_cfg c = defaults();
+    c.window = 1;
+    calib_budget daemon;
+    model *m = new_k10(&c, &daemon);
+    int missed = 0, fixed_missed = 0;
+    for (int k = 0; k < PERIODS; k++) {
+        int miss = 0, fixed_miss = 0;
+        calib_accum acc;
+        calib_accum_init(&acc);
+        for (int i = 0; i < PER; i++) {
+            draw10(&rng, x, p);
+            double y = (double)calib_rng_categorical(&rng, p, 10), lo, hi, ci[2];
+            model_observe(m, x, y, 2000 + k + (i + 0.5) / PER);
+            assert_int_equal(m->period.since, 2000 + k);
+            assert_int_equal(model_cs(m, CS_PERIOD, VIEW_RAW, &lo, &hi), 1);
+            miss |= !(lo <= mu && mu <= hi);
+            double s[2];
+            model_score(m, CALIB_FORM_LOGITS, x, y, m->p, s);
+            calib_accum_add(&acc, s[0]);
+            calib_accum_ci95(&acc, ci);
+            fixed_miss |= i >= 10 && !(ci[0] <= mu && mu <= ci[1]);
+        }
+        missed += miss;
+        fixed_missed += fixed_miss;
+    }
+    print_message("periods missing the mean %.4f: %d of %d (the fixed-time interval: %d)\n",
+                  mu, missed, PERIODS, fixed_missed);
+    assert_true(missed <= PERIODS / 20);
+    assert_true(fixed_missed > PERIODS / 20); /* the test can tell */
     model_free(m);
     free(m);
 }
@@ -406,6 +522,8 @@ int main(void)
         cmocka_unit_test(params_message_round_trips),
         cmocka_unit_test(paired_and_counter_sums),
         cmocka_unit_test(confidence_sequences),
+        cmocka_unit_test(window_period_sequences),
+        cmocka_unit_test(window_period_coverage),
         cmocka_unit_test(events_ring),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

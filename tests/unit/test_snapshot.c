@@ -256,6 +256,11 @@ static void round_trip_is_exact(void **state)
     assert_int_equal(b.join.waiting_preds, 5);
     assert_int_equal(b.join.waiting_labels, 5);
     assert_int_equal(b.join.joined, a.join.joined);
+    /* the window's period [1020, 1080) and the closed [960, 1020) */
+    assert_true(b.period.running && b.period.since == 1020 && b.period.end == 1080);
+    assert_true(b.period.cs[VIEW_CAL].n == a.period.cs[VIEW_CAL].n && a.period.cs[VIEW_CAL].n);
+    assert_true(b.period.last.n == 400 && b.period.last.until == 1020);
+    assert_memory_equal(&b.period.last, &a.period.last, sizeof a.period.last);
     same_bytes(&a, &b);
     feed(&a, 2, 700, 1060);
     feed(&b, 2, 700, 1060);
@@ -324,8 +329,22 @@ static void merged_sequences_follow_the_version(void **state)
     feed(&a, 3, 100, 1020);
     feed(&b, 4, 100, 1020);
     uint64_t na = a.cs[VIEW_CAL].n, nb = b.cs[VIEW_CAL].n;
+    /* and the same window period, [1020, 1080): merged too */
+    uint64_t pa = a.period.cs[VIEW_CAL].n, pb = b.period.cs[VIEW_CAL].n;
+    assert_true(a.period.end == 1080 && b.period.end == 1080 && pa && pb);
     assert_int_equal(model_merge(&a, &b, why, sizeof why), 0);
     assert_int_equal(a.cs[VIEW_CAL].n, na + nb);
+    assert_int_equal(a.period.cs[VIEW_CAL].n, pa + pb);
+    /* a later period at the same version replaces it, with its last */
+    model_free(&b);
+    make(&b, &c, 0);
+    b.params.version = 4;
+    feed(&b, 5, 100, 1090);
+    assert_int_equal(model_merge(&a, &b, why, sizeof why), 0);
+    assert_true(a.period.end == 1140 && a.period.since == 1080);
+    assert_int_equal(a.period.cs[VIEW_CAL].n, b.period.cs[VIEW_CAL].n);
+    /* b's sole pairs were in this period: a's closed one stays the last */
+    assert_true(a.period.last.n == pa + pb && a.period.last.until == 1080);
     model_free(&a);
     model_free(&b);
 }
@@ -572,9 +591,8 @@ static void pack_without(msgpack_packer *pk, const msgpack_object *o, const char
     }
 }
 
-/* m's file in format version 1: its body without the stores' bounds, its
- * header saying "v": 1. */
-static char *file_v1(const model *m, size_t *len)
+/* m's file without the map entries named drop (there are some). */
+static char *file_without(const model *m, const char *drop, size_t *len)
 {
     size_t blen, off = 0;
     char *body = body_of(m, &blen);
@@ -585,12 +603,20 @@ static char *file_v1(const model *m, size_t *len)
     msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    pack_without(&pk, &u.data, "bound");
+    pack_without(&pk, &u.data, drop);
     assert_true(sb.size < blen);
     char *f = framed(sb.data, sb.size, len);
     msgpack_sbuffer_destroy(&sb);
     msgpack_unpacked_destroy(&u);
     free(body);
+    return f;
+}
+
+/* m's file in format version 1: its body without the stores' bounds, its
+ * header saying "v": 1. */
+static char *file_v1(const model *m, size_t *len)
+{
+    char *f = file_without(m, "bound", len);
     /* the header's "v": 2 (fixstr "v", fixint 2) becomes 1 */
     char *v = NULL;
     for (size_t i = 0; !v && i + 3 <= *len; i++)
@@ -638,6 +664,29 @@ static void version_1_is_read(void **state)
     assert_non_null(strstr(skipped, "reservoir"));
     assert_int_equal(b.scored, 1000);
     assert_int_equal(b.ring.total, 0);
+    free(f);
+    model_free(&a);
+    model_free(&b);
+}
+
+/* A file from before the window's confidence sequences: the rest is
+ * restored, the period starts afresh with the next pair, and it is said. */
+static void files_without_periods(void **state)
+{
+    model_cfg c = small_cfg();
+    model a, b;
+    make(&a, &c, 0);
+    feed(&a, 1, 1000, 1000);
+    size_t len;
+    char *f = file_without(&a, "period", &len);
+    make(&b, &c, 0);
+    char skipped[600], err[600];
+    assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    assert_non_null(strstr(skipped, "the window's confidence sequences (none in the file"));
+    assert_true(!b.period.running && b.period.last.n == 0);
+    assert_int_equal(b.cs[VIEW_CAL].n, a.cs[VIEW_CAL].n);
+    feed(&b, 2, 10, 1060);
+    assert_true(b.period.running && b.period.since == 1020 && b.period.cs[VIEW_CAL].n == 10);
     free(f);
     model_free(&a);
     model_free(&b);
@@ -839,6 +888,7 @@ int main(void)
         cmocka_unit_test(changed_sections_stay_fresh),
         cmocka_unit_test(stopped_by_memory_is_restored),
         cmocka_unit_test(version_1_is_read),
+        cmocka_unit_test(files_without_periods),
         cmocka_unit_test(damaged_files_are_refused),
         cmocka_unit_test(foreign_files_are_refused),
         cmocka_unit_test(crafted_bodies_do_no_harm),
