@@ -288,10 +288,12 @@ void auth_on_zap(zsock *z, zmq_msg_t *frames, size_t n, void *arg)
     const void *rid = kept > 1 ? f[1] : "";
     size_t rid_len = kept > 1 ? len[1] : 0;
     for (int i = 0; i < 6; i++) {
-        int more = i < 5 ? ZMQ_SNDMORE : 0;
-        int rc = i == 1 ? zmq_send(z->sock, rid, rid_len, more)
+        int more = i < 5 ? ZMQ_SNDMORE : 0, rc;
+        do /* a signal between two frames must not leave the reply half sent */
+            rc = i == 1 ? zmq_send(z->sock, rid, rid_len, more)
                         : zmq_send(z->sock, reply[i], strlen(reply[i]), more);
-        if (rc < 0) {
+        while (rc < 0 && errno == EINTR);
+        if (rc < 0) { /* ETERM: calibd is stopping */
             log_rl(a->log, LOG_ERROR, "auth", "ZAP: cannot reply: %s", zmq_strerror(errno));
             return;
         }
