@@ -58,7 +58,7 @@ int main(int argc, char **argv)
 {
     size_t n = arg(argc, argv, 1, 1000000), reps = arg(argc, argv, 2, 3);
     uint64_t seed = arg(argc, argv, 3, 2);
-    const uint32_t grids[] = {129, CALIB_CS_GRID, 513, 1025};
+    const uint32_t grids[] = {17, 33, 65, 129, CALIB_CS_GRID, 513, 1025};
     const size_t cut[] = {1000, 100000};
     if (n <= cut[1] || reps < 1) {
         fprintf(stderr, "usage: bench_cs [n > %zu [reps >= 1 [seed]]]\n", cut[1]);
