@@ -483,7 +483,9 @@ static int mean_add(calib_drift *d, double score)
             for (unsigned i = 0; i < d->npair; i++)
                 pair_add(d, &d->pair[i], y, margin);
             unsigned best = 0;
-            if (d->npair && pairs_top(d, &best) >= -log(c->alpha)) {
+            double top = d->npair ? pairs_top(d, &best) : -INFINITY;
+            /* the level -ln(alpha) > 0: its log only when it may matter */
+            if (top > 0 && top >= -log(c->alpha)) {
                 const calib_drift_pair *q = &d->pair[best];
                 d->state = CALIB_DRIFT_ALARM;
                 d->alarm_at = d->n;
