@@ -9,20 +9,26 @@
  * pair for the class-wise bins); calib_bin_index is its exported face. */
 static inline uint32_t bin_index(double v, uint32_t m)
 {
-    if (!(v > 0))
-        return 0;
-    if (v >= 1)
-        return m - 1;
     /* ceil(v m) - 1 is the answer in exact arithmetic; the product rounds,
      * so settle it against the edges i/m as doubles -- but only near an
      * edge. v m rounds by at most half an ulp of m, and an edge i/m as a
      * double differs from i/m by at most half an ulp of 1, so v m's
      * distance to the integers tells the bin unless it is within about
-     * m 2^-52 of one: 1e-12 m leaves a margin of thousands. Off the edges,
-     * one multiplication and no division. */
-    double x = v * m, c = ceil(x), tol = 1e-12 * m;
-    if (c - x > tol && x - (c - 1) > tol && c >= 1 && c <= m)
-        return (uint32_t)c - 1;
+     * m 2^-52 of one: 1e-12 m leaves a margin of thousands. Off the edges
+     * the bin is floor(v m), taken by truncation to an integer (one
+     * instruction; ceil is a call without SSE4.1) with x - f exact. */
+    double x = v * m, tol = 1e-12 * m;
+    if (x > tol && x < m - tol) {
+        uint32_t f = (uint32_t)x;
+        double frac = x - f;
+        if (frac > tol && frac < 1 - tol)
+            return f;
+    }
+    if (!(v > 0))
+        return 0;
+    if (v >= 1)
+        return m - 1;
+    double c = ceil(x);
     uint32_t i = c < 1 ? 0 : (uint32_t)c - 1;
     if (i > m - 1)
         i = m - 1;
@@ -31,6 +37,16 @@ static inline uint32_t bin_index(double v, uint32_t m)
     while (i < m - 1 && v > (double)(i + 1) / m)
         i++;
     return i;
+}
+
+/* calib_ksum_add for terms and sums that are never negative, as bins hold
+ * (probabilities): Neumaier's compensation without the absolute values,
+ * the same sums bit for bit. */
+static inline void ksum_add_nonneg(calib_ksum *k, double x)
+{
+    double t = k->sum + x;
+    k->comp += k->sum >= x ? (k->sum - t) + x : (x - t) + k->sum;
+    k->sum = t;
 }
 
 uint32_t calib_bin_index(double v, uint32_t m)
@@ -94,7 +110,7 @@ void calib_bins_add(calib_bins *b, double conf, int correct)
     uint32_t i = bin_index(conf, b->m);
     b->n++;
     b->count[i]++;
-    calib_ksum_add(&b->conf[i], conf);
+    ksum_add_nonneg(&b->conf[i], conf);
     b->correct[i] += correct != 0;
 }
 
@@ -198,9 +214,10 @@ void calib_cwbins_add(calib_cwbins *b, const double *p, size_t y)
     for (uint32_t c = 0; c < b->k; c++) {
         size_t cell = (size_t)c * b->m + bin_index(p[c], b->m);
         b->count[cell]++;
-        calib_ksum_add(&b->psum[cell], p[c]);
-        b->hits[cell] += c == y;
+        ksum_add_nonneg(&b->psum[cell], p[c]);
     }
+    if (y < b->k) /* one class is the outcome */
+        b->hits[y * b->m + bin_index(p[y], b->m)]++;
 }
 
 int calib_cwbins_merge(calib_cwbins *dst, const calib_cwbins *src)

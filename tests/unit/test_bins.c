@@ -161,6 +161,16 @@ static void classwise_by_hand(void **state)
     assert_close(d.uncertainty, 0.25 + 0.25, 1e-15);
     /* the mean Brier is (.18 + .32) / 2 = REL - RES + UNC here */
     assert_close(d.reliability - d.resolution + d.uncertainty, 0.25, 1e-15);
+    /* hits where the outcome is, one per sample; an outcome out of range
+     * counts the sample in every class's bins and hits none */
+    assert_int_equal(b.hits[0 * 2 + 1] + b.hits[1 * 2 + 1], 2);
+    calib_cwbins_add(&b, p1, 2);
+    calib_cwbins_add(&b, p1, SIZE_MAX);
+    uint64_t hits = 0, count = 0;
+    for (int i = 0; i < 4; i++)
+        hits += b.hits[i], count += b.count[i];
+    assert_int_equal(hits, 2);
+    assert_int_equal(count, 2 * 4);
     calib_cwbins_free(&b);
 }
 
