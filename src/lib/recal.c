@@ -12,6 +12,7 @@
 
 #include "calib/recal.h"
 #include "expk.h"
+#include "softmax.h"
 
 #define LOG_FLOOR CALIB_LOG_FLOOR  /* probabilities are clamped at 1e-15 */
 #define RECAL_MAX_ITER 100u
@@ -851,13 +852,7 @@ int calib_recal_fit_variance(const calib_dataset *ds,
 /* out = softmax(beta z); out may equal z. */
 static void softmax_scaled(const double *z, size_t k, double beta, double *out)
 {
-    double zmax = row_max(z, k), s = 0;
-    for (size_t j = 0; j < k; j++) {
-        out[j] = exp(beta * (z[j] - zmax));
-        s += out[j];
-    }
-    for (size_t j = 0; j < k; j++)
-        out[j] /= s;
+    calib_softmax_row(z, k, row_max(z, k), beta, out);
 }
 
 int calib_recal_apply_temperature(const double *params, int form, size_t k,

@@ -157,11 +157,12 @@ def row_probs_logits(z, y):
     """(p vector, log score) from logits, exactly as specified."""
     m = max(z)
     d = [v - m for v in z]
+    e = [math.exp(v) for v in d]
     s = 0.0
-    for v in d:                      # plain left-to-right sum
-        s += math.exp(v)
+    for v in e:                      # plain left-to-right sum
+        s += v
     lse = math.log(s)
-    p = [math.exp(v - lse) for v in d]
+    p = [v / s for v in e]
     log_score = min(-(d[y] - lse), LOG_CAP)
     return p, log_score
 

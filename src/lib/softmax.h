@@ -1,0 +1,15 @@
+/*
+ * softmax.h — libcalib's one softmax (internal, not installed): scoring's
+ * (calib_softmax, calib_score_logits) and temperature scaling's apply.
+ */
+#ifndef CALIB_SOFTMAX_H
+#define CALIB_SOFTMAX_H
+
+#include <stddef.h>
+
+/* p_j = exp(beta (z_j - zmax)) / s, s their sum taken left to right, with
+ * libm's exp, one a class; zmax is the row's maximum. Returns ln s. p may
+ * be z. beta = 1 gives exactly exp(z_j - zmax) (the product is exact). */
+double calib_softmax_row(const double *z, size_t k, double zmax, double beta, double *p);
+
+#endif
