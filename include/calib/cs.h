@@ -95,7 +95,8 @@ extern "C" {
  * gbase, gstride, gsize, first, last, low_out, high_out, empty, refines,
  * fold_bits, and the eight arrays lp, pp, ap, qp, lm, pm, am, qm. Derived
  * (recomputed by calib_cs_restore, never written): m, cp, cm, tp, tm,
- * scratch, level, and init_* (set by calib_cs_init only). A restored
+ * scratch, level, the bet's cache ln_key and ln_val, and init_* (set by
+ * calib_cs_init only). A restored
  * sequence goes on exactly as the saved one would have.
  */
 typedef struct calib_cs {
@@ -129,6 +130,8 @@ typedef struct calib_cs {
     double *scratch;    /* [5 grid] for refinements and merges */
     double fold_bits;   /* bound on |log2| of any product part */
     double level;       /* ln(2 / alpha), the log capital that excludes */
+    uint64_t ln_key;    /* the bet's ln(1 + t), cached: t rounded to 8 bits */
+    double ln_val;      /* and its value (a pure function of ln_key) */
     /* the configuration given to calib_cs_init, which restore checks */
     double init_lo, init_hi, init_alpha;
     uint32_t init_grid;
