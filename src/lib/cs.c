@@ -403,8 +403,12 @@ void calib_cs_free(calib_cs *cs)
 static double bet_ln1p(calib_cs *cs, uint64_t t)
 {
     unsigned bits = 0;
+#if defined(__GNUC__)
+    bits = t ? 64 - (unsigned)__builtin_clzll(t) : 0;
+#else
     for (uint64_t v = t; v; v >>= 1)
         bits++;
+#endif
     uint64_t key = bits > 8 ? t >> (bits - 8) << (bits - 8) : t;
     if (key != cs->ln_key) {
         cs->ln_val = log1p((double)key);
