@@ -49,7 +49,8 @@ extern "C" {
  * are nonnegative martingales when m is the mean, and so is their average
  * (K+ + K-) / 2; by Ville's inequality the running intersection of
  * {m : max(K+_t(m), K-_t(m)) / 2 < 1 / alpha} is a CS. The bet
- * lambda_t = sqrt(2 ln(2 / alpha) / (s2_{t-1} t ln(1 + t))), with
+ * lambda_t = sqrt(2 ln(2 / alpha) / (s2_{t-1} t ln(1 + t'))), t' being t
+ * rounded down to its 8 leading bits (the paper has t; within 0.05%), with
  * s2_t = (1/4 + sum_{i <= t} (y_i - mu_i)^2) / (t + 1) and
  * mu_i = (1/2 + sum_{k <= i} y_k) / (i + 1), does not depend on m. Each
  * factor of K+ is nonincreasing in m and each of K- nondecreasing, so a
@@ -82,7 +83,8 @@ extern "C" {
  *    factor is >= 1 - c).
  * The new candidate's M is that bound and its A starts at 0. Every bound
  * kept is thus a lower bound of the true capital, and an exclusion on it
- * is an exclusion of the exact hedged CS: the guarantee is untouched.
+ * is an exclusion of the exact hedged CS with these bets: the guarantee is
+ * untouched.
  *
  * The parts are kept as l + ln p: the factors multiply into p, and into l
  * (with a log) only at an end that may have crossed the level, or when p

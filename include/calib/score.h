@@ -34,7 +34,8 @@ int calib_check_binary(double p);                              /* [0,1] */
 int calib_check_gaussian(double mean, double var);             /* var > 0 */
 int calib_check_label(double y, size_t k);                     /* integer in [0,k) */
 
-/* Stable softmax: p = exp(d - lse) with d = z - max z, lse = ln sum exp(d). */
+/* Stable softmax: p = exp(d) / sum exp(d) with d = z - max z, summed in class
+ * order. */
 void calib_softmax(const double *z, size_t k, double *p);
 
 /* ln p_y of softmax(z), through the max-shifted log-sum-exp. */

@@ -395,16 +395,18 @@ void calib_cs_free(calib_cs *cs)
 }
 
 /* ln(1 + t) for the bet, of t rounded down to its 8 leading bits: it
- * moves the bet by under 0.07% (ln(1 + t) is flat: t' >= t (1 - 2^-7)), is
+ * moves the bet by under 0.05% (ln(1 + t) is flat: t' >= t (1 - 2^-7)), is
  * a function of t alone, and takes a log once per 2^(bits of t - 8) values,
  * kept in the cache ln_key, ln_val (a pair that is always consistent, so
  * it needs no reset and no snapshot; 0: empty). Any predictable bet keeps
  * the guarantee; this one saves a log1p (~8 ns) a value. */
 static double bet_ln1p(calib_cs *cs, uint64_t t)
 {
+    if (t == 0) /* n + 1 wrapped (a crafted snapshot's n): the largest t */
+        t = UINT64_MAX;
     unsigned bits = 0;
 #if defined(__GNUC__)
-    bits = t ? 64 - (unsigned)__builtin_clzll(t) : 0;
+    bits = 64 - (unsigned)__builtin_clzll(t);
 #else
     for (uint64_t v = t; v; v >>= 1)
         bits++;
@@ -418,7 +420,8 @@ static double bet_ln1p(calib_cs *cs, uint64_t t)
 }
 
 /* The predictable plug-in bet for value t = n + 1 (WSR 2024, Section 4):
- * lambda_t = sqrt(2 ln(2 / alpha) / (s2_{t-1} t ln(1 + t))), with
+ * lambda_t = sqrt(2 ln(2 / alpha) / (s2_{t-1} t ln(1 + t'))) (t' of
+ * bet_ln1p; the paper has t), with
  * s2_{t-1} = (1/4 + sq) / t. Its rate, 1 / sqrt(t ln t), keeps the CS
  * tight at every t rather than at one n chosen in advance. */
 static double bet(calib_cs *cs)
