@@ -193,21 +193,6 @@ typedef struct temp_eval {
     double f2;  /* mean NLL at a second beta, when asked for */
 } temp_eval;
 
-static double row_max(const double *z, size_t k)
-{
-    /* four independent maxima: a single chain is latency-bound */
-    double m[4] = {z[0], z[0], z[0], z[0]};
-    size_t j = 0;
-    for (; j + 4 <= k; j += 4)
-        for (int l = 0; l < 4; l++)
-            m[l] = z[j + l] > m[l] ? z[j + l] : m[l];
-    for (; j < k; j++)
-        m[0] = z[j] > m[0] ? z[j] : m[0];
-    m[0] = m[1] > m[0] ? m[1] : m[0];
-    m[2] = m[3] > m[2] ? m[3] : m[2];
-    return m[2] > m[0] ? m[2] : m[0];
-}
-
 enum { TEMP_NLL, TEMP_BRIER };
 
 /*
@@ -225,7 +210,7 @@ static void temp_pass(const temp_ctx *c, const calib_dataset *ds, double beta,
         const double *x = row_at(ds, i);
         size_t y = (size_t)x[width];
         const double *z = calib_recal_row_logits(ds->form, k, x, c->zbuf);
-        double zmax = row_max(z, k), dy = z[y] - zmax;
+        double zmax = calib_row_max(z, k), dy = z[y] - zmax;
         if (what == TEMP_BRIER) {
             c->kern->squares(z, k, zmax, beta, s);
             double wy = exp(beta * dy);
@@ -852,7 +837,7 @@ int calib_recal_fit_variance(const calib_dataset *ds,
 /* out = softmax(beta z); out may equal z. */
 static void softmax_scaled(const double *z, size_t k, double beta, double *out)
 {
-    calib_softmax_row(z, k, row_max(z, k), beta, out);
+    calib_softmax_row(z, k, calib_row_max(z, k), beta, out);
 }
 
 int calib_recal_apply_temperature(const double *params, int form, size_t k,

@@ -9,10 +9,16 @@
 
 int calib_check_logits(const double *z, size_t k)
 {
-    for (size_t i = 0; i < k; i++)
-        if (!isfinite(z[i]))
-            return CALIB_ENONFINITE;
-    return CALIB_OK;
+    /* z * 0 is 0 for a finite z and NaN for an infinity or a NaN, so the
+     * sum is NaN exactly when some z is not finite: no branch a value */
+    double zero[4] = {0, 0, 0, 0};
+    size_t i = 0;
+    for (; i + 4 <= k; i += 4)
+        for (int l = 0; l < 4; l++)
+            zero[l] += z[i + l] * 0;
+    for (; i < k; i++)
+        zero[0] += z[i] * 0;
+    return isnan(zero[0] + zero[1] + zero[2] + zero[3]) ? CALIB_ENONFINITE : CALIB_OK;
 }
 
 int calib_check_probs(const double *p, size_t k)
@@ -55,13 +61,20 @@ int calib_check_label(double y, size_t k)
 
 /* ------------------------------------------------------------------ softmax */
 
-static double max_of(const double *z, size_t k)
+double calib_row_max(const double *z, size_t k)
 {
-    double m = z[0];
-    for (size_t i = 1; i < k; i++)
-        if (z[i] > m)
-            m = z[i];
-    return m;
+    /* four independent maxima: a single chain is latency-bound. A NaN is
+     * never taken (x > NaN and NaN > x are false) unless z[0] is one. */
+    double m[4] = {z[0], z[0], z[0], z[0]};
+    size_t j = 0;
+    for (; j + 4 <= k; j += 4)
+        for (int l = 0; l < 4; l++)
+            m[l] = z[j + l] > m[l] ? z[j + l] : m[l];
+    for (; j < k; j++)
+        m[0] = z[j] > m[0] ? z[j] : m[0];
+    m[0] = m[1] > m[0] ? m[1] : m[0];
+    m[2] = m[3] > m[2] ? m[3] : m[2];
+    return m[2] > m[0] ? m[2] : m[0];
 }
 
 /* ln sum_k exp(z_k - zmax); >= 0 because one term is exp(0). */
@@ -90,15 +103,15 @@ static double softmax_shifted(const double *z, size_t k, double zmax, double *p)
 typedef double vd4 __attribute__((vector_size(4 * sizeof(double))));
 #if defined(__x86_64__) && defined(__linux__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
-#define DIV_CLONES __attribute__((target_clones("avx2", "default")))
+#define ROW_CLONES __attribute__((target_clones("avx2", "default")))
 #endif
 #endif
 #endif
-#ifndef DIV_CLONES
-#define DIV_CLONES
+#ifndef ROW_CLONES
+#define ROW_CLONES
 #endif
 
-DIV_CLONES
+ROW_CLONES
 static void divide_row(double *p, size_t k, double s)
 {
     size_t j = 0;
@@ -128,22 +141,27 @@ double calib_softmax_row(const double *z, size_t k, double zmax, double beta, do
 
 void calib_softmax(const double *z, size_t k, double *p)
 {
-    softmax_shifted(z, k, max_of(z, k), p);
+    softmax_shifted(z, k, calib_row_max(z, k), p);
 }
 
 double calib_log_softmax_at(const double *z, size_t k, size_t y)
 {
-    double zmax = max_of(z, k);
+    double zmax = calib_row_max(z, k);
     return (z[y] - zmax) - lse_shifted(z, k, zmax);
 }
 
 size_t calib_argmax(const double *p, size_t k)
 {
-    size_t best = 0;
-    for (size_t i = 1; i < k; i++)
-        if (p[i] > p[best])
-            best = i;
-    return best;
+    /* the first index holding the maximum, as a scan keeping the first
+     * strictly greater value finds it (a NaN is never the maximum unless
+     * p[0] is one; then no p equals it, and the answer is 0 as well) */
+    if (k == 0)
+        return 0;
+    double m = calib_row_max(p, k);
+    for (size_t i = 0; i < k; i++)
+        if (p[i] == m)
+            return i;
+    return 0;
 }
 
 /* ------------------------------------------------------------------ scores */
@@ -155,14 +173,35 @@ static double log_clamped(double logp)
     return s < cap ? s : cap;
 }
 
+/* sum of p[0..n)^2 in four partial sums, in vectors (see divide_row) */
+ROW_CLONES
+static double sum_squares(const double *p, size_t n)
+{
+    size_t j = 0;
+    double s = 0;
+#if defined(__GNUC__)
+    vd4 acc = {0, 0, 0, 0};
+    for (; j + 4 <= n; j += 4) {
+        vd4 v;
+        memcpy(&v, p + j, sizeof v);
+        acc += v * v;
+    }
+    s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+#endif
+    for (; j < n; j++)
+        s += p[j] * p[j];
+    return s;
+}
+
+/* sum_i (p_i - [i = y])^2: the classes before y, after it, and y's own.
+ * Every term is >= 0, so the order of the sums moves the result by a few
+ * ulps at most (and adds no cancellation: (p_y - 1)^2 is its own term). */
 static double brier_of(const double *p, size_t k, size_t y)
 {
-    double s = 0;
-    for (size_t i = 0; i < k; i++) {
-        double d = p[i] - (i == y ? 1.0 : 0.0);
-        s += d * d;
-    }
-    return s;
+    if (y >= k) /* unchecked input: no class is the outcome */
+        return sum_squares(p, k);
+    double d = p[y] - 1;
+    return sum_squares(p, y) + sum_squares(p + y + 1, k - y - 1) + d * d;
 }
 
 void calib_score_probs(const double *p, size_t k, size_t y, calib_score *s)
@@ -174,7 +213,7 @@ void calib_score_probs(const double *p, size_t k, size_t y, calib_score *s)
 void calib_score_logits(const double *z, size_t k, size_t y, double *p,
                         calib_score *s)
 {
-    double zmax = max_of(z, k);
+    double zmax = calib_row_max(z, k);
     double lse = softmax_shifted(z, k, zmax, p);
     s->brier = brier_of(p, k, y);
     s->log = log_clamped((z[y] - zmax) - lse);

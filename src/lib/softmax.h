@@ -12,4 +12,7 @@
  * be z. beta = 1 gives exactly exp(z_j - zmax) (the product is exact). */
 double calib_softmax_row(const double *z, size_t k, double zmax, double beta, double *p);
 
+/* The largest of z[0..k), k >= 1; NaNs are skipped unless z[0] is one. */
+double calib_row_max(const double *z, size_t k);
+
 #endif

@@ -115,6 +115,47 @@ static void argmax_ties_lowest(void **state)
     assert_int_equal(calib_argmax(a, 3), 0);
     assert_int_equal(calib_argmax(b, 3), 1);
     assert_int_equal(calib_argmax(c, 1), 0);
+    assert_int_equal(calib_argmax(c, 0), 0);
+}
+
+/* The scan the four-lane argmax and logit check replace, for every length
+ * up to 13 and every position (and pair of positions) of the maximum, a
+ * tie, a NaN and an infinity: the same answers. */
+static size_t argmax_scan(const double *p, size_t k)
+{
+    size_t best = 0;
+    for (size_t i = 1; i < k; i++)
+        if (p[i] > p[best])
+            best = i;
+    return best;
+}
+
+static void lanes_match_scans(void **state)
+{
+    double v[13];
+    for (size_t k = 1; k <= 13; k++) {
+        for (size_t a = 0; a < k; a++) {
+            for (size_t b = 0; b < k; b++) {
+                for (int kind = 0; kind < 4; kind++) {
+                    for (size_t i = 0; i < k; i++)
+                        v[i] = 0.01 * (double)((i * 7) % 5);
+                    v[a] = 0.5;
+                    if (kind == 1) /* a tie */
+                        v[b] = 0.5;
+                    else if (kind == 2)
+                        v[b] = NAN;
+                    else if (kind == 3)
+                        v[b] = b % 2 ? INFINITY : -INFINITY;
+                    assert_int_equal(calib_argmax(v, k), argmax_scan(v, k));
+                    int finite = 1;
+                    for (size_t i = 0; i < k; i++)
+                        finite &= isfinite(v[i]) != 0;
+                    assert_int_equal(calib_check_logits(v, k),
+                                     finite ? CALIB_OK : CALIB_ENONFINITE);
+                }
+            }
+        }
+    }
 }
 
 static void checks(void **state)
@@ -172,6 +213,7 @@ int main(void)
         cmocka_unit_test(binary_matches_k2),
         cmocka_unit_test(dss_by_hand),
         cmocka_unit_test(argmax_ties_lowest),
+        cmocka_unit_test(lanes_match_scans),
         cmocka_unit_test(checks),
         cmocka_unit_test(form_names),
     };
