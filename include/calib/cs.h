@@ -130,7 +130,7 @@ typedef struct calib_cs {
     double *cp, *cm;    /* [grid] c / m_j and c / (1 - m_j) (inf at 0, 1) */
     double *tp, *tm;    /* [grid] pp qp, pm qm at or above this: fold, test */
     double *scratch;    /* [5 grid] for refinements and merges */
-    double fold_bits;   /* bound on |log2| of any product part */
+    double fold_bits;   /* state (see Fields): bound on |log2| of any product part */
     double level;       /* ln(2 / alpha), the log capital that excludes */
     uint64_t ln_key;    /* the bet's ln(1 + t), cached: t rounded to 8 bits */
     double ln_val;      /* and its value (a pure function of ln_key) */

@@ -198,7 +198,7 @@ static double sum_squares(const double *p, size_t n)
  * ulps at most (and adds no cancellation: (p_y - 1)^2 is its own term). */
 static double brier_of(const double *p, size_t k, size_t y)
 {
-    if (y >= k) /* unchecked input: no class is the outcome */
+    if (y >= k) /* no read past p (the log score's p[y] still needs y < k) */
         return sum_squares(p, k);
     double d = p[y] - 1;
     return sum_squares(p, y) + sum_squares(p + y + 1, k - y - 1) + d * d;

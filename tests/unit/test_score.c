@@ -1,6 +1,7 @@
 /* test_score.c — per-sample scores and input checks, against hand values. */
 #include "unit.h"
 
+#include <float.h>
 #include <stdlib.h>
 
 #include "calib/calib.h"
@@ -136,7 +137,7 @@ static void lanes_match_scans(void **state)
     for (size_t k = 1; k <= 13; k++) {
         for (size_t a = 0; a < k; a++) {
             for (size_t b = 0; b < k; b++) {
-                for (int kind = 0; kind < 4; kind++) {
+                for (int kind = 0; kind < 7; kind++) {
                     for (size_t i = 0; i < k; i++)
                         v[i] = 0.01 * (double)((i * 7) % 5);
                     v[a] = 0.5;
@@ -146,6 +147,16 @@ static void lanes_match_scans(void **state)
                         v[b] = NAN;
                     else if (kind == 3)
                         v[b] = b % 2 ? INFINITY : -INFINITY;
+                    else if (kind == 4) /* zeros of both signs: a tie at 0 */
+                        for (size_t i = 0; i < k; i++)
+                            v[i] = i % 2 ? -0.0 : 0.0;
+                    else if (kind == 5) { /* subnormals the largest */
+                        for (size_t i = 0; i < k; i++)
+                            v[i] = 0;
+                        v[b] = 4.9e-324, v[a] = 1e-310;
+                    }
+                    else if (kind == 6) /* the largest doubles (z * 0 is 0) */
+                        v[b] = -DBL_MAX, v[a] = DBL_MAX;
                     assert_int_equal(calib_argmax(v, k), argmax_scan(v, k));
                     int finite = 1;
                     for (size_t i = 0; i < k; i++)
