@@ -20,16 +20,8 @@ work=$(mktemp -d) pid= perf_pid=
 trap '[ -z "$perf_pid" ] || kill -INT "$perf_pid" 2> /dev/null; [ -z "$pid" ] || kill "$pid" 2> /dev/null; rm -rf "$work"' EXIT
 model=k$k-b$b
 [ "$t" = 1 ] || printf 'version 1\nmethod temperature\nparam T %s\n' "$t" > "$work/model.$model.params"
-"$dir/calibd" -c /dev/null --ingest 'tcp://127.0.0.1:*' --ingest-pull 'tcp://127.0.0.1:*' \
-    --publish 'tcp://127.0.0.1:*' --control 'tcp://127.0.0.1:*' --http off \
-    --state-dir "$work" --log-level warn 2> "$work/log" &
-pid=$!
-until [ -s "$work/endpoints" ]; do
-    kill -0 "$pid" 2> /dev/null || { cat "$work/log"; exit 1; }
-    sleep 0.05
-done
-pull=$(awk '$1 == "ingest_pull" {print $2}' "$work/endpoints")
-ctl=$(awk '$1 == "control" {print $2}' "$work/endpoints")
+. "$(dirname "$0")/bench_lib.sh"
+start_calibd /dev/null warn
 warm=$((n / 10 / b * b))
 [ "$warm" -ge "$b" ] || warm=$b
 "$rate" send --endpoint "$pull" --model "$model" --k "$k" --batch "$b" --count "$warm" "${lab[@]}" > /dev/null

@@ -23,17 +23,8 @@ trap '[ -z "$pid" ] || kill "$pid" 2> /dev/null; rm -rf "$work"' EXIT
 # no drift detection: the only refit is the one asked for
 printf '[defaults]\ndrift = no\nrefit_samples = 10000\n' > "$work/calibd.conf"
 # (the log at info: the candidate's line says how the copy went)
-"$dir/calibd" -c "$work/calibd.conf" --ingest 'tcp://127.0.0.1:*' \
-    --ingest-pull 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
-    --control 'tcp://127.0.0.1:*' --http off --state-dir "$work" --log-level info \
-    2> "$work/log" &
-pid=$!
-until [ -s "$work/endpoints" ]; do
-    kill -0 "$pid" 2> /dev/null || { cat "$work/log"; exit 1; }
-    sleep 0.05
-done
-pull=$(awk '$1 == "ingest_pull" {print $2}' "$work/endpoints")
-ctl=$(awk '$1 == "control" {print $2}' "$work/endpoints")
+. tests/bench/bench_lib.sh
+start_calibd "$work/calibd.conf" info
 
 # refit MODEL: asks for a refit, then polls until the phase leaves fitting;
 # prints the seconds it took and the samples fitted

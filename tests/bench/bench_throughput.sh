@@ -57,16 +57,8 @@ if [ "${CURVE:-0}" = 1 ]; then
     keys=(--key "$work/keys/producer.key_secret" --server-key "$work/keys/calibd.key")
     server=(--curve-server "$work/keys/calibd.key_secret")
 fi
-"$dir/calibd" -c "$conf" --ingest 'tcp://127.0.0.1:*' --ingest-pull 'tcp://127.0.0.1:*' \
-    --publish 'tcp://127.0.0.1:*' --control 'tcp://127.0.0.1:*' --http off \
-    --state-dir "$work" --log-level warn 2> "$work/log" &
-pid=$!
-until [ -s "$work/endpoints" ]; do
-    kill -0 "$pid" 2> /dev/null || { cat "$work/log"; exit 1; }
-    sleep 0.05
-done
-pull=$(awk '$1 == "ingest_pull" {print $2}' "$work/endpoints")
-ctl=$(awk '$1 == "control" {print $2}' "$work/endpoints")
+. tests/bench/bench_lib.sh
+start_calibd "$conf" warn
 
 now() { date +%s.%N; }
 cpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%.3f\n", ($14 + $15) / t}' "/proc/$pid/stat"; }
