@@ -7,6 +7,7 @@
 
 #include "calib/calib.h"
 #include "calib/cs.h"
+#include "vec4.h"
 
 /* Every factor lies in [1 - c, 1 + lambda] = [2^-1, 1 + lambda]: after
  * factors of at most FOLD_BITS bits in all since its last fold, a product
@@ -21,28 +22,7 @@
 /* The lattice: [0, 1] in 2^52 units. */
 #define UNIT ((uint64_t)1 << CALIB_CS_LATTICE_BITS)
 
-/* GCC and clang vector types for the hot loop: four doubles, which the
- * compiler lowers to two SSE2 registers on x86-64 (NEON on arm64, its own
- * lowering elsewhere); plain C otherwise. Never passed or returned by a
- * function (that would change the ABI by target). */
-#if defined(__GNUC__) && !defined(CS_NO_VECTOR)
-#define CS_VECTOR 1
-#define VN 4
-typedef double vd __attribute__((vector_size(VN * sizeof(double))));
-#endif
-/* On x86-64 with GCC or clang, the hot loop is compiled twice, for AVX2
- * and for the baseline, and the dynamic loader picks the one the CPU runs
- * (an ifunc): the same multiplications, bit for bit (AVX2 brings no FMA),
- * in half the instructions. */
-#if defined(CS_VECTOR) && defined(__x86_64__) && defined(__linux__) && \
-    defined(__has_attribute) && !defined(CS_NO_CLONES)
-#if __has_attribute(target_clones)
-#define CS_CLONES __attribute__((target_clones("avx2", "default")))
-#endif
-#endif
-#ifndef CS_CLONES
-#define CS_CLONES
-#endif
+#define VN 4 /* lanes of calib_vec4 (vec4.h) */
 
 static int cfg_ok(double lo, double hi, double alpha)
 {
@@ -442,19 +422,19 @@ static double bet(calib_cs *cs)
  */
 /* qp[j] *= up - lambda m[j] and qm[j] *= down + lambda m[j] for j in
  * [j, b): the factors of every candidate whose caps the bet is below. */
-CS_CLONES
+CALIB_CLONES
 static void scale_parts(double *restrict qp, double *restrict qm, const double *restrict m,
                         uint32_t j, uint32_t b, double up, double down, double lambda)
 {
-#ifdef CS_VECTOR
-    const vd vup = {up, up, up, up}, vdown = {down, down, down, down};
-    const vd vl = {lambda, lambda, lambda, lambda};
+#ifdef CALIB_VEC4
+    const calib_vec4 vup = {up, up, up, up}, vdown = {down, down, down, down};
+    const calib_vec4 vl = {lambda, lambda, lambda, lambda};
     for (; j + VN <= b; j += VN) {
-        vd mj, p, q;
+        calib_vec4 mj, p, q;
         memcpy(&mj, m + j, sizeof mj);
         memcpy(&p, qp + j, sizeof p);
         memcpy(&q, qm + j, sizeof q);
-        vd lm = vl * mj;
+        calib_vec4 lm = vl * mj;
         p *= vup - lm;
         q *= vdown + lm;
         memcpy(qp + j, &p, sizeof p);

@@ -4,6 +4,7 @@
 
 #include "calib/calib.h"
 #include "softmax.h"
+#include "vec4.h"
 
 /* ------------------------------------------------------------------ checks */
 
@@ -86,39 +87,16 @@ static double lse_shifted(const double *z, size_t k, double zmax)
     return log(s);
 }
 
-/* p = exp(z - zmax) / s with s their sum, summed left to right: one exp a
- * class, as SciPy's softmax and the reference (tests/ref) compute it, and
- * within a few ulps of the true p however small (exp(z - zmax - lse) loses
- * |z - zmax - lse| ulps). Returns ln s. */
-static double softmax_shifted(const double *z, size_t k, double zmax, double *p)
-{
-    return calib_softmax_row(z, k, zmax, 1, p);
-}
-
-/* GCC and clang vectors of four doubles (two SSE2 registers on baseline
- * x86-64), and on x86-64 Linux the divisions compiled for AVX2 too, the
- * loader picking by CPU: a division is correctly rounded lane by lane, so
- * the quotients are the scalar loop's bit for bit. */
-#if defined(__GNUC__)
-typedef double vd4 __attribute__((vector_size(4 * sizeof(double))));
-#if defined(__x86_64__) && defined(__linux__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define ROW_CLONES __attribute__((target_clones("avx2", "default")))
-#endif
-#endif
-#endif
-#ifndef ROW_CLONES
-#define ROW_CLONES
-#endif
-
-ROW_CLONES
+/* The quotients in vectors (vec4.h): a division is correctly rounded lane
+ * by lane, so they are the scalar loop's bit for bit. */
+CALIB_CLONES
 static void divide_row(double *p, size_t k, double s)
 {
     size_t j = 0;
-#if defined(__GNUC__)
-    const vd4 vs = {s, s, s, s};
+#ifdef CALIB_VEC4
+    const calib_vec4 vs = {s, s, s, s};
     for (; j + 4 <= k; j += 4) {
-        vd4 v;
+        calib_vec4 v;
         memcpy(&v, p + j, sizeof v);
         v /= vs;
         memcpy(p + j, &v, sizeof v);
@@ -128,6 +106,10 @@ static void divide_row(double *p, size_t k, double s)
         p[j] /= s;
 }
 
+/* p = exp(beta (z - zmax)) / s with s their sum, summed left to right: one
+ * exp a class, as SciPy's softmax and the reference (tests/ref) compute it,
+ * and within a few ulps of the true p however small (exp(z - zmax - lse)
+ * loses |z - zmax - lse| ulps). Returns ln s. */
 double calib_softmax_row(const double *z, size_t k, double zmax, double beta, double *p)
 {
     double s = 0;
@@ -141,7 +123,7 @@ double calib_softmax_row(const double *z, size_t k, double zmax, double beta, do
 
 void calib_softmax(const double *z, size_t k, double *p)
 {
-    softmax_shifted(z, k, calib_row_max(z, k), p);
+    calib_softmax_row(z, k, calib_row_max(z, k), 1, p);
 }
 
 double calib_log_softmax_at(const double *z, size_t k, size_t y)
@@ -173,16 +155,16 @@ static double log_clamped(double logp)
     return s < cap ? s : cap;
 }
 
-/* sum of p[0..n)^2 in four partial sums, in vectors (see divide_row) */
-ROW_CLONES
+/* sum of p[0..n)^2 in four partial sums, in vectors (vec4.h) */
+CALIB_CLONES
 static double sum_squares(const double *p, size_t n)
 {
     size_t j = 0;
     double s = 0;
-#if defined(__GNUC__)
-    vd4 acc = {0, 0, 0, 0};
+#ifdef CALIB_VEC4
+    calib_vec4 acc = {0, 0, 0, 0};
     for (; j + 4 <= n; j += 4) {
-        vd4 v;
+        calib_vec4 v;
         memcpy(&v, p + j, sizeof v);
         acc += v * v;
     }
@@ -214,7 +196,7 @@ void calib_score_logits(const double *z, size_t k, size_t y, double *p,
                         calib_score *s)
 {
     double zmax = calib_row_max(z, k);
-    double lse = softmax_shifted(z, k, zmax, p);
+    double lse = calib_softmax_row(z, k, zmax, 1, p);
     s->brier = brier_of(p, k, y);
     s->log = log_clamped((z[y] - zmax) - lse);
 }

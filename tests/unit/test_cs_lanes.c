@@ -24,7 +24,7 @@
 #define calib_cs_reset scalar_cs_reset
 #define calib_cs_restore scalar_cs_restore
 #define calib_cs_step scalar_cs_step
-#define CS_NO_VECTOR 1
+#define CALIB_NO_VEC4 1
 /* its prototypes are the header's, under the library's names */
 #pragma GCC diagnostic ignored "-Wmissing-prototypes"
 #include "../../src/lib/cs.c"
