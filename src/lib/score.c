@@ -1,8 +1,10 @@
 /* score.c — per-sample proper scores (Brier, log, Dawid-Sebastiani). */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "calib/calib.h"
+#include "expk.h"
 #include "softmax.h"
 #include "vec4.h"
 
@@ -87,6 +89,81 @@ static double lse_shifted(const double *z, size_t k, double zmax)
     return log(s);
 }
 
+/* exp(x) for x <= 0: EXP_NEG (expk.h, within 2 ulp of glibc's) in its
+ * range, and glibc's own below it, where the result is subnormal or 0 (or
+ * x is NaN, when beta (z - zmax) is 0 * -inf) */
+static inline double exp_le0(double x)
+{
+    if (!(x >= EXPK_ARG_MIN))
+        return exp(x);
+    double e;
+    EXP_NEG(x, e, double, uint64_t);
+    return e;
+}
+
+/*
+ * p_j = exp(beta (z_j - zmax)); returns their sum, taken in four partial
+ * sums (lane l holds the j = l mod 4 of the first k - k mod 4), then
+ * (s0 + s1) + (s2 + s3), then the last k mod 4 in order. In vectors
+ * (vec4.h), a lane whose argument is below EXPK_ARG_MIN adds 0 and keeps
+ * its argument in p (a weight is >= exp(-708) > 0, such an argument is
+ * < -708 or NaN), which a second loop, rarely run, turns into libm's exp
+ * (p < 3e-308, or 0): so p may be z. Without vectors, the same operations
+ * in the same order in plain C, so every build and CPU gives the same
+ * bits (test_score_lanes compiles this file without vectors).
+ */
+CALIB_CLONES
+static double exp_row(const double *z, size_t k, double zmax, double beta, double *p)
+{
+    size_t j = 0;
+    double s[4] = {0, 0, 0, 0};
+    int any_below = 0;
+#ifdef CALIB_VEC4
+    const calib_vec4 vmax = {zmax, zmax, zmax, zmax};
+    const calib_vec4 vmin = {EXPK_ARG_MIN, EXPK_ARG_MIN, EXPK_ARG_MIN, EXPK_ARG_MIN};
+    calib_vec4 acc = {0, 0, 0, 0};
+    calib_vec4u below = {0, 0, 0, 0};
+    for (; j + 4 <= k; j += 4) {
+        calib_vec4 x, w;
+        memcpy(&x, z + j, sizeof x);
+        x = beta * (x - vmax);
+        calib_vec4u in = (calib_vec4u)(x >= vmin);
+        EXP_NEG(x, w, calib_vec4, calib_vec4u);
+        calib_vec4u wbits = (calib_vec4u)w & in;
+        acc += (calib_vec4)wbits;
+        below |= ~in;
+        w = (calib_vec4)(wbits | ((calib_vec4u)x & ~in));
+        memcpy(p + j, &w, sizeof w);
+    }
+    for (int l = 0; l < 4; l++)
+        s[l] = acc[l];
+    any_below = (below[0] | below[1] | below[2] | below[3]) != 0;
+#else
+    for (; j + 4 <= k; j += 4)
+        for (int l = 0; l < 4; l++) {
+            double x = beta * (z[j + l] - zmax), w = 0;
+            if (x >= EXPK_ARG_MIN)
+                EXP_NEG(x, w, double, uint64_t);
+            else
+                any_below = 1;
+            s[l] += w;
+            p[j + l] = x >= EXPK_ARG_MIN ? w : x;
+        }
+#endif
+    if (any_below)
+        for (size_t i = 0; i < j; i++)
+            if (!(p[i] >= 0)) {
+                p[i] = exp(p[i]);
+                s[i % 4] += p[i]; /* no change but a NaN's */
+            }
+    double sum = (s[0] + s[1]) + (s[2] + s[3]);
+    for (; j < k; j++) {
+        p[j] = exp_le0(beta * (z[j] - zmax));
+        sum += p[j];
+    }
+    return sum;
+}
+
 /* The quotients in vectors (vec4.h): a division is correctly rounded lane
  * by lane, so they are the scalar loop's bit for bit. */
 CALIB_CLONES
@@ -106,17 +183,13 @@ static void divide_row(double *p, size_t k, double s)
         p[j] /= s;
 }
 
-/* p = exp(beta (z - zmax)) / s with s their sum, summed left to right: one
- * exp a class, as SciPy's softmax and the reference (tests/ref) compute it,
- * and within a few ulps of the true p however small (exp(z - zmax - lse)
- * loses |z - zmax - lse| ulps). Returns ln s. */
+/* p = exp(beta (z - zmax)) / s with s their sum: one exp a class (EXP_NEG,
+ * within 2 ulp of glibc's), as SciPy's softmax and the reference
+ * (tests/ref) compute it, and within a few ulps of the true p however
+ * small (exp(z - zmax - lse) loses |z - zmax - lse| ulps). Returns ln s. */
 double calib_softmax_row(const double *z, size_t k, double zmax, double beta, double *p)
 {
-    double s = 0;
-    for (size_t j = 0; j < k; j++) {
-        p[j] = exp(beta * (z[j] - zmax));
-        s += p[j];
-    }
+    double s = exp_row(z, k, zmax, beta, p);
     divide_row(p, k, s);
     return log(s);
 }
@@ -155,12 +228,14 @@ static double log_clamped(double logp)
     return s < cap ? s : cap;
 }
 
-/* sum of p[0..n)^2 in four partial sums, in vectors (vec4.h) */
+/* sum of p[0..n)^2 in four partial sums (lane l the j = l mod 4 of the
+ * first n - n mod 4), then (s0 + s1) + (s2 + s3), then the rest in order:
+ * in vectors (vec4.h), or the same operations in plain C */
 CALIB_CLONES
 static double sum_squares(const double *p, size_t n)
 {
     size_t j = 0;
-    double s = 0;
+    double s[4] = {0, 0, 0, 0};
 #ifdef CALIB_VEC4
     calib_vec4 acc = {0, 0, 0, 0};
     for (; j + 4 <= n; j += 4) {
@@ -168,11 +243,17 @@ static double sum_squares(const double *p, size_t n)
         memcpy(&v, p + j, sizeof v);
         acc += v * v;
     }
-    s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (int l = 0; l < 4; l++)
+        s[l] = acc[l];
+#else
+    for (; j + 4 <= n; j += 4)
+        for (int l = 0; l < 4; l++)
+            s[l] += p[j + l] * p[j + l];
 #endif
+    double sum = (s[0] + s[1]) + (s[2] + s[3]);
     for (; j < n; j++)
-        s += p[j] * p[j];
-    return s;
+        sum += p[j] * p[j];
+    return sum;
 }
 
 /* sum_i (p_i - [i = y])^2: the classes before y, after it, and y's own.

@@ -1,7 +1,7 @@
 /*
  * vec4.h — libcalib's vectors of four doubles (internal, not installed),
  * for the loops that run on every pair: the confidence sequence's products
- * (cs.c) and a row's divisions and squares (score.c).
+ * (cs.c) and a row's exps, divisions and squares (score.c).
  *
  * With GCC and clang, calib_vec4 is four doubles, which the compiler lowers
  * to two SSE2 registers on baseline x86-64 (NEON on arm64, its own lowering
@@ -21,6 +21,8 @@
 #if defined(__GNUC__) && !defined(CALIB_NO_VEC4)
 #define CALIB_VEC4 1
 typedef double calib_vec4 __attribute__((vector_size(4 * sizeof(double))));
+/* its lanes' bits, for masks (a comparison of two calib_vec4 gives -1 or 0) */
+typedef unsigned long long calib_vec4u __attribute__((vector_size(4 * sizeof(double))));
 #endif
 
 #if defined(CALIB_VEC4) && defined(__x86_64__) && defined(__linux__) && defined(__has_attribute)

@@ -79,6 +79,73 @@ static void logits_k1000(void **state)
     free(p);
 }
 
+/* softmax by libm: exp of each class, summed left to right (the reference's
+ * formula, tests/ref/calib_ref.py) */
+static void softmax_libm(const double *z, size_t k, double *p)
+{
+    double m = z[0], s = 0;
+    for (size_t i = 1; i < k; i++)
+        m = z[i] > m ? z[i] : m;
+    for (size_t i = 0; i < k; i++)
+        s += p[i] = exp(z[i] - m);
+    for (size_t i = 0; i < k; i++)
+        p[i] /= s;
+}
+
+/* libcalib's exp is its own (within 2 ulp of glibc's) and sums in four
+ * lanes: p stays within a few ulps of libm's softmax, whatever the row's
+ * length (every remainder mod 4) and spread (classes far below the
+ * maximum, where p is subnormal or 0, included). */
+static void softmax_within_ulps_of_libm(void **state)
+{
+    enum { KMAX = 1000 };
+    static double z[KMAX], p[KMAX], q[KMAX];
+    const size_t ks[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 31, 100, 1000};
+    const double spreads[] = {0.01, 1, 5, 50, 400};
+    calib_rng r;
+    calib_rng_seed(&r, 42);
+    for (size_t a = 0; a < sizeof ks / sizeof ks[0]; a++)
+        for (size_t b = 0; b < sizeof spreads / sizeof spreads[0]; b++)
+            for (int rep = 0; rep < 50; rep++) {
+                size_t k = ks[a];
+                for (size_t i = 0; i < k; i++)
+                    z[i] = spreads[b] * calib_rng_normal(&r);
+                calib_softmax(z, k, p);
+                softmax_libm(z, k, q);
+                double sum = 0;
+                for (size_t i = 0; i < k; i++) {
+                    double tol = (4.0 + (double)k) * DBL_EPSILON * q[i] + 2 * DBL_TRUE_MIN;
+                    if (!(fabs(p[i] - q[i]) <= tol))
+                        fail_msg("k %zu spread %g class %zu: p %a, libm %a", k,
+                                 spreads[b], i, p[i], q[i]);
+                    sum += p[i];
+                }
+                assert_close(sum, 1, 1e-13);
+            }
+}
+
+/* Below exp's range (z - max z < -708) a p is glibc's exp over the sum,
+ * subnormal or 0, in the vector lanes and in the tail alike: here the
+ * sum is exactly 2 (two maxima; the rest cannot move it). */
+static void softmax_below_range_is_libms(void **state)
+{
+    const double far[] = {-708.5, -709, -720, -745, -745.2, -800, -1e300};
+    double z[11], p[11];
+    for (size_t at = 0; at < 11; at++)
+        for (size_t f = 0; f < sizeof far / sizeof far[0]; f++) {
+            for (size_t i = 0; i < 11; i++)
+                z[i] = far[(i + f) % (sizeof far / sizeof far[0])];
+            z[at] = 0;
+            z[(at + 5) % 11] = 0;
+            calib_softmax(z, 11, p);
+            for (size_t i = 0; i < 11; i++)
+                if (z[i] == 0)
+                    assert_true(p[i] == 0.5);
+                else if (p[i] != exp(z[i]) / 2)
+                    fail_msg("z %g: p %a, want %a", z[i], p[i], exp(z[i]) / 2);
+        }
+}
+
 static void binary_matches_k2(void **state)
 {
     calib_score b, v;
@@ -221,6 +288,8 @@ int main(void)
         cmocka_unit_test(logits_uniform),
         cmocka_unit_test(logits_extreme_are_stable),
         cmocka_unit_test(logits_k1000),
+        cmocka_unit_test(softmax_within_ulps_of_libm),
+        cmocka_unit_test(softmax_below_range_is_libms),
         cmocka_unit_test(binary_matches_k2),
         cmocka_unit_test(dss_by_hand),
         cmocka_unit_test(argmax_ties_lowest),
