@@ -16,7 +16,8 @@
 # million predictions; calibd's peak RSS at the end.
 # Run: make -C build/plain tests/bench/bench_rate && tests/bench/bench_throughput.sh build/plain
 #      (SCALE=0.5 halves every case's count; CASES="10/64/inline/identity ..." picks cases;
-#      CURVE=1: every socket with CURVE, calibd's and the null consumer's alike)
+#      CURVE=1: every socket with CURVE, calibd's and the null consumer's alike;
+#      DEFAULTS="cs_alpha = 0": lines for calibd.conf's [defaults])
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=$(cd "${1:-build/plain}" && pwd)
@@ -62,6 +63,9 @@ if [ "${CURVE:-0}" = 1 ]; then
     keys=(--key "$work/keys/producer.key_secret" --server-key "$work/keys/calibd.key")
     server=(--curve-server "$work/keys/calibd.key_secret")
 fi
+# DEFAULTS: lines for calibd.conf's [defaults], to price one statistic by
+# turning it off (DEFAULTS=$'cs_alpha = 0\ndrift = no')
+[ -z "${DEFAULTS:-}" ] || printf '[defaults]\n%s\n' "$DEFAULTS" >> "$conf"
 . tests/bench/bench_lib.sh
 start_calibd "$conf" warn
 
