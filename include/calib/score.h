@@ -34,11 +34,12 @@ int calib_check_binary(double p);                              /* [0,1] */
 int calib_check_gaussian(double mean, double var);             /* var > 0 */
 int calib_check_label(double y, size_t k);                     /* integer in [0,k) */
 
-/* Stable softmax: p = exp(d) / sum exp(d) with d = z - max z, summed in class
- * order. */
+/* Stable softmax: p = exp(d) / sum exp(d) with d = z - max z: libcalib's exp
+ * (within 1 ulp of glibc's), the sum in four partial sums (libcalib(3)). */
 void calib_softmax(const double *z, size_t k, double *p);
 
-/* ln p_y of softmax(z), through the max-shifted log-sum-exp. */
+/* ln p_y of softmax(z), through the max-shifted log-sum-exp: the log score
+ * of calib_score_logits, bit for bit, below its clamp. */
 double calib_log_softmax_at(const double *z, size_t k, size_t y);
 
 /* Index of the largest p_k; ties go to the lowest index. k >= 1. */

@@ -60,10 +60,10 @@ static const calib_expk kernels_scalar = {
 #define EXPK_VECTOR 1
 /*
  * One vector of W elements at z + J into the accumulators a0..a3. A lane
- * whose beta d is below the range (or -inf) computes garbage, even NaN,
- * in the exp; the mask then makes its w = +0 (and its d = 0, so that
- * -inf never meets a 0 weight in a product). IEEE arithmetic on such
- * values traps nowhere, and the integer part works on unsigned lanes.
+ * whose beta d is below the range (or -inf) takes the exp of the range's
+ * end instead, which raises no invalid or overflow flag, and the mask
+ * then makes its w = +0 (and its d = 0, so that -inf never meets a 0
+ * weight in a product).
  */
 #define KERNEL_STEP(T, U, MODE, J, a0, a1, a2, a3)                          \
     do {                                                                    \
@@ -72,6 +72,7 @@ static const calib_expk kernels_scalar = {
         d -= vmax;                                                          \
         x = beta * d;                                                       \
         U ok = (U)(x >= vmin);                                              \
+        x = (T)(((U)x & ok) | ((U)vmin & ~ok));                             \
         EXP_NEG(x, w, T, U);                                                \
         w = (T)((U)w & ok);                                                 \
         a0 += w;                                                            \

@@ -80,18 +80,9 @@ double calib_row_max(const double *z, size_t k)
     return m[2] > m[0] ? m[2] : m[0];
 }
 
-/* ln sum_k exp(z_k - zmax); >= 0 because one term is exp(0). */
-static double lse_shifted(const double *z, size_t k, double zmax)
-{
-    double s = 0;
-    for (size_t i = 0; i < k; i++)
-        s += exp(z[i] - zmax);
-    return log(s);
-}
-
-/* exp(x) for x <= 0: EXP_NEG (expk.h, within 2 ulp of glibc's) in its
- * range, and glibc's own below it, where the result is subnormal or 0 (or
- * x is NaN, when beta (z - zmax) is 0 * -inf) */
+/* exp(x) for x <= 0: EXP_NEG (expk.h: within 4 ulp) in its range, and
+ * glibc's own below it, where exp(x) < 3.1e-308 (or x is NaN, when
+ * beta (z - zmax) is 0 * -inf or z is NaN) */
 static inline double exp_le0(double x)
 {
     if (!(x >= EXPK_ARG_MIN))
@@ -102,15 +93,17 @@ static inline double exp_le0(double x)
 }
 
 /*
- * p_j = exp(beta (z_j - zmax)); returns their sum, taken in four partial
- * sums (lane l holds the j = l mod 4 of the first k - k mod 4), then
- * (s0 + s1) + (s2 + s3), then the last k mod 4 in order. In vectors
- * (vec4.h), a lane whose argument is below EXPK_ARG_MIN adds 0 and keeps
- * its argument in p (a weight is >= exp(-708) > 0, such an argument is
- * < -708 or NaN), which a second loop, rarely run, turns into libm's exp
- * (p < 3e-308, or 0): so p may be z. Without vectors, the same operations
- * in the same order in plain C, so every build and CPU gives the same
- * bits (test_score_lanes compiles this file without vectors).
+ * p_j = exp(beta (z_j - zmax)), or none with p NULL; returns their sum,
+ * taken in four partial sums (lane l holds the j = l mod 4 of the first
+ * k - k mod 4), then (s0 + s1) + (s2 + s3), then the last k mod 4 in
+ * order. In vectors (vec4.h), a lane whose argument is below EXPK_ARG_MIN
+ * (or NaN) takes EXP_NEG of EXPK_ARG_MIN, so that no lane raises an
+ * invalid or overflow flag, adds 0, and keeps its argument in p (a
+ * weight is >= exp(-708) > 0, such an argument < -708 or NaN); a second
+ * loop, run only for a row that has one, gives it glibc's exp. So p may
+ * be z. Without vectors, the same operations in the same order in plain
+ * C, so every build and CPU gives the same bits (test_score_lanes
+ * compiles this file without vectors).
  */
 CALIB_CLONES
 static double exp_row(const double *z, size_t k, double zmax, double beta, double *p)
@@ -128,12 +121,16 @@ static double exp_row(const double *z, size_t k, double zmax, double beta, doubl
         memcpy(&x, z + j, sizeof x);
         x = beta * (x - vmax);
         calib_vec4u in = (calib_vec4u)(x >= vmin);
-        EXP_NEG(x, w, calib_vec4, calib_vec4u);
+        calib_vec4u xbits = (calib_vec4u)x;
+        w = (calib_vec4)((xbits & in) | ((calib_vec4u)vmin & ~in));
+        EXP_NEG(w, w, calib_vec4, calib_vec4u);
         calib_vec4u wbits = (calib_vec4u)w & in;
         acc += (calib_vec4)wbits;
         below |= ~in;
-        w = (calib_vec4)(wbits | ((calib_vec4u)x & ~in));
-        memcpy(p + j, &w, sizeof w);
+        if (p) {
+            w = (calib_vec4)(wbits | (xbits & ~in));
+            memcpy(p + j, &w, sizeof w);
+        }
     }
     for (int l = 0; l < 4; l++)
         s[l] = acc[l];
@@ -147,19 +144,27 @@ static double exp_row(const double *z, size_t k, double zmax, double beta, doubl
             else
                 any_below = 1;
             s[l] += w;
-            p[j + l] = x >= EXPK_ARG_MIN ? w : x;
+            if (p)
+                p[j + l] = x >= EXPK_ARG_MIN ? w : x;
         }
 #endif
-    if (any_below)
-        for (size_t i = 0; i < j; i++)
-            if (!(p[i] >= 0)) {
-                p[i] = exp(p[i]);
-                s[i % 4] += p[i]; /* no change but a NaN's */
-            }
+    /* a lane's sum may move; the total, which holds the maximum's 1, only
+     * for a NaN */
+    for (size_t i = 0; any_below && i < j; i++) {
+        double x = p ? p[i] : beta * (z[i] - zmax); /* without p, z is intact */
+        if (p ? p[i] >= 0 : x >= EXPK_ARG_MIN)
+            continue;
+        double e = exp(x);
+        if (p)
+            p[i] = e;
+        s[i % 4] += e;
+    }
     double sum = (s[0] + s[1]) + (s[2] + s[3]);
     for (; j < k; j++) {
-        p[j] = exp_le0(beta * (z[j] - zmax));
-        sum += p[j];
+        double e = exp_le0(beta * (z[j] - zmax));
+        if (p)
+            p[j] = e;
+        sum += e;
     }
     return sum;
 }
@@ -184,14 +189,14 @@ static void divide_row(double *p, size_t k, double s)
 }
 
 /* p = exp(beta (z - zmax)) / s with s their sum: one exp a class (EXP_NEG,
- * within 2 ulp of glibc's), as SciPy's softmax and the reference
+ * within 4 ulp), as SciPy's softmax and the reference
  * (tests/ref) compute it, and within a few ulps of the true p however
- * small (exp(z - zmax - lse) loses |z - zmax - lse| ulps). Returns ln s. */
+ * small (exp(z - zmax - lse) loses |z - zmax - lse| ulps). Returns s. */
 double calib_softmax_row(const double *z, size_t k, double zmax, double beta, double *p)
 {
     double s = exp_row(z, k, zmax, beta, p);
     divide_row(p, k, s);
-    return log(s);
+    return s;
 }
 
 void calib_softmax(const double *z, size_t k, double *p)
@@ -201,8 +206,9 @@ void calib_softmax(const double *z, size_t k, double *p)
 
 double calib_log_softmax_at(const double *z, size_t k, size_t y)
 {
+    /* the log score of calib_score_logits, bit for bit (below its clamp) */
     double zmax = calib_row_max(z, k);
-    return (z[y] - zmax) - lse_shifted(z, k, zmax);
+    return (z[y] - zmax) - log(exp_row(z, k, zmax, 1, NULL));
 }
 
 size_t calib_argmax(const double *p, size_t k)
@@ -277,7 +283,7 @@ void calib_score_logits(const double *z, size_t k, size_t y, double *p,
                         calib_score *s)
 {
     double zmax = calib_row_max(z, k);
-    double lse = calib_softmax_row(z, k, zmax, 1, p);
+    double lse = log(calib_softmax_row(z, k, zmax, 1, p)); /* as calib_log_softmax_at */
     s->brier = brier_of(p, k, y);
     s->log = log_clamped((z[y] - zmax) - lse);
 }

@@ -9,7 +9,8 @@
 
 /* p_j = exp(beta (z_j - zmax)) / s, s their sum in four partial sums, with
  * EXP_NEG (expk.h) in its range and libm's exp below it, one a class
- * (score.c: exp_row); zmax is the row's maximum. Returns ln s. p may
+ * (score.c: exp_row); zmax is the row's maximum. Returns s (>= 1; its log
+ * only where a log score needs it: temperature scaling does not). p may
  * be z. beta = 1 gives exactly exp(z_j - zmax) (the product is exact). */
 double calib_softmax_row(const double *z, size_t k, double zmax, double beta, double *p);
 

@@ -12,8 +12,8 @@
  *
  * CALIB_CLONES on a function compiles it twice on x86-64 Linux, for AVX2
  * and for the baseline, and the dynamic loader picks the one the CPU runs
- * (an ifunc). AVX2 brings no FMA, and C11 mode contracts nothing, so both
- * give the same bits.
+ * (an ifunc). AVX2 brings no FMA, and Makefile.am's -ffp-contract=off
+ * forbids fusing anyway, so both give the same bits.
  */
 #ifndef CALIB_VEC4_H
 #define CALIB_VEC4_H
@@ -25,7 +25,10 @@ typedef double calib_vec4 __attribute__((vector_size(4 * sizeof(double))));
 typedef unsigned long long calib_vec4u __attribute__((vector_size(4 * sizeof(double))));
 #endif
 
-#if defined(CALIB_VEC4) && defined(__x86_64__) && defined(__linux__) && defined(__has_attribute)
+/* CALIB_BASELINE_ONLY: the baseline alone, no clones (the tests that check
+ * the baseline's bits on a CPU that would pick AVX2) */
+#if defined(CALIB_VEC4) && defined(__x86_64__) && defined(__linux__) && defined(__has_attribute) && \
+    !defined(CALIB_BASELINE_ONLY)
 #if __has_attribute(target_clones)
 #define CALIB_CLONES __attribute__((target_clones("avx2", "default")))
 #endif

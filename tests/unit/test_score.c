@@ -1,6 +1,7 @@
 /* test_score.c — per-sample scores and input checks, against hand values. */
 #include "unit.h"
 
+#include <fenv.h>
 #include <float.h>
 #include <stdlib.h>
 
@@ -143,6 +144,68 @@ static void softmax_below_range_is_libms(void **state)
                     assert_true(p[i] == 0.5);
                 else if (p[i] != exp(z[i]) / 2)
                     fail_msg("z %g: p %a, want %a", z[i], p[i], exp(z[i]) / 2);
+        }
+}
+
+/* A NaN logit (unchecked input) makes every p NaN, as exp(NaN) in the sum
+ * did before the exps were vectorised, in a lane and in the tail alike. */
+static void softmax_nan_spreads(void **state)
+{
+    double z[13], p[13];
+    for (size_t k = 1; k <= 13; k++)
+        for (size_t at = 0; at < k; at++) {
+            for (size_t i = 0; i < k; i++)
+                z[i] = 0.1 * (double)i;
+            z[at] = NAN;
+            calib_softmax(z, k, p);
+            for (size_t i = 0; i < k; i++)
+                if (!isnan(p[i]))
+                    fail_msg("k %zu NaN at %zu: p[%zu] = %g", k, at, i, p[i]);
+        }
+}
+
+/* Classes far below the maximum raise no invalid and no overflow flag, and
+ * classes -inf apart (z = -DBL_MAX against DBL_MAX) only the overflow of
+ * that difference itself: a program that traps them must not die in
+ * calib_softmax for an exp of a lane that was never wanted. */
+static void softmax_raises_no_invalid(void **state)
+{
+    const double rows[][8] = {
+        {0, -1e300, 0, 0, -800, -708.5, 0, 0},
+        {DBL_MAX, -DBL_MAX, 0, 0, -DBL_MAX, 1, 2, 3},
+        {-DBL_MAX, -DBL_MAX, -DBL_MAX, DBL_MAX, 0, 0, 0, -1e308},
+    };
+    double p[8];
+    calib_score s;
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+        for (size_t k = 1; k <= 8; k++) {
+            feclearexcept(FE_ALL_EXCEPT);
+            calib_softmax(rows[r], k, p);
+            calib_score_logits(rows[r], k, 0, p, &s);
+            (void)calib_log_softmax_at(rows[r], k, k - 1);
+            int bad = FE_INVALID | FE_DIVBYZERO | (r == 0 ? FE_OVERFLOW : 0);
+            if (fetestexcept(bad))
+                fail_msg("row %zu, k %zu: flags %#x", r, k, fetestexcept(bad));
+        }
+}
+
+/* calib_log_softmax_at is the log score's ln p_y bit for bit (below the
+ * clamp): one sum of exps, not a second one in another order. */
+static void log_softmax_at_is_the_log_score(void **state)
+{
+    static double z[1000], p[1000];
+    const size_t ks[] = {2, 3, 5, 8, 10, 13, 100, 1000};
+    calib_rng r;
+    calib_rng_seed(&r, 9);
+    for (size_t a = 0; a < sizeof ks / sizeof ks[0]; a++)
+        for (int rep = 0; rep < 200; rep++) {
+            size_t k = ks[a], y = calib_rng_next(&r) % k;
+            for (size_t i = 0; i < k; i++)
+                z[i] = 3 * calib_rng_normal(&r);
+            calib_score s;
+            calib_score_logits(z, k, y, p, &s);
+            if (s.log < LOG_CAP)
+                assert_true(-calib_log_softmax_at(z, k, y) == s.log);
         }
 }
 
@@ -290,6 +353,9 @@ int main(void)
         cmocka_unit_test(logits_k1000),
         cmocka_unit_test(softmax_within_ulps_of_libm),
         cmocka_unit_test(softmax_below_range_is_libms),
+        cmocka_unit_test(softmax_nan_spreads),
+        cmocka_unit_test(softmax_raises_no_invalid),
+        cmocka_unit_test(log_softmax_at_is_the_log_score),
         cmocka_unit_test(binary_matches_k2),
         cmocka_unit_test(dss_by_hand),
         cmocka_unit_test(argmax_ties_lowest),

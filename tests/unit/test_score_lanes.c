@@ -2,10 +2,11 @@
  * vectors of four doubles and, on x86-64, are compiled for AVX2 and for
  * the baseline, the loader choosing: every path must score a row bit for
  * bit as plain scalar C does. This test compiles score.c a second time
- * without vectors (its public names renamed) and runs both on the same
- * rows: every length up to 17 and longer ones, temperatures, classes far
- * below the maximum (exp's range left, p subnormal or 0) at every lane,
- * and in place (p = z). */
+ * without vectors and a third time for the baseline alone
+ * (score_baseline.c), and runs the library's (the CPU's pick) and both on
+ * the same rows: every length up to 17 and longer ones, temperatures,
+ * classes far below the maximum (exp's range left) and at its end, at
+ * every lane, and in place (p = z). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,28 +18,30 @@
 #include "calib/calib.h"
 #include "softmax.h"
 
-#define calib_check_binary scalar_check_binary
-#define calib_check_gaussian scalar_check_gaussian
-#define calib_check_label scalar_check_label
-#define calib_check_logits scalar_check_logits
-#define calib_check_probs scalar_check_probs
-#define calib_row_max scalar_row_max
-#define calib_softmax_row scalar_softmax_row
-#define calib_softmax scalar_softmax
-#define calib_log_softmax_at scalar_log_softmax_at
-#define calib_argmax scalar_argmax
-#define calib_score_probs scalar_score_probs
-#define calib_score_logits scalar_score_logits
-#define calib_score_binary scalar_score_binary
-#define calib_score_dss scalar_score_dss
+#define SCORE_PREFIX scalar_
 #define CALIB_NO_VEC4 1
-/* its prototypes are the headers', under the library's names */
-#pragma GCC diagnostic ignored "-Wmissing-prototypes"
-#include "../../src/lib/score.c"
-#pragma GCC diagnostic warning "-Wmissing-prototypes"
-#undef calib_row_max
-#undef calib_softmax_row
-#undef calib_score_logits
+#include "score_renamed.h"
+
+/* score_baseline.c: vectors, baseline only */
+double baseline_row_max(const double *z, size_t k);
+double baseline_softmax_row(const double *z, size_t k, double zmax, double beta, double *p);
+void baseline_score_logits(const double *z, size_t k, size_t y, double *p, calib_score *s);
+double baseline_log_softmax_at(const double *z, size_t k, size_t y);
+
+/* one build of score.c's row functions */
+typedef struct impl {
+    const char *name;
+    double (*row_max)(const double *, size_t);
+    double (*softmax_row)(const double *, size_t, double, double, double *);
+    void (*score_logits)(const double *, size_t, size_t, double *, calib_score *);
+    double (*log_softmax_at)(const double *, size_t, size_t);
+} impl;
+
+static const impl impls[] = {
+    {"scalar", scalar_row_max, scalar_softmax_row, scalar_score_logits, scalar_log_softmax_at},
+    {"baseline", baseline_row_max, baseline_softmax_row, baseline_score_logits,
+     baseline_log_softmax_at},
+};
 
 static void vectors_equal_scalar(void **state)
 {
@@ -57,24 +60,35 @@ static void vectors_equal_scalar(void **state)
                     z[i] = spread * calib_rng_normal(&r);
                 if (rep % 5 == 4) /* one class out of exp's range */
                     z[calib_rng_next(&r) % k] = -800;
-                double m = calib_row_max(z, k);
-                assert_true(m == scalar_row_max(z, k));
-                double lv = calib_softmax_row(z, k, m, betas[b], p);
-                double ls = scalar_softmax_row(z, k, m, betas[b], q);
-                assert_memory_equal(&lv, &ls, sizeof lv);
-                assert_memory_equal(p, q, k * sizeof *p);
-                memcpy(w, z, k * sizeof *w); /* in place, as temperature scaling calls it */
-                calib_softmax_row(w, k, m, betas[b], w);
-                assert_memory_equal(w, p, k * sizeof *p);
-                memcpy(w, z, k * sizeof *w);
-                scalar_softmax_row(w, k, m, betas[b], w);
-                assert_memory_equal(w, p, k * sizeof *p);
+                if (rep % 7 == 6) /* at its end (exactly for beta 1, 1/4, 3), every lane in turn */
+                    for (size_t i = 0; i < k; i++)
+                        z[i] = i == (size_t)rep % k ? 0 : -708 / betas[b];
                 size_t y = calib_rng_next(&r) % k;
-                calib_score sv, ss;
-                calib_score_logits(z, k, y, p, &sv);
-                scalar_score_logits(z, k, y, q, &ss);
-                assert_memory_equal(&sv, &ss, sizeof sv);
-                assert_memory_equal(p, q, k * sizeof *p);
+                double m = calib_row_max(z, k);
+                double sum = calib_softmax_row(z, k, m, betas[b], p);
+                calib_score sc;
+                calib_score_logits(z, k, y, w, &sc);
+                double lsm = calib_log_softmax_at(z, k, y);
+                for (size_t v = 0; v < sizeof impls / sizeof impls[0]; v++) {
+                    const impl *f = &impls[v];
+                    if (f->row_max(z, k) != m)
+                        fail_msg("%s: row max", f->name);
+                    double s2 = f->softmax_row(z, k, m, betas[b], q);
+                    assert_memory_equal(&s2, &sum, sizeof sum);
+                    assert_memory_equal(q, p, k * sizeof *p);
+                    memcpy(q, z, k * sizeof *q); /* in place, as temperature scaling calls it */
+                    f->softmax_row(q, k, m, betas[b], q);
+                    assert_memory_equal(q, p, k * sizeof *p);
+                    calib_score s3;
+                    f->score_logits(z, k, y, q, &s3);
+                    assert_memory_equal(&s3, &sc, sizeof sc);
+                    assert_memory_equal(q, w, k * sizeof *w);
+                    double l2 = f->log_softmax_at(z, k, y);
+                    assert_memory_equal(&l2, &lsm, sizeof lsm);
+                }
+                memcpy(q, z, k * sizeof *q); /* the library in place too */
+                calib_softmax_row(q, k, m, betas[b], q);
+                assert_memory_equal(q, p, k * sizeof *p);
             }
 }
 
