@@ -80,7 +80,7 @@ double calib_row_max(const double *z, size_t k)
     return m[2] > m[0] ? m[2] : m[0];
 }
 
-/* exp(x) for x <= 0: EXP_NEG (expk.h: within 4 ulp) in its range, and
+/* exp(x) for x <= 0: EXP_NEG (expk.h: within 1 ulp) in its range, and
  * glibc's own below it, where exp(x) < 3.1e-308 (or x is NaN, when
  * beta (z - zmax) is 0 * -inf or z is NaN) */
 static inline double exp_le0(double x)
@@ -189,7 +189,7 @@ static void divide_row(double *p, size_t k, double s)
 }
 
 /* p = exp(beta (z - zmax)) / s with s their sum: one exp a class (EXP_NEG,
- * within 4 ulp), as SciPy's softmax and the reference
+ * within 1 ulp of glibc's), as SciPy's softmax and the reference
  * (tests/ref) compute it, and within a few ulps of the true p however
  * small (exp(z - zmax - lse) loses |z - zmax - lse| ulps). Returns s. */
 double calib_softmax_row(const double *z, size_t k, double zmax, double beta, double *p)
