@@ -17,7 +17,8 @@
 # Run: make -C build/plain tests/bench/bench_rate && tests/bench/bench_throughput.sh build/plain
 #      (SCALE=0.5 halves every case's count; CASES="10/64/inline/identity ..." picks cases;
 #      CURVE=1: every socket with CURVE, calibd's and the null consumer's alike;
-#      DEFAULTS="cs_alpha = 0": lines for calibd.conf's [defaults])
+#      DEFAULTS="cs_alpha = 0": lines for calibd.conf's [defaults];
+#      DAEMON="max_msg_size = 65536": lines for its [daemon])
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=$(cd "${1:-build/plain}" && pwd)
@@ -49,7 +50,7 @@ done
 # (rings, reservoirs) lands on whichever case runs at that moment, and its
 # CPU would be counted as that case's ingest; BENCHMARKS.md, "Snapshots",
 # measures them apart.
-printf '[daemon]\nsnapshot_interval = 0\n' > "$work/calibd.conf"
+printf '[daemon]\nsnapshot_interval = 0\n%s\n' "${DAEMON:-}" > "$work/calibd.conf"
 keys=() server=() conf=$work/calibd.conf
 # CURVE=1: calibd a CURVE server admitting the producer's key (its ZAP
 # handler checks it once per connection), the null consumer one too
