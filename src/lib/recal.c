@@ -319,8 +319,10 @@ static void temp_newton(const temp_ctx *c, const calib_dataset *ds, double b,
             s->converged = 1;
             return;
         }
+        /* step may be NaN (no Newton step): the comparisons that meet it
+         * are the quiet ones, which raise no invalid flag */
         double step = s->bisect_only ? NAN : newton_halley_step(&ev);
-        if (fabs(step) <= s->tol * b) {
+        if (islessequal(fabs(step), s->tol * b)) {
             /* take the last step; its objective by the cubic Taylor model,
              * exact far below the rounding of the mean itself */
             double nb = b + step;
@@ -336,12 +338,12 @@ static void temp_newton(const temp_ctx *c, const calib_dataset *ds, double b,
             return;
         }
         double newton = step;
-        if (newton_prev * newton > 0 && fabs(newton) >= 0.5 * fabs(newton_prev)
+        if (isgreater(newton_prev * newton, 0) && fabs(newton) >= 0.5 * fabs(newton_prev)
             && taken_prev * newton > 0 && fabs(newton) < 2 * fabs(taken_prev))
             step = 2 * taken_prev;
         newton_prev = newton;
         double cand = b + step;
-        if (!(cand > blo && cand < bhi)) {
+        if (!(isgreater(cand, blo) && isless(cand, bhi))) {
             /* no step (bisection mode) heads where the gradient points */
             int up = isnan(cand) ? ev.g < 0 || flat_up : cand >= bhi;
             if (up && bhi == s->hi && !probed_hi) {

@@ -3,6 +3,7 @@
  * separable data, apply functions, paired improvement, validation. */
 #include "unit.h"
 
+#include <fenv.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -752,6 +753,32 @@ static void apply_functions(void **state)
                      CALIB_EINVAL);
 }
 
+/* A fit raises no invalid flag: a bisection's step, or a step where there
+ * is no Newton step, is NaN, and meets only the quiet comparisons (a
+ * program that traps invalid operations must not die in a fit). */
+static void fit_raises_no_invalid(void **state)
+{
+    const double mixed[] = {1, 0, 0, 0, 1, 1, 0.3, 0, 1}; /* rows of z0 z1 y */
+    const double separable[] = {0, -800, 0};
+    const calib_dataset sets[] = {
+        {CALIB_FORM_LOGITS, 2, 3, 3, mixed},
+        {CALIB_FORM_LOGITS, 2, 1, 3, separable},
+    };
+    const unsigned flags[] = {0, CALIB_RECAL_BISECT};
+    for (size_t d = 0; d < sizeof sets / sizeof sets[0]; d++)
+        for (size_t f = 0; f < sizeof flags / sizeof flags[0]; f++) {
+            calib_recal_opts o = {0};
+            o.flags = flags[f];
+            calib_recal_result res;
+            feclearexcept(FE_ALL_EXCEPT);
+            int rc = calib_recal_fit_temperature(&sets[d], &o, &res);
+            int raised = fetestexcept(FE_INVALID | FE_DIVBYZERO);
+            if (raised)
+                fail_msg("set %zu flags %u: rc %d, flags %#x", d, flags[f], rc, raised);
+            assert_int_equal(rc, CALIB_OK);
+        }
+}
+
 /* ------------------------------------------------------------------ paired improvement */
 
 static void improvement_positive_and_paired(void **state)
@@ -957,6 +984,7 @@ int main(void)
         cmocka_unit_test(variance_recovers_wb),
         cmocka_unit_test(variance_constraint_at_bound),
         cmocka_unit_test(apply_functions),
+        cmocka_unit_test(fit_raises_no_invalid),
         cmocka_unit_test(improvement_positive_and_paired),
         cmocka_unit_test(validation),
         cmocka_unit_test(minimize_1d),
