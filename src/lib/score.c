@@ -81,7 +81,7 @@ double calib_row_max(const double *z, size_t k)
 }
 
 /* exp(x) for x <= 0: EXP_NEG (expk.h: within 1 ulp) in its range, and
- * glibc's own below it, where exp(x) < 3.1e-308 (or x is NaN, when
+ * glibc's own below it, where exp(x) < 3.4e-308 (or x is NaN, when
  * beta (z - zmax) is 0 * -inf or z is NaN) */
 static inline double exp_le0(double x)
 {
