@@ -110,8 +110,7 @@ static void softmax_within_ulps_of_libm(void **state)
         for (size_t b = 0; b < sizeof spreads / sizeof spreads[0]; b++)
             for (int rep = 0; rep < 50; rep++) {
                 size_t k = ks[a];
-                for (size_t i = 0; i < k; i++)
-                    z[i] = spreads[b] * calib_rng_normal(&r);
+                unit_normal_row(&r, z, k, spreads[b]);
                 calib_softmax(z, k, p);
                 softmax_libm(z, k, q);
                 double sum = 0;
@@ -201,8 +200,7 @@ static void log_softmax_at_is_the_log_score(void **state)
     for (size_t a = 0; a < sizeof ks / sizeof ks[0]; a++)
         for (int rep = 0; rep < 200; rep++) {
             size_t k = ks[a], y = calib_rng_next(&r) % k;
-            for (size_t i = 0; i < k; i++)
-                z[i] = 3 * calib_rng_normal(&r);
+            unit_normal_row(&r, z, k, 3);
             calib_score s;
             calib_score_logits(z, k, y, p, &s);
             if (s.log < LOG_CAP)

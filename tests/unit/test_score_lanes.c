@@ -7,13 +7,9 @@
  * the same rows: every length up to 17 and longer ones, temperatures,
  * classes far below the maximum (exp's range left) and at its end, at
  * every lane, and in place (p = z). */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <string.h>
+#include "unit.h"
 
-#include <cmocka.h>
+#include <string.h>
 
 #include "calib/calib.h"
 #include "softmax.h"
@@ -55,9 +51,7 @@ static void vectors_equal_scalar(void **state)
         for (size_t b = 0; b < sizeof betas / sizeof betas[0]; b++)
             for (int rep = 0; rep < 200; rep++) {
                 size_t k = ks[a];
-                double spread = rep % 4 == 3 ? 300 : rep % 4 == 2 ? 20 : 2;
-                for (size_t i = 0; i < k; i++)
-                    z[i] = spread * calib_rng_normal(&r);
+                unit_normal_row(&r, z, k, rep % 4 == 3 ? 300 : rep % 4 == 2 ? 20 : 2);
                 if (rep % 5 == 4) /* one class out of exp's range */
                     z[calib_rng_next(&r) % k] = -800;
                 if (rep % 7 == 6) /* at its end (exactly for beta 1, 1/4, 3), every lane in turn */

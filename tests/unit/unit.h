@@ -28,6 +28,14 @@ static inline void check_close(double a, double b, double tol, const char *file,
 
 #define assert_nan(a) assert_true(isnan(a))
 
+/* A row of k logits N(0, sd^2) from r: the random rows of the scoring
+ * tests (test_score, test_score_lanes). */
+static inline void unit_normal_row(calib_rng *r, double *z, size_t k, double sd)
+{
+    for (size_t i = 0; i < k; i++)
+        z[i] = sd * calib_rng_normal(r);
+}
+
 /* Two independent N(0, 1) from r by Marsaglia's polar method (no
  * trigonometry: the simulations of test_drift and test_cs draw tens of
  * millions). */
