@@ -1268,8 +1268,10 @@ static int read_loop(mpr *r, const msgpack_object *o, model *m, double shift, no
     int phase = (int)mpr_uint(r, o, "phase", PHASE_OFF, PHASE_STORING);
     int pending = (int)mpr_uint(r, o, "pending", REFIT_NONE, REFIT_MANUAL);
     int reason = (int)mpr_uint(r, o, "reason", REFIT_NONE, REFIT_ROLLBACK);
-    if (reason == REFIT_ROLLBACK && phase != PHASE_STORING)
-        return mpr_fail(r, "loop: a rollback is only ever being stored");
+    /* a rollback is stored without a fit or a shadow run; idle after it,
+     * the machine keeps it as the reason of its last outcome */
+    if (reason == REFIT_ROLLBACK && (phase == PHASE_FITTING || phase == PHASE_SHADOW))
+        return mpr_fail(r, "loop: a rollback is never fitted nor in shadow");
     double next = mpr_double(r, o, "next_refit");
     const msgpack_object *drift = mpr_get(r, o, "drift"), *shadow = mpr_get(r, o, "shadow");
     uint64_t base = mpr_uint(r, o, "drift_base", 0, m->ring.total);

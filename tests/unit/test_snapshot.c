@@ -302,6 +302,35 @@ static void decided_gates_and_stale_guards(void **state)
     model_free(&b);
 }
 
+/* After a rollback was stored, the machine is idle with the rollback as
+ * its reason: the state the writer saves there, the reader takes (it once
+ * refused it, and with it the whole file). */
+static void idle_after_a_rollback_is_restored(void **state)
+{
+    model_cfg c = small_cfg();
+    model a, b;
+    char skipped[600], err[600];
+    make(&a, &c, 0);
+    feed(&a, 1, 300, 1000);
+    refit_in in = {.guard_alarm = 1, .available = 300, .want = 200, .need = 100,
+                   .auto_publish = 1};
+    refit_out out;
+    assert_true(refit_step(&a.loop.refit, EV_TICK, 10, &in, &out) & ACT_STORE);
+    assert_true(refit_step(&a.loop.refit, EV_STORED, 11, &in, &out) & ACT_PUBLISH);
+    assert_int_equal(a.loop.refit.phase, PHASE_IDLE);
+    assert_int_equal(a.loop.refit.reason, REFIT_ROLLBACK);
+    size_t len;
+    char *f = file_of(&a, &len);
+    make(&b, &c, 0);
+    assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    assert_int_equal(b.scored, 300);
+    assert_int_equal(b.loop.refit.phase, PHASE_IDLE);
+    assert_int_equal(b.loop.refit.pending, REFIT_NONE);
+    free(f);
+    model_free(&a);
+    model_free(&b);
+}
+
 /* Merged, the confidence sequences follow the paired comparison: a newer
  * version from a file without sequences leaves none of the older version's
  * (they once stayed, shown for the wrong parameters); the same version
@@ -882,6 +911,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(round_trip_is_exact),
         cmocka_unit_test(decided_gates_and_stale_guards),
+        cmocka_unit_test(idle_after_a_rollback_is_restored),
         cmocka_unit_test(merged_sequences_follow_the_version),
         cmocka_unit_test(restored_small_ring_grows),
         cmocka_unit_test(waiting_items_move_with_the_clock),
