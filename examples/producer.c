@@ -72,15 +72,52 @@ int producer_parse_u64(const char *prog, const char *opt, const char *s, uint64_
     return 0;
 }
 
+static double mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Waits up to timeout_ms for a subscription that covers topic (any, for
+ * NULL) to reach the XPUB sock: from then on what is sent on the topic
+ * reaches that subscriber. Returns 1 when one came, 0 when none did. */
+static int wait_subscription(void *sock, const char *topic, int timeout_ms)
+{
+    size_t tlen = topic ? strlen(topic) : 0;
+    double end = mono_ms() + timeout_ms;
+    for (;;) {
+        double left = end - mono_ms();
+        if (left <= 0)
+            return 0;
+        zmq_pollitem_t item = {.socket = sock, .events = ZMQ_POLLIN};
+        int rc = zmq_poll(&item, 1, (long)left + 1);
+        if (rc < 0 && zmq_errno() != EINTR)
+            return 0;
+        if (rc <= 0)
+            continue;
+        /* a subscription is one frame: 1, then the topic prefix (0: an
+         * unsubscription); a longer prefix than a topic covers nothing */
+        unsigned char msg[1 + 256];
+        int n = zmq_recv(sock, msg, sizeof msg, ZMQ_DONTWAIT);
+        if (n < 1 || msg[0] != 1 || (size_t)n > sizeof msg)
+            continue;
+        size_t plen = (size_t)n - 1;
+        if (!topic || (plen <= tlen && memcmp(msg + 1, topic, plen) == 0))
+            return 1;
+    }
+}
+
 int producer_open(const char *prog, const char *endpoint, int push, int sndhwm,
-                  int warmup_ms, const char *key, const char *server_key, void **ctx,
-                  void **sock)
+                  int warmup_ms, const char *topic, const char *key,
+                  const char *server_key, void **ctx, void **sock)
 {
     const char *ep = endpoint;
     int bind = ep[0] == '@';
     if (ep[0] == '@' || ep[0] == '>')
         ep++;
-    if (!(*ctx = zmq_ctx_new()) || !(*sock = zmq_socket(*ctx, push ? ZMQ_PUSH : ZMQ_PUB))) {
+    /* an XPUB sends as a PUB does, and hands over the subscriptions */
+    if (!(*ctx = zmq_ctx_new()) || !(*sock = zmq_socket(*ctx, push ? ZMQ_PUSH : ZMQ_XPUB))) {
         fprintf(stderr, "%s: zmq: %s\n", prog, zmq_strerror(zmq_errno()));
         return -1;
     }
@@ -101,11 +138,9 @@ int producer_open(const char *prog, const char *endpoint, int push, int sndhwm,
                 zmq_strerror(zmq_errno()));
         return -1;
     }
-    if (!push && warmup_ms > 0) {
-        struct timespec ts = {.tv_sec = warmup_ms / 1000,
-                              .tv_nsec = (long)(warmup_ms % 1000) * 1000000L};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-            ;
-    }
+    if (!push && warmup_ms > 0 && !wait_subscription(*sock, topic, warmup_ms))
+        fprintf(stderr, "%s: no subscription to '%s' within %d ms: sending anyway "
+                "(a PUB drops what no subscriber has asked for)\n", prog,
+                topic ? topic : "", warmup_ms);
     return 0;
 }

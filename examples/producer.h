@@ -35,11 +35,13 @@ int producer_parse_u64(const char *prog, const char *opt, const char *s, uint64_
 /* A PUB (or, with push, PUSH) socket on endpoint ("@ep" binds, ">ep" or "ep"
  * connects), with ZMQ_SNDHWM sndhwm when > 0; a CURVE client when key (this
  * producer's key pair file) and server_key (calibd's public key file) are
- * given (calib/curve.h). A PUB then waits warmup_ms, since it drops what it
- * sends before the subscriber has joined (the slow joiner). Returns 0, or
- * -1 after saying why on stderr. */
+ * given (calib/curve.h). A PUB drops what it sends before a subscriber has
+ * joined (the slow joiner), so it is an XPUB that then waits, warmup_ms at
+ * most, until a subscription covering topic (any, for NULL) has come: a
+ * condition, not a fixed delay; past warmup_ms it says so on stderr and
+ * goes on. Returns 0, or -1 after saying why on stderr. */
 int producer_open(const char *prog, const char *endpoint, int push, int sndhwm,
-                  int warmup_ms, const char *key, const char *server_key, void **ctx,
-                  void **sock);
+                  int warmup_ms, const char *topic, const char *key,
+                  const char *server_key, void **ctx, void **sock);
 
 #endif

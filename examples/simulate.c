@@ -563,7 +563,7 @@ static int run(sim *s)
 static int open_socket(sim *s)
 {
     return producer_open(PROG, s->o.endpoint, s->o.push, s->o.sndhwm, s->o.warmup_ms,
-                         s->o.key, s->o.server_key, &s->ctx, &s->sock);
+                         s->o.model, s->o.key, s->o.server_key, &s->ctx, &s->sock);
 }
 
 static void close_socket(sim *s)
@@ -644,7 +644,8 @@ static void usage(FILE *f)
 "  -s, --seed S               random seed (default 1)\n"
 "  -d, --dump FILE            write the pairs whose label is sent as\n"
 "                             calibctl CSV ('-' is stdout)\n"
-"      --warmup-ms MS         PUB: wait after connecting (default 500)\n"
+"      --warmup-ms MS         PUB: wait for calibd's subscription, MS at most\n"
+"                             (default 10000)\n"
 "      --linger-ms MS         ZMQ_LINGER at exit (default 2000)\n"
 "      --sndhwm N             ZMQ_SNDHWM in messages (default 100000)\n"
 "      --key FILE             CURVE: this producer's key pair (NAME.key_secret)\n"
@@ -812,7 +813,7 @@ static int parse_options(sim_opts *o, int argc, char **argv)
         .endpoint = ">tcp://127.0.0.1:7450", .model = "sim", .k = 10,
         .sigma = 1.5, .temp = 1, .count = 1000, .batch = 1,
         .form = CALIB_FORM_LOGITS, .enc = ENC_F32, .seed = 1,
-        .linger_ms = 2000, .sndhwm = 100000, .warmup_ms = 500,
+        .linger_ms = 2000, .sndhwm = 100000, .warmup_ms = 10000,
     };
     while ((c = getopt_long(argc, argv, "e:m:k:t:r:n:b:f:s:d:h", long_opts, NULL)) != -1) {
         if (c == 'h') {

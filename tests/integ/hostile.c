@@ -673,7 +673,7 @@ static void usage(FILE *f)
           "      --push          a PUSH socket instead of PUB\n"
           "  -s, --seed S        seed of the random bytes (default 1)\n"
           "      --random N      also N payloads of random bytes (default 0)\n"
-          "      --warmup-ms MS  PUB: wait after connecting (default 500)\n"
+          "      --warmup-ms MS  PUB: wait for a subscription, MS at most (default 10000)\n"
           "      --linger-ms MS  ZMQ_LINGER at exit (default 5000)\n"
           "      --max-bytes B   size of the oversized payload (default 1048577)\n"
           "      --map           print '<class-label> <reason>' and send nothing\n"
@@ -706,7 +706,7 @@ static int parse_options(hostile_opts *o, int argc, char **argv)
     int c;
 
     *o = (hostile_opts){.endpoint = ">tcp://127.0.0.1:7450", .seed = 1,
-                        .warmup_ms = 500, .linger_ms = 5000,
+                        .warmup_ms = 10000, .linger_ms = 5000,
                         .max_bytes = (1u << 20) + 1};
     while ((c = getopt_long(argc, argv, "e:s:h", opts, NULL)) != -1) {
         switch (c) {
@@ -750,8 +750,8 @@ static int parse_options(hostile_opts *o, int argc, char **argv)
 
 static int open_socket(hostile *h, const hostile_opts *o)
 {
-    return producer_open(PROG, o->endpoint, o->push, 0, o->warmup_ms, NULL, NULL, &h->ctx,
-                         &h->sock);
+    return producer_open(PROG, o->endpoint, o->push, 0, o->warmup_ms, NULL, NULL, NULL,
+                         &h->ctx, &h->sock);
 }
 
 static void close_socket(hostile *h)
