@@ -28,7 +28,7 @@ label_starvation = 1
 EOF2
 start_calibd -c "$work/calibd.conf"
 
-sim() { "$SIMULATE" --endpoint ">$INGEST" --warmup-ms 300 --linger-ms 1000 --batch 100 "$@"; }
+sim() { "$SIMULATE" --endpoint ">$INGEST" --linger-ms "$LINGER_MS" --batch 100 "$@"; }
 sim --model hot --seed 13 --count 3000 --rate 5000 2> /dev/null &
 sim_hot=$!
 sim --model starved --seed 14 --count 3000 --rate 5000 --label-delay 1 --label-drop 1 2> /dev/null &

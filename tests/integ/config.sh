@@ -52,14 +52,8 @@ status > "$work/s.json"
 check configured_model_shaped '[ "$(json_get "$work/s.json" "r[\"models\"][\"m\"][\"k\"]")" = 3 ]'
 # a [model] section without keys still configures its model (from [defaults])
 check empty_model_section '[ "$(json_get "$work/s.json" "r[\"models\"][\"empty\"][\"form\"]")" = binary ]'
-# wait_log PATTERN: until the log has a line matching it (5 s at most)
-wait_log() {
-    for _ in $(seq 100); do
-        grep -q "$1" "$work/calibd.log" && return 0
-        sleep 0.05
-    done
-    return 1
-}
+# wait_log PATTERN: until the log has a line matching it
+wait_log() { wait_until "grep -q '$1' '$work/calibd.log'"; }
 # SIGHUP with a broken file keeps running; with a good one reloads: the new
 # label TTL holds for the join table at the next tick, while the log level
 # given on the command line (warn, by lib.sh) stays over the file's

@@ -51,11 +51,11 @@ start_calibd -c "$work/calibd.conf" --http 127.0.0.1:0 --log-level info
 metric() {
     local key=$1
     [ -n "${2:-}" ] && key="$1{$(sed -E 's/([a-z_]+)=([^,]*)/\1="\2"/g' <<< "$2")}"
-    curl -sS --max-time 5 "$HTTP" | awk -v k="$key" '$1 == k { v = $2 } END { print v + 0 }'
+    curl -sS --max-time "$(scaled 5)" "$HTTP" | awk -v k="$key" '$1 == k { v = $2 } END { print v + 0 }'
 }
 # metric_ge FAMILY LABELS N: the sample has reached N
 metric_ge() { [ "$(metric "$1" "$2")" -ge "$3" ]; }
-check "the operator's key is answered" '"$CALIBCTL" ping --control "$CONTROL" --timeout 5 > /dev/null'
+check "the operator's key is answered" '"$CALIBCTL" ping --control "$CONTROL" --timeout "$(scaled 5)" > /dev/null'
 check "no key: no answer" \
     '! env -u CALIBD_KEY -u CALIBD_SERVER_KEY "$CALIBCTL" ping --control "$CONTROL" --timeout 2 > /dev/null 2>&1'
 check "a key not allowed: no answer" \
@@ -64,11 +64,12 @@ check "the operator refused is counted" \
     'wait_until "metric_ge calibd_curve_clients_total role=operators,result=refused 1"'
 
 # ---------------------------------------------------------------- producers
-sim() { "$SIMULATE" --endpoint ">$INGEST" --model m --warmup-ms 500 --linger-ms 1000 "$@"; }
-sim --count 300 --seed 1 2> /dev/null
+sim() { "$SIMULATE" --endpoint ">$INGEST" --model m --linger-ms "$LINGER_MS" "$@"; }
+# refused at the handshake: no subscription will come, nothing to wait for
+sim --count 300 --seed 1 --warmup-ms 0 2> /dev/null
 check "a producer without CURVE fails its handshake, counted" \
     'wait_until "metric_ge calibd_socket_handshake_failures_total socket=ingest 1"'
-sim --count 300 --seed 2 --key "$K/stranger.key_secret" --server-key "$K/calibd.key" 2> /dev/null
+sim --count 300 --seed 2 --warmup-ms 0 --key "$K/stranger.key_secret" --server-key "$K/calibd.key" 2> /dev/null
 check "a producer whose key is not allowed is refused, counted" \
     'wait_until "metric_ge calibd_curve_clients_total role=producers,result=refused 1"'
 stranger=$(awk -F'"' '/public-key/ {print $2}' "$K/stranger.key")
@@ -78,13 +79,13 @@ sim --count 300 --seed 3 --key "$K/prod.key_secret" --server-key "$K/calibd.key"
 check "an allowed producer: everything scored, nothing of the others" \
     'wait_for "$work/s1.json" "r[\"models\"][\"m\"][\"scored\"] == 300"'
 check "the allowed producer was admitted" \
-    'metric_ge calibd_curve_clients_total role=producers,result=accepted 1'
+    'wait_until "metric_ge calibd_curve_clients_total role=producers,result=accepted 1"'
 
 # ---------------------------------------------------------------- serving nodes
 check "a C serving node with an allowed key receives version 3" \
-    '"$SERVING" --connect "$PUBLISH" --model m --until-version 3 --timeout 10 --key "$K/node.key_secret" --server-key "$K/calibd.key" | grep -q "^m 3 temperature T=1.5"'
+    '"$SERVING" --connect "$PUBLISH" --model m --until-version 3 --timeout "$(scaled 10)" --key "$K/node.key_secret" --server-key "$K/calibd.key" | grep -q "^m 3 temperature T=1.5"'
 check "a Python serving node with an allowed key receives version 3" \
-    '/usr/bin/python3 "$PYSERVING" --connect "$PUBLISH" --model m --until-version 3 --timeout 10 --key "$K/node.key_secret" --server-key "$K/calibd.key" | grep -q "^m 3 temperature T=1.5"'
+    '/usr/bin/python3 "$PYSERVING" --connect "$PUBLISH" --model m --until-version 3 --timeout "$(scaled 10)" --key "$K/node.key_secret" --server-key "$K/calibd.key" | grep -q "^m 3 temperature T=1.5"'
 check "a serving node without calibd's key receives nothing" \
     '"$SERVING" --connect "$PUBLISH" --model m --until-version 3 --timeout 2.5 > "$work/none.out"; [ $? -eq 1 ] && [ ! -s "$work/none.out" ]'
 check "... and its handshake failure is counted" \

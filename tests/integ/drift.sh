@@ -36,15 +36,15 @@ EOF2
 start_calibd -c "$work/calibd.conf"
 
 # serving nodes, subscribed before anything is published
-"$SERVING" --connect "$PUBLISH" --model drift --until-version 1 --timeout 60 \
+"$SERVING" --connect "$PUBLISH" --model drift --until-version 1 --timeout "$(scaled 60)" \
     > "$work/node.out" 2> "$work/node.err" &
 node_pid=$!
-"$PY" "$PYSERVING" --connect "$PUBLISH" --model drift --until-version 1 --timeout 60 \
+"$PY" "$PYSERVING" --connect "$PUBLISH" --model drift --until-version 1 --timeout "$(scaled 60)" \
     > "$work/pynode.out" 2> "$work/pynode.err" &
 pynode_pid=$!
 track $node_pid $pynode_pid
 
-sim() { "$SIMULATE" --endpoint ">$INGEST" --warmup-ms 300 --linger-ms 1000 --batch 100 "$@"; }
+sim() { "$SIMULATE" --endpoint ">$INGEST" --linger-ms "$LINGER_MS" --batch 100 "$@"; }
 sim --model drift --seed 11 --temperature 1 --temperature-after 2 --switch-after 20000 \
     --count 100000 --rate 10000 2> "$work/sim-drift.err" &
 sim_drift=$!

@@ -7,7 +7,7 @@
 printf '[daemon]\nmax_msg_size = 1048576\ningest_pull = tcp://127.0.0.1:*\n' > "$work/calibd.conf"
 start_calibd -c "$work/calibd.conf"
 
-"$HOSTILE" --endpoint ">$INGEST" --random 50 --seed 3 --warmup-ms 300 > "$work/sent" ||
+"$HOSTILE" --endpoint ">$INGEST" --random 50 --seed 3 > "$work/sent" ||
     { bad "hostile sender failed"; finish; exit; }
 "$HOSTILE" --map > "$work/map"
 # 39 classes + 50 random; the oversized one is dropped by ZeroMQ unseen
@@ -56,8 +56,8 @@ n=$(grep -c 'rejected (bad_type)' "$work/calibd.log")
 check "rate_limit_holds ($n bad_type lines of 33)" '[ "$n" -le 20 ]'
 
 # valid traffic is still scored
-"$SIMULATE" --endpoint ">$INGEST" --model after --count 200 --batch 20 --warmup-ms 300 \
-    --linger-ms 1000 2> /dev/null
+"$SIMULATE" --endpoint ">$INGEST" --model after --count 200 --batch 20 \
+    --linger-ms "$LINGER_MS" 2> /dev/null
 check valid_after_hostile 'wait_for "$work/after.json" "r[\"models\"][\"after\"][\"scored\"] == 200 and not r[\"models\"][\"after\"][\"rejected\"]"'
 stop_calibd
 check sigterm_exit_0 '[ $? -eq 0 ]'

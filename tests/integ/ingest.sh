@@ -15,7 +15,7 @@ run() {
     shift
     local dump="$work/$name.csv" summary
     "$SIMULATE" --endpoint ">$INGEST" --model "$name" --seed "${#name}" --count 300 \
-        --warmup-ms 300 --linger-ms 1000 --dump "$dump" "$@" 2> "$work/$name.err" ||
+        --linger-ms "$LINGER_MS" --dump "$dump" "$@" 2> "$work/$name.err" ||
         { bad "$name: simulate failed: $(cat "$work/$name.err")"; return; }
     summary=$(tail -1 "$work/$name.err")
     local pairs=$(( $(wc -l < "$dump") - 1 ))
@@ -77,25 +77,25 @@ run gaussian_array_row_inline --form gaussian --encoding array --ids int
 # PUSH to the PULL socket: back-pressure instead of drops
 dump="$work/pull.csv"
 "$SIMULATE" --push --endpoint ">$PULL" --model pull --count 500 --batch 7 --label-delay 0.1 \
-    --dump "$dump" --linger-ms 1000 2> /dev/null
+    --dump "$dump" --linger-ms "$LINGER_MS" 2> /dev/null
 pairs=$(( $(wc -l < "$dump") - 1 ))
 check pull_socket 'wait_for "$work/pull.json" "r[\"models\"][\"pull\"][\"scored\"] == $pairs"'
 
 # labels that never arrive expire after the model's TTL (1 s here)
 "$SIMULATE" --endpoint ">$INGEST" --model ttl --count 200 --batch 10 --label-delay 0.1 \
-    --label-drop 0.25 --warmup-ms 300 --linger-ms 1000 2> "$work/ttl.err"
+    --label-drop 0.25 --linger-ms "$LINGER_MS" 2> "$work/ttl.err"
 dropped=$(sed -n 's/.* \([0-9]*\) dropped.*/\1/p' "$work/ttl.err")
 check ttl_expiry 'wait_for "$work/ttl.json" "r[\"models\"][\"ttl\"][\"join\"][\"expired_predictions\"] == $dropped and r[\"models\"][\"ttl\"][\"join\"][\"waiting_predictions\"] == 0"'
 
 # a model's shape is fixed: another K or regression is rejected, counted
 "$SIMULATE" --endpoint ">$INGEST" --model logits_f64_row_intids --k 4 --count 5 \
-    --warmup-ms 300 --linger-ms 500 2> /dev/null
+    --linger-ms "$LINGER_MS" 2> /dev/null
 "$SIMULATE" --endpoint ">$INGEST" --model logits_f64_row_intids --form gaussian --count 3 \
-    --warmup-ms 300 --linger-ms 500 2> /dev/null
+    --linger-ms "$LINGER_MS" 2> /dev/null
 check shape_mismatch 'wait_for "$work/shape.json" "r[\"models\"][\"logits_f64_row_intids\"][\"rejected\"].get(\"shape_mismatch\") == 8"'
 # but probabilities for a logits model of the same K are the same shape
 "$SIMULATE" --endpoint ">$INGEST" --model logits_f64_row_intids --form probs --count 4 \
-    --ids int --seed 99 --warmup-ms 300 --linger-ms 500 2> /dev/null
+    --ids int --seed 99 --linger-ms "$LINGER_MS" 2> /dev/null
 check mixed_forms_same_k 'wait_for "$work/mixed.json" "r[\"models\"][\"logits_f64_row_intids\"][\"scored_inline\"] == 4"'
 
 # labels before the first prediction of a model nobody configured wait for

@@ -24,24 +24,41 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# TIME_SCALE: how many times longer than a plain build on a quiet machine
+# anything may take here: 4 under the sanitizers (2-5x slower), else 1;
+# CALIB_TIME_SCALE overrides. It scales ceilings only: a wait on a condition
+# that holds ends when it holds, so a generous ceiling costs a passing check
+# nothing, and a loaded machine or a sanitizer build only waits longer.
+if [ -n "${CALIB_TIME_SCALE:-}" ]; then
+    TIME_SCALE=$CALIB_TIME_SCALE
+elif [ "${CALIB_SANITIZERS:-no}" = yes ]; then
+    TIME_SCALE=4
+else
+    TIME_SCALE=1
+fi
+# scaled SECONDS: SECONDS (a whole number) times TIME_SCALE
+scaled() { echo $(( $1 * TIME_SCALE )); }
+WAIT_CEILING=30 # seconds, before scaling: what a wait allows by default
+# ZMQ_LINGER for the test producers: they exit once calibd has taken what
+# they queued, however slowly it reads (--linger-ms of examples/simulate)
+LINGER_MS=$(( $(scaled 60) * 1000 ))
+
 # start_calibd [EXTRA OPTIONS...]: sets INGEST, PULL, CONTROL, PUBLISH and
-# HTTP (empty with --http off, lib.sh's default)
+# HTTP (empty with --http off, lib.sh's default); waits until calibd has
+# written its endpoints and answers a ping (or has died: Bail out!)
 start_calibd() {
     rm -f "$work/state/endpoints" # a restart must not read the last run's
     "$CALIBD" --ingest 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
         --control 'tcp://127.0.0.1:*' --http off --state-dir "$work/state" \
         --log-level warn "$@" 2> "$work/calibd.log" &
     calibd_pid=$!
-    for _ in $(seq 100); do
-        [ -s "$work/state/endpoints" ] && break
-        sleep 0.05
-    done
-    INGEST=$(awk '$1 == "ingest" {print $2; exit}' "$work/state/endpoints")
-    PULL=$(awk '$1 == "ingest_pull" {print $2; exit}' "$work/state/endpoints")
-    CONTROL=$(awk '$1 == "control" {print $2; exit}' "$work/state/endpoints")
-    PUBLISH=$(awk '$1 == "publish" {print $2; exit}' "$work/state/endpoints")
-    HTTP=$(awk '$1 == "http" {print $2; exit}' "$work/state/endpoints")
-    "$CALIBCTL" ping --control "$CONTROL" --timeout 5 > /dev/null || {
+    wait_until "[ -s '$work/state/endpoints' ] || ! kill -0 $calibd_pid 2> /dev/null"
+    INGEST=$(awk '$1 == "ingest" {print $2; exit}' "$work/state/endpoints" 2> /dev/null)
+    PULL=$(awk '$1 == "ingest_pull" {print $2; exit}' "$work/state/endpoints" 2> /dev/null)
+    CONTROL=$(awk '$1 == "control" {print $2; exit}' "$work/state/endpoints" 2> /dev/null)
+    PUBLISH=$(awk '$1 == "publish" {print $2; exit}' "$work/state/endpoints" 2> /dev/null)
+    HTTP=$(awk '$1 == "http" {print $2; exit}' "$work/state/endpoints" 2> /dev/null)
+    [ -n "$CONTROL" ] && "$CALIBCTL" ping --control "$CONTROL" --timeout "$(scaled 10)" > /dev/null || {
         sed 's/^/# /' "$work/calibd.log"
         echo "Bail out! calibd did not start"
         exit 1
@@ -62,31 +79,32 @@ status() { "$CALIBCTL" status --control "$CONTROL" "$@"; }
 json_get() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 # wait_for FILE EXPR [SECONDS]: polls status into FILE until the python EXPR
-# on r holds (10 s at most, or SECONDS); gives up at once if calibd has died
+# on r holds (WAIT_CEILING s at most, or SECONDS, scaled); gives up at once
+# if calibd has died
 wait_for() {
-    local f=$1 expr=$2
-    for _ in $(seq $(( ${3:-10} * 20 ))); do
+    local f=$1 expr=$2 end=$((SECONDS + $(scaled "${3:-$WAIT_CEILING}")))
+    while :; do
         if ! kill -0 "$calibd_pid" 2>/dev/null; then
             echo "# calibd is not running; its log:"
             sed 's/^/# /' "$work/calibd.log"
             return 1
         fi
-        status --timeout 1 > "$f" 2>/dev/null &&
+        status --timeout "$TIME_SCALE" > "$f" 2>/dev/null &&
             [ "$(json_get "$f" "bool($expr)" 2>/dev/null)" = True ] && return 0
+        [ "$SECONDS" -ge "$end" ] && return 1
         sleep 0.05
     done
-    return 1
 }
 
 # wait_until SHELL-CONDITION [SECONDS]: polls the condition until it holds
-# (10 s at most, or SECONDS)
+# (WAIT_CEILING s at most, or SECONDS, scaled)
 wait_until() {
-    local n=$(( ${2:-10} * 20 ))
-    for _ in $(seq "$n"); do
+    local end=$((SECONDS + $(scaled "${2:-$WAIT_CEILING}")))
+    while :; do
         eval "$1" && return 0
+        [ "$SECONDS" -ge "$end" ] && return 1
         sleep 0.05
     done
-    return 1
 }
 
 # send_py ENDPOINT < CODE: runs the python CODE with send(topic, payload)

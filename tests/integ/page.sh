@@ -67,11 +67,11 @@ $(cat "$work/external.txt")" '[ ! -s "$work/external.txt" ]'
 # --- b) the page in Chromium while pairs arrive
 # pairs first, so that the diagram has bins and the history points
 "$SIMULATE" --endpoint ">$INGEST" --model m --k 10 --seed 7 --temperature 1.5 --count 5000 \
-    --batch 50 --warmup-ms 300 --linger-ms 500 2> "$work/sim1.err"
+    --batch 50 --linger-ms "$LINGER_MS" 2> "$work/sim1.err"
 check "the first pairs are scored" 'wait_for "$work/s1.json" "r[\"models\"][\"m\"][\"scored\"] >= 5000"'
 # then a slow, long sender, still sending while Chromium polls
 "$SIMULATE" --endpoint ">$INGEST" --model m --k 10 --seed 8 --temperature 1.5 --count 0 \
-    --rate 500 --batch 10 --warmup-ms 300 2> "$work/sim2.err" &
+    --rate 500 --batch 10 2> "$work/sim2.err" &
 sim=$!
 track $sim
 wait_for "$work/s2.json" "r['models']['m']['scored'] >= 5500" || bad "the slow sender's pairs arrive"

@@ -28,7 +28,7 @@ gate_max_samples = 30000
 [model held]
 auto_publish = no
 EOF2
-sim() { "$SIMULATE" --endpoint ">$INGEST" --warmup-ms 300 --linger-ms 1000 --batch 100 "$@"; }
+sim() { "$SIMULATE" --endpoint ">$INGEST" --linger-ms "$LINGER_MS" --batch 100 "$@"; }
 
 # ---------------------------------------------------------------- version 1
 start_calibd -c "$work/calibd.conf"
@@ -53,14 +53,14 @@ start_calibd -c "$work/calibd.conf"
 check "restart: version 1 restored" \
     'wait_for "$work/s2.json" "r[\"models\"][\"drift\"][\"params\"][\"version\"] == 1"'
 check "restart: same T" "[ \"$(json_get "$work/s2.json" "r['models']['drift']['params']['values']['T']")\" = \"$T\" ]"
-"$SERVING" --connect "$PUBLISH" --model drift --until-version 1 --timeout 10 > "$work/late.out" 2>&1
+"$SERVING" --connect "$PUBLISH" --model drift --until-version 1 --timeout "$(scaled 10)" > "$work/late.out" 2>&1
 check "a late serving node converges through republishing" "[ $? -eq 0 ] && grep -q '^drift 1 temperature' $work/late.out"
 
 # a manual refit on a stream at T* = 4 publishes version 2
-sim --model drift --seed 21 --temperature 4 --count 100000 --rate 10000 2> /dev/null &
+sim --model drift --seed 21 --temperature 4 --count 0 --rate 10000 2> /dev/null &
 sim_pid=$!
 # and one with auto_publish = no: its candidate passes but is withheld
-sim --model held --seed 22 --temperature 4 --count 60000 --rate 10000 2> /dev/null &
+sim --model held --seed 22 --temperature 4 --count 0 --rate 10000 2> /dev/null &
 sim_held=$!
 track $sim_pid $sim_held
 wait_for "$work/s3.json" "r['models']['drift']['samples']['ring'] >= 15000 and r['models']['held']['samples']['ring'] >= 15000" ||
@@ -75,9 +75,18 @@ wait_for "$work/s3b.json" "r['models']['drift']['loop']['store_errors'] == 1" &&
     ok "a version the state directory refuses is not published" ||
     bad "a version the state directory refuses is not published"
 rmdir "$work/state/model.drift.params.tmp"
+# the streams paused and drained: no new pair can decide the candidate
+# between the two requests, however long the second takes to come
+kill -STOP $sim_pid $sim_held
+drained() {
+    status > "$work/d1.json" && uptime_past 1 "$work/d1.json" &&
+        [ "$(json_get "$work/d1.json" "r['messages']")" = "$(json_get "$work/uptime.json" "r['messages']")" ]
+}
+wait_until drained || bad "calibd drained the paused streams"
 "$CALIBCTL" refit --control "$CONTROL" drift > "$work/refit.json" || bad "calibctl refit again: $(cat "$work/refit.json")"
 check "a second refit of the same model does not start while one runs" \
     "! $CALIBCTL refit --control $CONTROL drift > $work/refit2.json && grep -q 'running\|shadow' $work/refit2.json"
+kill -CONT $sim_pid $sim_held
 # the streams go on until the candidates are decided, not to their end
 wait_for "$work/s4.json" "r['models']['drift']['params']['version'] == 2 and r['models']['held']['loop']['withheld'] == 1" 30 &&
     ok "versions continue: 2 after the stored 1" || bad "versions continue: 2 after the stored 1 ($(json_get "$work/s4.json" "r['models']['drift']['loop']"))"

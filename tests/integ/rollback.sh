@@ -29,7 +29,7 @@ gate_max_samples = 20000
 rollback = no
 EOF2
 start_calibd -c "$work/calibd.conf" --log-level info
-sim() { "$SIMULATE" --endpoint ">$INGEST" --warmup-ms 300 --linger-ms 1000 --batch 50 "$@"; }
+sim() { "$SIMULATE" --endpoint ">$INGEST" --linger-ms "$LINGER_MS" --batch 50 "$@"; }
 both() { # both SIM-ARGS...: the same stream to the two models
     sim --model guarded "$@" 2> /dev/null &
     track $!
@@ -54,7 +54,7 @@ check "no guard with rollback = no" \
     '[ "$(json_get "$work/s1.json" "r[\"models\"][\"unguarded\"][\"loop\"][\"guard\"]")" = None ]'
 
 # ---------------------------------------------------------------- the drift reverses
-"$SERVING" --connect "$PUBLISH" --model guarded --until-version 2 --timeout 60 \
+"$SERVING" --connect "$PUBLISH" --model guarded --until-version 2 --timeout "$(scaled 60)" \
     > "$work/node.out" 2> "$work/node.err" &
 node=$!
 track $node

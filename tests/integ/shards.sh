@@ -27,21 +27,23 @@ one() {
     wait_until "[ -s '$dir/state/endpoints' ]" 10
     ctl[$name]=$(awk '$1 == "control" {print $2; exit}' "$dir/state/endpoints")
     ing[$name]=$(awk '$1 == "ingest" {print $2; exit}' "$dir/state/endpoints")
-    "$CALIBCTL" ping --control "${ctl[$name]}" --timeout 5 > /dev/null ||
+    "$CALIBCTL" ping --control "${ctl[$name]}" --timeout "$(scaled 5)" > /dev/null ||
         { echo "Bail out! calibd $name did not start"; exit 1; }
 }
 one A "a-, p-"
 one B "b-, p-"
 one W ""
 
-# send NAME MODEL SEED: 3000 pairs of MODEL from SEED to instance NAME
+# send NAME MODEL SEED [OPTION]: 3000 pairs of MODEL from SEED to instance
+# NAME, once NAME has subscribed to MODEL's topic. A never subscribes to
+# b-1's: that sender goes on after 2 s, when A's own subscriptions are in.
 send() {
     "$SIMULATE" --endpoint ">${ing[$1]}" --model "$2" --seed "$3" --temperature 2 \
-        --count 3000 --batch 50 --warmup-ms 500 --linger-ms 2000 2> /dev/null
+        --count 3000 --batch 50 --linger-ms "$LINGER_MS" "${@:4}" 2> /dev/null
 }
 senders=()
 for s in "A a-1 1" "W a-1 1" "B b-1 2" "W b-1 2" "A p-1 3" "W p-1 3" "B p-1 4" "W p-1 4" \
-         "A b-1 5"; do
+         "A b-1 5 --warmup-ms=2000"; do
     send $s &
     senders+=($!)
     track $!

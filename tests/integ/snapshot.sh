@@ -90,7 +90,7 @@ $(field "$work/r.json" "r['models']['m']['join']['joined']")"
     seed=$((seed + 1))
     "$SIMULATE" --endpoint ">$INGEST" --model m --seed "$seed" --temperature 2 \
         --temperature-after 3 --switch-after 6000 --count 0 --rate "$RATE" --batch 20 \
-        --label-delay 0.3 --warmup-ms 200 2> /dev/null &
+        --label-delay 0.3 2> /dev/null &
     sim_pid=$!
     track "$sim_pid"
     # in some rounds a manual refit: the kill may come while it fits, runs
@@ -193,11 +193,13 @@ check "calibctl snapshot of a file that is no snapshot: exit 2, saying why ($(ca
     '[ $rc -eq 2 ] && [ -s "$work/cs3.err" ]'
 
 # ---------------------------------------------------------------- damaged files
-# each: moved aside to snapshot.bad with one error line, a fresh start
+# each: moved aside to snapshot.bad with one error line, a fresh start.
+# No periodic snapshot while it is judged: the file absent is the proof.
+sed 's/^snapshot_interval = .*/snapshot_interval = 3600/' "$work/calibd.conf" > "$work/quiet.conf"
 damaged() { # NAME: the snapshot is damaged; calibd must start without it
     rm -f "$work/state/snapshot.bad"
     rm -rf "$work/state/snapshot.bad"
-    start_calibd -c "$work/calibd.conf" --log-level info
+    start_calibd -c "$work/quiet.conf" --log-level info
     status > "$work/d.json"
     local lines
     lines=$(grep -c "snapshot.*moved aside" "$work/calibd.log")

@@ -45,7 +45,9 @@ under() {
     fails=$(field failures "$work/$name.probe")
     echo "# $name: $(cat "$work/$name.sent"); $(cat "$work/$name.probe")"
     check "$name: every control request and scrape answered" '[ "$fails" = 0 ]'
-    check "$name: control replies p99 under 50 ms" "$PY -c 'import sys; sys.exit(not $p99 < 50)'"
+    # a bound that holds on a loaded machine and still catches a loop that
+    # stalls; the figures themselves are a benchmark (BENCHMARKS.md)
+    check "$name: control replies p99 under 1 s ($p99 ms)" "$PY -c 'import sys; sys.exit(not $p99 < 1000)'"
     worst_p99=$($PY -c "print(max($worst_p99, $p99))")
     worst_max=$($PY -c "print(max($worst_max, $max))")
 }
@@ -100,5 +102,5 @@ hwm_kb=$(awk '/^VmHWM/ {print $2}' "/proc/$calibd_pid/status")
 bound_kb=$(( (64 * 1048576 + INGEST_MEM + MAXMSG + MEMLIMIT) / 1024 ))
 echo "# peak RSS ${hwm_kb} kB, bound ${bound_kb} kB; control replies: worst p99 ${worst_p99} ms, worst ${worst_max} ms"
 check "peak RSS under the bound" '[ "$hwm_kb" -lt "$bound_kb" ]'
-check "calibd still answers" '"$CALIBCTL" ping --control "$CONTROL" --timeout 5 > /dev/null'
+check "calibd still answers" '"$CALIBCTL" ping --control "$CONTROL" --timeout "$(scaled 5)" > /dev/null'
 finish

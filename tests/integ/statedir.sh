@@ -21,7 +21,7 @@ check lock_holds_pid '[ "$(cat "$work/state/lock")" = "$calibd_pid" ]'
 rc=$?
 check second_exits_1 '[ $rc -eq 1 ]'
 check second_names_holder 'grep -q "state directory $work/state is in use by another calibd (pid $calibd_pid" "$work/second.log"'
-check first_still_answers '"$CALIBCTL" ping --control "$CONTROL" --timeout 5 > /dev/null'
+check first_still_answers '"$CALIBCTL" ping --control "$CONTROL" --timeout "$(scaled 5)" > /dev/null'
 
 # stored parameters outside their method's domain are refused at start,
 # never republished: T = -1 would invert every serving node's softmax
@@ -38,5 +38,5 @@ check bad_params_not_in_force '[ "$(json_get "$work/neg.json" "(r[\"models\"][\"
 # a new one starts on the directory
 check first_stops 'stop_calibd'
 start_calibd
-check restart_after_stop '"$CALIBCTL" ping --control "$CONTROL" --timeout 5 > /dev/null'
+check restart_after_stop '"$CALIBCTL" ping --control "$CONTROL" --timeout "$(scaled 5)" > /dev/null'
 finish
