@@ -1,14 +1,25 @@
 #!/usr/bin/env bash
-# deps.sh — installs the Debian 12 packages calibd builds and tests with,
-# only those missing. Used by run.sh and test.sh.
+# deps.sh [run|test] — installs the Debian 12 packages of one set, only
+# those missing: "run" (scripts/run.sh: what builds and runs calibd, calibctl
+# and the simulator), or "test" (the default; scripts/test.sh: the run set
+# and what the tests use besides: cmocka, clang and its sanitizer runtimes,
+# a real Prometheus and a real Chromium, ...).
 set -euo pipefail
-pkgs=(build-essential autoconf automake libtool pkg-config curl
-      clang libclang-rt-14-dev # the sanitizers build and libFuzzer (tests/fuzz)
-      openssl # test certificates for HTTPS (tests/integ/https.sh)
-      libuv1-dev libzmq3-dev libmsgpack-dev libinih-dev libmicrohttpd-dev zlib1g-dev libcsv-dev libcmocka-dev python3
-      python3-zmq python3-msgpack
-      prometheus # promtool and a real Prometheus, for the metrics and pooling tests
-      chromium) # a real headless browser, for the page's test (tests/integ/page.sh)
+set_name=${1:-test}
+run=(build-essential autoconf automake libtool pkg-config
+     libuv1-dev libzmq3-dev libmsgpack-dev libinih-dev libmicrohttpd-dev zlib1g-dev libcsv-dev
+     python3) # scripts/live_status.py
+tests=(libcmocka-dev # the unit tests
+       curl python3-zmq python3-msgpack # the integration tests' probes and senders
+       clang libclang-rt-14-dev # the sanitizers build and libFuzzer (tests/fuzz)
+       openssl # test certificates for HTTPS (tests/integ/https.sh)
+       prometheus # promtool and a real Prometheus, for the metrics and pooling tests
+       chromium) # a real headless browser, for the page's test (tests/integ/page.sh)
+case $set_name in
+    run) pkgs=("${run[@]}") ;;
+    test) pkgs=("${run[@]}" "${tests[@]}") ;;
+    *) echo "deps.sh: no set '$set_name' (run or test)" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -10,8 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=0
 [ "${1:-}" = "--seconds" ] && seconds=${2:?}
-scripts/deps.sh
-dir=$(scripts/build.sh plain)
+scripts/deps.sh run # no test tools: no clang, Prometheus or Chromium
+dir=$(BUILD_TARGETS="calibd calibctl examples/simulate examples/serving_node" scripts/build.sh plain)
 state=build/run-state
 mkdir -p "$state"
 rm -f "$state"/model.*.params # each run starts from the identity (version 0)

@@ -8,16 +8,25 @@
 # test or check failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh || exit 1
+scripts/deps.sh test || exit 1
 passed=0 failed=0 status=0
+phases=()
+times=$(mktemp)
+trap 'rm -f "$times"' EXIT
 
 run_variant() {
     local variant=$1
     shift
-    local dir
+    local dir t0=$SECONDS
     dir=$(scripts/build.sh "$variant" --enable-werror "$@") || { status=1; return; }
+    phases+=("$((SECONDS - t0)) s  $variant: build")
     echo "== $variant: make check"
+    rm -f "$dir/test-times"
+    t0=$SECONDS
     (cd "$dir" && make -j"$(nproc)" check) || status=1
+    phases+=("$((SECONDS - t0)) s  $variant: make check")
+    # each test's time (tests/timed.sh), named with its variant
+    [ -f "$dir/test-times" ] && sed "s|\$| ($variant)|" "$dir/test-times" >> "$times"
     local log="$dir/test-suite.log"
     if [ -f "$log" ]; then
         # the summary at the head of the log: unit tests count one each, the
@@ -43,7 +52,13 @@ san_cc=()
 command -v clang > /dev/null && san_cc=(CC=clang --enable-fuzzing)
 run_variant sanitizers --enable-sanitizers "${san_cc[@]}"
 echo "== plain: make distcheck"
+t0=$SECONDS
 (cd build/plain && make -j"$(nproc)" distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror > distcheck.log 2>&1) ||
     { tail -50 build/plain/distcheck.log; status=1; failed=$((failed + 1)); }
+phases+=("$((SECONDS - t0)) s  plain: make distcheck")
+echo "== the ten slowest tests (seconds, both variants run two at a time)"
+sort -rn "$times" | head -10 | sed 's/^/  /'
+echo "== phases"
+printf '  %s\n' "${phases[@]}"
 echo "$passed passed, $failed failed"
 exit $status
