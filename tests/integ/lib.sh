@@ -14,12 +14,14 @@ calibd_pid=
 bg_pids=() # track PID: what cleanup ends if the script stops early
 
 track() { bg_pids+=("$@"); }
+# the helpers first, and at once: a producer stopped gently after calibd
+# would linger for the receiver that is gone, holding the test's output
 cleanup() {
-    [ -n "$calibd_pid" ] && kill "$calibd_pid" 2>/dev/null && wait "$calibd_pid" 2>/dev/null
     local p
     for p in "${bg_pids[@]}"; do
-        kill "$p" 2>/dev/null
+        kill -KILL "$p" 2>/dev/null
     done
+    [ -n "$calibd_pid" ] && kill "$calibd_pid" 2>/dev/null && wait "$calibd_pid" 2>/dev/null
     rm -rf "$work"
 }
 trap cleanup EXIT

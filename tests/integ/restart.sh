@@ -28,7 +28,9 @@ gate_max_samples = 30000
 [model held]
 auto_publish = no
 EOF2
-sim() { "$SIMULATE" --endpoint ">$INGEST" --linger-ms "$LINGER_MS" --batch 100 "$@"; }
+# sim ARGS... &: always in the background, where exec makes $! the
+# simulator's own pid (for kill -STOP, -CONT and the end), not a subshell's
+sim() { exec "$SIMULATE" --endpoint ">$INGEST" --linger-ms "$LINGER_MS" --batch 100 "$@"; }
 
 # ---------------------------------------------------------------- version 1
 start_calibd -c "$work/calibd.conf"

@@ -31,7 +31,7 @@ EOF2
 start_calibd -c "$work/calibd.conf" --log-level info
 sim() { "$SIMULATE" --endpoint ">$INGEST" --linger-ms "$LINGER_MS" --batch 50 "$@"; }
 both() { # both SIM-ARGS...: the same stream to the two models
-    sim --model guarded "$@" 2> /dev/null &
+    (exec "$SIMULATE" --endpoint ">$INGEST" --linger-ms "$LINGER_MS" --batch 50 --model guarded "$@" 2> /dev/null) &
     track $!
     sim --model unguarded "$@" 2> /dev/null
 }
