@@ -834,10 +834,9 @@ static int read_window(mpr *r, const msgpack_object *o, calib_window *w)
         const msgpack_object *cw = mpr_get(r, po, "cw");
         if (r->failed)
             return 0;
-        /* a pane holds index i mod P, within the P panes up to head */
+        /* a pane holds index i mod P, up to head */
         if (index != INT64_MIN &&
-            (index < 0 || index > head || head - index >= (int64_t)c->panes ||
-             (uint64_t)index % c->panes != i))
+            (index < 0 || index > head || (uint64_t)index % c->panes != i))
             return mpr_fail(r, "window: pane %u holds index %lld (head %lld)", i,
                             (long long)index, (long long)head);
         p->index = index;
@@ -848,6 +847,10 @@ static int read_window(mpr *r, const msgpack_object *o, calib_window *w)
                 return 0;
         if (c->cw_k ? !read_cwbins(r, cw, &p->cw) : cw->type != MSGPACK_OBJECT_NIL)
             return mpr_fail(r, "window: class-wise bins");
+        /* older than the window: earlier calibds kept such panes (summed
+         * by no one); they hold nothing of the window */
+        if (index != INT64_MIN && head - index >= (int64_t)c->panes)
+            calib_pane_reset(p);
     }
     w->head = head;
     w->clock = clock;

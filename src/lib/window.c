@@ -125,14 +125,22 @@ static calib_pane *slot(const calib_window *w, int64_t index)
     return &w->pane[((index % p) + p) % p];
 }
 
-/* The pane of index idx, making it the newest (and clearing what it
- * overwrites) when idx is past the head. NULL when idx is already dropped. */
+/* The pane of index idx, making it the newest when idx is past the head.
+ * NULL when idx is already dropped. A head that moves empties every pane
+ * it leaves behind the window (a model silent for longer than the window
+ * left them in place once, summed by no one and refused by the snapshot's
+ * reader): every pane held is within P of the head. */
 static calib_pane *pane_for(calib_window *w, int64_t idx)
 {
-    if (w->head >= 0 && idx <= w->head - (int64_t)w->cfg.panes)
+    int64_t n = (int64_t)w->cfg.panes;
+    if (w->head >= 0 && idx <= w->head - n)
         return NULL;
-    if (w->head < 0 || idx > w->head)
+    if (w->head < 0 || idx > w->head) {
         w->head = idx;
+        for (int64_t i = 0; i < n; i++)
+            if (w->pane[i].index != PANE_EMPTY && w->pane[i].index <= idx - n)
+                calib_pane_reset(&w->pane[i]);
+    }
     calib_pane *p = slot(w, idx);
     if (p->index != idx) {
         calib_pane_reset(p);

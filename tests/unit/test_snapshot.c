@@ -331,6 +331,43 @@ static void idle_after_a_rollback_is_restored(void **state)
     model_free(&b);
 }
 
+/* A model silent for longer than its window, then one more pair: its
+ * snapshot reads back, window and all (the reader once refused the panes
+ * the silence left, and with them every model of the file). A file from
+ * such a calibd, whose stale panes are there, reads back too, without them. */
+static void silence_longer_than_the_window(void **state)
+{
+    model_cfg c = small_cfg(); /* a window of 60 s in 6 panes */
+    model a, b;
+    char skipped[600], err[600];
+    make(&a, &c, 0);
+    feed(&a, 1, 100, 1000);        /* 1000 .. 1005 */
+    feed(&a, 2, 1, 1005 + 70);     /* 70 s later */
+    size_t len;
+    char *f = file_of(&a, &len);
+    make(&b, &c, 0);
+    assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    assert_int_equal(b.scored, 101);
+    same_bytes(&a, &b);
+    free(f);
+    model_free(&b);
+    /* the panes as an older calibd left them: in place behind the head */
+    for (uint32_t i = 0; i < a.win.cfg.panes; i++)
+        if (a.win.pane[i].index == INT64_MIN) {
+            a.win.pane[i].index = (int64_t)i;
+            calib_accum_add(&a.win.pane[i].stat[0], 1);
+        }
+    f = file_of(&a, &len);
+    make(&b, &c, 0);
+    assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    for (uint32_t i = 0; i < b.win.cfg.panes; i++)
+        assert_true(b.win.pane[i].index == INT64_MIN ||
+                    b.win.pane[i].index > b.win.head - (int64_t)b.win.cfg.panes);
+    free(f);
+    model_free(&a);
+    model_free(&b);
+}
+
 /* Merged, the confidence sequences follow the paired comparison: a newer
  * version from a file without sequences leaves none of the older version's
  * (they once stayed, shown for the wrong parameters); the same version
@@ -912,6 +949,7 @@ int main(void)
         cmocka_unit_test(round_trip_is_exact),
         cmocka_unit_test(decided_gates_and_stale_guards),
         cmocka_unit_test(idle_after_a_rollback_is_restored),
+        cmocka_unit_test(silence_longer_than_the_window),
         cmocka_unit_test(merged_sequences_follow_the_version),
         cmocka_unit_test(restored_small_ring_grows),
         cmocka_unit_test(waiting_items_move_with_the_clock),

@@ -84,6 +84,34 @@ static void time_window_expiry(void **state)
     calib_window_free(&w);
 }
 
+/* After a silence longer than the window, a new sample leaves no pane
+ * behind the window: each one held is within P of the head (what the
+ * snapshot's reader checks). Before, the slots the new pane did not take
+ * kept their old indexes. */
+static void silence_empties_left_panes(void **state)
+{
+    calib_window w;
+    calib_window_cfg cfg = {.kind = CALIB_WINDOW_TIME, .span = 20, .panes = 4, .nstat = 1};
+    int err;
+    assert_int_equal(calib_window_init(&w, &cfg), CALIB_OK);
+    for (int t = 0; t < 20; t++)
+        calib_accum_add(&calib_window_at(&w, 1000 + t, &err)->stat[0], 1);
+    calib_pane *p = calib_window_at(&w, 1046, &err); /* 26 s after the last */
+    assert_non_null(p);
+    calib_accum_add(&p->stat[0], 1);
+    int held = 0;
+    for (uint32_t i = 0; i < cfg.panes; i++) {
+        if (w.pane[i].index == INT64_MIN) {
+            assert_int_equal(w.pane[i].stat[0].n, 0);
+            continue;
+        }
+        assert_true(w.pane[i].index > w.head - (int64_t)cfg.panes && w.pane[i].index <= w.head);
+        held++;
+    }
+    assert_int_equal(held, 1);
+    calib_window_free(&w);
+}
+
 static void bad_configs(void **state)
 {
     calib_window w;
@@ -156,6 +184,7 @@ int main(void)
         cmocka_unit_test(bytes_of_window),
         cmocka_unit_test(count_window_expiry),
         cmocka_unit_test(time_window_expiry),
+        cmocka_unit_test(silence_empties_left_panes),
         cmocka_unit_test(bad_configs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
