@@ -72,15 +72,20 @@ static void drop_models(model **v, size_t n)
     free(v);
 }
 
-/* One model of the file, rebuilt and restored; NULL with err set. */
+/* One model of the file, rebuilt and restored; NULL with err set, and
+ * with name[0] set when the model's name was read (its section alone is
+ * at fault: the others may still be read). */
 static model *rebuild(const msgpack_object *o, const model_cfg *defaults, double shift,
-                      char *err, size_t errlen)
+                      char name[CFG_NAME_MAX + 1], char *err, size_t errlen)
 {
-    char name[CFG_NAME_MAX + 1], skipped[600];
+    char skipped[600];
     int shaped, form;
     size_t k;
-    if (snapshot_model_head(o, name, &shaped, &form, &k, err, errlen) != 0)
+    name[0] = 0;
+    if (snapshot_model_head(o, name, &shaped, &form, &k, err, errlen) != 0) {
+        name[0] = 0;
         return NULL;
+    }
     model_cfg c = *defaults;
     snprintf(c.name, sizeof c.name, "%s", name);
     if (snapshot_model_cfg(o, &c, err, errlen) != 0)
@@ -159,10 +164,19 @@ int cmd_snapshot(int argc, char **argv)
     }
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);
-    size_t off = 0;
+    size_t off = 0, skipped = 0;
     int more;
-    while ((more = snapshot_next(&h, &off, &u, err, sizeof err)) == 1 && d.nmodels < h.models) {
-        model *m = rebuild(&u.data, &dc.defaults, 0, err, sizeof err);
+    char name[CFG_NAME_MAX + 1];
+    err[0] = 0;
+    while ((more = snapshot_next(&h, &off, &u, err, sizeof err)) == 1 &&
+           d.nmodels + skipped < h.models) {
+        model *m = rebuild(&u.data, &dc.defaults, 0, name, err, sizeof err);
+        if (!m && name[0]) { /* that model's section only: the others are read */
+            ctl_error(path, 0, "model %s skipped: %s", name, err);
+            err[0] = 0;
+            skipped++;
+            continue;
+        }
         if (!m)
             break;
         model_view_fill(m, h.written);
@@ -170,7 +184,7 @@ int cmd_snapshot(int argc, char **argv)
         d.models[d.nmodels++] = m;
     }
     msgpack_unpacked_destroy(&u);
-    if (more < 0 || d.nmodels != h.models) {
+    if (more < 0 || d.nmodels + skipped != h.models) {
         ctl_error(path, 0, "%s", more < 0 || err[0] ? err : "fewer models than the header says");
         goto out;
     }
@@ -195,6 +209,8 @@ int cmd_snapshot(int argc, char **argv)
         ctl_error(path, 0, "no model %s in the snapshot", only);
         rc = CTL_BADINPUT;
     }
+    if (skipped) /* printed what it could; said what it skipped */
+        rc = CTL_BADINPUT;
 out:
     drop_models(d.models, d.nmodels);
     calib_mpw_destroy(&w);
@@ -248,7 +264,8 @@ static int merge_file(merged *g, const char *path, const model_cfg *defaults)
     uint64_t n = 0;
     int more;
     while ((more = snapshot_next(&h, &off, &u, err, sizeof err)) == 1 && n < h.models) {
-        model *m = rebuild(&u.data, defaults, h.written - h.mono, err, sizeof err);
+        char name[CFG_NAME_MAX + 1];
+        model *m = rebuild(&u.data, defaults, h.written - h.mono, name, err, sizeof err);
         if (!m) {
             ctl_error(path, 0, "%s", err);
             goto out;
@@ -314,7 +331,8 @@ static int reads_back(const calib_mpw *head, const calib_mpw *body, const model_
     msgpack_unpacked_init(&u);
     size_t off = 0;
     while (rc == 0 && (more = snapshot_next(&h, &off, &u, err, errlen)) == 1) {
-        model *m = rebuild(&u.data, defaults, 0, err, errlen);
+        char name[CFG_NAME_MAX + 1];
+        model *m = rebuild(&u.data, defaults, 0, name, err, errlen);
         if (!m)
             rc = -1;
         else

@@ -213,6 +213,25 @@ model *registry_get(calibd *d, const char *name, size_t len, int create, int *re
     return new_model(d, buf, reject);
 }
 
+void registry_remove(calibd *d, model *m)
+{
+    size_t i = 0;
+    while (i < d->nmodels && d->models[i] != m)
+        i++;
+    if (i == d->nmodels)
+        return;
+    model_free(m);
+    free(m);
+    memmove(&d->models[i], &d->models[i + 1], (d->nmodels - i - 1) * sizeof *d->models);
+    d->nmodels--;
+    /* the slots after it moved: file every model again */
+    if (d->model_index) {
+        memset(d->model_index, 0xff, d->index_cap * sizeof *d->model_index);
+        for (size_t j = 0; j < d->nmodels; j++)
+            index_add(d, (uint32_t)j);
+    }
+}
+
 void registry_free(calibd *d)
 {
     for (size_t i = 0; i < d->nmodels; i++) {

@@ -26,6 +26,10 @@ model *registry_get(calibd *d, const char *name, size_t len, int create, int *re
  */
 int registry_shape(calibd *d, model *m, int form, size_t k, char *why, size_t len);
 
+/* Frees model m and takes it out of the registry; the models after it
+ * keep their order. */
+void registry_remove(calibd *d, model *m);
+
 /* Frees every model (at exit). */
 void registry_free(calibd *d);
 

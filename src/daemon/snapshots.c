@@ -15,8 +15,9 @@
 /* ------------------------------------------------------------------ restoring */
 
 /* Restores one model map: 0 (also when the model cannot be restored for a
- * reason of this configuration, logged), -1 with err set when the map is
- * malformed. Counts its pairs and waiting items. */
+ * reason of this configuration, logged), 1 when its section cannot be read
+ * (the model then starts afresh, logged), -1 with err set when the map has
+ * no readable name and shape. Counts its pairs and waiting items. */
 static int restore_one(calibd *d, const msgpack_object *o, double shift, char *err,
                        size_t errlen, uint64_t *pairs, uint64_t *waiting)
 {
@@ -41,8 +42,13 @@ static int restore_one(calibd *d, const msgpack_object *o, double shift, char *e
         return 0;
     }
     if (snapshot_restore_model(m, o, shift, 0, skipped, sizeof skipped, why, sizeof why) != 0) {
-        snprintf(err, errlen, "model %s: %s", name, why);
-        return -1;
+        /* half restored: the model goes, and comes again as if new; the
+         * other models of the file are not the worse for it */
+        registry_remove(d, m);
+        m = registry_get(d, name, strlen(name), 1, &reject);
+        log_msg(&d->log, LOG_ERROR, "snapshot", "%s: its section cannot be used (%s): %s",
+                name, why, m ? "it starts afresh" : reject_name(reject));
+        return 1;
     }
     if (skipped[0])
         log_msg(&d->log, LOG_WARN, "snapshot", "%s: restored but for: %s", name, skipped);
@@ -74,7 +80,7 @@ int snapshots_restore(calibd *d)
         return 0;
     }
     snapshot_head h;
-    uint64_t n = 0, pairs = 0, waiting = 0;
+    uint64_t n = 0, pairs = 0, waiting = 0, lost = 0;
     double age = 0;
     if (rc == 0 && snapshot_open(data, len, &h, err, sizeof err) == 0) {
         /* every monotonic time moves onto this process's clock, aged by
@@ -85,10 +91,12 @@ int snapshots_restore(calibd *d)
         msgpack_unpacked_init(&u);
         size_t off = 0;
         while ((rc = snapshot_next(&h, &off, &u, err, sizeof err)) == 1 && n < h.models) {
-            if (restore_one(d, &u.data, shift, err, sizeof err, &pairs, &waiting) != 0) {
+            int one = restore_one(d, &u.data, shift, err, sizeof err, &pairs, &waiting);
+            if (one < 0) {
                 rc = -1;
                 break;
             }
+            lost += one == 1;
             n++;
         }
         msgpack_unpacked_destroy(&u);
@@ -104,6 +112,19 @@ int snapshots_restore(calibd *d)
     } else {
         rc = -1;
     }
+    if (rc == 0 && lost) {
+        /* the next snapshot will be written over it: a copy keeps the
+         * sections that could not be used, for a human */
+        if (state_keep_aside(d->cfg.state_dir, SNAPSHOT_FILE, data, len, moved,
+                             sizeof moved) == 0)
+            log_msg(&d->log, LOG_ERROR, "snapshot", "%llu of %llu models could not be "
+                    "restored; the file is kept in %s", (unsigned long long)lost,
+                    (unsigned long long)n, moved);
+        else
+            log_msg(&d->log, LOG_ERROR, "snapshot", "%llu of %llu models could not be "
+                    "restored, and the file could not be kept aside (%s)",
+                    (unsigned long long)lost, (unsigned long long)n, strerror(errno));
+    }
     free(data);
     if (rc == 0) {
         d->messages = h.messages;
@@ -111,7 +132,7 @@ int snapshots_restore(calibd *d)
             d->rejected[i] += h.rejected[i];
         s->restored_age = age;
         log_msg(&d->log, LOG_INFO, "snapshot", "restored %llu models from %s/%s, written %.0f s "
-                "ago: %llu pairs scored, %llu items waiting", (unsigned long long)n,
+                "ago: %llu pairs scored, %llu items waiting", (unsigned long long)(n - lost),
                 d->cfg.state_dir, SNAPSHOT_FILE, age, (unsigned long long)pairs,
                 (unsigned long long)waiting);
         return 0;

@@ -142,12 +142,42 @@ fail:
     return -1;
 }
 
+/* The first of NAME.bad, NAME.bad.1, NAME.bad.2, ... that does not exist
+ * (into aside): an earlier file kept aside is never overwritten. 0, or -1
+ * (errno EEXIST) when the first thousand are all taken. */
+static int aside_name(const char *dir, const char *name, char *aside, size_t len)
+{
+    struct stat st;
+    for (int i = 0; i < 1000; i++) {
+        if (i == 0)
+            snprintf(aside, len, "%s/%s.bad", dir, name);
+        else
+            snprintf(aside, len, "%s/%s.bad.%d", dir, name, i);
+        if (lstat(aside, &st) != 0 && errno == ENOENT)
+            return 0;
+    }
+    errno = EEXIST;
+    return -1;
+}
+
 int state_move_aside(const char *dir, const char *name, char *moved, size_t movedlen)
 {
     char path[4352];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(moved, movedlen, "%s.bad", path);
+    if (aside_name(dir, name, moved, movedlen) != 0)
+        return -1;
     return rename(path, moved);
+}
+
+int state_keep_aside(const char *dir, const char *name, const void *data, size_t len,
+                     char *kept, size_t keptlen)
+{
+    char err[4500];
+    if (aside_name(dir, name, kept, keptlen) != 0)
+        return -1;
+    const char *base = strrchr(kept, '/');
+    const state_part part = {data, len};
+    return state_write_parts(dir, base ? base + 1 : kept, &part, 1, err, sizeof err) < 0 ? -1 : 0;
 }
 
 /* One "key value..." line into p; 0, or -1 if malformed. */

@@ -40,9 +40,15 @@ int state_write_parts(const char *dir, const char *name, const state_part *parts
  */
 int state_read_file(const char *dir, const char *name, size_t max, char **data, size_t *len,
                     char *err, size_t errlen);
-/* Renames STATE_DIR/NAME to NAME.bad (the path in moved): a file that
- * cannot be trusted is kept for a human, and not read again. 0 or -1. */
+/* Renames STATE_DIR/NAME to NAME.bad, or NAME.bad.1, .2, ... where that is
+ * taken (the path in moved): a file that cannot be trusted is kept for a
+ * human, and not read again; an earlier one is never overwritten. 0 or -1
+ * (errno set). */
 int state_move_aside(const char *dir, const char *name, char *moved, size_t movedlen);
+/* The same for a copy of data (the file stays in place, to be written over
+ * later): into the path in kept. 0 or -1 (errno set). */
+int state_keep_aside(const char *dir, const char *name, const void *data, size_t len,
+                     char *kept, size_t keptlen);
 
 /* The names of stored parameters, in the file's order. */
 typedef char state_param_names[PARAMS_MAX][CALIB_PLUGIN_NAME_MAX + 1];
