@@ -31,6 +31,10 @@ def main():
     print("%d messages  predictions %d  labels %d  scored %d  waiting %d  rejected %d"
           % (r["messages"], m["predictions"], m["labels"], m["scored"],
              j["waiting_predictions"], sum(m["rejected"].values())))
+    if j.get("sample", 1) < 1:
+        print("  over capacity: the join keeps a uniform sample of %.1f%% of ids "
+              "(%d predictions, %d labels dropped; raise max_pending)"
+              % (100 * j["sample"], j["sampled_out_predictions"], j["sampled_out_labels"]))
     print("  upper bound U = mean Brier  %s   RBS %.4f  (U includes the irreducible part;"
           % (est(raw["brier"]), raw["rbs"]))
     print("  %s differences of U on the same pairs measure calibration)" % (" " * 27))

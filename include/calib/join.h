@@ -17,6 +17,26 @@
  *    ignored: DUPLICATE, duplicate_preds or duplicate_labels. The pair was
  *    already scored; scoring it twice would bias every statistic.
  *
+ * Over capacity: a sample, not a cliff. A table that is full and must take
+ * a new item does not evict its oldest (whose other half is the one most
+ * likely to come next: at a load just past capacity, every orphan would
+ * evict the prediction whose label comes next, and nothing would join).
+ * It keeps instead the ids whose sample hash (a fixed-seed hash of the id,
+ * the same in every process and after every restart) is at most `sample`:
+ * the sample shrinks by a 128th, the waiting items it no longer holds go
+ * (sampled_out_*, status SAMPLED_OUT), and from then on a new item whose
+ * id is out of the sample is refused at once, prediction and label alike,
+ * so a label never waits for a prediction that was refused. The pairs that
+ * join are a uniform random subsample of those offered (the hash does not
+ * look at outputs or outcomes), in the fraction calib_join_sample_fraction
+ * says, within a few hundredths of what the table can hold. (A shrink
+ * drops at least one waiting item: where none is in the band, the sample
+ * goes below the largest sample hash waiting.) Once a table's worth of
+ * items came since it last changed, the sample grows toward what would
+ * fill 31/32 of the table (at most doubling at a time). A label without a
+ * waiting prediction is kept only when its id was in every sample of the
+ * last ttl (its prediction, had it come, was kept).
+ *
  * Joined ids are remembered in a second bounded store of `joined_capacity`
  * ids: one is forgotten when it is `ttl` old, or earlier (counted in
  * `forgotten`) when the store is full and room is needed for a newer one.
@@ -106,6 +126,8 @@ enum calib_join_status {
     CALIB_JOIN_JOINED = 2,    /* matched a waiting item: score the pair */
     CALIB_JOIN_REPLACED = 3,  /* replaced a waiting item of the same kind */
     CALIB_JOIN_DUPLICATE = 4, /* id joined less than ttl ago: ignored */
+    CALIB_JOIN_SAMPLED_OUT = 5, /* over capacity, its id out of the sample:
+                                   dropped */
 };
 
 enum calib_join_kind {
@@ -157,8 +179,16 @@ typedef struct calib_join {
     uint64_t duplicate_preds;  /* predictions REPLACED or DUPLICATE */
     uint64_t duplicate_labels; /* labels REPLACED or DUPLICATE */
     uint64_t forgotten;        /* joined ids dropped before ttl (store full) */
+    uint64_t sampled_out_preds;  /* predictions out of the sample: refused,
+                                    or dropped as the sample shrank */
+    uint64_t sampled_out_labels; /* labels likewise */
+    uint32_t sample;           /* ids kept: sample hash <= sample (all:
+                                  UINT32_MAX, the table was never full) */
     size_t nbuckets;           /* power of two; bucket = hash & (nbuckets-1) */
     /* private */
+    uint32_t label_sample;     /* the smallest sample until label_until */
+    double label_until;
+    size_t arrivals;           /* new items offered since the sample changed */
     double now;                /* latest now seen */
     size_t alloc;              /* waiting slots allocated, <= capacity */
     size_t dalloc;             /* joined ids allocated, <= joined_capacity */
@@ -224,6 +254,25 @@ size_t calib_join_expire(calib_join *j, double now);
  * longer). CALIB_EINVAL for a ttl that is not finite and > 0.
  */
 int calib_join_set_ttl(calib_join *j, double ttl);
+
+/* An id's sample hash: the same in every table, process and release. */
+uint32_t calib_join_sample_hash(const calib_id *id);
+
+/* The fraction of ids the table keeps, in (0, 1]: 1 until it is full. */
+double calib_join_sample_fraction(const calib_join *j);
+
+/* The sample as saved: sample, label_sample, label_until (the caller's
+ * clock), arrivals. */
+typedef struct calib_join_sampling {
+    uint32_t sample, label_sample;
+    double label_until;
+    uint64_t arrivals;
+} calib_join_sampling;
+void calib_join_sampling_get(const calib_join *j, calib_join_sampling *s);
+/* Puts it back (label_until moved onto this clock by the caller). CALIB_OK,
+ * or CALIB_EINVAL for a label_sample above sample or a label_until that is
+ * not finite nor -inf. */
+int calib_join_sampling_set(calib_join *j, const calib_join_sampling *s);
 
 /*
  * Saving and restoring a table (calibd's snapshots). An item as it waits:

@@ -66,6 +66,10 @@ static void pack_join(calib_mpw *w, const calib_join *j)
     pack_counter(w, "duplicate_predictions", j->duplicate_preds);
     pack_counter(w, "duplicate_labels", j->duplicate_labels);
     pack_counter(w, "forgotten_joined_ids", j->forgotten);
+    calib_mpw_key(w, "sample");
+    calib_mpw_num(w, calib_join_sample_fraction(j));
+    pack_counter(w, "sampled_out_predictions", j->sampled_out_preds);
+    pack_counter(w, "sampled_out_labels", j->sampled_out_labels);
     calib_mpw_end(w);
 }
 

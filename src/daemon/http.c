@@ -228,6 +228,8 @@ static void joins(text *t, const snap *s, size_t n)
         {"calibd_join_expired_total", "counter", "Items that waited the label TTL unmatched."},
         {"calibd_join_evicted_total", "counter", "Waiting items evicted by the memory bound."},
         {"calibd_join_duplicates_total", "counter", "Duplicate predictions or labels."},
+        {"calibd_join_sampled_out_total", "counter",
+         "Items dropped over capacity: their id out of the join's sample."},
     };
     for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
         help(t, fam[f].name, fam[f].type, fam[f].what);
@@ -236,10 +238,11 @@ static void joins(text *t, const snap *s, size_t n)
             const char *name = s[i].m->name;
             if (!s[i].m->shaped)
                 continue;
-            uint64_t v[4][2] = {{j->waiting_preds, j->waiting_labels},
+            uint64_t v[5][2] = {{j->waiting_preds, j->waiting_labels},
                                 {j->expired_preds, j->expired_labels},
                                 {j->evicted, 0},
-                                {j->duplicate_preds, j->duplicate_labels}};
+                                {j->duplicate_preds, j->duplicate_labels},
+                                {j->sampled_out_preds, j->sampled_out_labels}};
             if (f == 2) {
                 put(t, "%s{model=\"%s\"} %llu\n", fam[f].name, name,
                     (unsigned long long)v[f][0]);
@@ -251,6 +254,12 @@ static void joins(text *t, const snap *s, size_t n)
                 (unsigned long long)v[f][1]);
         }
     }
+    help(t, "calibd_join_sample_fraction", "gauge",
+         "Fraction of ids the join keeps: 1 until it is full, then a uniform sample.");
+    for (size_t i = 0; i < n; i++)
+        if (s[i].m->shaped)
+            put(t, "calibd_join_sample_fraction{model=\"%s\"} %.17g\n", s[i].m->name,
+                calib_join_sample_fraction(&s[i].m->join));
 }
 
 

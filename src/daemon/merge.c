@@ -174,6 +174,13 @@ static int merge_join(model *dst, const model *src, uint64_t *dups)
     fresh.duplicate_preds = a->duplicate_preds + b->duplicate_preds;
     fresh.duplicate_labels = a->duplicate_labels + b->duplicate_labels;
     fresh.forgotten = a->forgotten + b->forgotten;
+    fresh.sampled_out_preds = a->sampled_out_preds + b->sampled_out_preds;
+    fresh.sampled_out_labels = a->sampled_out_labels + b->sampled_out_labels;
+    /* the smaller sample: what both shards kept of an id space */
+    calib_join_sampling sa, sb;
+    calib_join_sampling_get(a, &sa);
+    calib_join_sampling_get(b, &sb);
+    calib_join_sampling_set(&fresh, sa.sample <= sb.sample ? &sa : &sb);
     fresh.now = a->now > b->now ? a->now : b->now;
     calib_join_free(&dst->join);
     dst->join = fresh;

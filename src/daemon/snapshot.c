@@ -220,6 +220,15 @@ static void pack_join(calib_mpw *w, const calib_join *j)
     key_uint(w, "duplicate_preds", j->duplicate_preds);
     key_uint(w, "duplicate_labels", j->duplicate_labels);
     key_uint(w, "forgotten", j->forgotten);
+    /* the sample over capacity (optional keys: absent before it) */
+    calib_join_sampling sm;
+    calib_join_sampling_get(j, &sm);
+    key_uint(w, "sampled_out_preds", j->sampled_out_preds);
+    key_uint(w, "sampled_out_labels", j->sampled_out_labels);
+    key_uint(w, "sample", sm.sample);
+    key_uint(w, "label_sample", sm.label_sample);
+    key_double(w, "label_until", sm.label_until);
+    key_uint(w, "arrivals", sm.arrivals);
     /* [kind, id, arrived, ts, y or outputs], oldest first */
     calib_mpw_key(w, "items");
     calib_mpw_array(w);
@@ -1057,6 +1066,19 @@ static int read_join(mpr *r, const msgpack_object *o, calib_join *j, double shif
     j->duplicate_preds = c[4];
     j->duplicate_labels = c[5];
     j->forgotten = c[6];
+    if (mpr_find(o, "sample")) { /* absent from files before the sample */
+        calib_join_sampling sm;
+        j->sampled_out_preds = mpr_uint(r, o, "sampled_out_preds", 0, UINT64_MAX);
+        j->sampled_out_labels = mpr_uint(r, o, "sampled_out_labels", 0, UINT64_MAX);
+        sm.sample = (uint32_t)mpr_uint(r, o, "sample", 0, UINT32_MAX);
+        sm.label_sample = (uint32_t)mpr_uint(r, o, "label_sample", 0, UINT32_MAX);
+        sm.label_until = mpr_double(r, o, "label_until") + shift;
+        sm.arrivals = mpr_uint(r, o, "arrivals", 0, UINT64_MAX);
+        if (r->failed)
+            return 0;
+        if (calib_join_sampling_set(j, &sm) != CALIB_OK)
+            return mpr_fail(r, "join: the sample (label sample above it, or no time)");
+    }
     if (lost)
         note(skipped, "%zu waiting predictions of another width", lost);
     (void)put;

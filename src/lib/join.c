@@ -28,8 +28,12 @@
  * a ring suffices; it grows like the slabs, unwrapped into the larger one.
  *
  * Every allocation is taken from cfg.budget first. A growth it (or malloc)
- * refuses is not made: the table then behaves as full at its present size
- * (the oldest waiting item is evicted, the oldest joined id forgotten).
+ * refuses is not made: the table then behaves as full at its present size.
+ *
+ * Full, it samples (calib/join.h): the sample hash is computed only while
+ * the sample is less than all, or to decide what a shrink drops. A shrink
+ * walks the FIFO twice and frees about a 128th of the table, so its cost
+ * spreads over the arrivals it makes room for (a 128th of the table).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -40,6 +44,8 @@
 
 #define NIL UINT32_MAX
 #define JOIN_FIRST 64 /* entries and joined ids a table starts with */
+#define SAMPLE_ALL UINT32_MAX
+#define SAMPLE_SEED 0x63616c6962646a6fULL /* fixed: a sample outlives restarts */
 
 /* ------------------------------------------------------------------ ids */
 
@@ -319,6 +325,8 @@ int calib_join_init(calib_join *j, const calib_join_cfg *cfg)
     j->head = j->tail = NIL;
     j->free = NIL;
     j->fresh = 0;
+    j->sample = j->label_sample = SAMPLE_ALL;
+    j->label_until = -INFINITY;
     return CALIB_OK;
 err:
     calib_join_free(j);
@@ -522,14 +530,22 @@ static void waiting_stamp(calib_join *j, uint32_t slot, double ts, double y,
     fifo_append(j, slot);
 }
 
+/* Whether x lies inside the outputs slab (a joined prediction's), and
+ * where (*at, in doubles): such an x must follow a growth of the slab. */
+static int slab_offset(const calib_join *j, const double *x, size_t *at)
+{
+    uintptr_t p = (uintptr_t)x, base = (uintptr_t)j->x;
+    int inside = x && j->x && p >= base && p < base + x_bytes(j->alloc, j->cfg.width);
+    *at = inside ? (size_t)(p - base) / sizeof(double) : 0;
+    return inside;
+}
+
 static void waiting_insert(calib_join *j, const calib_id *id, uint32_t hash,
                            int kind, double ts, double y, const double *x,
                            int *evicted)
 {
-    /* x inside the outputs slab (a joined prediction's) follows a growth */
-    uintptr_t p = (uintptr_t)x, base = (uintptr_t)j->x;
-    int inside = x && j->x && p >= base && p < base + x_bytes(j->alloc, j->cfg.width);
-    size_t at = inside ? (size_t)(p - base) / sizeof(double) : 0;
+    size_t at;
+    int inside = slab_offset(j, x, &at);
     uint32_t slot = waiting_take_slot(j, evicted);
     if (inside)
         x = j->x + at;
@@ -545,6 +561,116 @@ static void waiting_insert(calib_join *j, const calib_id *id, uint32_t hash,
         j->waiting_preds++;
     else
         j->waiting_labels++;
+}
+
+/* ------------------------------------------------------------------ sample */
+
+uint32_t calib_join_sample_hash(const calib_id *id)
+{
+    return (uint32_t)(calib_id_hash(id, SAMPLE_SEED) >> 32);
+}
+
+/* A free slot, or one the table can still grow into. */
+static int has_room(calib_join *j)
+{
+    if (j->free != NIL || j->fresh < j->alloc)
+        return 1;
+    return j->alloc < j->cfg.capacity && waiting_grow(j) == CALIB_OK;
+}
+
+/* The sample a new label without its prediction must be in. */
+static uint32_t label_limit(const calib_join *j)
+{
+    return j->now < j->label_until ? j->label_sample : j->sample;
+}
+
+/* Shrinks the sample by a 128th, or to below the largest sample hash
+ * waiting where that is less, and drops the waiting items it no longer
+ * holds: at least one goes (unless every id waiting hashes to 0). Small
+ * steps: the sample settles within a few hundredths of what the table can
+ * hold. */
+static void sample_shrink(calib_join *j)
+{
+    uint32_t top = 0;
+    for (uint32_t i = j->head; i != NIL; i = j->ent[i].next) {
+        uint32_t h = calib_join_sample_hash(&j->ent[i].id);
+        top = h > top ? h : top;
+    }
+    uint32_t s = j->sample - j->sample / 128;
+    if (top > 0 && top <= s)
+        s = top - 1;
+    j->sample = j->label_sample = s;
+    j->label_until = j->now + j->cfg.ttl;
+    j->arrivals = 0;
+    for (uint32_t i = j->head, next; i != NIL; i = next) {
+        next = j->ent[i].next;
+        if (calib_join_sample_hash(&j->ent[i].id) <= s)
+            continue;
+        if (j->ent[i].kind == CALIB_JOIN_PRED)
+            j->sampled_out_preds++;
+        else
+            j->sampled_out_labels++;
+        waiting_remove(j, i);
+    }
+}
+
+/* Grows the sample back once a table's worth of new items were offered
+ * since it last changed (about the time an item waits, at capacity), toward
+ * what would fill 31/32 of the table at the rate of that while (twice at
+ * most): offered, not admitted, so that a sample shrunk to almost nothing
+ * grows back too. */
+static void sample_grow(calib_join *j)
+{
+    if (j->sample == SAMPLE_ALL || j->arrivals < j->alloc)
+        return;
+    double held = (double)(j->waiting_preds + j->waiting_labels);
+    double want = (double)j->alloc * 31 / 32, grow = held > 0 ? want / held : 2;
+    if (grow <= 1 + 1.0 / 128)
+        return;
+    double next = (double)j->sample * (grow < 2 ? grow : 2);
+    j->sample = next >= (double)SAMPLE_ALL ? SAMPLE_ALL : (uint32_t)next;
+    j->arrivals = 0;
+}
+
+/* Whether a new waiting item of id (a label without its prediction, with
+ * label) may take a slot: its id in the sample, which shrinks first when
+ * the table is full. Counts a refusal. */
+static int admit(calib_join *j, const calib_id *id, int label)
+{
+    int full = !has_room(j);
+    if (full)
+        sample_shrink(j);
+    j->arrivals++;
+    uint32_t limit = label ? label_limit(j) : j->sample;
+    if (limit != SAMPLE_ALL && calib_join_sample_hash(id) > limit) {
+        if (label)
+            j->sampled_out_labels++;
+        else
+            j->sampled_out_preds++;
+        return 0;
+    }
+    return 1;
+}
+
+double calib_join_sample_fraction(const calib_join *j)
+{
+    return ((double)j->sample + 1) / 4294967296.0;
+}
+
+void calib_join_sampling_get(const calib_join *j, calib_join_sampling *s)
+{
+    *s = (calib_join_sampling){j->sample, j->label_sample, j->label_until, j->arrivals};
+}
+
+int calib_join_sampling_set(calib_join *j, const calib_join_sampling *s)
+{
+    if (s->label_sample > s->sample || isnan(s->label_until) || s->label_until == INFINITY)
+        return CALIB_EINVAL;
+    j->sample = s->sample;
+    j->label_sample = s->label_sample;
+    j->label_until = s->label_until;
+    j->arrivals = (size_t)s->arrivals;
+    return CALIB_OK;
 }
 
 /* ------------------------------------------------------------------ joined */
@@ -641,6 +767,7 @@ static int join_begin(calib_join *j, const calib_id *id, double now,
     join_clock(j, now);
     join_expire_due(j);
     *hash = (uint32_t)calib_id_hash(id, j->cfg.seed);
+    sample_grow(j);
     return CALIB_OK;
 }
 
@@ -676,8 +803,15 @@ int calib_join_pred(calib_join *j, const calib_id *id, const double *x,
         j->duplicate_preds++;
         out->status = CALIB_JOIN_DUPLICATE;
     } else {
-        waiting_insert(j, id, hash, CALIB_JOIN_PRED, ts, 0, x, &out->evicted);
-        out->status = CALIB_JOIN_WAITING;
+        size_t at;
+        int inside = slab_offset(j, x, &at); /* admit may grow the slab */
+        if (admit(j, id, 0)) {
+            waiting_insert(j, id, hash, CALIB_JOIN_PRED, ts, 0, inside ? j->x + at : x,
+                           &out->evicted);
+            out->status = CALIB_JOIN_WAITING;
+        } else {
+            out->status = CALIB_JOIN_SAMPLED_OUT;
+        }
     }
     return CALIB_OK;
 }
@@ -706,6 +840,8 @@ int calib_join_label(calib_join *j, const calib_id *id, double y, double ts,
     } else if (done_find(j, id, hash)) {
         j->duplicate_labels++;
         out->status = CALIB_JOIN_DUPLICATE;
+    } else if (!admit(j, id, 1)) {
+        out->status = CALIB_JOIN_SAMPLED_OUT;
     } else {
         waiting_insert(j, id, hash, CALIB_JOIN_LABEL, ts, y, NULL, &out->evicted);
         out->status = CALIB_JOIN_WAITING;

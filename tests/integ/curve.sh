@@ -65,13 +65,22 @@ check "the operator refused is counted" \
 
 # ---------------------------------------------------------------- producers
 sim() { "$SIMULATE" --endpoint ">$INGEST" --model m --linger-ms "$LINGER_MS" "$@"; }
-# refused at the handshake: no subscription will come, nothing to wait for
-sim --count 300 --seed 1 --warmup-ms 0 2> /dev/null
+# refused: a producer that ZeroMQ keeps trying to connect until calibd has
+# counted its handshake (a short-lived one may exit before it ever shakes)
+refused_sim() {
+    (exec "$SIMULATE" --endpoint ">$INGEST" --model m --linger-ms 0 --count 0 --rate 100 "$@" \
+        2> /dev/null) &
+    refused_pid=$!
+    track $refused_pid
+}
+refused_sim --seed 1
 check "a producer without CURVE fails its handshake, counted" \
     'wait_until "metric_ge calibd_socket_handshake_failures_total socket=ingest 1"'
-sim --count 300 --seed 2 --warmup-ms 0 --key "$K/stranger.key_secret" --server-key "$K/calibd.key" 2> /dev/null
+kill $refused_pid
+refused_sim --seed 2 --key "$K/stranger.key_secret" --server-key "$K/calibd.key"
 check "a producer whose key is not allowed is refused, counted" \
     'wait_until "metric_ge calibd_curve_clients_total role=producers,result=refused 1"'
+kill $refused_pid
 stranger=$(awk -F'"' '/public-key/ {print $2}' "$K/stranger.key")
 check "the refusal is logged with the key and the peer's address" \
     'grep -F "producers: refused key $stranger from 127.0.0.1" "$work/calibd.log"'

@@ -10,6 +10,7 @@
 
 #include "calib/calib.h"
 #include "calib/join.h"
+#include "../join_load.h"
 
 static calib_id sid(const char *s)
 {
@@ -226,43 +227,71 @@ static void clock_going_back(void **state)
 
 /* ------------------------------------------------------------------ memory */
 
-static void eviction_oldest_first(void **state)
+/* Putting an item back into a full table (a restore into a smaller one)
+ * evicts the oldest waiting item, counted. */
+static void put_evicts_oldest(void **state)
 {
     calib_join j;
     calib_join_result r;
+    double x[2] = {1, -1};
     table(&j, 100, 3, 2, 8);
-    assert_int_equal(pred(&j, sid("a"), 1, 1, &r), CALIB_JOIN_WAITING);
-    assert_int_equal(label(&j, sid("b"), 1, 2, &r), CALIB_JOIN_WAITING);
-    assert_int_equal(pred(&j, sid("c"), 3, 3, &r), CALIB_JOIN_WAITING);
-    assert_int_equal(r.evicted, CALIB_JOIN_NONE);
-    /* full: the oldest (prediction a) goes */
-    assert_int_equal(label(&j, sid("d"), 1, 4, &r), CALIB_JOIN_WAITING);
-    assert_int_equal(r.evicted, CALIB_JOIN_PRED);
+    for (uint64_t i = 0; i < 3; i++) {
+        calib_join_item it = {.kind = i == 1 ? CALIB_JOIN_LABEL : CALIB_JOIN_PRED,
+                              .id = uid(i), .arrived = (double)i, .y = 1, .x = x};
+        assert_int_equal(calib_join_put(&j, &it), CALIB_OK);
+    }
+    calib_join_item it = {.kind = CALIB_JOIN_LABEL, .id = uid(3), .arrived = 3, .y = 0};
+    assert_int_equal(calib_join_put(&j, &it), CALIB_OK);
     assert_int_equal(j.evicted, 1);
     assert_int_equal(j.waiting_preds, 1);
     assert_int_equal(j.waiting_labels, 2);
-    /* then label b */
-    assert_int_equal(pred(&j, sid("e"), 5, 5, &r), CALIB_JOIN_WAITING);
-    assert_int_equal(r.evicted, CALIB_JOIN_LABEL);
-    assert_int_equal(j.evicted, 2);
-    /* a's label is now an orphan; it evicts c */
-    assert_int_equal(label(&j, sid("a"), 1, 6, &r), CALIB_JOIN_WAITING);
-    assert_int_equal(r.evicted, CALIB_JOIN_PRED);
-    /* replacing moves an item to the back: d (oldest) is refreshed, so e
-     * is evicted next; joins and replacements evict nothing */
-    assert_int_equal(label(&j, sid("d"), 0, 7, &r), CALIB_JOIN_REPLACED);
-    assert_int_equal(r.evicted, CALIB_JOIN_NONE);
-    assert_int_equal(pred(&j, sid("f"), 6, 8, &r), CALIB_JOIN_WAITING);
-    assert_int_equal(r.evicted, CALIB_JOIN_PRED);
-    assert_int_equal(label(&j, sid("e"), 1, 9, &r), CALIB_JOIN_WAITING);
-    assert_int_equal(r.evicted, CALIB_JOIN_LABEL); /* a's label */
-    assert_int_equal(pred(&j, sid("d"), 7, 10, &r), CALIB_JOIN_JOINED);
-    assert_int_equal(r.evicted, CALIB_JOIN_NONE);
-    assert_close(r.y, 0, 0);
-    assert_int_equal(j.evicted, 5);
-    assert_int_equal(j.waiting_preds, 1);
-    assert_int_equal(j.waiting_labels, 1);
-    assert_int_equal(j.expired_preds + j.expired_labels, 0);
+    /* prediction 0 went; 2 still joins */
+    assert_int_equal(label(&j, uid(0), 1, 4, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(label(&j, uid(2), 1, 4, &r), CALIB_JOIN_JOINED);
+    calib_join_free(&j);
+}
+
+/* A full table sheds a sample, not its oldest: the 65th prediction into a
+ * table of 64 shrinks the sample to a 128th less (or below the largest
+ * sample hash waiting), the predictions whose ids fall out go, and from
+ * then on every label of an id out of the sample is refused at once: none
+ * waits for a prediction that was dropped, and every kept one joins. */
+static void full_table_sheds_a_sample(void **state)
+{
+    enum { CAP = 64 };
+    calib_join j;
+    calib_join_result r;
+    table(&j, 100, CAP, 2, 2 * CAP);
+    assert_true(calib_join_sample_fraction(&j) == 1);
+    uint32_t top = 0;
+    for (uint64_t i = 0; i < CAP; i++) {
+        assert_int_equal(pred(&j, uid(i), (double)i, 1, &r), CALIB_JOIN_WAITING);
+        calib_id id = uid(i);
+        uint32_t h = calib_join_sample_hash(&id);
+        top = h > top ? h : top;
+    }
+    uint32_t s = UINT32_MAX - UINT32_MAX / 128;
+    s = top <= s ? top - 1 : s;
+    calib_id last = uid(CAP);
+    int kept = calib_join_sample_hash(&last) <= s;
+    assert_int_equal(pred(&j, last, CAP, 2, &r), kept ? CALIB_JOIN_WAITING : CALIB_JOIN_SAMPLED_OUT);
+    assert_int_equal(j.sample, s);
+    assert_int_equal(j.evicted, 0);
+    uint64_t out = 0;
+    for (uint64_t i = 0; i <= CAP; i++) {
+        calib_id id = uid(i);
+        int in = calib_join_sample_hash(&id) <= s;
+        out += !in;
+        assert_int_equal(label(&j, uid(i), 1, 3, &r), in ? CALIB_JOIN_JOINED : CALIB_JOIN_SAMPLED_OUT);
+        if (in)
+            assert_true(r.x[0] == (double)i);
+    }
+    assert_true(out >= 1);
+    assert_int_equal(j.waiting_preds + j.waiting_labels, 0);
+    /* each dropped id counted twice: its prediction, then its label */
+    assert_int_equal(j.sampled_out_preds, out);
+    assert_int_equal(j.sampled_out_labels, out);
+    assert_true(calib_join_sample_fraction(&j) < 1);
     calib_join_free(&j);
 }
 
@@ -414,24 +443,17 @@ static void set_width_shrinks_capacity(void **state)
     assert_int_equal(j.evicted, 2);
     double x[2] = {0.25, 0.75};
     /* ids 0 and 1 were the oldest: gone; 2..5 join */
-    for (uint64_t i = 0; i < 2; i++) {
+    for (uint64_t i = 2; i < 4; i++) {
         calib_id id = uid(i);
         assert_int_equal(calib_join_pred(&j, &id, x, 0, 6, &r), CALIB_OK);
-        assert_int_equal(r.status, CALIB_JOIN_WAITING);
-    }
-    /* the table is full (2 predictions, 4 labels would be 6 > 4): the two
-     * predictions evicted labels 2 and 3, the oldest */
-    assert_int_equal(j.evicted, 4);
-    for (uint64_t i = 4; i < 6; i++) {
-        calib_id id = uid(i);
-        assert_int_equal(calib_join_pred(&j, &id, x, 0, 7, &r), CALIB_OK);
         assert_int_equal(r.status, CALIB_JOIN_JOINED);
         assert_close(r.y, (double)(i % 2), 0);
     }
     /* what still waits expires on time, from the original arrivals */
-    assert_int_equal(calib_join_expire(&j, 105.5), 0);
-    assert_int_equal(calib_join_expire(&j, 106), 2);
-    assert_int_equal(j.expired_preds, 2);
+    assert_int_equal(calib_join_expire(&j, 103.5), 0);
+    assert_int_equal(calib_join_expire(&j, 104), 1);
+    assert_int_equal(calib_join_expire(&j, 105), 1);
+    assert_int_equal(j.expired_labels, 2);
     assert_int_equal(j.waiting_preds + j.waiting_labels, 0);
     calib_join_free(&j);
 }
@@ -609,7 +631,7 @@ static void colliding_ids(void **state)
         assert_int_equal(label(&j, ids[i], 0, 5, &r), CALIB_JOIN_JOINED);
         assert_close(r.x[0], i % 3 == 0 ? 100 + i : i, 0);
     }
-    /* fill with labels, overflow by a quarter: the first quarter is evicted */
+    /* fill with labels: they all wait, and expire together */
     for (int i = 0; i < CAP; i++) {
         char buf[32];
         snprintf(buf, sizeof buf, "fresh%d", i);
@@ -638,7 +660,11 @@ typedef struct ref {
     ref_item it[RMAX];
     ref_item done[RMAX];
     uint64_t joined, expired_preds, expired_labels, evicted, dup_preds,
-        dup_labels, forgotten;
+        dup_labels, forgotten, out_preds, out_labels;
+    /* the sample over capacity, as calib/join.h words it */
+    uint32_t sample, label_sample;
+    double label_until;
+    size_t arrivals;
 } ref;
 
 static void ref_del(ref_item *a, size_t *n, size_t i)
@@ -691,11 +717,48 @@ static void ref_joined(ref *m, const calib_id *id, calib_join_result *out)
     m->done[m->dn++] = (ref_item){.id = *id, .deadline = m->now + m->ttl};
 }
 
+/* Full: the sample a 128th smaller, or below the largest hash waiting, and
+ * what falls out of it dropped. */
+static void ref_shrink(ref *m)
+{
+    uint32_t top = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        uint32_t h = calib_join_sample_hash(&m->it[i].id);
+        top = h > top ? h : top;
+    }
+    uint32_t s = m->sample - m->sample / 128;
+    m->sample = m->label_sample = top > 0 && top <= s ? top - 1 : s;
+    m->label_until = m->now + m->ttl;
+    m->arrivals = 0;
+    for (size_t i = 0; i < m->n;) {
+        if (calib_join_sample_hash(&m->it[i].id) > m->sample) {
+            *(m->it[i].kind == CALIB_JOIN_PRED ? &m->out_preds : &m->out_labels) += 1;
+            ref_del(m->it, &m->n, i);
+        } else {
+            i++;
+        }
+    }
+}
+
+/* A table's worth offered since the last change: toward 31/32 full. */
+static void ref_grow(ref *m)
+{
+    if (m->sample == UINT32_MAX || m->arrivals < m->cap)
+        return;
+    double want = (double)m->cap * 31 / 32, grow = m->n ? want / (double)m->n : 2;
+    if (grow <= 1 + 1.0 / 128)
+        return;
+    double next = (double)m->sample * (grow < 2 ? grow : 2);
+    m->sample = next >= (double)UINT32_MAX ? UINT32_MAX : (uint32_t)next;
+    m->arrivals = 0;
+}
+
 static void ref_op(ref *m, int kind, const calib_id *id, const double *x,
                    double y, double ts, double now, calib_join_result *out)
 {
     *out = (calib_join_result){0};
     ref_time(m, now);
+    ref_grow(m);
     ref_item item = {.id = *id, .kind = kind, .deadline = m->now + m->ttl,
                      .ts = ts, .y = y};
     if (x)
@@ -722,7 +785,17 @@ static void ref_op(ref *m, int kind, const calib_id *id, const double *x,
         out->status = CALIB_JOIN_DUPLICATE;
         *(kind == CALIB_JOIN_PRED ? &m->dup_preds : &m->dup_labels) += 1;
     } else {
-        if (m->n == m->cap) {
+        if (m->n == m->cap)
+            ref_shrink(m);
+        m->arrivals++;
+        uint32_t limit = kind == CALIB_JOIN_LABEL && m->now < m->label_until ? m->label_sample
+                                                                             : m->sample;
+        if (calib_join_sample_hash(id) > limit) {
+            *(kind == CALIB_JOIN_PRED ? &m->out_preds : &m->out_labels) += 1;
+            out->status = CALIB_JOIN_SAMPLED_OUT;
+            return;
+        }
+        if (m->n == m->cap) { /* every id waiting hashed to 0 */
             out->evicted = m->it[0].kind;
             ref_del(m->it, &m->n, 0);
             m->evicted++;
@@ -746,6 +819,9 @@ static void ref_compare(const ref *m, const calib_join *j)
     assert_int_equal(j->duplicate_preds, m->dup_preds);
     assert_int_equal(j->duplicate_labels, m->dup_labels);
     assert_int_equal(j->forgotten, m->forgotten);
+    assert_int_equal(j->sampled_out_preds, m->out_preds);
+    assert_int_equal(j->sampled_out_labels, m->out_labels);
+    assert_int_equal(j->sample, m->sample);
 }
 
 /* Id k of a pool: even k are strings, odd k integers, with the same digits
@@ -772,7 +848,8 @@ static void model_run(size_t cap, size_t dcap, uint64_t pool, int ops,
                           .joined_capacity = dcap, .seed = seed};
     assert_true(cap <= RMAX && dcap <= RMAX);
     assert_int_equal(calib_join_init(&j, &cfg), CALIB_OK);
-    m = (ref){.ttl = 8, .now = -INFINITY, .cap = cap, .dcap = dcap};
+    m = (ref){.ttl = 8, .now = -INFINITY, .cap = cap, .dcap = dcap, .sample = UINT32_MAX,
+              .label_sample = UINT32_MAX, .label_until = -INFINITY};
     calib_rng rng;
     calib_rng_seed(&rng, seed);
     double now = 0;
@@ -818,17 +895,18 @@ static void model_run(size_t cap, size_t dcap, uint64_t pool, int ops,
         ref_compare(&m, &j);
     }
     print_message("cap %zu, joined cap %zu, pool %llu: joined %llu, expired "
-                  "%llu+%llu, evicted %llu, dup %llu+%llu, forgotten %llu\n",
+                  "%llu+%llu, sampled out %llu+%llu, dup %llu+%llu, forgotten %llu\n",
                   cap, dcap, (unsigned long long)pool,
                   (unsigned long long)m.joined,
                   (unsigned long long)m.expired_preds,
                   (unsigned long long)m.expired_labels,
-                  (unsigned long long)m.evicted, (unsigned long long)m.dup_preds,
-                  (unsigned long long)m.dup_labels,
+                  (unsigned long long)m.out_preds, (unsigned long long)m.out_labels,
+                  (unsigned long long)m.dup_preds, (unsigned long long)m.dup_labels,
                   (unsigned long long)m.forgotten);
     /* each path must have been exercised */
     assert_true(m.joined > 0 && m.expired_preds > 0 && m.expired_labels > 0);
     assert_true(m.dup_preds > 0 && m.dup_labels > 0);
+    assert_true(m.out_preds > 0 && m.out_labels > 0);
     calib_join_free(&j);
 }
 
@@ -893,7 +971,7 @@ static size_t slots_bytes(size_t n)
 }
 
 /* A budget with room for 128 slots: the table grows from 64 to 128, then
- * behaves as full there (the oldest evicted), counted in the budget. */
+ * behaves as full there (it keeps a sample), counted in the budget. */
 static void budget_stops_growth(void **state)
 {
     calib_join j;
@@ -909,13 +987,20 @@ static void budget_stops_growth(void **state)
     for (uint64_t i = 0; i < 200; i++)
         pred(&j, uid(i), (double)i, 1, &r);
     assert_int_equal(j.alloc, 128);
-    assert_int_equal(j.waiting_preds, 128);
-    assert_int_equal(j.evicted, 72);
+    assert_true(j.waiting_preds <= 128 && j.waiting_preds + j.sampled_out_preds == 200);
+    assert_int_equal(j.evicted, 0);
     assert_true(b.refused >= 1 && parent.refused == b.refused);
     assert_int_equal(parent.used, slots_bytes(128));
-    for (uint64_t i = 0; i < 72; i++) /* evicted: the label waits alone */
-        assert_int_equal(label(&j, uid(i), 1, 2, &r), CALIB_JOIN_WAITING);
-    assert_int_equal(j.evicted, 144);
+    /* a sample of what a table of 128 holds: every kept one joins, every
+     * other label is refused at once */
+    uint64_t joined = 0;
+    for (uint64_t i = 0; i < 200; i++) {
+        int st = label(&j, uid(i), 1, 2, &r);
+        assert_true(st == CALIB_JOIN_JOINED || st == CALIB_JOIN_SAMPLED_OUT);
+        joined += st == CALIB_JOIN_JOINED;
+    }
+    assert_true(joined >= 100 && joined <= 128);
+    assert_int_equal(j.waiting_labels, 0);
     calib_join_free(&j);
     assert_int_equal(parent.used, 0);
     /* no room for the first slots: the table is not made */
@@ -924,6 +1009,45 @@ static void budget_stops_growth(void **state)
     assert_int_equal(parent.used, 0);
 }
 
+
+/* ------------------------------------------------------------------ load */
+
+/* Past capacity a limit degrades, never collapses: at 1.05, 2 and 10 times
+ * the pairs a table of 2000 allows (labels one delay late), it joins at
+ * least 95% of what it allows, in the steady state, and evicts nothing;
+ * under capacity it joins everything, keeping every id. (Before, 5% over
+ * capacity joined nothing: each orphan label evicted the prediction whose
+ * label came next.) tests/bench/bench_join_load prints the figures. */
+static void load_past_capacity_degrades(void **state)
+{
+    static const double factors[] = {0.9, 1.05, 2, 10};
+    for (size_t i = 0; i < sizeof factors / sizeof factors[0]; i++) {
+        join_load L = {.factor = factors[i], .delay = 1, .periods = 12, .warmup = 3,
+                       .capacity = 2000, .seed = 11 + i};
+        assert_int_equal(join_load_run(&L), 0);
+        double share = (double)L.steady_joined / (L.allowed * (double)L.steady_offered);
+        print_message("%.2fx: joined %.1f%% of what capacity allows, sample %.4f\n",
+                      factors[i], 100 * share, L.fraction);
+        assert_int_equal(L.evicted, 0);
+        if (factors[i] < 1) {
+            assert_int_equal(L.joined, L.offered);
+            assert_true(L.fraction == 1 && L.sampled_out == 0);
+        } else {
+            assert_true(share >= 0.95 && share <= 1.0001);
+            assert_true(L.fraction < 1.2 / factors[i]);
+        }
+    }
+}
+
+/* The sample grows back when the load falls: 3 times capacity, then 0.3. */
+static void sample_grows_back(void **state)
+{
+    join_load L = {.factor = 3, .factor_after = 0.3, .delay = 1, .periods = 30,
+                   .warmup = 3, .capacity = 1000, .seed = 5};
+    assert_int_equal(join_load_run(&L), 0);
+    assert_true(L.sampled_out > 0);
+    assert_true(L.fraction == 1);
+}
 
 /* ------------------------------------------------------------------ saving */
 
@@ -1053,7 +1177,10 @@ int main(void)
         cmocka_unit_test(duplicates),
         cmocka_unit_test(ttl_boundary),
         cmocka_unit_test(clock_going_back),
-        cmocka_unit_test(eviction_oldest_first),
+        cmocka_unit_test(put_evicts_oldest),
+        cmocka_unit_test(full_table_sheds_a_sample),
+        cmocka_unit_test(load_past_capacity_degrades),
+        cmocka_unit_test(sample_grows_back),
         cmocka_unit_test(joined_memory_bounded),
         cmocka_unit_test(init_checks_config),
         cmocka_unit_test(labels_before_width),

@@ -368,6 +368,34 @@ static void silence_longer_than_the_window(void **state)
     model_free(&b);
 }
 
+/* The join's sample over capacity is saved and restored: a model restored
+ * keeps the ids it kept (and refuses the labels of those it dropped). */
+static void join_sample_is_restored(void **state)
+{
+    model_cfg c = small_cfg();
+    model a, b;
+    char skipped[600], err[600];
+    make(&a, &c, 0);
+    feed(&a, 1, 50, 1000);
+    calib_join_sampling in = {.sample = 3000000000u, .label_sample = 2000000000u,
+                              .label_until = a.join.now + 20, .arrivals = 7}, out;
+    assert_int_equal(calib_join_sampling_set(&a.join, &in), CALIB_OK);
+    a.join.sampled_out_preds = 3;
+    a.join.sampled_out_labels = 4;
+    size_t len;
+    char *f = file_of(&a, &len);
+    make(&b, &c, 0);
+    assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    calib_join_sampling_get(&b.join, &out);
+    assert_true(out.sample == in.sample && out.label_sample == in.label_sample &&
+                out.arrivals == in.arrivals);
+    assert_true(b.join.sampled_out_preds == 3 && b.join.sampled_out_labels == 4);
+    same_bytes(&a, &b);
+    free(f);
+    model_free(&a);
+    model_free(&b);
+}
+
 /* Merged, the confidence sequences follow the paired comparison: a newer
  * version from a file without sequences leaves none of the older version's
  * (they once stayed, shown for the wrong parameters); the same version
@@ -950,6 +978,7 @@ int main(void)
         cmocka_unit_test(decided_gates_and_stale_guards),
         cmocka_unit_test(idle_after_a_rollback_is_restored),
         cmocka_unit_test(silence_longer_than_the_window),
+        cmocka_unit_test(join_sample_is_restored),
         cmocka_unit_test(merged_sequences_follow_the_version),
         cmocka_unit_test(restored_small_ring_grows),
         cmocka_unit_test(waiting_items_move_with_the_clock),
