@@ -44,8 +44,11 @@ static int is_public_cert(const char *name)
     return n > 4 && strcmp(name + n - 4, ".key") == 0;
 }
 
-/* Every NAME.key in dir, decoded and sorted; duplicates kept once. */
-static int list_load(auth_list *l, const char *dir, const char *key, char *err,
+/* Every NAME.key in dir, decoded and sorted; duplicates kept once. A file
+ * that is no public key is skipped with a line in log: one bad file (a
+ * key half copied, say) must not keep the others out, nor, at a reload,
+ * keep in a key removed meanwhile. */
+static int list_load(auth_list *l, const char *dir, const char *key, logger *log, char *err,
                      size_t errlen)
 {
     *l = (auth_list){0};
@@ -72,9 +75,8 @@ static int list_load(auth_list *l, const char *dir, const char *key, char *err,
             continue;
         calib_curve_cert cert;
         if (calib_curve_load(path, &cert, why, sizeof why) != CALIB_OK) {
-            snprintf(err, errlen, "%s: %s", key, why);
-            rc = -1;
-            break;
+            log_msg(log, LOG_ERROR, "auth", "%s: %s: skipped, its key is not allowed", key, why);
+            continue;
         }
         memset(cert.secret_key, 0, sizeof cert.secret_key);
         if (l->n == cap) {
@@ -106,11 +108,11 @@ static int list_load(auth_list *l, const char *dir, const char *key, char *err,
 }
 
 /* All three lists of c, or none (err set). */
-static int lists_load(auth_list out[AUTH_ROLES], const daemon_cfg *c, char *err,
+static int lists_load(auth_list out[AUTH_ROLES], const daemon_cfg *c, logger *log, char *err,
                       size_t errlen)
 {
     for (int r = 0; r < AUTH_ROLES; r++) {
-        if (list_load(&out[r], role_value(c, r), role_key(r), err, errlen) != 0) {
+        if (list_load(&out[r], role_value(c, r), role_key(r), log, err, errlen) != 0) {
             while (r-- > 0)
                 list_free(&out[r]);
             return -1;
@@ -163,7 +165,7 @@ int auth_load(auth_ctx *a, const daemon_cfg *c, logger *log, char *err, size_t e
         memset(&a->server, 0, sizeof a->server);
         return -1;
     }
-    if (lists_load(a->allow, c, err, errlen) != 0) {
+    if (lists_load(a->allow, c, log, err, errlen) != 0) {
         memset(&a->server, 0, sizeof a->server);
         return -1;
     }

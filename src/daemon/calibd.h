@@ -46,6 +46,7 @@ typedef struct calibd {
     double *x;          /* one record's outputs, CALIB_PROTO_MAX_K doubles */
     uint64_t messages;  /* ingest messages received */
     uint64_t publish_errors; /* PUB sends that failed */
+    uint64_t reloads, reloads_refused; /* SIGHUPs applied, and refused whole */
     uint64_t rejected[REJ_MAX]; /* rejections whose model is unknown */
     double started;     /* wall clock at start */
     uint64_t hash_seed; /* from uv_random at start */

@@ -376,6 +376,8 @@ void control_status_begin(calibd *d, calib_mpw *w)
     calib_mpw_key(w, "rejected");
     pack_rejected(w, d->rejected);
     pack_counter(w, "publish_errors", d->publish_errors);
+    pack_counter(w, "config_reloads", d->reloads);
+    pack_counter(w, "config_reloads_refused", d->reloads_refused);
     calib_mpw_key(w, "alerts");
     calib_mpw_map(w);
     pack_counter(w, "sent", d->alerts);

@@ -710,6 +710,11 @@ static void render_daemon(text *t, calibd *d)
     sample(t, d->started, "calibd_start_time_seconds");
     help(t, "calibd_messages_total", "counter", "Messages received on the ingest sockets.");
     put(t, "calibd_messages_total %llu\n", (unsigned long long)d->messages);
+    help(t, "calibd_config_reloads_total", "counter",
+         "SIGHUP reloads of the configuration file: applied, or refused whole.");
+    put(t, "calibd_config_reloads_total{result=\"applied\"} %llu\n", (unsigned long long)d->reloads);
+    put(t, "calibd_config_reloads_total{result=\"refused\"} %llu\n",
+        (unsigned long long)d->reloads_refused);
     help(t, "calibd_tick_overruns_total", "counter",
          "Ticks that found the last pass over the models still running (and started none).");
     put(t, "calibd_tick_overruns_total %llu\n", (unsigned long long)d->pass.overruns);

@@ -1,6 +1,7 @@
 /* main.c — calibd: command line, start-up, the loop, shut-down. */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -28,6 +29,8 @@ static void usage(FILE *f)
           "      --http ADDR:PORT    HTTP address for metrics, or 'off'\n"
           "      --state-dir DIR     where state is kept\n"
           "      --log-level LEVEL   error, warn, info or debug\n"
+          "      --check-config FILE check FILE (and the command line) and exit:\n"
+          "                          0 when calibd would start with it, 2 if not\n"
           "      --version           print the version and exit\n"
           "  -h, --help              this text\n"
           "Endpoints: @tcp://host:port binds, >tcp://host:port connects, none binds.\n"
@@ -45,6 +48,7 @@ static void warn_config(void *arg, const char *msg)
 /* Command-line options override the file; repeated --ingest replace its list. */
 typedef struct cli {
     const char *config;
+    int check;          /* --check-config: validate the file and exit */
     endpoint_list ingest, pull;
     const char *daemon_keys[8][2];
     int nkeys;
@@ -52,7 +56,8 @@ typedef struct cli {
 
 static int parse_cli(int argc, char **argv, cli *c)
 {
-    enum { O_INGEST = 256, O_PULL, O_PUBLISH, O_CONTROL, O_HTTP, O_STATE, O_LOG, O_VERSION };
+    enum { O_INGEST = 256, O_PULL, O_PUBLISH, O_CONTROL, O_HTTP, O_STATE, O_LOG, O_VERSION,
+           O_CHECK };
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
         {"ingest", required_argument, NULL, O_INGEST},
@@ -63,6 +68,7 @@ static int parse_cli(int argc, char **argv, cli *c)
         {"state-dir", required_argument, NULL, O_STATE},
         {"log-level", required_argument, NULL, O_LOG},
         {"version", no_argument, NULL, O_VERSION},
+        {"check-config", required_argument, NULL, O_CHECK},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -71,6 +77,7 @@ static int parse_cli(int argc, char **argv, cli *c)
     while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
         switch (o) {
         case 'c': c->config = optarg; break;
+        case O_CHECK: c->config = optarg, c->check = 1; break;
         case 'h': usage(stdout); exit(0);
         case O_VERSION: printf("calibd %s\n", PACKAGE_VERSION); exit(0);
         case O_INGEST:
@@ -327,9 +334,37 @@ static void close_all(calibd *d)
         uv_close((uv_handle_t *)&d->sig[i], NULL);
 }
 
-/* SIGHUP: settings that need no new memory take effect at once (label TTL,
- * log level, new [model] sections for models not yet seen); the others are
- * kept until a restart, which the log says. Statistics are never lost. */
+/* A configuration file that holds nothing (a file caught while an editor
+ * or a deployment tool writes it in place): refused at a reload, where it
+ * would put every setting back to its default. 1 when empty, 0 when not,
+ * -1 (err set) when it cannot be read. */
+static int config_file_empty(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    int c, empty = 1, comment = 0;
+    while (empty && (c = getc(f)) != EOF) {
+        if (c == '\n')
+            comment = 0;
+        else if (c == '#' || c == ';')
+            comment = 1;
+        else if (!comment && !isspace(c))
+            empty = 0;
+    }
+    fclose(f);
+    return empty;
+}
+
+/* SIGHUP: all or nothing. The file is read and checked whole (and the
+ * command line, and the allow-lists) before anything changes; a file that
+ * fails, or holds nothing, keeps the running configuration, with a log line
+ * and a count (reloads_refused). Settings that need no new memory take
+ * effect at once (label TTL, log level, allow-lists, new [model] sections
+ * for models not yet seen); the others are kept until a restart, which the
+ * log says. Statistics are never lost. */
 static void reload(calibd *d)
 {
     if (!d->config_path) {
@@ -338,22 +373,28 @@ static void reload(calibd *d)
     }
     daemon_cfg fresh;
     char err[512];
-    if (config_init(&fresh) != 0 ||
-        config_load(&fresh, d->config_path, warn_config, d, err, sizeof err) != 0) {
+    int empty = config_file_empty(d->config_path, err, sizeof err), rc = -1;
+    if (empty == 1)
+        snprintf(err, sizeof err, "%s holds no setting (caught while it was being "
+                 "written? write it elsewhere and rename it into place)", d->config_path);
+    if (config_init(&fresh) != 0) {
+        snprintf(err, sizeof err, "out of memory");
+    } else if (empty == 0 &&
+               config_load(&fresh, d->config_path, warn_config, d, err, sizeof err) == 0 &&
+               apply_cli(&fresh, d->cli, err, sizeof err) == 0 &&
+               auth_reload(&d->auth, &fresh, err, sizeof err) == 0) {
+        rc = 0; /* nothing can fail from here on */
+    }
+    if (rc != 0) {
+        d->reloads_refused++;
         log_msg(&d->log, LOG_ERROR, "config", "reload refused, keeping the running "
                 "configuration: %s", err);
         config_free(&fresh);
         return;
     }
-    /* the command line overrides the file at a reload too */
-    if (apply_cli(&fresh, d->cli, err, sizeof err) != 0)
-        log_msg(&d->log, LOG_ERROR, "config", "reload: %s", err);
     int level = log_level_parse(fresh.log_level);
     if (level >= 0)
         d->log.level = level;
-    if (auth_reload(&d->auth, &fresh, err, sizeof err) != 0)
-        log_msg(&d->log, LOG_ERROR, "config", "reload: keeping the CURVE allow-lists: %s",
-                err);
     /* the tick gives the join tables their new TTL, for what waits too */
     for (size_t i = 0; i < d->nmodels; i++) {
         model *m = d->models[i];
@@ -369,6 +410,7 @@ static void reload(calibd *d)
     d->cfg.auto_models = fresh.auto_models;
     fresh.models = old.models;
     config_free(&fresh);
+    d->reloads++;
     log_msg(&d->log, LOG_INFO, "config", "reloaded %s (endpoints, windows and sample "
             "sizes of existing models change at restart)", d->config_path);
 }
@@ -469,6 +511,17 @@ int main(int argc, char **argv)
         config_free(&d.cfg);
         return 2;
     }
+    if (c.check) { /* the allow-lists too: what a start would refuse */
+        auth_ctx a;
+        int bad = auth_load(&a, &d.cfg, &d.log, err, sizeof err) != 0;
+        if (bad)
+            fprintf(stderr, "calibd: %s\n", err);
+        else
+            printf("calibd: %s: ok\n", c.config);
+        auth_free(&a);
+        config_free(&d.cfg);
+        return bad ? 2 : 0;
+    }
     d.log.level = log_level_parse(d.cfg.log_level);
     d.started = wall_now();
     d.loop = uv_default_loop();
@@ -503,8 +556,11 @@ int main(int argc, char **argv)
         log_msg(&d.log, LOG_INFO, "main", "calibd %s running", PACKAGE_VERSION);
     }
     uv_run(d.loop, UV_RUN_DEFAULT);
-    if (code == 0)
-        snapshots_final(&d);
+    if (code == 0 && snapshots_final(&d) != 0) {
+        log_msg(&d.log, LOG_ERROR, "main", "the final snapshot was not written: the state "
+                "since the last one is lost; exiting 1");
+        code = 1;
+    }
     snapshots_free(&d);
     http_history_save(&d.http, &d); /* no-op without HTTP */
     http_free(&d.http);

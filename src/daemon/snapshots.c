@@ -266,11 +266,11 @@ void snapshots_stop(calibd *d)
     s->packing = 0;
 }
 
-void snapshots_final(calibd *d)
+int snapshots_final(calibd *d)
 {
     snapshots *s = &d->snap;
     if (d->cfg.snapshot_interval <= 0)
-        return;
+        return 0;
     if (!s->ready) {
         calib_mpw_init(&s->head);
         calib_mpw_init(&s->body);
@@ -282,16 +282,18 @@ void snapshots_final(calibd *d)
         snapshot_pack_model(&s->body, d->models[i]);
     if (frame(d, d->nmodels) != 0) {
         written(d, -1, "snapshot: out of memory to pack the models");
-        return;
+        return -1;
     }
     state_part parts[2] = {{s->head.sb.data, s->head.sb.size},
                            {s->body.sb.data, s->body.sb.size}};
     int rc = state_write_parts(d->cfg.state_dir, SNAPSHOT_FILE, parts, 2, s->err,
                                sizeof s->err);
     written(d, rc, s->err);
-    if (rc >= 0)
-        log_msg(&d->log, LOG_INFO, "snapshot", "%zu models written to %s/%s (%zu bytes)",
-                d->nmodels, d->cfg.state_dir, SNAPSHOT_FILE, s->bytes);
+    if (rc < 0)
+        return -1;
+    log_msg(&d->log, LOG_INFO, "snapshot", "%zu models written to %s/%s (%zu bytes)",
+            d->nmodels, d->cfg.state_dir, SNAPSHOT_FILE, s->bytes);
+    return 0;
 }
 
 void snapshots_free(calibd *d)

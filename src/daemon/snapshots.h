@@ -48,8 +48,10 @@ int snapshots_restore(struct calibd *d);
 void snapshots_tick(struct calibd *d);
 /* At stop, from the loop: stops packing (the final snapshot follows). */
 void snapshots_stop(struct calibd *d);
-/* After the loop has ended: every model, written now. */
-void snapshots_final(struct calibd *d);
+/* After the loop has ended: every model, written now. 0, or -1 when it
+ * could not be written (logged): calibd then exits 1, so that a service
+ * manager sees that the state of the run is lost. */
+int snapshots_final(struct calibd *d);
 void snapshots_free(struct calibd *d);
 
 #endif

@@ -41,6 +41,13 @@ check missing_file '[ $? -eq 2 ] && grep -q "missing.conf: No such file" "$work/
 check bad_option '[ $? -eq 2 ]'
 "$CALIBD" --version | grep -q '^calibd ' && ok version || bad version
 
+# --check-config: what a start would say, without starting
+printf '[daemon]\ntick = 0.5\n[model m]\nform = probs\nk = 3\n' > "$work/good.conf"
+"$CALIBD" --check-config "$work/good.conf" > "$work/out" 2> "$work/err"
+check check_config_ok '[ $? -eq 0 ] && grep -q "good.conf: ok" "$work/out" && [ ! -e "$work/state" ]'
+"$CALIBD" --check-config "$work/bad_tick.conf" > /dev/null 2> "$work/err"
+check check_config_bad '[ $? -eq 2 ] && grep -q "bad_tick.conf:2: .*tick = .120." "$work/err"'
+
 # unknown section and key: warned with the line, not fatal; CLI overrides
 printf '[daemon]\ncontrol = tcp://127.0.0.1:1\ncolour = blue\n[extras]\nx = 1\n[model m]\nform = probs\nk = 3\nlabel_ttl = 60\n[defaults]\nform = binary\n[model empty]\n' > "$work/ok.conf"
 start_calibd -c "$work/ok.conf"
@@ -64,6 +71,13 @@ printf '[daemon]\nlog_level = debug\n[model m]\nform = probs\nk = 3\nlabel_ttl =
 kill -HUP "$calibd_pid"
 check reload_ok 'wait_for "$work/s.json" "r[\"models\"][\"m\"][\"join\"][\"ttl\"] == 120"'
 check reload_keeps_cli_log_level '! grep -q " info: \| debug: " "$work/calibd.log"'
+# a file caught empty (being written in place) is refused whole: every
+# setting would go back to its default; the TTL stays, the refusal counts
+: > "$work/ok.conf"
+kill -HUP "$calibd_pid"
+check reload_empty_refused 'wait_for "$work/s.json" "r[\"config_reloads_refused\"] == 2" &&
+    [ "$(json_get "$work/s.json" "(r[\"config_reloads\"], r[\"models\"][\"m\"][\"join\"][\"ttl\"])")" = "(1, 120)" ] &&
+    log_has "holds no setting (caught while it was being written?"'
 stop_calibd
 check sigterm_exit_0 '[ $? -eq 0 ]'
 finish

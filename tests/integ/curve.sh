@@ -113,6 +113,20 @@ check "SIGHUP reloads the allow-lists" 'wait_until "log_has \"allow-lists reload
 sim --count 200 --seed 4 --key "$K/stranger.key_secret" --server-key "$K/calibd.key" 2> /dev/null
 check "a producer allowed by the reload is scored" \
     'wait_for "$work/s2.json" "r[\"models\"][\"m\"][\"scored\"] == 500"'
+# its key removed, and a half-copied key file beside: the bad file is
+# skipped, named, and the removed key is revoked all the same
+rm "$work/producers/stranger.key"
+printf 'curve\n    public-key = "trunc' > "$work/producers/half.key"
+kill -HUP "$calibd_pid"
+check "a reload with a malformed key file skips it, named" \
+    'wait_until "log_has \"allow-lists reloaded: 1 producer\"" && log_has "half.key" && log_has "skipped, its key is not allowed"'
+before=$(metric calibd_curve_clients_total role=producers,result=refused)
+refused_sim --seed 5 --key "$K/stranger.key_secret" --server-key "$K/calibd.key"
+check "... and the key removed from the directory is refused" \
+    'wait_until "metric_ge calibd_curve_clients_total role=producers,result=refused $((before + 1))"'
+kill $refused_pid
+check "nothing of the revoked producer is scored" \
+    'wait_for "$work/s3.json" "r[\"models\"][\"m\"][\"scored\"] == 500"'
 check "calibd stops cleanly" "stop_calibd"
 
 # ---------------------------------------------------------------- refusals at start

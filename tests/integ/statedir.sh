@@ -39,4 +39,12 @@ check bad_params_not_in_force '[ "$(json_get "$work/neg.json" "(r[\"models\"][\"
 check first_stops 'stop_calibd'
 start_calibd
 check restart_after_stop '"$CALIBCTL" ping --control "$CONTROL" --timeout "$(scaled 5)" > /dev/null'
+
+# the final snapshot cannot be written (its temporary name taken by a
+# directory: the same refusal as a full disk's): SIGTERM exits 1, saying so
+mkdir "$work/state/snapshot.tmp"
+stop_calibd
+rc=$?
+check final_snapshot_failure_exits_1 '[ $rc -eq 1 ] && log_has "the final snapshot was not written"'
+rmdir "$work/state/snapshot.tmp"
 finish

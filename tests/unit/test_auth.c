@@ -239,11 +239,16 @@ static void load_rules(void **state)
     assert_non_null(strstr(err, "curve_producers = /nonexistent/keys"));
     config_free(&c);
 
-    /* a malformed NAME.key in an allow-list stops the start, named */
+    /* a malformed NAME.key in an allow-list is skipped, named; the other
+     * keys are read (one half-copied file must not keep them out, nor keep
+     * in, at a reload, a key removed meanwhile) */
     write_file("srv/broken.key", "curve\n public-key = \"nope\"\n");
     cfg_with(&c, secret, keys, "any", "any");
-    assert_int_equal(auth_load(&a, &c, &lg, err, sizeof err), -1);
-    assert_non_null(strstr(err, "broken.key:2"));
+    assert_int_equal(auth_load(&a, &c, &lg, err, sizeof err), 0);
+    assert_int_equal(a.allow[AUTH_PRODUCERS].n, 1);
+    assert_non_null(strstr(logged(), "broken.key:2"));
+    assert_non_null(strstr(logged(), "skipped, its key is not allowed"));
+    auth_free(&a);
     config_free(&c);
     char path[256];
     snprintf(path, sizeof path, "%s/srv/broken.key", dir);
@@ -349,11 +354,21 @@ static void zap_decides_by_role(void **state)
     assert_int_equal(auth_reload(&a, &c, err, sizeof err), 0);
     zap(&a, "producers", "CURVE", k, &code, &v);
     assert_string_equal(code, "200");
-    /* a reload that fails keeps the lists in force */
+    /* a malformed file beside does not fail the reload, and a key removed
+     * meanwhile is revoked all the same */
     write_file("producers/broken.key", "public-key = x\n");
-    assert_int_equal(auth_reload(&a, &c, err, sizeof err), -1);
+    assert_int_equal(rename(to, from), 0);
+    assert_int_equal(auth_reload(&a, &c, err, sizeof err), 0);
     zap(&a, "producers", "CURVE", k, &code, &v);
-    assert_string_equal(code, "200");
+    assert_string_equal(code, "400");
+    assert_int_equal(a.allow[AUTH_PRODUCERS].n, 2);
+    /* a reload that fails (the directory gone) keeps the lists in force */
+    char gone[256];
+    snprintf(gone, sizeof gone, "%s/producers-gone", dir);
+    assert_int_equal(rename(prod, gone), 0);
+    assert_int_equal(auth_reload(&a, &c, err, sizeof err), -1);
+    assert_int_equal(a.allow[AUTH_PRODUCERS].n, 2);
+    assert_int_equal(rename(gone, prod), 0);
     auth_free(&a);
     config_free(&c);
 }
