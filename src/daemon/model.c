@@ -563,9 +563,12 @@ void model_period_roll(model *m, double now)
         model_period_close(m, pd->end);
     if (pd->running)
         return;
-    double w = m->cfg.window, start = floor(now / w) * w;
+    double w = m->cfg.window, start = floor(now / w) * w, since = m->paired.since;
     pd->running = 1;
-    pd->since = start > m->paired.since ? start : m->paired.since;
+    /* from the parameters' start when it is in this period, up to now (a
+     * wall clock stepped back puts it after now: the period would end
+     * before it started, and the snapshot's reader refuse it) */
+    pd->since = since > start && since <= now ? since : start;
     pd->end = start + w;
 }
 

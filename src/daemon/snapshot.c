@@ -1340,6 +1340,7 @@ static int read_loop(mpr *r, const msgpack_object *o, model *m, double shift, no
     if (isfinite(next) && next != 0 && l->refit.next_refit != 0)
         l->refit.next_refit = next + shift;
     l->refit.pending = pending;
+    l->refit.reason = reason; /* idle: the reason of the last outcome */
     if (phase == PHASE_FITTING || phase == PHASE_STORING) {
         /* a rollback starts again from the guard's alarm, restored above */
         if (!l->refit.pending && reason != REFIT_ROLLBACK)
