@@ -49,6 +49,7 @@ typedef struct calibd {
     uint64_t reloads, reloads_refused; /* SIGHUPs applied, and refused whole */
     uint64_t rejected[REJ_MAX]; /* rejections whose model is unknown */
     double started;     /* wall clock at start */
+    double steady_base; /* clock.c: the steady clock less the loop's */
     uint64_t hash_seed; /* from uv_random at start */
     calib_plugin_registry plugins; /* methods loaded from plugin_dir */
     double next_republish;         /* wall time of the next params round */

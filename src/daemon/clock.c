@@ -15,3 +15,14 @@ double loop_now(const calibd *d)
 {
     return (double)uv_now(d->loop) / 1000;
 }
+
+double steady_now(const calibd *d)
+{
+    return d->steady_base + loop_now(d);
+}
+
+void clock_start(calibd *d)
+{
+    uv_update_time(d->loop);
+    d->steady_base = wall_now() - loop_now(d);
+}

@@ -1,14 +1,22 @@
 /*
- * clock.h — calibd's two clocks, and the one rule for which is for what:
+ * clock.h — calibd's clocks, and the one rule for which is for what: the
+ * monotonic clock advances everything that lasts, the wall clock only
+ * labels.
  *
- *  - the wall clock (CLOCK_REALTIME, seconds since the epoch) for what is
- *    dated: window panes, the time a pair was scored, published `ts`,
- *    alert times;
  *  - the loop's monotonic clock (libuv's, seconds) for intervals: label
  *    TTLs, timeouts, schedules, cooldowns, starvation -- which a step of
  *    the wall clock (NTP, an operator) must neither stretch nor shrink.
  *    A waiting item dated by the wall clock would all expire at once when
- *    the clock steps forward.
+ *    the clock steps forward;
+ *  - the steady clock for what is placed in time and lasts: the time a
+ *    pair was scored, window panes and periods, history points. It reads
+ *    the wall clock at start and advances with the monotonic clock since,
+ *    so it looks like a date (snapshots and the history carry it across
+ *    restarts) but no step of the wall clock moves it: a step forward
+ *    longer than the window once emptied the window for the step's length,
+ *    and a step back stopped the history for as long;
+ *  - the wall clock (CLOCK_REALTIME, seconds since the epoch) for labels:
+ *    published `ts`, alert and event times, uptime.
  */
 #ifndef CALIBD_CLOCK_H
 #define CALIBD_CLOCK_H
@@ -19,5 +27,10 @@ struct calibd;
 double wall_now(void);
 /* Monotonic seconds: the loop's clock (cached per loop iteration). */
 double loop_now(const struct calibd *d);
+/* The steady clock: the wall clock at start (clock_start) plus the loop's
+ * clock since. */
+double steady_now(const struct calibd *d);
+/* Anchors the steady clock on the wall clock, once, at start. */
+void clock_start(struct calibd *d);
 
 #endif

@@ -1926,7 +1926,7 @@ void http_update(http_server *h, calibd *d)
     if (!h->d && rounds_init(h, d) != 0)
         log_rl(&d->log, LOG_ERROR, "http", "cannot start rendering (libuv)");
     notes_flush(h, &d->log);
-    double now = mono_now(), wall = wall_now();
+    double now = mono_now(), wall = steady_now(d); /* history points: steady */
     pthread_mutex_lock(&h->lock);
     h->beat = now;
     h->health_timeout = d->cfg.health_timeout; /* a reload may change it */

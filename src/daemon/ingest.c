@@ -102,14 +102,15 @@ static int check_y(calibd *d, model *m, double y, const char *what)
     return rc;
 }
 
-/* A joined pair: scored, unless the label waited for the model's first
- * prediction and its y turns out not to fit the model's K. */
-/* A message's two times (clock.h): when its pairs are scored (the wall
+/* A message's two times (clock.h): when its pairs are scored (the steady
  * clock, for windows) and when its items start waiting (monotonic, for the
  * label TTL). */
 typedef struct ingest_time {
-    double wall, mono;
+    double steady, mono;
 } ingest_time;
+
+/* A joined pair: scored, unless the label waited for the model's first
+ * prediction and its y turns out not to fit the model's K. */
 
 static void score_pair(calibd *d, model *m, const double *x, double y, double now)
 {
@@ -121,7 +122,7 @@ static void score_pair(calibd *d, model *m, const double *x, double y, double no
 static void pred_record(calibd *d, model *m, int form, const calib_msg_rec *r,
                         const ingest_time *t)
 {
-    double now = t->wall;
+    double now = t->steady;
     m->last_prediction_mono = loop_now(d);
     if (m->predictions++ == 0)
         m->first_prediction_mono = m->last_prediction_mono;
@@ -153,7 +154,7 @@ static void pred_record(calibd *d, model *m, int form, const calib_msg_rec *r,
  * joins. */
 static void label_record(calibd *d, model *m, const calib_msg_rec *r, const ingest_time *t)
 {
-    double now = t->wall;
+    double now = t->steady;
     m->labels++;
     note_label(d, m);
     if (m->shaped && check_y(d, m, r->y, "label") != 0)
@@ -272,7 +273,7 @@ void ingest_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg)
         reject(d, m, rc, rc == REJ_SHAPE ? shape_key(msg) : NULL, why);
         return;
     }
-    ingest_time now = {wall_now(), loop_now(d)};
+    ingest_time now = {steady_now(d), loop_now(d)};
     for (size_t i = 0; i < msg->n; i++) {
         calib_msg_rec r;
         rc = calib_msg_record(msg, i, &r, msg->type == CALIB_MSG_PRED ? d->x : NULL);

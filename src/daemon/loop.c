@@ -136,7 +136,7 @@ int loop_attach(calibd *d, model *m)
     double now = loop_now(d);
     char err[600];
     model_params p;
-    model_paired_reset(m, 0, wall_now()); /* stays so if the loop is off */
+    model_paired_reset(m, 0, steady_now(d)); /* stays so if the loop is off */
     state_param_names names;
     int rc = state_load_params(d->cfg.state_dir, m->name, &p, names, err, sizeof err);
     if (rc < 0) {
@@ -172,7 +172,7 @@ int loop_attach(calibd *d, model *m)
     snprintf(p.method, sizeof p.method, "%s", desc->name);
     p.identity = model_params_is_identity(&p);
     m->params = p;
-    model_paired_reset(m, p.version, wall_now());
+    model_paired_reset(m, p.version, steady_now(d));
     char v[200];
     loop_format_params(&p, v, sizeof v);
     model_event_add(m, wall_now(), "start", "%s version %llu: %s %s", rc == 0 ? "restored" :
@@ -647,7 +647,7 @@ static void store_done(uv_work_t *req, int status)
         log_msg(&d->log, LOG_WARN, "loop", "%s: %s", m->name, j->err);
     model_params prev = m->params;
     m->params = *p;
-    model_paired_reset(m, p->version, p->ts);
+    model_paired_reset(m, p->version, steady_now(d)); /* p->ts: the wall's label */
     if (j->rollback) {
         m->loop.guard_on = 0; /* a rollback is not guarded: no back and forth */
         m->loop.rollbacks++;

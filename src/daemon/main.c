@@ -306,7 +306,7 @@ static void on_tick(uv_timer_t *t)
 {
     calibd *d = t->data;
     if (!d->stopping) {
-        loop_tick(d, wall_now()); /* join expiry included */
+        loop_tick(d, steady_now(d)); /* join expiry included */
         snapshots_tick(d);
     }
     http_update(&d->http, d);
@@ -525,6 +525,7 @@ int main(int argc, char **argv)
     d.log.level = log_level_parse(d.cfg.log_level);
     d.started = wall_now();
     d.loop = uv_default_loop();
+    clock_start(&d);
     if (uv_random(NULL, NULL, &d.hash_seed, sizeof d.hash_seed, 0, NULL) != 0)
         d.hash_seed = (uint64_t)d.started ^ (uint64_t)getpid();
     calib_msg_init(&d.msg);

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# clock.sh — a step of the wall clock loses nothing (clock.h). calibd runs
+# under libfaketime, whose wall clock the test steps while the monotonic
+# clock goes on: an hour forward (longer than the window), then two hours
+# back. The window still holds every pair of its last minute, the history
+# keeps a point every step, and label TTLs are untouched. Before, pairs
+# were dated by the wall clock: a step forward emptied the window, and a
+# step back stopped the history for the step's length.
+. "$(dirname "$0")/lib.sh"
+FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+[ -r "$FAKETIME_LIB" ] || { bad "libfaketime is not installed (scripts/deps.sh installs it)"; finish; exit 1; }
+
+# the wall clock's offset, read on every call; the monotonic clock is real
+echo "+0" > "$work/faketime"
+export FAKETIME_TIMESTAMP_FILE="$work/faketime" FAKETIME_NO_CACHE=1 DONT_FAKE_MONOTONIC=1
+# (under ASan, libfaketime is preloaded before the sanitizer's runtime)
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0"
+cat > "$work/calibd.conf" <<EOF2
+[daemon]
+tick = 0.2
+history_step = 0.2
+[defaults]
+form = logits
+k = 10
+window = 60
+window_panes = 6
+EOF2
+LD_PRELOAD="$FAKETIME_LIB" start_calibd -c "$work/calibd.conf" --http 127.0.0.1:0
+base=${HTTP%/metrics}
+sim() { env -u LD_PRELOAD "$SIMULATE" --endpoint ">$INGEST" --linger-ms "$LINGER_MS" --model m --batch 50 "$@" 2> /dev/null; }
+points() {
+    curl -sS --max-time "$(scaled 5)" "$base/history?model=m" |
+        "$PY" -c 'import json, sys; print(len(json.load(sys.stdin)["points"]))' 2> /dev/null || echo 0
+}
+# the window's pairs, as the last tick summed them, once it has summed n
+window_has() { wait_for "$work/w.json" "(r['models']['m']['window'] or {}).get('scored') == $1"; }
+
+sim --seed 1 --count 500
+check "500 pairs in the window" 'window_has 500'
+
+echo "+3600" > "$work/faketime"
+sim --seed 2 --count 500
+check "an hour forward, longer than the window: the window holds all 1000 pairs of its last minute" \
+    'window_has 1000'
+
+n=$(points)
+echo "-7200" > "$work/faketime"
+sim --seed 3 --count 500
+check "two hours back: the window holds all 1500" 'window_has 1500'
+check "and the history goes on: points after the step back ($n before)" \
+    'wait_until "[ \$(points) -ge $((n + 5)) ]"'
+check "the points are in order" \
+    'curl -sS "$base/history?model=m" | "$PY" -c "import json, sys; p = [q[0] for q in json.load(sys.stdin)[\"points\"]]; sys.exit(not all(a < b for a, b in zip(p, p[1:])))"'
+check "calibd stops cleanly" "stop_calibd"
+finish
