@@ -18,6 +18,7 @@ static const struct command {
     {"fit", cmd_fit, "fit --method M FILE [--test F2] fit a recalibration map"},
     {"status", cmd_status, "status [--control EP] [MODEL] a running calibd's statistics, as JSON"},
     {"refit", cmd_refit, "refit [--control EP] MODEL     refit MODEL on its recent samples now"},
+    {"forget", cmd_forget, "forget [--control EP] MODEL    drop MODEL and its statistics"},
     {"ping", cmd_ping, "ping [--control EP]           is calibd answering?"},
     {"snapshot", cmd_snapshot, "snapshot FILE [MODEL]         a calibd snapshot, as status shows it"},
     {"merge", cmd_merge, "merge FILE... -o OUT          snapshots of shards or days merged into one"},

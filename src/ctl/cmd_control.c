@@ -171,6 +171,11 @@ int cmd_refit(int argc, char **argv)
     return control_command(argc, argv, "refit", 2);
 }
 
+int cmd_forget(int argc, char **argv)
+{
+    return control_command(argc, argv, "forget", 2);
+}
+
 /* keygen NAME: NAME.key (the public key, to hand out) and NAME.key_secret
  * (the pair, kept; mode 0600); never over an existing file. */
 int cmd_keygen(int argc, char **argv)

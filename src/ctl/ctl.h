@@ -16,6 +16,7 @@ int cmd_fit(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_ping(int argc, char **argv);
 int cmd_refit(int argc, char **argv);
+int cmd_forget(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_keygen(int argc, char **argv);

@@ -47,6 +47,7 @@ typedef struct calibd {
     uint64_t messages;  /* ingest messages received */
     uint64_t publish_errors; /* PUB sends that failed */
     uint64_t reloads, reloads_refused; /* SIGHUPs applied, and refused whole */
+    uint64_t models_forgotten, models_expired; /* registry_collect */
     uint64_t rejected[REJ_MAX]; /* rejections whose model is unknown */
     double started;     /* wall clock at start */
     double steady_base; /* clock.c: the steady clock less the loop's */

@@ -363,6 +363,17 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
         }
         return 0;
     }
+    if (strcmp(key, "model_idle_ttl") == 0) { /* 0: models never expire */
+        char *end;
+        double v = strtod(value, &end);
+        if (end == value || *end || !isfinite(v) || v < 0 || v > 31536000) {
+            snprintf(err, errlen, "%s = '%s': expected seconds in [0, 31536000] (0: never)",
+                     key, value);
+            return -1;
+        }
+        c->model_idle_ttl = v;
+        return 0;
+    }
     if (strcmp(key, "snapshot_interval") == 0) { /* 0: no periodic snapshot */
         char *end;
         double v = strtod(value, &end);
@@ -469,6 +480,7 @@ int config_init(daemon_cfg *c)
         .alert_cooldown = 300, .label_starvation = 0,
     };
     c->params_interval = 10;
+    c->model_idle_ttl = 86400;
     c->alert_exec_timeout = 5;
     if (config_set_daemon(c, "ingest", CFG_DEFAULT_INGEST, err, sizeof err) ||
         config_set_daemon(c, "publish", CFG_DEFAULT_PUBLISH, err, sizeof err) ||

@@ -77,6 +77,9 @@ typedef struct daemon_cfg {
     double snapshot_interval; /* seconds between two snapshots (0: at exit only) */
     double tick;
     double params_interval;   /* seconds between republished parameters */
+    double model_idle_ttl;    /* an unconfigured model that never scored a
+                                 pair goes after this long without a
+                                 message (0: never) */
     char *alert_exec;         /* absolute path of the exec sink, or NULL */
     double alert_exec_timeout;
     char *plugin_dir;         /* where method NAME is NAME.so */

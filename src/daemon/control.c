@@ -378,6 +378,8 @@ void control_status_begin(calibd *d, calib_mpw *w)
     pack_counter(w, "publish_errors", d->publish_errors);
     pack_counter(w, "config_reloads", d->reloads);
     pack_counter(w, "config_reloads_refused", d->reloads_refused);
+    pack_counter(w, "models_forgotten", d->models_forgotten);
+    pack_counter(w, "models_expired", d->models_expired);
     calib_mpw_key(w, "alerts");
     calib_mpw_map(w);
     pack_counter(w, "sent", d->alerts);
@@ -461,6 +463,29 @@ static void reply_refit(calibd *d, calib_mpw *w, const msgpack_object *name)
     calib_mpw_end(w);
 }
 
+/* {"cmd": "forget", "model": NAME}: NAME and its statistics go at the next
+ * tick (registry_collect); its stored parameters stay in force. */
+static void reply_forget(calibd *d, calib_mpw *w, const msgpack_object *name)
+{
+    if (!name || name->type != MSGPACK_OBJECT_STR) {
+        reply_error(w, "\"model\" must be a string");
+        return;
+    }
+    model *m = registry_get(d, name->via.str.ptr, name->via.str.size, 0, NULL);
+    if (!m) {
+        reply_error(w, "no such model");
+        return;
+    }
+    m->forget = 1;
+    calib_mpw_map(w);
+    calib_mpw_key(w, "ok");
+    calib_mpw_bool(w, 1);
+    calib_mpw_key(w, "forgetting");
+    calib_mpw_str(w, m->name);
+    pack_counter(w, "scored", m->scored);
+    calib_mpw_end(w);
+}
+
 void control_reply(calibd *d, const void *buf, size_t len, calib_mpw *w)
 {
     size_t end;
@@ -501,6 +526,8 @@ void control_reply(calibd *d, const void *buf, size_t len, calib_mpw *w)
             control_pack_status(d, w, only ? only->via.str.ptr : NULL, only ? only->via.str.size : 0);
     } else if (calib_proto_str_is(c, "refit")) {
         reply_refit(d, w, map_get(&u.data, "model"));
+    } else if (calib_proto_str_is(c, "forget")) {
+        reply_forget(d, w, map_get(&u.data, "model"));
     } else {
         reply_error(w, "unknown command");
     }

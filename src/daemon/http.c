@@ -710,6 +710,12 @@ static void render_daemon(text *t, calibd *d)
     sample(t, d->started, "calibd_start_time_seconds");
     help(t, "calibd_messages_total", "counter", "Messages received on the ingest sockets.");
     put(t, "calibd_messages_total %llu\n", (unsigned long long)d->messages);
+    help(t, "calibd_models_removed_total", "counter",
+         "Models removed: forgotten (calibctl forget), or expired (model_idle_ttl).");
+    put(t, "calibd_models_removed_total{reason=\"forgotten\"} %llu\n",
+        (unsigned long long)d->models_forgotten);
+    put(t, "calibd_models_removed_total{reason=\"expired\"} %llu\n",
+        (unsigned long long)d->models_expired);
     help(t, "calibd_config_reloads_total", "counter",
          "SIGHUP reloads of the configuration file: applied, or refused whole.");
     put(t, "calibd_config_reloads_total{result=\"applied\"} %llu\n", (unsigned long long)d->reloads);
@@ -1917,6 +1923,11 @@ static int rounds_init(http_server *h, calibd *d)
         slicer_init(&h->saving.series, d->loop, series_now, save_series, series_packed, h))
         return -1;
     return 0;
+}
+
+int http_rendering(const http_server *h)
+{
+    return h->round.busy == 1;
 }
 
 void http_update(http_server *h, calibd *d)

@@ -306,6 +306,9 @@ static void on_tick(uv_timer_t *t)
 {
     calibd *d = t->data;
     if (!d->stopping) {
+        /* before the pass starts: nothing walks the models then */
+        registry_collect(d, loop_now(d), d->pass.models.running || d->snap.packing ||
+                                             http_rendering(&d->http));
         loop_tick(d, steady_now(d)); /* join expiry included */
         snapshots_tick(d);
     }

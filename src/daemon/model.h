@@ -216,6 +216,8 @@ typedef struct model {
     /* loop_now() of the last label (0 before any) and of the first and last
      * prediction: label starvation */
     double last_label_mono, first_prediction_mono, last_prediction_mono;
+    double created_mono;    /* loop_now() at its creation (registry.c) */
+    int forget;             /* calibctl forget: removed at the next safe tick */
 } model;
 
 /* A model's counters, each a uint64_t member at an offset in model: the

@@ -152,6 +152,7 @@ static model *new_model(calibd *d, const char *name, int *reject)
         *reject = rc;
         return NULL;
     }
+    m->created_mono = loop_now(d);
     d->models[d->nmodels] = m;
     index_add(d, (uint32_t)d->nmodels++);
     log_msg(&d->log, LOG_INFO, "model", "%s: created%s", m->name,
@@ -230,6 +231,37 @@ void registry_remove(calibd *d, model *m)
         for (size_t j = 0; j < d->nmodels; j++)
             index_add(d, (uint32_t)j);
     }
+}
+
+/* The loop's time of the model's last message, or of its creation. */
+static double last_seen(const model *m)
+{
+    double t = m->created_mono;
+    t = m->last_label_mono > t ? m->last_label_mono : t;
+    return m->last_prediction_mono > t ? m->last_prediction_mono : t;
+}
+
+size_t registry_collect(calibd *d, double now, int busy)
+{
+    size_t gone = 0;
+    double ttl = d->cfg.model_idle_ttl;
+    for (size_t i = 0; !busy && i < d->nmodels;) {
+        model *m = d->models[i];
+        int phase = m->loop.refit.phase;
+        int idle = ttl > 0 && m->scored == 0 && now - last_seen(m) >= ttl &&
+                   !config_find_model(&d->cfg, m->name);
+        if ((!m->forget && !idle) || phase == PHASE_FITTING || phase == PHASE_STORING) {
+            i++;
+            continue;
+        }
+        log_msg(&d->log, LOG_INFO, "model", "%s: %s", m->name,
+                m->forget ? "forgotten (calibctl forget)"
+                          : "expired: no pair, and no message for model_idle_ttl");
+        *(m->forget ? &d->models_forgotten : &d->models_expired) += 1;
+        registry_remove(d, m); /* the models after it move down to i */
+        gone++;
+    }
+    return gone;
 }
 
 void registry_free(calibd *d)

@@ -30,6 +30,16 @@ int registry_shape(calibd *d, model *m, int form, size_t k, char *why, size_t le
  * keep their order. */
 void registry_remove(calibd *d, model *m);
 
+/*
+ * At a tick: removes the models calibctl forget asked for and, with
+ * model_idle_ttl, the ones no [model] section configures that never scored
+ * a pair and had no message for that long (a flood of names). Only when
+ * nothing walks the models by number (busy: a tick pass, a snapshot's
+ * packing or an HTTP round under way) and no worker holds the model (a fit
+ * or a store). Counts them; returns how many went.
+ */
+size_t registry_collect(calibd *d, double now, int busy);
+
 /* Frees every model (at exit). */
 void registry_free(calibd *d);
 

@@ -1,12 +1,14 @@
 /* test_registry.c — the daemon's models by name, without sockets: hashed
- * lookup over many names, and creation refused past max_models, past
- * memory_limit, or for an unknown name without auto_models. */
+ * lookup over many names, creation refused past max_models, past
+ * memory_limit, or for an unknown name without auto_models, and removal
+ * (calibctl forget, model_idle_ttl). */
 #define _POSIX_C_SOURCE 200809L
 #include "unit.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "calibd.h"
 #include "registry.h"
@@ -17,6 +19,7 @@ static calibd *daemon_new(void)
     assert_non_null(d);
     assert_int_equal(config_init(&d->cfg), 0);
     log_init(&d->log, LOG_ERROR, stderr);
+    d->loop = uv_default_loop(); /* its clock only: models note their creation */
     d->hash_seed = 12345;
     /* small models: many fit */
     d->cfg.defaults.max_pending = 16;
@@ -98,11 +101,88 @@ static void creation_refused(void **state)
     daemon_free(d);
 }
 
+/* A model removed: the others keep their order and are still found, its
+ * memory goes back, and its name can be made again. */
+static void removal_keeps_the_others(void **state)
+{
+    calibd *d = daemon_new();
+    int why = 0;
+    const char *names[] = {"a", "b", "c", "d"};
+    for (int i = 0; i < 4; i++)
+        assert_non_null(registry_get(d, names[i], 1, 1, &why));
+    size_t four = d->mem.used;
+    registry_remove(d, registry_find(d, "b", 1));
+    assert_int_equal(d->nmodels, 3);
+    assert_true(d->mem.used < four);
+    assert_null(registry_find(d, "b", 1));
+    for (int i = 0; i < 4; i++)
+        if (i != 1)
+            assert_string_equal(registry_find(d, names[i], 1)->name, names[i]);
+    assert_string_equal(d->models[1]->name, "c");
+    assert_non_null(registry_get(d, "b", 1, 1, &why));
+    assert_int_equal(d->mem.used, four);
+    daemon_free(d);
+}
+
+static void no_warning(void *arg, const char *msg)
+{
+    fail_msg("unexpected warning: %s", msg);
+}
+
+/* registry_collect: a model marked forgotten goes, unless something walks
+ * the models (busy) or a worker holds it (a fit under way); with
+ * model_idle_ttl, an unconfigured model without a pair goes after that
+ * long without a message, a configured one or one with pairs stays. */
+static void collect_forgotten_and_idle(void **state)
+{
+    calibd *d = daemon_new();
+    d->cfg.model_idle_ttl = 60;
+    char err[300], path[] = "/tmp/test_registry.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("[model kept]\n", f); /* configured: never expires */
+    fclose(f);
+    assert_int_equal(config_load(&d->cfg, path, no_warning, NULL, err, sizeof err), 0);
+    unlink(path);
+    int why = 0;
+    model *gone = registry_get(d, "gone", 4, 1, &why), *idle = registry_get(d, "idle", 4, 1, &why);
+    model *busy = registry_get(d, "busy", 4, 1, &why), *kept = registry_get(d, "kept", 4, 1, &why);
+    model *scored = registry_get(d, "scored", 6, 1, &why);
+    assert_true(gone && idle && busy && kept && scored);
+    scored->scored = 1;
+    gone->forget = 1;
+    busy->forget = 1;
+    busy->loop.refit.phase = PHASE_FITTING;
+    double t0 = gone->created_mono;
+    /* something walks the models: nothing goes */
+    assert_int_equal(registry_collect(d, t0 + 1, 1), 0);
+    assert_int_equal(registry_collect(d, t0 + 1, 0), 1);
+    assert_null(registry_find(d, "gone", 4));
+    assert_int_equal(d->models_forgotten, 1);
+    /* idle for 60 s: the unconfigured one without pairs goes */
+    idle->last_prediction_mono = t0 + 10;
+    assert_int_equal(registry_collect(d, t0 + 69, 0), 0);
+    assert_int_equal(registry_collect(d, t0 + 70, 0), 1);
+    assert_null(registry_find(d, "idle", 4));
+    assert_int_equal(d->models_expired, 1);
+    assert_non_null(registry_find(d, "kept", 4));
+    assert_non_null(registry_find(d, "scored", 6));
+    /* the fit done, the forgotten one goes */
+    busy->loop.refit.phase = PHASE_IDLE;
+    assert_int_equal(registry_collect(d, t0 + 71, 0), 1);
+    assert_int_equal(d->nmodels, 2);
+    assert_int_equal(d->models_forgotten, 2);
+    daemon_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(many_names_found),
         cmocka_unit_test(creation_refused),
+        cmocka_unit_test(removal_keeps_the_others),
+        cmocka_unit_test(collect_forgotten_and_idle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
