@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -501,6 +502,26 @@ static int start_loop(calibd *d, char *err, size_t errlen)
     return 0;
 }
 
+/* Every producer, subscriber and HTTP client takes a descriptor, and so do
+ * the state files: the soft limit (1,024 under systemd's default, without
+ * the unit's LimitNOFILE) ran out at ~1,000 idle producer connections, and
+ * every snapshot then failed. It goes up to the hard limit, which the
+ * administrator set. */
+static void raise_fd_limit(calibd *d)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+        return;
+    rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+        log_msg(&d->log, LOG_INFO, "main", "descriptors: soft limit raised from %llu to the "
+                "hard limit, %llu", (unsigned long long)was, (unsigned long long)rl.rlim_max);
+    else
+        log_msg(&d->log, LOG_WARN, "main", "descriptors: the soft limit stays at %llu: %s",
+                (unsigned long long)was, strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
     static calibd d; /* large; zeroed; lives as long as the process */
@@ -526,6 +547,7 @@ int main(int argc, char **argv)
         return bad ? 2 : 0;
     }
     d.log.level = log_level_parse(d.cfg.log_level);
+    raise_fd_limit(&d);
     d.started = wall_now();
     d.loop = uv_default_loop();
     clock_start(&d);
