@@ -546,17 +546,28 @@ void snapshot_pack_model(calib_mpw *w, const model *m)
 /* zlib's crc32 takes a uInt length: in steps */
 static uint32_t crc_of(const char *p, size_t len)
 {
-    uLong crc = crc32(0L, Z_NULL, 0);
+    return snapshot_crc((uint32_t)crc32(0L, Z_NULL, 0), p, len);
+}
+
+uint32_t snapshot_crc(uint32_t crc, const char *p, size_t len)
+{
+    uLong c = crc;
     for (size_t off = 0; off < len;) {
         uInt n = len - off > (1u << 30) ? 1u << 30 : (uInt)(len - off);
-        crc = crc32(crc, (const Bytef *)p + off, n);
+        c = crc32(c, (const Bytef *)p + off, n);
         off += n;
     }
-    return (uint32_t)crc;
+    return (uint32_t)c;
 }
 
 void snapshot_frame(calib_mpw *w, const char *body, size_t len, uint64_t models, double wall,
                     double mono, uint64_t messages, const uint64_t rejected[REJ_MAX])
+{
+    snapshot_frame_sum(w, len, crc_of(body, len), models, wall, mono, messages, rejected);
+}
+
+void snapshot_frame_sum(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t models, double wall,
+                        double mono, uint64_t messages, const uint64_t rejected[REJ_MAX])
 {
     calib_mpw_reset(w);
     calib_mpw_map(w);
@@ -575,7 +586,7 @@ void snapshot_frame(calib_mpw *w, const char *body, size_t len, uint64_t models,
     pack_rejected(w, rejected);
     calib_mpw_end(w);
     key_uint(w, "body_bytes", len);
-    key_uint(w, "crc32", crc_of(body, len));
+    key_uint(w, "crc32", crc);
     calib_mpw_end(w);
 }
 

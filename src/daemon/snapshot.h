@@ -59,6 +59,12 @@ typedef struct snapshot_head {
 /* Appends model m's state to w as one map; mono: the loop's clock now. */
 void snapshot_pack_model(calib_mpw *w, const model *m);
 
+/* The CRC-32 (zlib's) of len more bytes at p, after crc (0 to start). */
+uint32_t snapshot_crc(uint32_t crc, const char *p, size_t len);
+/* The header of a body of len bytes whose CRC-32 is crc, written
+ * elsewhere (snapshots.c streams the body to a file in chunks). */
+void snapshot_frame_sum(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t models, double wall,
+                        double mono, uint64_t messages, const uint64_t rejected[REJ_MAX]);
 /* The header of a body of len bytes holding `models` maps into w (reset
  * first), with the daemon's counters: the file is the header, then the
  * body. */

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <uv.h>
 
@@ -23,11 +24,15 @@ typedef struct snapshots {
     int writing;          /* the worker owns head and body */
     slicer pack;          /* packs model i into body */
     uv_work_t req;
-    calib_mpw head, body;
+    calib_mpw head, body; /* body: the chunk being packed (snapshots.c) */
+    FILE *chunks;         /* STATE_DIR/snapshot.body.tmp while packing */
+    uint64_t body_len;    /* bytes of the body written there */
+    uint32_t crc;         /* their CRC-32 */
+    int body_errno;       /* a chunk that could not be written */
     uint64_t begun_ns;    /* uv_hrtime at the start of packing */
     double next_due;      /* loop_now of the next snapshot */
     int rc;               /* the worker's: state_write_parts' */
-    char err[600];
+    char err[4800];
     /* figures (metrics) */
     uint64_t writes, errors;
     uint64_t models;      /* of the last snapshot written */

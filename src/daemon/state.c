@@ -31,10 +31,36 @@ static int sync_path(const char *path, int flags)
     return rc;
 }
 
+/* Appends the first len bytes of the file at path to f: 1, or 0 (errno
+ * set; EIO when the file is shorter). */
+static int copy_file(FILE *f, const char *path, size_t len)
+{
+    FILE *in = fopen(path, "r");
+    if (!in)
+        return 0;
+    char buf[65536];
+    size_t left = len;
+    while (left) {
+        size_t n = fread(buf, 1, left < sizeof buf ? left : sizeof buf, in);
+        if (n == 0) {
+            if (!ferror(in))
+                errno = EIO;
+            break;
+        }
+        if (fwrite(buf, 1, n, f) != n)
+            break;
+        left -= n;
+    }
+    int saved = errno;
+    fclose(in);
+    errno = saved;
+    return left == 0;
+}
+
 int state_write_file(const char *dir, const char *name, const void *data, size_t len,
                      char *err, size_t errlen)
 {
-    const state_part part = {data, len};
+    const state_part part = {data, len, NULL};
     return state_write_parts(dir, name, &part, 1, err, errlen);
 }
 
@@ -49,7 +75,9 @@ int state_write_parts(const char *dir, const char *name, const state_part *parts
         goto fail;
     int ok = 1;
     for (int i = 0; ok && i < n; i++)
-        ok = !parts[i].len || fwrite(parts[i].data, 1, parts[i].len, f) == parts[i].len;
+        ok = !parts[i].len ||
+             (parts[i].path ? copy_file(f, parts[i].path, parts[i].len)
+                            : fwrite(parts[i].data, 1, parts[i].len, f) == parts[i].len);
     if (!ok || fflush(f) != 0 || fsync(fileno(f)) != 0) {
         int saved = errno;
         fclose(f);
@@ -176,7 +204,7 @@ int state_keep_aside(const char *dir, const char *name, const void *data, size_t
     if (aside_name(dir, name, kept, keptlen) != 0)
         return -1;
     const char *base = strrchr(kept, '/');
-    const state_part part = {data, len};
+    const state_part part = {data, len, NULL};
     return state_write_parts(dir, base ? base + 1 : kept, &part, 1, err, sizeof err) < 0 ? -1 : 0;
 }
 
@@ -324,7 +352,7 @@ static int stale_name(const char *name)
 {
     size_t len = strlen(name);
     if (strcmp(name, "endpoints.tmp") == 0 || strcmp(name, "history.tmp") == 0 ||
-        strcmp(name, "snapshot.tmp") == 0)
+        strcmp(name, "snapshot.tmp") == 0 || strcmp(name, "snapshot.body.tmp") == 0)
         return 1;
     return len > strlen("model..params.tmp") && strncmp(name, "model.", 6) == 0 &&
            strcmp(name + len - strlen(".params.tmp"), ".params.tmp") == 0;

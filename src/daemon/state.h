@@ -26,10 +26,13 @@ int state_save_params(const char *dir, const char *name, const model_params *p,
  */
 int state_write_file(const char *dir, const char *name, const void *data, size_t len,
                      char *err, size_t errlen);
-/* The same for a file written in parts, one after the other. */
+/* The same for a file written in parts, one after the other: len bytes of
+ * data, or (with path) the first len bytes of the file at path, copied
+ * through a small buffer. */
 typedef struct state_part {
     const void *data;
     size_t len;
+    const char *path;
 } state_part;
 int state_write_parts(const char *dir, const char *name, const state_part *parts, int n,
                       char *err, size_t errlen);

@@ -6,7 +6,8 @@
 # speed. Reported from /metrics after SNAPS snapshots: the longest the loop
 # packed without taking a message (calibd_snapshot_slice_max_seconds), a
 # snapshot's duration to its file written (the worker's write included),
-# its size; and the restore time at the next start.
+# its size, the resident memory before the snapshots and the most while
+# they ran; and the restore time at the next start.
 # Run: tests/bench/bench_snapshot.sh build/plain   (MODELS=50 PAIRS=10000 SNAPS=5)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -52,9 +53,14 @@ done
 "$dir/examples/simulate" --push --endpoint ">$pull" --model busy --count 0 --batch 100 \
     2> /dev/null &
 sim=$!
+# the peak resident memory from here on: the snapshots' share
+echo 5 > "/proc/$pid/clear_refs"
+rss0=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
 w0=$(metric calibd_snapshot_writes_total)
 until [ "$(metric calibd_snapshot_writes_total)" -ge $((w0 + snaps)) ]; do sleep 0.2; done
+hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
 echo "models: $(metric calibd_snapshot_models), snapshot bytes: $(metric calibd_snapshot_bytes)"
+echo "resident before the snapshots: $((rss0 / 1024)) MB; the most while they ran: $((hwm / 1024)) MB"
 echo "longest loop slice packing: $(metric calibd_snapshot_slice_max_seconds) s"
 echo "last snapshot, packing to written: $(metric calibd_snapshot_duration_seconds) s"
 kill "$sim"
