@@ -214,6 +214,17 @@ static char *fed_and_restored(model *a, model *b, const model_cfg *c, int shadow
     return f;
 }
 
+/* b made afresh and restored from a's file, which must be accepted. */
+static void restored_copy(const model *a, model *b, const model_cfg *c)
+{
+    char skipped[600], err[600];
+    size_t len;
+    char *f = file_of(a, &len);
+    make(b, c, 0);
+    assert_int_equal(restore(f, len, b, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    free(f);
+}
+
 /* A ring restored with 20 records (between the 16 a store starts with and
  * the 32 it doubles to) keeps a drift score for every slot it can fill:
  * fed on, restored and original stay the same (before the fix, the scores
@@ -311,7 +322,6 @@ static void idle_after_a_rollback_is_restored(void **state)
 {
     model_cfg c = small_cfg();
     model a, b;
-    char skipped[600], err[600];
     make(&a, &c, 0);
     feed(&a, 1, 300, 1000);
     refit_in in = {.guard_alarm = 1, .available = 300, .want = 200, .need = 100,
@@ -321,14 +331,10 @@ static void idle_after_a_rollback_is_restored(void **state)
     assert_true(refit_step(&a.loop.refit, EV_STORED, 11, &in, &out) & ACT_PUBLISH);
     assert_int_equal(a.loop.refit.phase, PHASE_IDLE);
     assert_int_equal(a.loop.refit.reason, REFIT_ROLLBACK);
-    size_t len;
-    char *f = file_of(&a, &len);
-    make(&b, &c, 0);
-    assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    restored_copy(&a, &b, &c);
     assert_int_equal(b.scored, 300);
     assert_int_equal(b.loop.refit.phase, PHASE_IDLE);
     assert_int_equal(b.loop.refit.pending, REFIT_NONE);
-    free(f);
     model_free(&a);
     model_free(&b);
 }
@@ -341,17 +347,12 @@ static void silence_longer_than_the_window(void **state)
 {
     model_cfg c = small_cfg(); /* a window of 60 s in 6 panes */
     model a, b;
-    char skipped[600], err[600];
     make(&a, &c, 0);
     feed(&a, 1, 100, 1000);        /* 1000 .. 1005 */
     feed(&a, 2, 1, 1005 + 70);     /* 70 s later */
-    size_t len;
-    char *f = file_of(&a, &len);
-    make(&b, &c, 0);
-    assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    restored_copy(&a, &b, &c);
     assert_int_equal(b.scored, 101);
     same_bytes(&a, &b);
-    free(f);
     model_free(&b);
     /* the panes as an older calibd left them: in place behind the head */
     for (uint32_t i = 0; i < a.win.cfg.panes; i++)
@@ -359,13 +360,10 @@ static void silence_longer_than_the_window(void **state)
             a.win.pane[i].index = (int64_t)i;
             calib_accum_add(&a.win.pane[i].stat[0], 1);
         }
-    f = file_of(&a, &len);
-    make(&b, &c, 0);
-    assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    restored_copy(&a, &b, &c);
     for (uint32_t i = 0; i < b.win.cfg.panes; i++)
         assert_true(b.win.pane[i].index == INT64_MIN ||
                     b.win.pane[i].index > b.win.head - (int64_t)b.win.cfg.panes);
-    free(f);
     model_free(&a);
     model_free(&b);
 }
@@ -376,7 +374,6 @@ static void join_sample_is_restored(void **state)
 {
     model_cfg c = small_cfg();
     model a, b;
-    char skipped[600], err[600];
     make(&a, &c, 0);
     feed(&a, 1, 50, 1000);
     calib_join_sampling in = {.sample = 3000000000u, .label_sample = 2000000000u,
@@ -384,16 +381,12 @@ static void join_sample_is_restored(void **state)
     assert_int_equal(calib_join_sampling_set(&a.join, &in), CALIB_OK);
     a.join.sampled_out_preds = 3;
     a.join.sampled_out_labels = 4;
-    size_t len;
-    char *f = file_of(&a, &len);
-    make(&b, &c, 0);
-    assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    restored_copy(&a, &b, &c);
     calib_join_sampling_get(&b.join, &out);
     assert_true(out.sample == in.sample && out.label_sample == in.label_sample &&
                 out.arrivals == in.arrivals);
     assert_true(b.join.sampled_out_preds == 3 && b.join.sampled_out_labels == 4);
     same_bytes(&a, &b);
-    free(f);
     model_free(&a);
     model_free(&b);
 }
