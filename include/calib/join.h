@@ -29,13 +29,14 @@
  * so a label never waits for a prediction that was refused. The pairs that
  * join are a uniform random subsample of those offered (the hash does not
  * look at outputs or outcomes), in the fraction calib_join_sample_fraction
- * says, within a few hundredths of what the table can hold. (A shrink
- * drops at least one waiting item: where none is in the band, the sample
- * goes below the largest sample hash waiting.) Once a table's worth of
+ * says, within a few hundredths of what the table can hold. (Where no
+ * waiting item is in the band, the sample goes below the largest sample
+ * hash waiting, by half at most; a table whose every id hashes lower than
+ * that, ids crafted for it, evicts its oldest.) Once a table's worth of
  * items came since it last changed, the sample grows toward what would
- * fill 31/32 of the table (at most doubling at a time). A label without a
- * waiting prediction is kept only when its id was in every sample of the
- * last ttl (its prediction, had it come, was kept).
+ * fill 31/32 of the table (at most doubling at a time, by one at least). A
+ * label without a waiting prediction is kept only when its id was in every
+ * sample of the last ttl (its prediction, had it come, was kept).
  *
  * Joined ids are remembered in a second bounded store of `joined_capacity`
  * ids: one is forgotten when it is `ttl` old, or earlier (counted in

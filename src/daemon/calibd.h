@@ -48,6 +48,7 @@ typedef struct calibd {
     uint64_t publish_errors; /* PUB sends that failed */
     uint64_t reloads, reloads_refused; /* SIGHUPs applied, and refused whole */
     uint64_t models_forgotten, models_expired; /* registry_collect */
+    uint64_t models_made; /* registry.c: models ever made (their seeds) */
     uint64_t rejected[REJ_MAX]; /* rejections whose model is unknown */
     double started;     /* wall clock at start */
     double steady_base; /* clock.c: the steady clock less the loop's */
@@ -60,7 +61,7 @@ typedef struct calibd {
     snapshots snap;     /* snapshots.c */
     struct {            /* loop.c: the tick's pass over the models, in slices */
         slicer models;
-        double now, wall;
+        double now, steady; /* loop_now(), steady_now() at its start */
         int republish;
         uint64_t overruns; /* ticks that found the last pass still running */
     } pass;

@@ -850,7 +850,7 @@ static void model_tick(calibd *d, model *m)
 
 /* Says once per model that memory_limit stopped its state growing (the
  * refusals go on being counted: calibd_memory_refused_total). */
-static void memory_check(calibd *d, model *m, double wall)
+static void memory_check(calibd *d, model *m)
 {
     if (m->mem.refused == m->mem_refused_logged)
         return;
@@ -861,7 +861,7 @@ static void memory_check(calibd *d, model *m, double wall)
                 "bytes): its state stops growing, with %zu waiting slots, ring %zu, reservoir "
                 "%zu; raise memory_limit or lower max_pending, ring or reservoir", m->name,
                 d->mem.used, m->join.alloc, ring, res);
-        model_event_add(m, wall, "memory", "memory_limit reached: the state stops growing "
+        model_event_add(m, wall_now(), "memory", "memory_limit reached: the state stops growing "
                         "(%zu waiting slots, ring %zu, reservoir %zu)", m->join.alloc, ring, res);
     }
     m->mem_refused_logged = m->mem.refused;
@@ -878,10 +878,10 @@ static void pass_model(void *arg, size_t i)
     model *m = d->models[i];
     /* every model's join table, also one that holds labels only */
     model_join_tick(m, d->pass.now); /* TTLs are intervals: monotonic */
-    memory_check(d, m, d->pass.wall);
+    memory_check(d, m);
     if (!m->shaped)
         return;
-    model_view_fill(m, d->pass.wall); /* what status, metrics and alerts read */
+    model_view_fill(m, d->pass.steady); /* what status, metrics and alerts read */
     alert_check(d, m);
     if (m->loop.refit.phase == PHASE_OFF)
         return;
@@ -900,7 +900,7 @@ int loop_tick_init(calibd *d)
     return slicer_init(&d->pass.models, d->loop, pass_count, pass_model, pass_done, d);
 }
 
-void loop_tick(calibd *d, double wall)
+void loop_tick(calibd *d, double steady)
 {
     if (d->pass.models.running) {
         d->pass.overruns++;
@@ -908,7 +908,7 @@ void loop_tick(calibd *d, double wall)
     }
     double now = loop_now(d);
     d->pass.now = now;
-    d->pass.wall = wall;
+    d->pass.steady = steady;
     d->pass.republish = now >= d->next_republish;
     if (d->pass.republish)
         d->next_republish = now + d->cfg.params_interval;

@@ -22,11 +22,11 @@ int loop_attach(struct calibd *d, struct model *m);
 /* Periodic work: join expiry, drift alarms, scheduled refits, the gate's
  * decisions, alert rules, republishing every params_interval, for every
  * model, in a pass a slice at a time (slicer.h); a tick that finds the
- * last pass still running starts none (counted). wall: wall_now(), for
- * the windows; intervals run on loop_now(). loop_tick_init first (0, or a
- * libuv error code). */
+ * last pass still running starts none (counted). steady: steady_now(),
+ * for the windows (clock.h); intervals run on loop_now(). loop_tick_init
+ * first (0, or a libuv error code). */
 int loop_tick_init(struct calibd *d);
-void loop_tick(struct calibd *d, double wall);
+void loop_tick(struct calibd *d, double steady);
 
 /* The copy of refits' samples out of the rings, a record at a time before
  * each fit (0, or a libuv error code); loop_refits_free at stop drops the

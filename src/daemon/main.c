@@ -412,6 +412,7 @@ static void reload(calibd *d)
     d->cfg.models = fresh.models;
     d->cfg.nmodels = fresh.nmodels;
     d->cfg.auto_models = fresh.auto_models;
+    d->cfg.model_idle_ttl = fresh.model_idle_ttl;
     fresh.models = old.models;
     config_free(&fresh);
     d->reloads++;
@@ -522,6 +523,47 @@ static void raise_fd_limit(calibd *d)
                 (unsigned long long)was, strerror(errno));
 }
 
+/* A file that can be opened for reading, or err says why. */
+static int readable(const char *key, const char *path, char *err, size_t errlen)
+{
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (path && !f) {
+        snprintf(err, errlen, "%s = %s: %s", key, path, strerror(errno));
+        return 0;
+    }
+    if (f)
+        fclose(f);
+    return 1;
+}
+
+/* --check-config: what a start would refuse, without binding a socket or
+ * writing the state directory: the file and the command line (read
+ * already), the allow-lists, the HTTP credentials' files, and the
+ * configured models (max_models, memory_limit, their methods, their stored
+ * parameters, read only). 0 (ok, said on stdout) or 2 (the reason). */
+static int check_config(calibd *d, const char *path)
+{
+    char err[600];
+    auth_ctx a;
+    const daemon_cfg *c = &d->cfg;
+    int ok = auth_load(&a, c, &d->log, err, sizeof err) == 0;
+    auth_free(&a);
+    ok = ok && readable("http_tls_cert", c->http_tls_cert, err, sizeof err) &&
+         readable("http_tls_key", c->http_tls_key, err, sizeof err) &&
+         readable("http_auth_token_file", c->http_auth_token_file, err, sizeof err) &&
+         readable("http_auth_basic_file", c->http_auth_basic_file, err, sizeof err) &&
+         create_models(d, err, sizeof err) == 0;
+    if (ok)
+        printf("calibd: %s: ok\n", path);
+    else
+        fprintf(stderr, "calibd: %s\n", err);
+    registry_free(d);
+    free(d->x);
+    calib_plugin_registry_free(&d->plugins);
+    config_free(&d->cfg);
+    return ok ? 0 : 2;
+}
+
 int main(int argc, char **argv)
 {
     static calibd d; /* large; zeroed; lives as long as the process */
@@ -534,17 +576,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "calibd: %s\n", err);
         config_free(&d.cfg);
         return 2;
-    }
-    if (c.check) { /* the allow-lists too: what a start would refuse */
-        auth_ctx a;
-        int bad = auth_load(&a, &d.cfg, &d.log, err, sizeof err) != 0;
-        if (bad)
-            fprintf(stderr, "calibd: %s\n", err);
-        else
-            printf("calibd: %s: ok\n", c.config);
-        auth_free(&a);
-        config_free(&d.cfg);
-        return bad ? 2 : 0;
     }
     d.log.level = log_level_parse(d.cfg.log_level);
     raise_fd_limit(&d);
@@ -560,6 +591,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "calibd: out of memory\n");
         return 1;
     }
+    if (c.check)
+        return check_config(&d, c.config);
     /* before anything reads or writes the state directory */
     int lock = state_lock(d.cfg.state_dir, err, sizeof err);
     if (lock < 0) {

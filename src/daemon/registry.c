@@ -28,10 +28,11 @@ static uint64_t name_hash(const calibd *d, const char *name, size_t len)
     return h;
 }
 
-/* A join table's hash seed: random per process, distinct per model. */
-static uint64_t model_seed(const calibd *d)
+/* A join table's hash seed: random per process, distinct per model (a
+ * count of models ever made, not of those held: removals free numbers). */
+static uint64_t model_seed(calibd *d)
 {
-    return d->hash_seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(d->nmodels + 1);
+    return d->hash_seed + 0x9e3779b97f4a7c15ULL * ++d->models_made;
 }
 
 /* The daemon's budget: memory_limit, which tests may change meanwhile. */
@@ -214,6 +215,16 @@ model *registry_get(calibd *d, const char *name, size_t len, int create, int *re
     return new_model(d, buf, reject);
 }
 
+/* Files every model again, after the slots moved. */
+static void index_rebuild(calibd *d)
+{
+    if (!d->model_index)
+        return;
+    memset(d->model_index, 0xff, d->index_cap * sizeof *d->model_index);
+    for (size_t j = 0; j < d->nmodels; j++)
+        index_add(d, (uint32_t)j);
+}
+
 void registry_remove(calibd *d, model *m)
 {
     size_t i = 0;
@@ -225,12 +236,7 @@ void registry_remove(calibd *d, model *m)
     free(m);
     memmove(&d->models[i], &d->models[i + 1], (d->nmodels - i - 1) * sizeof *d->models);
     d->nmodels--;
-    /* the slots after it moved: file every model again */
-    if (d->model_index) {
-        memset(d->model_index, 0xff, d->index_cap * sizeof *d->model_index);
-        for (size_t j = 0; j < d->nmodels; j++)
-            index_add(d, (uint32_t)j);
-    }
+    index_rebuild(d);
 }
 
 /* The loop's time of the model's last message, or of its creation. */
@@ -243,24 +249,32 @@ static double last_seen(const model *m)
 
 size_t registry_collect(calibd *d, double now, int busy)
 {
-    size_t gone = 0;
+    if (busy)
+        return 0;
+    /* one pass: the models that stay move down in order, the index is
+     * rebuilt once (a flood of names expires in one tick) */
+    size_t kept = 0;
     double ttl = d->cfg.model_idle_ttl;
-    for (size_t i = 0; !busy && i < d->nmodels;) {
+    for (size_t i = 0; i < d->nmodels; i++) {
         model *m = d->models[i];
         int phase = m->loop.refit.phase;
         int idle = ttl > 0 && m->scored == 0 && now - last_seen(m) >= ttl &&
                    !config_find_model(&d->cfg, m->name);
         if ((!m->forget && !idle) || phase == PHASE_FITTING || phase == PHASE_STORING) {
-            i++;
+            d->models[kept++] = m;
             continue;
         }
         log_msg(&d->log, LOG_INFO, "model", "%s: %s", m->name,
                 m->forget ? "forgotten (calibctl forget)"
                           : "expired: no pair, and no message for model_idle_ttl");
         *(m->forget ? &d->models_forgotten : &d->models_expired) += 1;
-        registry_remove(d, m); /* the models after it move down to i */
-        gone++;
+        model_free(m);
+        free(m);
     }
+    size_t gone = d->nmodels - kept;
+    d->nmodels = kept;
+    if (gone)
+        index_rebuild(d);
     return gone;
 }
 

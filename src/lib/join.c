@@ -597,9 +597,13 @@ static void sample_shrink(calib_join *j)
         top = h > top ? h : top;
     }
     uint32_t s = j->sample - j->sample / 128;
-    if (top > 0 && top <= s)
-        s = top - 1;
-    j->sample = j->label_sample = s;
+    if (top <= s) /* none in the band: below the largest, by half at most
+                     (a table of ids crafted to hash low then evicts its
+                     oldest rather than starve every other id) */
+        s = top > j->sample / 2 ? top - 1 : j->sample / 2;
+    /* labels meet the smallest sample of the last ttl */
+    j->label_sample = j->now < j->label_until && j->label_sample < s ? j->label_sample : s;
+    j->sample = s;
     j->label_until = j->now + j->cfg.ttl;
     j->arrivals = 0;
     for (uint32_t i = j->head, next; i != NIL; i = next) {
@@ -628,6 +632,11 @@ static void sample_grow(calib_join *j)
     if (grow <= 1 + 1.0 / 128)
         return;
     double next = (double)j->sample * (grow < 2 ? grow : 2);
+    if (next < (double)j->sample + 1) /* a sample of 0 grows too */
+        next = (double)j->sample + 1;
+    /* the labels of the predictions refused until now come within a ttl:
+     * they still meet the smaller sample until then */
+    j->label_until = j->now + j->cfg.ttl;
     j->sample = next >= (double)SAMPLE_ALL ? SAMPLE_ALL : (uint32_t)next;
     j->arrivals = 0;
 }

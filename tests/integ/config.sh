@@ -47,6 +47,10 @@ printf '[daemon]\ntick = 0.5\n[model m]\nform = probs\nk = 3\n' > "$work/good.co
 check check_config_ok '[ $? -eq 0 ] && grep -q "good.conf: ok" "$work/out" && [ ! -e "$work/state" ]'
 "$CALIBD" --check-config "$work/bad_tick.conf" > /dev/null 2> "$work/err"
 check check_config_bad '[ $? -eq 2 ] && grep -q "bad_tick.conf:2: .*tick = .120." "$work/err"'
+# what only a start finds: more configured models than max_models
+printf '[daemon]\nmax_models = 1\n[model one]\n[model two]\n' > "$work/two.conf"
+"$CALIBD" --check-config "$work/two.conf" > /dev/null 2> "$work/err"
+check check_config_models '[ $? -eq 2 ] && grep -q "model two: too_many_models" "$work/err"'
 
 # unknown section and key: warned with the line, not fatal; CLI overrides
 printf '[daemon]\ncontrol = tcp://127.0.0.1:1\ncolour = blue\n[extras]\nx = 1\n[model m]\nform = probs\nk = 3\nlabel_ttl = 60\n[defaults]\nform = binary\n[model empty]\n' > "$work/ok.conf"

@@ -271,7 +271,7 @@ static void full_table_sheds_a_sample(void **state)
         top = h > top ? h : top;
     }
     uint32_t s = UINT32_MAX - UINT32_MAX / 128;
-    s = top <= s ? top - 1 : s;
+    s = top <= s ? (top > UINT32_MAX / 2 ? top - 1 : UINT32_MAX / 2) : s;
     calib_id last = uid(CAP);
     int kept = calib_join_sample_hash(&last) <= s;
     assert_int_equal(pred(&j, last, CAP, 2, &r), kept ? CALIB_JOIN_WAITING : CALIB_JOIN_SAMPLED_OUT);
@@ -727,7 +727,11 @@ static void ref_shrink(ref *m)
         top = h > top ? h : top;
     }
     uint32_t s = m->sample - m->sample / 128;
-    m->sample = m->label_sample = top > 0 && top <= s ? top - 1 : s;
+    if (top <= s)
+        s = top > m->sample / 2 ? top - 1 : m->sample / 2;
+    if (!(m->now < m->label_until && m->label_sample < s))
+        m->label_sample = s;
+    m->sample = s;
     m->label_until = m->now + m->ttl;
     m->arrivals = 0;
     for (size_t i = 0; i < m->n;) {
@@ -749,6 +753,9 @@ static void ref_grow(ref *m)
     if (grow <= 1 + 1.0 / 128)
         return;
     double next = (double)m->sample * (grow < 2 ? grow : 2);
+    if (next < (double)m->sample + 1)
+        next = (double)m->sample + 1;
+    m->label_until = m->now + m->ttl;
     m->sample = next >= (double)UINT32_MAX ? UINT32_MAX : (uint32_t)next;
     m->arrivals = 0;
 }
@@ -1010,6 +1017,42 @@ static void budget_stops_growth(void **state)
 }
 
 
+/* Ids crafted to hash low (the sample hash's seed is public) cannot starve
+ * the others for good: a table full of them halves its sample at most per
+ * arrival, evicts its oldest rather than go to nothing, and once they have
+ * expired the sample grows back and honest pairs join again. (A sample
+ * shrunk to 0 once stayed there: it grew by doubling.) */
+static void crafted_ids_do_not_starve(void **state)
+{
+    enum { CAP = 64 };
+    calib_join j;
+    calib_join_result r;
+    table(&j, 10, CAP, 2, 4 * CAP);
+    uint64_t next = 1u << 30;
+    for (int n = 0; n <= CAP; next++) {
+        calib_id id = uid(next);
+        if (calib_join_sample_hash(&id) < (1u << 20)) {
+            label(&j, id, 1, 0, &r);
+            n++;
+        }
+    }
+    assert_true(j.sample > 0);
+    /* honest pairs, a prediction and its label each second, from t = 20 */
+    uint64_t joined = 0, offered = 0;
+    for (uint64_t i = 0; i < 400; i++) {
+        double t = 20 + (double)i;
+        pred(&j, uid(i), 1, t, &r);
+        offered++;
+        joined += label(&j, uid(i), 1, t + 0.5, &r) == CALIB_JOIN_JOINED;
+    }
+    print_message("joined %llu of %llu honest pairs; sample %.3f\n",
+                  (unsigned long long)joined, (unsigned long long)offered,
+                  calib_join_sample_fraction(&j));
+    assert_true(joined >= offered * 9 / 10);
+    assert_true(calib_join_sample_fraction(&j) == 1);
+    calib_join_free(&j);
+}
+
 /* ------------------------------------------------------------------ load */
 
 /* Past capacity a limit degrades, never collapses: at 1.05, 2 and 10 times
@@ -1179,6 +1222,7 @@ int main(void)
         cmocka_unit_test(clock_going_back),
         cmocka_unit_test(put_evicts_oldest),
         cmocka_unit_test(full_table_sheds_a_sample),
+        cmocka_unit_test(crafted_ids_do_not_starve),
         cmocka_unit_test(load_past_capacity_degrades),
         cmocka_unit_test(sample_grows_back),
         cmocka_unit_test(joined_memory_bounded),
