@@ -32,5 +32,14 @@ double loop_now(const struct calibd *d);
 double steady_now(const struct calibd *d);
 /* Anchors the steady clock on the wall clock, once, at start. */
 void clock_start(struct calibd *d);
+/* Sets the steady clock to read `steady` now (a restore goes on from the
+ * snapshot's: snapshots.c). */
+void clock_resume(struct calibd *d, double steady);
+/* Seconds since boot, suspend included (CLOCK_BOOTTIME): what no step of
+ * the wall clock moves, across restarts of calibd within one boot. */
+double boot_now(void);
+/* This boot's id (/proc/sys/kernel/random/boot_id) into id (at least 37
+ * bytes), or "" where there is none. */
+void boot_id(char *id, size_t len);
 
 #endif

@@ -563,11 +563,12 @@ uint32_t snapshot_crc(uint32_t crc, const char *p, size_t len)
 void snapshot_frame(calib_mpw *w, const char *body, size_t len, uint64_t models, double wall,
                     double mono, uint64_t messages, const uint64_t rejected[REJ_MAX])
 {
-    snapshot_frame_sum(w, len, crc_of(body, len), models, wall, mono, messages, rejected);
+    snapshot_frame_sum(w, len, crc_of(body, len), models, wall, mono, NULL, messages, rejected);
 }
 
 void snapshot_frame_sum(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t models, double wall,
-                        double mono, uint64_t messages, const uint64_t rejected[REJ_MAX])
+                        double mono, const snapshot_clocks *clocks, uint64_t messages,
+                        const uint64_t rejected[REJ_MAX])
 {
     calib_mpw_reset(w);
     calib_mpw_map(w);
@@ -578,6 +579,12 @@ void snapshot_frame_sum(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t model
     calib_mpw_str(w, "little");
     key_double(w, "written", wall);
     key_double(w, "mono", mono);
+    if (clocks && isfinite(clocks->steady)) { /* optional keys: snapshot_clocks */
+        key_double(w, "steady", clocks->steady);
+        key_double(w, "boottime", clocks->boottime);
+        calib_mpw_key(w, "boot_id");
+        calib_mpw_str(w, clocks->boot_id);
+    }
     key_uint(w, "models", models);
     calib_mpw_key(w, "daemon");
     calib_mpw_map(w);
@@ -648,6 +655,15 @@ int snapshot_open(const char *data, size_t len, snapshot_head *h, char *err, siz
     }
     h->written = mpr_finite(&r, o, "written");
     h->mono = mpr_finite(&r, o, "mono");
+    h->clocks.steady = NAN;
+    const msgpack_object *bid = mpr_find(o, "boot_id");
+    if (mpr_find(o, "steady") && bid && bid->type == MSGPACK_OBJECT_STR &&
+        bid->via.str.size < sizeof h->clocks.boot_id) {
+        h->clocks.steady = mpr_finite(&r, o, "steady");
+        h->clocks.boottime = mpr_finite(&r, o, "boottime");
+        memcpy(h->clocks.boot_id, bid->via.str.ptr, bid->via.str.size);
+        h->clocks.boot_id[bid->via.str.size] = 0;
+    }
     h->models = mpr_uint(&r, o, "models", 0, UINT64_MAX);
     const msgpack_object *dm = mpr_map(&r, o, "daemon");
     h->messages = mpr_uint(&r, dm, "messages", 0, UINT64_MAX);

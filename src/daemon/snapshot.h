@@ -45,10 +45,21 @@
 #define SNAPSHOT_VERSION 2 /* written; 1 and 2 are read */
 
 /* What the frame says. body points into the data given to snapshot_open. */
+/* The writer's clocks when it wrote (clock.h), so that the next start
+ * knows how long calibd was down and goes on with the steady clock: the
+ * steady clock, and the boot's id and time since boot (CLOCK_BOOTTIME,
+ * which runs through suspend and no step moves). steady NAN: unknown (a
+ * file before them, or a merge). */
+typedef struct snapshot_clocks {
+    double steady, boottime;
+    char boot_id[40];
+} snapshot_clocks;
+
 typedef struct snapshot_head {
     unsigned version; /* the format's: 1 to SNAPSHOT_VERSION */
     double written;   /* wall clock */
     double mono;      /* the writer's monotonic clock at `written` */
+    snapshot_clocks clocks; /* optional keys, absent from older files */
     uint64_t models;
     uint64_t messages;                 /* the daemon's counters */
     uint64_t rejected[REJ_MAX];
@@ -62,9 +73,11 @@ void snapshot_pack_model(calib_mpw *w, const model *m);
 /* The CRC-32 (zlib's) of len more bytes at p, after crc (0 to start). */
 uint32_t snapshot_crc(uint32_t crc, const char *p, size_t len);
 /* The header of a body of len bytes whose CRC-32 is crc, written
- * elsewhere (snapshots.c streams the body to a file in chunks). */
+ * elsewhere (snapshots.c streams the body to a file in chunks), with the
+ * writer's clocks (NULL: none). */
 void snapshot_frame_sum(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t models, double wall,
-                        double mono, uint64_t messages, const uint64_t rejected[REJ_MAX]);
+                        double mono, const snapshot_clocks *clocks, uint64_t messages,
+                        const uint64_t rejected[REJ_MAX]);
 /* The header of a body of len bytes holding `models` maps into w (reset
  * first), with the daemon's counters: the file is the header, then the
  * body. */

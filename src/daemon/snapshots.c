@@ -61,6 +61,23 @@ static int restore_one(calibd *d, const msgpack_object *o, double shift, char *e
     return 0;
 }
 
+/* The snapshot was written in this boot of the machine. */
+static int same_boot(const snapshot_head *h)
+{
+    char id[40];
+    boot_id(id, sizeof id);
+    return isfinite(h->clocks.steady) && id[0] && strcmp(id, h->clocks.boot_id) == 0;
+}
+
+/* Seconds since the snapshot was written: on CLOCK_BOOTTIME within one
+ * boot (no step of the wall clock moves it), else on the wall clock; 0 at
+ * least. */
+static double down_time(const snapshot_head *h)
+{
+    double age = same_boot(h) ? boot_now() - h->clocks.boottime : wall_now() - h->written;
+    return age > 0 ? age : 0;
+}
+
 int snapshots_restore(calibd *d)
 {
     snapshots *s = &d->snap;
@@ -84,10 +101,17 @@ int snapshots_restore(calibd *d)
     uint64_t n = 0, pairs = 0, waiting = 0, lost = 0;
     double age = 0;
     if (rc == 0 && snapshot_open(data, len, &h, err, sizeof err) == 0) {
+        /* how long calibd was down: exact within one boot, on the wall
+         * clock across a reboot (or for a file without its clocks) */
+        age = down_time(&h);
+        /* the steady clock goes on from the file's (snapshot_clocks) */
+        if (isfinite(h.clocks.steady)) {
+            double from = h.clocks.steady + age;
+            clock_resume(d, same_boot(&h) || from > wall_now() ? from : wall_now());
+        }
         /* every monotonic time moves onto this process's clock, aged by
-         * the time calibd was down (on the wall clock) */
-        age = wall_now() - h.written;
-        double shift = loop_now(d) - h.mono - (age > 0 ? age : 0);
+         * the time calibd was down */
+        double shift = loop_now(d) - h.mono - age;
         msgpack_unpacked u;
         msgpack_unpacked_init(&u);
         size_t off = 0;
@@ -227,7 +251,9 @@ static int body_close(calibd *d, uint64_t models)
         unlink(path);
         return -1;
     }
-    snapshot_frame_sum(&s->head, s->body_len, s->crc, models, wall_now(), loop_now(d),
+    snapshot_clocks clocks = {steady_now(d), boot_now(), ""};
+    boot_id(clocks.boot_id, sizeof clocks.boot_id);
+    snapshot_frame_sum(&s->head, s->body_len, s->crc, models, wall_now(), loop_now(d), &clocks,
                        d->messages, d->rejected);
     if (calib_mpw_error(&s->head) != CALIB_OK) {
         snprintf(s->err, sizeof s->err, "snapshot: out of memory for the header");

@@ -3,9 +3,12 @@
 # under libfaketime, whose wall clock the test steps while the monotonic
 # clock goes on: an hour forward (longer than the window), then two hours
 # back. The window still holds every pair of its last minute, the history
-# keeps a point every step, and label TTLs are untouched. Before, pairs
-# were dated by the wall clock: a step forward emptied the window, and a
-# step back stopped the history for the step's length.
+# keeps a point every step, and label TTLs are untouched; a restart after
+# the clock was put right again loses nothing either (the time calibd was
+# down is measured on CLOCK_BOOTTIME within a boot). Before, pairs were
+# dated by the wall clock: a step forward emptied the window, a step back
+# stopped the history for the step's length, and a restart read the step
+# as downtime and expired whatever was waiting.
 . "$(dirname "$0")/lib.sh"
 FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 [ -r "$FAKETIME_LIB" ] || { bad "libfaketime is not installed (scripts/deps.sh installs it)"; finish; exit 1; }
@@ -24,6 +27,7 @@ form = logits
 k = 10
 window = 60
 window_panes = 6
+label_ttl = 600
 EOF2
 LD_PRELOAD="$FAKETIME_LIB" start_calibd -c "$work/calibd.conf" --http 127.0.0.1:0
 base=${HTTP%/metrics}
@@ -51,5 +55,21 @@ check "and the history goes on: points after the step back ($n before)" \
     'wait_until "[ \$(points) -ge $((n + 5)) ]"'
 check "the points are in order" \
     'curl -sS "$base/history?model=m" | "$PY" -c "import json, sys; p = [q[0] for q in json.load(sys.stdin)[\"points\"]]; sys.exit(not all(a < b for a, b in zip(p, p[1:])))"'
+
+# predictions whose labels have not come yet (label_ttl 600 s); a stop, the
+# wall clock put right (two hours forward again), a restart: calibd was
+# down for seconds (CLOCK_BOOTTIME says so, within one boot), not the two
+# hours the wall clock says: nothing waiting expires, the window goes on
+sim --seed 4 --count 100 --label-drop 1
+check "100 predictions wait for their labels" \
+    'wait_for "$work/w.json" "r[\"models\"][\"m\"][\"join\"][\"waiting_predictions\"] == 100"'
 check "calibd stops cleanly" "stop_calibd"
+echo "+0" > "$work/faketime"
+LD_PRELOAD="$FAKETIME_LIB" start_calibd -c "$work/calibd.conf" --http 127.0.0.1:0 --log-level info
+check "restarted with the wall clock two hours on: the 100 still wait, the window holds its 1500
+$(grep "snapshot: restored" "$work/calibd.log" | sed 's/^/  /')" \
+    'wait_for "$work/r.json" "r[\"models\"][\"m\"][\"join\"][\"waiting_predictions\"] == 100 and (r[\"models\"][\"m\"][\"window\"] or {}).get(\"scored\") == 1500"'
+sim --seed 5 --count 500
+check "and new pairs count in it: 2000" 'window_has 2000'
+check "calibd stops cleanly again" "stop_calibd"
 finish
