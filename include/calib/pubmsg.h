@@ -27,6 +27,9 @@ extern "C" {
 #define CALIB_PUBMSG_PARAM_NAME_MAX 31 /* bytes of a parameter's name */
 #define CALIB_PUBMSG_MAX_VALUES 16     /* an alert's "values" */
 #define CALIB_PUBMSG_VALUE_NAME_MAX 31 /* bytes of a value's name */
+/* The most bytes a message written here takes, its topic frame included:
+ * every field is bounded (tests/unit/test_pubmsg.c writes the largest) */
+#define CALIB_PUBMSG_MAX_BYTES 2048
 
 enum calib_pubmsg_type {
     CALIB_PUBMSG_OTHER = 0,  /* well formed, of a type not decoded here */

@@ -10,6 +10,7 @@
 #include "calib/calib.h"
 #include "calib/plugin.h"
 #include "calib/protocol.h"
+#include "calib/pubmsg.h"
 #include "cfg.h"
 #include "log.h"
 
@@ -416,6 +417,7 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
         {"rcvhwm", offsetof(daemon_cfg, rcvhwm), 1, 100000000},
         {"sndhwm", offsetof(daemon_cfg, sndhwm), 1, 100000000},
         {"ingest_memory", offsetof(daemon_cfg, ingest_memory), 1u << 20, (uint64_t)1 << 40},
+        {"publish_memory", offsetof(daemon_cfg, publish_memory), 1u << 16, (uint64_t)1 << 34},
         {"memory_limit", offsetof(daemon_cfg, memory_limit), 1u << 24, (uint64_t)1 << 44},
         {"max_models", offsetof(daemon_cfg, max_models), 1, CFG_MAX_MODELS},
         {"http_max_connections", offsetof(daemon_cfg, http_max_connections), 1, 100000},
@@ -444,6 +446,13 @@ uint64_t config_rcvhwm(const daemon_cfg *c)
     return c->rcvhwm < fit ? c->rcvhwm : fit;
 }
 
+uint64_t config_sndhwm(const daemon_cfg *c)
+{
+    uint64_t fit = c->publish_memory / CALIB_PUBMSG_MAX_BYTES;
+    fit = fit ? fit : 1;
+    return c->sndhwm < fit ? c->sndhwm : fit;
+}
+
 /* ------------------------------------------------------------ defaults */
 
 int config_init(daemon_cfg *c)
@@ -465,6 +474,7 @@ int config_init(daemon_cfg *c)
     c->http_max_per_address = 16;
     c->rcvhwm = 100000;
     c->sndhwm = 100000;
+    c->publish_memory = (uint64_t)8 << 20;
     c->tick = 1.0;
     c->defaults = (model_cfg){
         .form = -1, .k = 0, .label_ttl = 3600, .max_pending = 100000,

@@ -61,6 +61,7 @@ typedef struct daemon_cfg {
     int auto_models;
     uint64_t max_models;      /* models at most */
     uint64_t max_msg_size, rcvhwm, sndhwm;
+    uint64_t publish_memory;  /* bytes one subscriber's queue may hold */
     uint64_t ingest_memory;   /* receive queue bytes per producer connection */
     uint64_t memory_limit;    /* bytes all models may hold at most */
     double drain_time;        /* seconds of receiving per socket wakeup */
@@ -94,6 +95,9 @@ typedef struct daemon_cfg {
 /* The receive high-water mark in force: rcvhwm, lowered so that a full
  * queue of max_msg_size messages stays within ingest_memory. */
 uint64_t config_rcvhwm(const daemon_cfg *c);
+/* The send high-water mark in force: sndhwm, lowered so that a subscriber
+ * that reads nothing holds at most publish_memory bytes of messages. */
+uint64_t config_sndhwm(const daemon_cfg *c);
 
 #define CFG_DEFAULT_INGEST "@tcp://127.0.0.1:7450"
 #define CFG_DEFAULT_PUBLISH "@tcp://127.0.0.1:7451"

@@ -249,7 +249,10 @@ static int open_sockets(calibd *d, char *err, size_t errlen)
         (d->auth.on && auth_server(&d->auth, d->publish.sock, AUTH_SUBSCRIBERS) != 0))
         goto zerr;
     d->pub = d->publish.sock;
-    set_int(d->pub, ZMQ_SNDHWM, (int64_t)c->sndhwm);
+    set_int(d->pub, ZMQ_SNDHWM, (int64_t)config_sndhwm(c));
+    log_msg(&d->log, LOG_INFO, "main", "publish: at most %llu messages (publish_memory = %llu "
+            "bytes) queued for a subscriber", (unsigned long long)config_sndhwm(c),
+            (unsigned long long)c->publish_memory);
     snprintf(bound[nb][0], 256, "publish");
     if (zsock_attach(&d->publish, c->publish, bound[nb][1], 256, err, errlen))
         return -1;

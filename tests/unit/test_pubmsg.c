@@ -360,6 +360,52 @@ static void round_trips_params(void **state)
     round_trip_params(&m, calib_plugin_builtin("temperature"));
 }
 
+/* The largest messages calibd can write, every field at its bound, fit
+ * CALIB_PUBMSG_MAX_BYTES with their topic: calibd sizes a subscriber's
+ * queue by it (publish_memory). */
+static void largest_messages_fit_the_bound(void **state)
+{
+    char model[CALIB_PUBMSG_MODEL_MAX + 1];
+    memset(model, 'm', sizeof model - 1);
+    model[sizeof model - 1] = 0;
+    calib_params_msg m;
+    calib_params_msg_init(&m, model);
+    m.version = UINT64_MAX;
+    memset(m.method, 'x', CALIB_PLUGIN_NAME_MAX);
+    m.method[CALIB_PLUGIN_NAME_MAX] = 0;
+    m.nparams = CALIB_RECAL_MAX_PARAMS;
+    for (unsigned i = 0; i < m.nparams; i++) {
+        memset(m.names[i], 'a' + (int)i, CALIB_PUBMSG_PARAM_NAME_MAX);
+        m.names[i][CALIB_PUBMSG_PARAM_NAME_MAX] = 0;
+        m.values[i] = -1.2345678901234567e-300;
+    }
+    m.ts = m.published = m.improvement = m.ci[0] = m.ci[1] = 1.7e9 + 0.123456789;
+    m.n = m.shadow_n = UINT64_MAX;
+    m.before = m.after = (calib_pubmsg_scores){0.123456789, 2.123456789, -3.123456789};
+    calib_alert_msg a;
+    calib_alert_msg_init(&a, model);
+    snprintf(a.severity, sizeof a.severity, "critical");
+    memset(a.kind, 'k', sizeof a.kind - 1);
+    memset(a.message, 'w', sizeof a.message - 1);
+    a.ts = 1.7e9 + 0.123456789;
+    a.nvalues = CALIB_PUBMSG_MAX_VALUES;
+    for (unsigned i = 0; i < a.nvalues; i++) {
+        memset(a.value_names[i], 'A' + (int)i, CALIB_PUBMSG_VALUE_NAME_MAX);
+        a.value_names[i][CALIB_PUBMSG_VALUE_NAME_MAX] = 0;
+        a.values[i] = -1.2345678901234567e-300;
+    }
+    calib_mpw w;
+    calib_mpw_init(&w);
+    assert_int_equal(calib_params_msg_write(&w, &m), CALIB_OK);
+    print_message("params: %zu bytes + topic %zu\n", w.sb.size, strlen(model));
+    assert_true(w.sb.size + strlen(model) <= CALIB_PUBMSG_MAX_BYTES);
+    calib_mpw_reset(&w);
+    assert_int_equal(calib_alert_msg_write(&w, &a), CALIB_OK);
+    print_message("alert: %zu bytes + topic %zu\n", w.sb.size, strlen(model));
+    assert_true(w.sb.size + strlen(model) <= CALIB_PUBMSG_MAX_BYTES);
+    calib_mpw_destroy(&w);
+}
+
 static void round_trips_alerts(void **state)
 {
     calib_alert_msg a, got;
@@ -897,6 +943,7 @@ int main(void)
         cmocka_unit_test(writer_numbers),
         cmocka_unit_test(round_trips_params),
         cmocka_unit_test(round_trips_alerts),
+        cmocka_unit_test(largest_messages_fit_the_bound),
         cmocka_unit_test(decode_each_method),
         cmocka_unit_test(decode_nil_figures),
         cmocka_unit_test(decode_number_types),
