@@ -47,4 +47,25 @@ stop_calibd
 rc=$?
 check final_snapshot_failure_exits_1 '[ $rc -eq 1 ] && log_has "the final snapshot was not written"'
 rmdir "$work/state/snapshot.tmp"
+
+# a state directory on a full disk for real: a tmpfs of 256 KiB over it
+# (where this machine lets root mount one), too small for the snapshot of
+# 3,000 pairs
+if mount -t tmpfs -o size=256k tmpfs "$work/state" 2> /dev/null; then
+    cleanup_mount() { umount "$work/state" 2> /dev/null; cleanup; }
+    trap cleanup_mount EXIT
+    printf '[daemon]\nsnapshot_interval = 3600\n[model m]\nform = logits\nk = 10\n' > "$work/full.conf"
+    start_calibd -c "$work/full.conf"
+    "$SIMULATE" --endpoint ">$INGEST" --linger-ms "$LINGER_MS" --model m --count 3000 \
+        --batch 100 2> /dev/null
+    wait_for "$work/f.json" "r['models']['m']['scored'] == 3000" || bad "the pairs are scored"
+    stop_calibd
+    rc=$?
+    check full_disk_exits_1 '[ $rc -eq 1 ] && log_has "No space left on device" &&
+        log_has "the final snapshot was not written"'
+    umount "$work/state"
+    trap cleanup EXIT
+else
+    echo "# no tmpfs mount here: the full disk was checked by the directory above only"
+fi
 finish
