@@ -566,10 +566,13 @@ void snapshot_frame(calib_mpw *w, const char *body, size_t len, uint64_t models,
     snapshot_frame_sum(w, len, crc_of(body, len), models, wall, mono, NULL, messages, rejected);
 }
 
-void snapshot_frame_sum(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t models, double wall,
-                        double mono, const snapshot_clocks *clocks, uint64_t messages,
-                        const uint64_t rejected[REJ_MAX])
+/* The header's fields; with pad >= 0 a last key "pad" of that many zero
+ * bytes (readers skip unknown keys: the header can fill a slot). */
+static void frame_fields(calib_mpw *w, long pad, uint64_t len, uint32_t crc, uint64_t models,
+                         double wall, double mono, const snapshot_clocks *clocks,
+                         uint64_t messages, const uint64_t rejected[REJ_MAX])
 {
+    static const char zeros[SNAPSHOT_HEAD_SLOT];
     calib_mpw_reset(w);
     calib_mpw_map(w);
     calib_mpw_key(w, "format");
@@ -594,7 +597,33 @@ void snapshot_frame_sum(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t model
     calib_mpw_end(w);
     key_uint(w, "body_bytes", len);
     key_uint(w, "crc32", crc);
+    if (pad >= 0)
+        key_bin(w, "pad", zeros, (size_t)pad);
     calib_mpw_end(w);
+}
+
+void snapshot_frame_sum(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t models, double wall,
+                        double mono, const snapshot_clocks *clocks, uint64_t messages,
+                        const uint64_t rejected[REJ_MAX])
+{
+    frame_fields(w, -1, len, crc, models, wall, mono, clocks, messages, rejected);
+}
+
+int snapshot_frame_slot(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t models, double wall,
+                        double mono, const snapshot_clocks *clocks, uint64_t messages,
+                        const uint64_t rejected[REJ_MAX])
+{
+    long pad = 0;
+    for (int i = 0; i < 4 && pad >= 0 && pad < SNAPSHOT_HEAD_SLOT; i++) {
+        frame_fields(w, pad, len, crc, models, wall, mono, clocks, messages, rejected);
+        if (calib_mpw_error(w) != CALIB_OK)
+            return -1;
+        if (w->sb.size == SNAPSHOT_HEAD_SLOT)
+            return 0;
+        /* the pad's own length field may take another byte or two */
+        pad += (long)SNAPSHOT_HEAD_SLOT - (long)w->sb.size;
+    }
+    return -1;
 }
 
 /* ------------------------------------------------------------------ reading */

@@ -78,6 +78,13 @@ uint32_t snapshot_crc(uint32_t crc, const char *p, size_t len);
 void snapshot_frame_sum(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t models, double wall,
                         double mono, const snapshot_clocks *clocks, uint64_t messages,
                         const uint64_t rejected[REJ_MAX]);
+/* The same, SNAPSHOT_HEAD_SLOT bytes exactly (a last key "pad" fills it),
+ * so that the body can be written after the slot before the header is
+ * known: 0, or -1 when the header does not fit (or out of memory). */
+#define SNAPSHOT_HEAD_SLOT 4096
+int snapshot_frame_slot(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t models, double wall,
+                        double mono, const snapshot_clocks *clocks, uint64_t messages,
+                        const uint64_t rejected[REJ_MAX]);
 /* The header of a body of len bytes holding `models` maps into w (reset
  * first), with the daemon's counters: the file is the header, then the
  * body. */

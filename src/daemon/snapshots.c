@@ -178,32 +178,32 @@ int snapshots_restore(calibd *d)
 /* ------------------------------------------------------------------ writing */
 
 /*
- * The body goes to STATE_DIR/snapshot.body.tmp a chunk at a time while the
- * loop packs the models, so that a snapshot holds one chunk (and one
- * model) in memory, not every model packed again beside the models (13,609
- * models once took calibd to 3.3 GB under a memory_limit of 2 GiB). Its
- * length and CRC are summed on the way; then the worker writes the header
- * and copies the body after it into snapshot.tmp, syncs and renames it.
+ * The body goes into STATE_DIR/snapshot.tmp, after a slot for the header,
+ * a chunk at a time while the loop packs the models, so that a snapshot
+ * holds one chunk (and one model) in memory, not every model packed again
+ * beside the models (13,609 models once took calibd to 3.3 GB under a
+ * memory_limit of 2 GiB), and the disk holds the old snapshot and the new
+ * one, no more. Its length and CRC are summed on the way; then the worker
+ * writes the header into its slot (snapshot_frame_slot pads it to fill
+ * it), syncs the file and renames it.
  */
 #define SNAPSHOT_CHUNK ((size_t)1 << 20)
-
-static void body_path(const calibd *d, char *path, size_t len)
-{
-    snprintf(path, len, "%s/%s.body.tmp", d->cfg.state_dir, SNAPSHOT_FILE);
-}
 
 /* 0, or -1 with s->err set. */
 static int body_open(calibd *d)
 {
     snapshots *s = &d->snap;
-    char path[4400];
-    body_path(d, path, sizeof path);
     calib_mpw_reset(&s->body);
     s->body_len = 0;
     s->crc = snapshot_crc(0, NULL, 0);
     s->body_errno = 0;
-    if (!(s->chunks = fopen(path, "w"))) {
-        snprintf(s->err, sizeof s->err, "snapshot: cannot write %s: %s", path, strerror(errno));
+    s->chunks = state_open_tmp(d->cfg.state_dir, SNAPSHOT_FILE, s->err, sizeof s->err);
+    if (!s->chunks)
+        return -1;
+    if (fseeko(s->chunks, SNAPSHOT_HEAD_SLOT, SEEK_SET) != 0) {
+        snprintf(s->err, sizeof s->err, "snapshot: %s", strerror(errno));
+        state_drop_tmp(d->cfg.state_dir, SNAPSHOT_FILE, s->chunks);
+        s->chunks = NULL;
         return -1;
     }
     return 0;
@@ -232,48 +232,38 @@ static void body_pack(calibd *d, const model *m)
         body_flush(s);
 }
 
-/* The last chunk out and the file closed, then the header of `models`
- * models: 0, or -1 with s->err set. */
+/* The last chunk out, then the header of `models` models for the slot: 0,
+ * or -1 with s->err set and the file dropped. */
 static int body_close(calibd *d, uint64_t models)
 {
     snapshots *s = &d->snap;
     int oom = calib_mpw_error(&s->body) != CALIB_OK;
     if (!oom)
         body_flush(s);
-    if (fclose(s->chunks) != 0 && !s->body_errno)
-        s->body_errno = errno ? errno : EIO;
-    s->chunks = NULL;
-    if (oom || s->body_errno) {
-        char path[4400];
-        body_path(d, path, sizeof path);
-        snprintf(s->err, sizeof s->err, "snapshot: %s", oom ? "out of memory to pack the models"
-                 : strerror(s->body_errno));
-        unlink(path);
-        return -1;
-    }
     snapshot_clocks clocks = {steady_now(d), boot_now(), ""};
     boot_id(clocks.boot_id, sizeof clocks.boot_id);
-    snapshot_frame_sum(&s->head, s->body_len, s->crc, models, wall_now(), loop_now(d), &clocks,
-                       d->messages, d->rejected);
-    if (calib_mpw_error(&s->head) != CALIB_OK) {
-        snprintf(s->err, sizeof s->err, "snapshot: out of memory for the header");
-        return -1;
-    }
-    return 0;
+    if (oom || s->body_errno)
+        snprintf(s->err, sizeof s->err, "snapshot: %s", oom ? "out of memory to pack the models"
+                 : strerror(s->body_errno));
+    else if (snapshot_frame_slot(&s->head, s->body_len, s->crc, models, wall_now(), loop_now(d),
+                                 &clocks, d->messages, d->rejected) != 0)
+        snprintf(s->err, sizeof s->err, "snapshot: the header does not fit its %d bytes",
+                 SNAPSHOT_HEAD_SLOT);
+    else
+        return 0;
+    state_drop_tmp(d->cfg.state_dir, SNAPSHOT_FILE, s->chunks);
+    s->chunks = NULL;
+    return -1;
 }
 
-/* The file from the header and the body's file, which the loop leaves
- * alone while `writing` (the worker's share; also the final snapshot's). */
+/* The header into its slot, the file synced and renamed (the worker's
+ * share while `writing`; also the final snapshot's). */
 static int write_file(calibd *d)
 {
     snapshots *s = &d->snap;
-    char path[4400];
-    body_path(d, path, sizeof path);
-    state_part parts[2] = {{s->head.sb.data, s->head.sb.size, NULL},
-                           {NULL, (size_t)s->body_len, path}};
-    int rc = state_write_parts(d->cfg.state_dir, SNAPSHOT_FILE, parts, 2, s->err,
-                               sizeof s->err);
-    unlink(path);
+    int rc = state_commit_tmp(d->cfg.state_dir, SNAPSHOT_FILE, s->chunks, s->head.sb.data,
+                              s->head.sb.size, s->err, sizeof s->err);
+    s->chunks = NULL;
     return rc;
 }
 
@@ -295,7 +285,7 @@ static void written(calibd *d, int rc, const char *err)
         log_rl(&d->log, LOG_WARN, "snapshot", "%s", err);
     s->writes++;
     s->last_ok = wall_now();
-    s->bytes = s->head.sb.size + s->body_len;
+    s->bytes = SNAPSHOT_HEAD_SLOT + s->body_len;
     s->duration = (double)(uv_hrtime() - s->begun_ns) * 1e-9;
 }
 
@@ -337,6 +327,8 @@ static void packed(void *arg)
     int rc = uv_queue_work(d->loop, &s->req, write_work, write_done);
     if (rc != 0) {
         s->writing = 0;
+        state_drop_tmp(d->cfg.state_dir, SNAPSHOT_FILE, s->chunks);
+        s->chunks = NULL;
         written(d, -1, uv_strerror(rc));
         s->next_due = loop_now(d) + d->cfg.snapshot_interval;
     }
@@ -376,11 +368,8 @@ void snapshots_stop(calibd *d)
         return;
     slicer_close(&s->pack);
     if (s->packing && s->chunks) { /* cut short: the final snapshot follows */
-        char path[4400];
-        body_path(d, path, sizeof path);
-        fclose(s->chunks);
+        state_drop_tmp(d->cfg.state_dir, SNAPSHOT_FILE, s->chunks);
         s->chunks = NULL;
-        unlink(path);
     }
     s->packing = 0;
 }

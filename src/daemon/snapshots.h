@@ -25,7 +25,7 @@ typedef struct snapshots {
     slicer pack;          /* packs model i into body */
     uv_work_t req;
     calib_mpw head, body; /* body: the chunk being packed (snapshots.c) */
-    FILE *chunks;         /* STATE_DIR/snapshot.body.tmp while packing */
+    FILE *chunks;         /* STATE_DIR/snapshot.tmp while packing and writing */
     uint64_t body_len;    /* bytes of the body written there */
     uint32_t crc;         /* their CRC-32 */
     int body_errno;       /* a chunk that could not be written */

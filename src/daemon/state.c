@@ -31,54 +31,20 @@ static int sync_path(const char *path, int flags)
     return rc;
 }
 
-/* Appends the first len bytes of the file at path to f: 1, or 0 (errno
- * set; EIO when the file is shorter). */
-static int copy_file(FILE *f, const char *path, size_t len)
-{
-    FILE *in = fopen(path, "r");
-    if (!in)
-        return 0;
-    char buf[65536];
-    size_t left = len;
-    while (left) {
-        size_t n = fread(buf, 1, left < sizeof buf ? left : sizeof buf, in);
-        if (n == 0) {
-            if (!ferror(in))
-                errno = EIO;
-            break;
-        }
-        if (fwrite(buf, 1, n, f) != n)
-            break;
-        left -= n;
-    }
-    int saved = errno;
-    fclose(in);
-    errno = saved;
-    return left == 0;
-}
-
 int state_write_file(const char *dir, const char *name, const void *data, size_t len,
                      char *err, size_t errlen)
 {
-    const state_part part = {data, len, NULL};
+    const state_part part = {data, len};
     return state_write_parts(dir, name, &part, 1, err, errlen);
 }
 
-int state_write_parts(const char *dir, const char *name, const state_part *parts, int n,
-                      char *err, size_t errlen)
+/* f, the open path.tmp, made path: synced, closed, renamed, the directory
+ * synced. 0; 1 when stored but the directory could not be synced; -1
+ * (nothing stored, tmp removed). err says why. */
+static int commit(const char *dir, const char *path, const char *tmp, FILE *f, char *err,
+                  size_t errlen)
 {
-    char path[4352], tmp[4360];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        goto fail;
-    int ok = 1;
-    for (int i = 0; ok && i < n; i++)
-        ok = !parts[i].len ||
-             (parts[i].path ? copy_file(f, parts[i].path, parts[i].len)
-                            : fwrite(parts[i].data, 1, parts[i].len, f) == parts[i].len);
-    if (!ok || fflush(f) != 0 || fsync(fileno(f)) != 0) {
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
         int saved = errno;
         fclose(f);
         errno = saved;
@@ -98,6 +64,62 @@ fail:
     snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
     unlink(tmp);
     return -1;
+}
+
+int state_write_parts(const char *dir, const char *name, const state_part *parts, int n,
+                      char *err, size_t errlen)
+{
+    char path[4352], tmp[4360];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "we");
+    if (!f) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (parts[i].len && fwrite(parts[i].data, 1, parts[i].len, f) != parts[i].len) {
+            int saved = errno;
+            fclose(f);
+            unlink(tmp);
+            snprintf(err, errlen, "cannot write %s: %s", path, strerror(saved));
+            return -1;
+        }
+    return commit(dir, path, tmp, f, err, errlen);
+}
+
+FILE *state_open_tmp(const char *dir, const char *name, char *err, size_t errlen)
+{
+    char path[4360];
+    snprintf(path, sizeof path, "%s/%s.tmp", dir, name);
+    FILE *f = fopen(path, "we");
+    if (!f)
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+    return f;
+}
+
+int state_commit_tmp(const char *dir, const char *name, FILE *f, const void *head, size_t len,
+                     char *err, size_t errlen)
+{
+    char path[4352], tmp[4360];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (fflush(f) != 0 || pwrite(fileno(f), head, len, 0) != (ssize_t)len) {
+        int saved = errno ? errno : EIO;
+        fclose(f);
+        unlink(tmp);
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(saved));
+        return -1;
+    }
+    return commit(dir, path, tmp, f, err, errlen);
+}
+
+void state_drop_tmp(const char *dir, const char *name, FILE *f)
+{
+    char tmp[4360];
+    snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name);
+    fclose(f);
+    unlink(tmp);
 }
 
 int state_save_params(const char *dir, const char *name, const model_params *p,
@@ -204,7 +226,7 @@ int state_keep_aside(const char *dir, const char *name, const void *data, size_t
     if (aside_name(dir, name, kept, keptlen) != 0)
         return -1;
     const char *base = strrchr(kept, '/');
-    const state_part part = {data, len, NULL};
+    const state_part part = {data, len};
     return state_write_parts(dir, base ? base + 1 : kept, &part, 1, err, sizeof err) < 0 ? -1 : 0;
 }
 
@@ -352,7 +374,7 @@ static int stale_name(const char *name)
 {
     size_t len = strlen(name);
     if (strcmp(name, "endpoints.tmp") == 0 || strcmp(name, "history.tmp") == 0 ||
-        strcmp(name, "snapshot.tmp") == 0 || strcmp(name, "snapshot.body.tmp") == 0)
+        strcmp(name, "snapshot.tmp") == 0)
         return 1;
     return len > strlen("model..params.tmp") && strncmp(name, "model.", 6) == 0 &&
            strcmp(name + len - strlen(".params.tmp"), ".params.tmp") == 0;

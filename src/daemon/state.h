@@ -4,6 +4,7 @@
 #define CALIBD_STATE_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "model.h"
@@ -26,16 +27,22 @@ int state_save_params(const char *dir, const char *name, const model_params *p,
  */
 int state_write_file(const char *dir, const char *name, const void *data, size_t len,
                      char *err, size_t errlen);
-/* The same for a file written in parts, one after the other: len bytes of
- * data, or (with path) the first len bytes of the file at path, copied
- * through a small buffer. */
+/* The same for a file written in parts, one after the other. */
 typedef struct state_part {
     const void *data;
     size_t len;
-    const char *path;
 } state_part;
 int state_write_parts(const char *dir, const char *name, const state_part *parts, int n,
                       char *err, size_t errlen);
+/* A file written in pieces over time (a snapshot's body, streamed): NAME.tmp
+ * opened for writing (NULL, err set, when it cannot be), then either
+ * committed -- len bytes of head written over its start, synced, renamed
+ * to NAME, the directory synced, returning as state_write_parts (f closed
+ * whatever happens) -- or dropped (closed and removed). */
+FILE *state_open_tmp(const char *dir, const char *name, char *err, size_t errlen);
+int state_commit_tmp(const char *dir, const char *name, FILE *f, const void *head, size_t len,
+                     char *err, size_t errlen);
+void state_drop_tmp(const char *dir, const char *name, FILE *f);
 /*
  * Reads STATE_DIR/NAME, a regular file of at most max bytes, into *data
  * (malloc'd, the caller frees it) and *len. Returns 0; 1 when there is no

@@ -635,7 +635,9 @@ static void sample_grow(calib_join *j)
     if (next < (double)j->sample + 1) /* a sample of 0 grows too */
         next = (double)j->sample + 1;
     /* the labels of the predictions refused until now come within a ttl:
-     * they still meet the smaller sample until then */
+     * they still meet the smallest sample of the last ttl until then */
+    if (j->now >= j->label_until)
+        j->label_sample = j->sample;
     j->label_until = j->now + j->cfg.ttl;
     j->sample = next >= (double)SAMPLE_ALL ? SAMPLE_ALL : (uint32_t)next;
     j->arrivals = 0;

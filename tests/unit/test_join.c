@@ -755,6 +755,8 @@ static void ref_grow(ref *m)
     double next = (double)m->sample * (grow < 2 ? grow : 2);
     if (next < (double)m->sample + 1)
         next = (double)m->sample + 1;
+    if (m->now >= m->label_until)
+        m->label_sample = m->sample;
     m->label_until = m->now + m->ttl;
     m->sample = next >= (double)UINT32_MAX ? UINT32_MAX : (uint32_t)next;
     m->arrivals = 0;
