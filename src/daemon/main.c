@@ -160,21 +160,17 @@ static int write_endpoints(calibd *d, const char (*bound)[2][256], int n, char *
         snprintf(err, errlen, "state directory %s: %s", dir, strerror(errno));
         return -1;
     }
-    char path[4096], tmp[4100];
-    snprintf(path, sizeof path, "%s/endpoints", dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, errlen, "cannot write %s/endpoints.tmp: %s", dir, strerror(errno));
+    char text[(2 * CFG_MAX_ENDPOINTS + 3) * 520]; /* as many lines as bound holds */
+    size_t len = 0;
+    for (int i = 0; i < n && len < sizeof text; i++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "%s %s\n", bound[i][0],
+                                bound[i][1]);
+    if (len >= sizeof text) {
+        snprintf(err, errlen, "%s/endpoints: too many endpoints", dir);
         return -1;
     }
-    for (int i = 0; i < n; i++)
-        fprintf(f, "%s %s\n", bound[i][0], bound[i][1]);
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot write %s/endpoints: %s", dir, strerror(errno));
-        return -1;
-    }
-    return 0;
+    /* written and renamed as every state file (state.c) */
+    return state_write_file(dir, "endpoints", text, len, err, errlen) < 0 ? -1 : 0;
 }
 
 /* ------------------------------------------------------------ sockets */
