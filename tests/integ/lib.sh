@@ -21,7 +21,10 @@ cleanup() {
     for p in "${bg_pids[@]}"; do
         kill -KILL "$p" 2>/dev/null
     done
-    [ -n "$calibd_pid" ] && kill "$calibd_pid" 2>/dev/null && wait "$calibd_pid" 2>/dev/null
+    if [ -n "$calibd_pid" ] && kill "$calibd_pid" 2>/dev/null; then
+        ends_within "$calibd_pid" "$(scaled 30)" || kill -KILL "$calibd_pid" 2>/dev/null
+        wait "$calibd_pid" 2>/dev/null
+    fi
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -41,6 +44,11 @@ fi
 # scaled SECONDS: SECONDS (a whole number) times TIME_SCALE
 scaled() { echo $(( $1 * TIME_SCALE )); }
 WAIT_CEILING=30 # seconds, before scaling: what a wait allows by default
+# every curl of the scripts gives up after a ceiling, however it is called
+# (curl reads $CURL_HOME/.curlrc): a daemon that stops answering fails a
+# check, it does not hang the suite
+echo "max-time = $(scaled "$WAIT_CEILING")" > "$work/.curlrc"
+export CURL_HOME=$work
 # ZMQ_LINGER for the test producers: they exit once calibd has taken what
 # they queued, however slowly it reads (--linger-ms of examples/simulate)
 LINGER_MS=$(( $(scaled 60) * 1000 ))
@@ -67,8 +75,29 @@ start_calibd() {
     }
 }
 
+# ends_within PID SECONDS: PID, a child of this shell, has ended within
+# SECONDS (polled; no wait that could hang)
+ends_within() {
+    local end=$((SECONDS + $2))
+    while kill -0 "$1" 2> /dev/null; do
+        [ "$SECONDS" -ge "$end" ] && return 1
+        sleep 0.05
+    done
+}
+
+# stop_calibd: SIGTERM, and calibd's exit status once it has ended; one
+# that has not ended within a generous ceiling is a failure: its threads'
+# stacks (gdb, where installed) and its log go to the test's log, then
+# SIGKILL
 stop_calibd() {
     kill -TERM "$calibd_pid"
+    if ! ends_within "$calibd_pid" "$(scaled 60)"; then
+        echo "# calibd did not end within $(scaled 60) s of SIGTERM; its threads:"
+        command -v gdb > /dev/null &&
+            timeout 60 gdb -batch -p "$calibd_pid" -ex 'thread apply all bt' 2>&1 | sed 's/^/#   /'
+        sed 's/^/# /' "$work/calibd.log"
+        kill -KILL "$calibd_pid"
+    fi
     wait "$calibd_pid"
     local rc=$?
     calibd_pid=
