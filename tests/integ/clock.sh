@@ -13,8 +13,11 @@
 FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 [ -r "$FAKETIME_LIB" ] || { bad "libfaketime is not installed (scripts/deps.sh installs it)"; finish; exit 1; }
 
-# the wall clock's offset, read on every call; the monotonic clock is real
-echo "+0" > "$work/faketime"
+# the wall clock's offset, read on every call; the monotonic clock is real.
+# Replaced whole (a rename), never rewritten in place: a read between the
+# truncation and the write would see an empty or partial offset
+step_clock() { echo "$1" > "$work/faketime.new" && mv "$work/faketime.new" "$work/faketime"; }
+step_clock +0
 export FAKETIME_TIMESTAMP_FILE="$work/faketime" FAKETIME_NO_CACHE=1 DONT_FAKE_MONOTONIC=1
 # (under ASan, libfaketime is preloaded before the sanitizer's runtime)
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0"
@@ -42,13 +45,13 @@ window_has() { wait_for "$work/w.json" "(r['models']['m']['window'] or {}).get('
 sim --seed 1 --count 500
 check "500 pairs in the window" 'window_has 500'
 
-echo "+3600" > "$work/faketime"
+step_clock +3600
 sim --seed 2 --count 500
 check "an hour forward, longer than the window: the window holds all 1000 pairs of its last minute" \
     'window_has 1000'
 
 n=$(points)
-echo "-7200" > "$work/faketime"
+step_clock -7200
 sim --seed 3 --count 500
 check "two hours back: the window holds all 1500" 'window_has 1500'
 check "and the history goes on: points after the step back ($n before)" \
@@ -64,7 +67,7 @@ sim --seed 4 --count 100 --label-drop 1
 check "100 predictions wait for their labels" \
     'wait_for "$work/w.json" "r[\"models\"][\"m\"][\"join\"][\"waiting_predictions\"] == 100"'
 check "calibd stops cleanly" "stop_calibd"
-echo "+0" > "$work/faketime"
+step_clock +0
 LD_PRELOAD="$FAKETIME_LIB" start_calibd -c "$work/calibd.conf" --http 127.0.0.1:0 --log-level info
 check "restarted with the wall clock two hours on: the 100 still wait, the window holds its 1500
 $(grep "snapshot: restored" "$work/calibd.log" | sed 's/^/  /')" \
