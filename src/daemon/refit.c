@@ -20,8 +20,9 @@ const char *refit_phase_name(int phase)
 
 const char *refit_reason_name(int reason)
 {
-    static const char *const names[] = {NULL, "drift", "schedule", "manual", "rollback"};
-    return reason > REFIT_NONE && reason <= REFIT_ROLLBACK ? names[reason] : NULL;
+    static const char *const names[] = {NULL,       "drift",    "schedule",
+                                        "manual",   "rollback", "miscalibration"};
+    return reason > REFIT_NONE && reason <= REFIT_MISCAL ? names[reason] : NULL;
 }
 
 static size_t min_size(size_t a, size_t b)
@@ -29,15 +30,29 @@ static size_t min_size(size_t a, size_t b)
     return a < b ? a : b;
 }
 
-/* IDLE -> FITTING on the newest n records. */
-static void start(refit_machine *r, int reason, size_t n, refit_out *out)
+/* IDLE -> FITTING on the newest n records; stale from the start if a
+ * drift alarm stands that it does not answer. */
+static void start(refit_machine *r, int reason, size_t n, const refit_in *in, refit_out *out)
 {
     r->phase = PHASE_FITTING;
     r->reason = reason;
+    r->stale = in->drift_alarm && reason != REFIT_DRIFT;
     r->pending = REFIT_NONE;
     out->actions |= ACT_START_FIT;
     out->reason = reason;
     out->samples = n;
+}
+
+/* Back to IDLE after any outcome: the trigger's evidence was about the
+ * parameters and samples before it; a stale refit leaves its drift alarm
+ * standing, to a fit of its own. */
+static void to_idle(refit_machine *r, refit_out *out)
+{
+    out->actions |= ACT_TRIGGER_RESTART;
+    if (r->stale)
+        r->pending = REFIT_DRIFT;
+    r->stale = 0;
+    r->phase = PHASE_IDLE;
 }
 
 /* Back to IDLE after an outcome that leaves the refit's reason open: a
@@ -47,29 +62,52 @@ static void idle_after(refit_machine *r, unsigned action, refit_out *out)
     out->actions |= action;
     if (r->reason == REFIT_DRIFT)
         out->actions |= ACT_DRIFT_RESTART;
-    r->phase = PHASE_IDLE;
+    to_idle(r, out);
+}
+
+/* Busy at a drift alarm that the refit under way does not answer (its
+ * samples predate the change): stale. A candidate in shadow is cancelled
+ * at once; a fit is when it ends; a store goes on, without clearing the
+ * alarm. */
+static void busy_tick(refit_machine *r, const refit_in *in, refit_out *out)
+{
+    if (!in->drift_alarm || r->reason == REFIT_DRIFT || r->stale)
+        return;
+    r->stale = 1;
+    if (r->phase == PHASE_SHADOW) {
+        out->actions |= ACT_CANCELLED;
+        to_idle(r, out);
+    }
 }
 
 static void tick(refit_machine *r, double now, const refit_in *in, refit_out *out)
 {
+    if (r->pending == REFIT_DRIFT && !in->drift_alarm) /* restarted: answered */
+        r->pending = REFIT_NONE;
     if (r->interval > 0 && now >= r->next_refit) {
         r->next_refit = now + r->interval;
         if (r->phase == PHASE_IDLE && r->pending == REFIT_NONE)
             r->pending = REFIT_SCHEDULE;
     }
     /* busy: an alarm is level-triggered and is seen again at an idle tick
-     * (unless a publish restarted the detector, which answers it) */
+     * (unless the outcome of a fit after its change point answered it) */
+    if (r->phase != PHASE_IDLE)
+        busy_tick(r, in, out);
     if (r->phase != PHASE_IDLE)
         return;
     if (in->guard_alarm) { /* no fit: the previous parameters, stored */
         r->phase = PHASE_STORING;
         r->reason = REFIT_ROLLBACK;
+        r->stale = in->drift_alarm; /* it does not answer a drift alarm */
         out->actions |= ACT_STORE;
         out->reason = REFIT_ROLLBACK;
         return; /* a pending reason waits for the next idle tick */
     }
     if (in->drift_alarm)
         r->pending = REFIT_DRIFT;
+    if (!in->drift_alarm && in->miscal_alarm &&
+        (r->pending == REFIT_NONE || r->pending == REFIT_SCHEDULE))
+        r->pending = REFIT_MISCAL;
     if (r->pending == REFIT_NONE)
         return;
     size_t want = min_size(in->want, in->available);
@@ -86,7 +124,7 @@ static void tick(refit_machine *r, double now, const refit_in *in, refit_out *ou
         }
         return;
     }
-    start(r, r->pending, want, out);
+    start(r, r->pending, want, in, out);
 }
 
 static void manual(refit_machine *r, const refit_in *in, refit_out *out)
@@ -98,15 +136,23 @@ static void manual(refit_machine *r, const refit_in *in, refit_out *out)
         [PHASE_STORING] = "a new version of this model is being stored",
     };
     size_t n = min_size(in->want, in->available);
+    /* while a drift alarm stands, only samples after its change point
+     * are worth a fit: the request starts the drift's refit */
+    int reason = in->drift_alarm ? REFIT_DRIFT : REFIT_MANUAL;
+    if (in->drift_alarm)
+        n = min_size(n, in->since_change);
     if (r->phase != PHASE_IDLE)
         out->refusal = busy[r->phase];
+    else if (n < in->need && in->drift_alarm)
+        out->refusal = "a drift alarm stands, and too few labelled samples came after its "
+                       "change point (refit_min_samples)";
     else if (n < in->need)
         out->refusal = "too few labelled samples in the ring (refit_min_samples)";
     if (out->refusal) {
         out->actions |= ACT_REFUSED;
         return;
     }
-    start(r, REFIT_MANUAL, n, out);
+    start(r, reason, n, in, out);
 }
 
 unsigned refit_step(refit_machine *r, int event, double now, const refit_in *in,
@@ -123,7 +169,10 @@ unsigned refit_step(refit_machine *r, int event, double now, const refit_in *in,
         manual(r, in, out);
         break;
     case EV_FIT_DONE:
-        if (r->phase == PHASE_FITTING) {
+        if (r->phase == PHASE_FITTING && r->stale) {
+            out->actions |= ACT_CANCELLED;
+            to_idle(r, out);
+        } else if (r->phase == PHASE_FITTING) {
             r->phase = PHASE_SHADOW;
             out->actions |= ACT_START_SHADOW;
         }
@@ -148,11 +197,13 @@ unsigned refit_step(refit_machine *r, int event, double now, const refit_in *in,
         break;
     case EV_STORED:
     case EV_STORE_FAILED:
-        /* whatever the reason: the parameters in force decide the reference */
+        /* whatever the reason, the parameters in force decide the
+         * reference; but a stale store leaves its drift alarm standing */
         if (r->phase == PHASE_STORING) {
-            out->actions |= (event == EV_STORED ? ACT_PUBLISH : ACT_STORE_FAILED) |
-                            ACT_DRIFT_RESTART;
-            r->phase = PHASE_IDLE;
+            out->actions |= event == EV_STORED ? ACT_PUBLISH : ACT_STORE_FAILED;
+            if (!r->stale)
+                out->actions |= ACT_DRIFT_RESTART;
+            to_idle(r, out);
         }
         break;
     }

@@ -13,25 +13,38 @@
  *   STORING --stored--> IDLE (publish)  --store failed--> IDLE
  *   IDLE --tick: the guard in alarm--> STORING (the previous version's
  *          parameters, as the next version: a rollback)
+ *   FITTING, SHADOW, STORING --tick: a drift alarm the refit under way
+ *          does not answer--> stale: SHADOW is cancelled at once (IDLE),
+ *          FITTING is cancelled when its fit ends, STORING publishes but
+ *          leaves the alarm standing; each then refits for the drift
  *
- * Reasons: a drift alarm (the detector in alarm at a tick), the schedule
- * (refit_interval), or a manual request; and a rollback, which needs no
+ * Reasons: a drift alarm (the detector in alarm at a tick), the
+ * miscalibration trigger (its test rejected "no recalibration lowers the
+ * bound by miscal_min_effect"), the schedule (refit_interval), or a manual
+ * request; and a rollback, which needs no
  * fit nor shadow run: the guard (rollback = yes) compared the version in
  * force with the one before it on the same pairs and showed it worse. A
  * guard alarm is level-triggered like a drift alarm and outranks it; while
  * busy it waits, and a version published meanwhile (whose own guard starts
  * afresh) answers it. One fit, candidate or store at a
- * time: a drift alarm while busy waits as the pending reason and starts
- * once the model is idle (it outranks a pending schedule); a scheduled
+ * time: a drift alarm while busy makes the refit under way stale (unless
+ * it is the drift's own), and its refit starts once the model is idle (it
+ * outranks a pending schedule); a scheduled
  * refit due while busy is not queued; a manual request while busy is
- * refused with the phase as the reason. After a drift alarm the fit takes
- * only samples since the estimated change point, and waits until
+ * refused with the phase as the reason, and one during a drift alarm
+ * starts the drift's refit. After a drift alarm the fit takes only
+ * samples since the estimated change point, and waits until
  * refit_min_samples of them are there; a scheduled refit without enough
  * samples is dropped. The drift reference restarts (ACT_DRIFT_RESTART)
  * after every outcome that leaves a drift unexplained -- a failed fit, a
  * rejected or withheld candidate of a drift refit -- and after every
  * store, published or failed, since the parameters in force then decide
- * the reference.
+ * the reference -- except a store that went stale: no path clears a drift
+ * alarm but an outcome of a fit on samples after its change point. The
+ * miscalibration trigger restarts (ACT_TRIGGER_RESTART) after every
+ * outcome, whatever its reason: its evidence was about the parameters and
+ * the samples before it. A drift alarm outranks the trigger, which
+ * outranks the schedule.
  */
 #ifndef CALIBD_REFIT_H
 #define CALIBD_REFIT_H
@@ -41,7 +54,10 @@
 enum refit_phase { PHASE_OFF, PHASE_IDLE, PHASE_FITTING, PHASE_SHADOW, PHASE_STORING };
 
 /* Why a refit started (or waits to). */
-enum refit_reason { REFIT_NONE, REFIT_DRIFT, REFIT_SCHEDULE, REFIT_MANUAL, REFIT_ROLLBACK };
+enum refit_reason {
+    REFIT_NONE, REFIT_DRIFT, REFIT_SCHEDULE, REFIT_MANUAL, REFIT_ROLLBACK,
+    REFIT_MISCAL, /* the miscalibration trigger (last: snapshots keep numbers) */
+};
 
 enum refit_event {
     EV_TICK,          /* the periodic tick */
@@ -67,11 +83,16 @@ enum refit_action {
     ACT_DRIFT_RESTART = 1 << 8, /* restart the drift detector's reference */
     ACT_REFUSED = 1 << 9,       /* a manual request refused: out.refusal */
     ACT_SKIPPED = 1 << 10,      /* a scheduled refit dropped: too few samples */
+    ACT_CANCELLED = 1 << 11,    /* a stale refit dropped: its candidate (in
+                                   shadow, or whose fit just ended) predates
+                                   a drift alarm */
+    ACT_TRIGGER_RESTART = 1 << 12, /* restart the miscalibration trigger */
 };
 
 /* What a transition reads besides the event and the time. */
 typedef struct refit_in {
     int drift_alarm;      /* the drift detector is in alarm */
+    int miscal_alarm;     /* the miscalibration trigger rejected */
     int guard_alarm;      /* the guard showed the version in force worse
                              than the one before it */
     size_t available;     /* labelled records in the ring */
@@ -94,6 +115,7 @@ typedef struct refit_machine {
     int phase;            /* enum refit_phase */
     int pending;          /* enum refit_reason waiting to start */
     int reason;           /* of the fit, candidate or store under way */
+    int stale;            /* ... which a drift alarm has made stale */
     double next_refit;    /* when the schedule is next due; 0: no schedule */
     /* private */
     double interval;      /* refit_interval; 0: no schedule */
@@ -110,7 +132,7 @@ unsigned refit_step(refit_machine *r, int event, double now, const refit_in *in,
                     refit_out *out);
 
 /* "off", "idle", "fitting", "shadow", "storing"; and "drift", "schedule",
- * "manual" (NULL for REFIT_NONE). */
+ * "manual", "rollback", "miscalibration" (NULL for REFIT_NONE). */
 const char *refit_phase_name(int phase);
 const char *refit_reason_name(int reason);
 

@@ -1347,8 +1347,10 @@ static int read_loop(mpr *r, const msgpack_object *o, model *m, double shift, no
 {
     model_loop *l = &m->loop;
     int phase = (int)mpr_uint(r, o, "phase", PHASE_OFF, PHASE_STORING);
-    int pending = (int)mpr_uint(r, o, "pending", REFIT_NONE, REFIT_MANUAL);
-    int reason = (int)mpr_uint(r, o, "reason", REFIT_NONE, REFIT_ROLLBACK);
+    int pending = (int)mpr_uint(r, o, "pending", REFIT_NONE, REFIT_MISCAL);
+    int reason = (int)mpr_uint(r, o, "reason", REFIT_NONE, REFIT_MISCAL);
+    if (pending == REFIT_ROLLBACK)
+        return mpr_fail(r, "loop: a rollback is never pending");
     /* a rollback is stored without a fit or a shadow run; idle after it,
      * the machine keeps it as the reason of its last outcome */
     if (reason == REFIT_ROLLBACK && (phase == PHASE_FITTING || phase == PHASE_SHADOW))

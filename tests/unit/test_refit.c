@@ -55,7 +55,7 @@ static void schedule_fits_or_skips(void **state)
     assert_int_equal(step(&r, EV_TICK, 20, &in, &o), 0);
     assert_true(r.next_refit == 30);
     assert_int_equal(r.pending, REFIT_NONE);
-    assert_int_equal(step(&r, EV_FIT_FAILED, 21, &in, &o), ACT_FIT_FAILED);
+    assert_int_equal(step(&r, EV_FIT_FAILED, 21, &in, &o), ACT_FIT_FAILED | ACT_TRIGGER_RESTART);
     assert_int_equal(r.phase, PHASE_IDLE);
     assert_int_equal(step(&r, EV_TICK, 25, &in, &o), 0); /* the skipped round stays skipped */
     in.available = 999;
@@ -89,10 +89,10 @@ static void drift_waits_for_the_new_regime(void **state)
 }
 
 /*
- * An alarm raised while a candidate is in shadow is not lost: it waits
- * (level-triggered), and once the candidate is rejected the drift refit
- * starts; had the candidate been published, the publish restarts the
- * detector, which answers the alarm.
+ * A drift alarm while a candidate fitted before it is in shadow: the
+ * candidate is stale, cancelled at that tick, and the drift's refit starts
+ * on the samples after the change point (once enough of them are there).
+ * Its publish would once have "cleared" the alarm 5 ms after it was raised.
  */
 static void alarm_during_shadow(void **state)
 {
@@ -105,29 +105,148 @@ static void alarm_during_shadow(void **state)
     assert_int_equal(o.reason, REFIT_SCHEDULE);
     assert_int_equal(r.phase, PHASE_SHADOW);
     in.drift_alarm = 1;
-    assert_int_equal(step(&r, EV_TICK, 12, &in, &o), 0);
-    assert_int_equal(r.phase, PHASE_SHADOW);
-    /* a scheduled candidate rejected: no drift restart, and the alarm... */
-    assert_int_equal(step(&r, EV_GATE_REJECTED, 13, &in, &o), ACT_REJECTED);
+    in.since_change = 300; /* too few of the new regime yet */
+    assert_int_equal(step(&r, EV_TICK, 12, &in, &o), ACT_CANCELLED | ACT_TRIGGER_RESTART);
     assert_int_equal(r.phase, PHASE_IDLE);
-    /* ...starts its refit at the next tick */
-    assert_int_equal(step(&r, EV_TICK, 14, &in, &o), ACT_START_FIT);
+    assert_int_equal(r.pending, REFIT_DRIFT);
+    /* a gate's verdict on the cancelled candidate changes nothing */
+    assert_int_equal(step(&r, EV_GATE_PASSED, 13, &in, &o), 0);
+    assert_int_equal(step(&r, EV_TICK, 14, &in, &o), 0);
+    in.since_change = 1200;
+    assert_int_equal(step(&r, EV_TICK, 15, &in, &o), ACT_START_FIT);
     assert_int_equal(o.reason, REFIT_DRIFT);
+    assert_int_equal(o.samples, 1200); /* after the change point only */
 
-    /* the same, but the scheduled candidate passes and is published */
+    /* enough samples of the new regime at once: cancelled and refit at
+     * the same tick */
     refit_init(&r, 1, 10, 0);
     in = plenty();
     step(&r, EV_TICK, 10, &in, &o);
     step(&r, EV_FIT_DONE, 11, &in, &o);
     in.drift_alarm = 1;
-    assert_int_equal(step(&r, EV_TICK, 12, &in, &o), 0);
-    assert_int_equal(step(&r, EV_GATE_PASSED, 13, &in, &o), ACT_STORE);
+    in.since_change = 2000;
+    assert_int_equal(step(&r, EV_TICK, 12, &in, &o),
+                     ACT_CANCELLED | ACT_TRIGGER_RESTART | ACT_START_FIT);
+    assert_int_equal(o.reason, REFIT_DRIFT);
+    assert_int_equal(o.samples, 2000);
+
+    /* the drift's own candidate in shadow is not stale: the alarm stands
+     * while it runs, since only its outcome answers it */
+    assert_int_equal(step(&r, EV_FIT_DONE, 13, &in, &o), ACT_START_SHADOW);
+    assert_int_equal(step(&r, EV_TICK, 14, &in, &o), 0);
+    assert_int_equal(r.phase, PHASE_SHADOW);
+    assert_int_equal(step(&r, EV_GATE_PASSED, 15, &in, &o), ACT_STORE);
+    assert_int_equal(step(&r, EV_STORED, 16, &in, &o),
+                     ACT_PUBLISH | ACT_DRIFT_RESTART | ACT_TRIGGER_RESTART);
+}
+
+/* A drift alarm while a candidate fitted before it is being stored: the
+ * store goes on and publishes (the gate passed it), but the detector is
+ * not restarted: the alarm stands, and its refit follows on the samples
+ * after the change point. */
+static void alarm_during_store(void **state)
+{
+    refit_machine r;
+    refit_out o;
+    refit_in in = plenty();
+    refit_init(&r, 1, 10, 0);
+    step(&r, EV_TICK, 10, &in, &o);
+    step(&r, EV_FIT_DONE, 11, &in, &o);
+    assert_int_equal(step(&r, EV_GATE_PASSED, 12, &in, &o), ACT_STORE);
+    in.drift_alarm = 1;
+    in.since_change = 1500;
+    assert_int_equal(step(&r, EV_TICK, 13, &in, &o), 0); /* storing: busy */
     assert_int_equal(r.phase, PHASE_STORING);
-    assert_int_equal(step(&r, EV_TICK, 14, &in, &o), 0); /* storing: busy */
-    assert_int_equal(step(&r, EV_STORED, 15, &in, &o), ACT_PUBLISH | ACT_DRIFT_RESTART);
-    in.drift_alarm = 0; /* the shell restarted the detector */
-    assert_int_equal(step(&r, EV_TICK, 16, &in, &o), 0);
+    assert_int_equal(step(&r, EV_STORED, 14, &in, &o), ACT_PUBLISH | ACT_TRIGGER_RESTART);
+    assert_int_equal(r.pending, REFIT_DRIFT);
+    assert_int_equal(step(&r, EV_TICK, 15, &in, &o), ACT_START_FIT);
+    assert_int_equal(o.reason, REFIT_DRIFT);
+    assert_int_equal(o.samples, 1500);
+
+    /* a refused store: the same, the alarm stands */
+    refit_init(&r, 1, 10, 0);
+    in = plenty();
+    step(&r, EV_TICK, 10, &in, &o);
+    step(&r, EV_FIT_DONE, 11, &in, &o);
+    step(&r, EV_GATE_PASSED, 12, &in, &o);
+    in.drift_alarm = 1;
+    step(&r, EV_TICK, 13, &in, &o);
+    assert_int_equal(step(&r, EV_STORE_FAILED, 14, &in, &o),
+                     ACT_STORE_FAILED | ACT_TRIGGER_RESTART);
+    assert_int_equal(step(&r, EV_TICK, 15, &in, &o), ACT_START_FIT);
+    assert_int_equal(o.reason, REFIT_DRIFT);
+}
+
+/* A drift alarm while a fit on samples before it runs: when the fit ends
+ * its candidate is cancelled, never put in shadow; a failed one is counted
+ * as failed; either way the drift's refit follows. */
+static void alarm_during_fit(void **state)
+{
+    refit_machine r;
+    refit_out o;
+    refit_in in = plenty();
+    refit_init(&r, 1, 0, 0);
+    in.miscal_alarm = 1;
+    assert_int_equal(step(&r, EV_TICK, 1, &in, &o), ACT_START_FIT);
+    assert_int_equal(o.reason, REFIT_MISCAL);
+    in.drift_alarm = 1;
+    in.since_change = 1100;
+    assert_int_equal(step(&r, EV_TICK, 2, &in, &o), 0);
+    assert_int_equal(r.phase, PHASE_FITTING);
+    assert_int_equal(step(&r, EV_FIT_DONE, 3, &in, &o), ACT_CANCELLED | ACT_TRIGGER_RESTART);
     assert_int_equal(r.phase, PHASE_IDLE);
+    assert_int_equal(step(&r, EV_TICK, 4, &in, &o), ACT_START_FIT);
+    assert_int_equal(o.reason, REFIT_DRIFT);
+    assert_int_equal(o.samples, 1100);
+
+    refit_init(&r, 1, 0, 0);
+    in = plenty();
+    step(&r, EV_MANUAL, 1, &in, &o);
+    in.drift_alarm = 1;
+    step(&r, EV_TICK, 2, &in, &o);
+    assert_int_equal(step(&r, EV_FIT_FAILED, 3, &in, &o), ACT_FIT_FAILED | ACT_TRIGGER_RESTART);
+    assert_int_equal(r.pending, REFIT_DRIFT);
+    assert_int_equal(step(&r, EV_TICK, 4, &in, &o), ACT_START_FIT);
+    assert_int_equal(o.reason, REFIT_DRIFT);
+}
+
+/* The miscalibration trigger: at an idle tick it starts a fit on the
+ * newest refit_samples (what the ring has); a drift alarm outranks it, it
+ * outranks the schedule; while busy it waits (the shell restarts it after
+ * the outcome, so a stale alarm of it is not seen again). */
+static void miscalibration_trigger(void **state)
+{
+    refit_machine r;
+    refit_out o;
+    refit_in in = plenty();
+    refit_init(&r, 1, 10, 0);
+    in.miscal_alarm = 1;
+    assert_int_equal(step(&r, EV_TICK, 10, &in, &o), ACT_START_FIT);
+    assert_int_equal(o.reason, REFIT_MISCAL);
+    assert_int_equal(o.samples, 5000);
+    assert_string_equal(refit_reason_name(o.reason), "miscalibration");
+    assert_int_equal(step(&r, EV_TICK, 11, &in, &o), 0); /* busy */
+    assert_int_equal(step(&r, EV_FIT_DONE, 12, &in, &o), ACT_START_SHADOW);
+    assert_int_equal(step(&r, EV_GATE_REJECTED, 13, &in, &o), ACT_REJECTED | ACT_TRIGGER_RESTART);
+    in.miscal_alarm = 0; /* restarted by the shell */
+    assert_int_equal(step(&r, EV_TICK, 14, &in, &o), 0);
+    /* drift outranks it */
+    in.miscal_alarm = 1;
+    in.drift_alarm = 1;
+    assert_int_equal(step(&r, EV_TICK, 15, &in, &o), ACT_START_FIT);
+    assert_int_equal(o.reason, REFIT_DRIFT);
+    /* it outranks a pending schedule, whose round it takes */
+    refit_init(&r, 1, 10, 0);
+    in = plenty();
+    in.available = 500; /* the schedule waits... */
+    in.need = 1000;
+    in.miscal_alarm = 1;
+    assert_int_equal(step(&r, EV_TICK, 10, &in, &o), 0);
+    assert_int_equal(r.pending, REFIT_MISCAL); /* ... and it waits too */
+    in.available = 1000;
+    assert_int_equal(step(&r, EV_TICK, 11, &in, &o), ACT_START_FIT);
+    assert_int_equal(o.reason, REFIT_MISCAL);
+    assert_int_equal(o.samples, 1000);
 }
 
 /* A failed fit: back to idle, counted; a drift's detector measures anew
@@ -140,14 +259,15 @@ static void failed_fit(void **state)
     refit_init(&r, 1, 0, 0);
     in.drift_alarm = 1;
     step(&r, EV_TICK, 1, &in, &o);
-    assert_int_equal(step(&r, EV_FIT_FAILED, 2, &in, &o), ACT_FIT_FAILED | ACT_DRIFT_RESTART);
+    assert_int_equal(step(&r, EV_FIT_FAILED, 2, &in, &o),
+                     ACT_FIT_FAILED | ACT_DRIFT_RESTART | ACT_TRIGGER_RESTART);
     assert_int_equal(o.reason, REFIT_DRIFT);
     assert_int_equal(r.phase, PHASE_IDLE);
     in.drift_alarm = 0; /* restarted */
     assert_int_equal(step(&r, EV_TICK, 3, &in, &o), 0);
     /* a manual refit's failure leaves any drift detector alone */
     assert_int_equal(step(&r, EV_MANUAL, 4, &in, &o), ACT_START_FIT);
-    assert_int_equal(step(&r, EV_FIT_FAILED, 5, &in, &o), ACT_FIT_FAILED);
+    assert_int_equal(step(&r, EV_FIT_FAILED, 5, &in, &o), ACT_FIT_FAILED | ACT_TRIGGER_RESTART);
 }
 
 /* A store the state directory refuses: nothing published, counted, the
@@ -164,7 +284,7 @@ static void failed_store(void **state)
     step(&r, EV_FIT_DONE, 2, &in, &o);
     assert_int_equal(step(&r, EV_GATE_PASSED, 3, &in, &o), ACT_STORE);
     assert_int_equal(step(&r, EV_STORE_FAILED, 4, &in, &o),
-                     ACT_STORE_FAILED | ACT_DRIFT_RESTART);
+                     ACT_STORE_FAILED | ACT_DRIFT_RESTART | ACT_TRIGGER_RESTART);
     assert_int_equal(o.reason, REFIT_MANUAL);
     assert_int_equal(r.phase, PHASE_IDLE);
     assert_int_equal(step(&r, EV_MANUAL, 5, &in, &o), ACT_START_FIT);
@@ -214,12 +334,14 @@ static void withheld_candidate(void **state)
     refit_init(&r, 1, 0, 0);
     step(&r, EV_TICK, 1, &in, &o);
     step(&r, EV_FIT_DONE, 2, &in, &o);
-    assert_int_equal(step(&r, EV_GATE_PASSED, 3, &in, &o), ACT_WITHHELD | ACT_DRIFT_RESTART);
+    assert_int_equal(step(&r, EV_GATE_PASSED, 3, &in, &o),
+                     ACT_WITHHELD | ACT_DRIFT_RESTART | ACT_TRIGGER_RESTART);
     assert_int_equal(r.phase, PHASE_IDLE);
     /* a drift candidate the gate rejects: the same restart */
     step(&r, EV_TICK, 4, &in, &o);
     step(&r, EV_FIT_DONE, 5, &in, &o);
-    assert_int_equal(step(&r, EV_GATE_REJECTED, 6, &in, &o), ACT_REJECTED | ACT_DRIFT_RESTART);
+    assert_int_equal(step(&r, EV_GATE_REJECTED, 6, &in, &o),
+                     ACT_REJECTED | ACT_DRIFT_RESTART | ACT_TRIGGER_RESTART);
 }
 
 /* Events a phase does not expect change nothing. */
@@ -261,16 +383,18 @@ static void rollback(void **state)
     assert_int_equal(o.reason, REFIT_ROLLBACK);
     assert_int_equal(r.phase, PHASE_STORING);
     assert_int_equal(step(&r, EV_MANUAL, 2, &in, &o), ACT_REFUSED);
-    assert_int_equal(step(&r, EV_STORED, 3, &in, &o), ACT_PUBLISH | ACT_DRIFT_RESTART);
+    /* the rollback does not answer the drift alarm: it stands */
+    assert_int_equal(step(&r, EV_STORED, 3, &in, &o), ACT_PUBLISH | ACT_TRIGGER_RESTART);
     assert_int_equal(o.reason, REFIT_ROLLBACK);
+    assert_int_equal(r.pending, REFIT_DRIFT);
     in.guard_alarm = 0; /* the shell ended the guard: a rollback is not guarded */
-    in.drift_alarm = 0; /* ... and restarted the drift detector */
-    assert_int_equal(step(&r, EV_TICK, 4, &in, &o), 0);
-    assert_int_equal(r.pending, REFIT_NONE);
+    assert_int_equal(step(&r, EV_TICK, 4, &in, &o), ACT_START_FIT);
+    assert_int_equal(o.reason, REFIT_DRIFT);
 
     /* a drift refit waiting for samples of the new regime when the guard
-     * alarms: the rollback's restart of the detector answers it, and the
-     * schedule goes on (it once stayed pending for ever) */
+     * alarms: after the rollback it waits on; once the detector is
+     * restarted (by the outcome of another path) the pending drift is
+     * answered and the schedule goes on (it once stayed pending for ever) */
     refit_init(&r, 1, 60, 0);
     in = plenty();
     in.drift_alarm = 1;
@@ -280,9 +404,12 @@ static void rollback(void **state)
     in.guard_alarm = 1;
     assert_int_equal(step(&r, EV_TICK, 2, &in, &o), ACT_STORE);
     assert_int_equal(o.reason, REFIT_ROLLBACK);
-    assert_int_equal(step(&r, EV_STORED, 3, &in, &o), ACT_PUBLISH | ACT_DRIFT_RESTART);
-    assert_int_equal(r.pending, REFIT_NONE);
-    in = plenty(); /* guard ended, detector restarted: no alarm */
+    assert_int_equal(step(&r, EV_STORED, 3, &in, &o), ACT_PUBLISH | ACT_TRIGGER_RESTART);
+    assert_int_equal(r.pending, REFIT_DRIFT);
+    in.guard_alarm = 0;
+    assert_int_equal(step(&r, EV_TICK, 4, &in, &o), 0); /* still too few */
+    in = plenty(); /* the detector restarted: no alarm */
+    in.since_change = 0;
     assert_int_equal(step(&r, EV_TICK, 61, &in, &o), ACT_START_FIT);
     assert_int_equal(o.reason, REFIT_SCHEDULE);
 
@@ -294,12 +421,12 @@ static void rollback(void **state)
     in.guard_alarm = 1;
     assert_int_equal(step(&r, EV_TICK, 3, &in, &o), 0);
     assert_int_equal(r.phase, PHASE_SHADOW);
-    assert_int_equal(step(&r, EV_GATE_REJECTED, 4, &in, &o), ACT_REJECTED);
+    assert_int_equal(step(&r, EV_GATE_REJECTED, 4, &in, &o), ACT_REJECTED | ACT_TRIGGER_RESTART);
     assert_int_equal(step(&r, EV_TICK, 5, &in, &o), ACT_STORE);
     assert_int_equal(o.reason, REFIT_ROLLBACK);
     /* a rollback the state directory refuses: back to idle, counted */
     assert_int_equal(step(&r, EV_STORE_FAILED, 6, &in, &o),
-                     ACT_STORE_FAILED | ACT_DRIFT_RESTART);
+                     ACT_STORE_FAILED | ACT_DRIFT_RESTART | ACT_TRIGGER_RESTART);
     assert_int_equal(r.phase, PHASE_IDLE);
 
     /* a candidate published while the guard alarms answers it */
@@ -310,10 +437,32 @@ static void rollback(void **state)
     in.guard_alarm = 1;
     assert_int_equal(step(&r, EV_GATE_PASSED, 3, &in, &o), ACT_STORE);
     assert_int_equal(o.reason, REFIT_MANUAL);
-    assert_int_equal(step(&r, EV_STORED, 4, &in, &o), ACT_PUBLISH | ACT_DRIFT_RESTART);
+    assert_int_equal(step(&r, EV_STORED, 4, &in, &o),
+                     ACT_PUBLISH | ACT_DRIFT_RESTART | ACT_TRIGGER_RESTART);
     in.guard_alarm = 0; /* the new version's guard starts afresh */
     assert_int_equal(step(&r, EV_TICK, 5, &in, &o), 0);
     assert_int_equal(r.phase, PHASE_IDLE);
+}
+
+/* A manual request while a drift alarm stands starts the drift's refit, on
+ * the samples after its change point, or is refused until there are
+ * enough of them: a fit on the older ones would be cancelled as stale. */
+static void manual_during_drift(void **state)
+{
+    refit_machine r;
+    refit_out o;
+    refit_in in = plenty();
+    refit_init(&r, 1, 0, 0);
+    in.drift_alarm = 1;
+    in.since_change = 200;
+    step(&r, EV_TICK, 1, &in, &o);
+    assert_int_equal(step(&r, EV_MANUAL, 2, &in, &o), ACT_REFUSED);
+    assert_non_null(strstr(o.refusal, "change point"));
+    in.since_change = 3000;
+    assert_int_equal(step(&r, EV_MANUAL, 3, &in, &o), ACT_START_FIT);
+    assert_int_equal(o.reason, REFIT_DRIFT);
+    assert_int_equal(o.samples, 3000);
+    assert_int_equal(step(&r, EV_FIT_DONE, 4, &in, &o), ACT_START_SHADOW);
 }
 
 static void names(void **state)
@@ -332,6 +481,10 @@ int main(void)
         cmocka_unit_test(schedule_fits_or_skips),
         cmocka_unit_test(drift_waits_for_the_new_regime),
         cmocka_unit_test(alarm_during_shadow),
+        cmocka_unit_test(alarm_during_store),
+        cmocka_unit_test(alarm_during_fit),
+        cmocka_unit_test(miscalibration_trigger),
+        cmocka_unit_test(manual_during_drift),
         cmocka_unit_test(failed_fit),
         cmocka_unit_test(failed_store),
         cmocka_unit_test(manual_refit),
