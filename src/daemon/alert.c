@@ -172,8 +172,9 @@ void alert_send(calibd *d, model *m, const char *kind, const char *severity,
     m->alerts++;
     d->alerts++;
     log_msg(&d->log, LOG_WARN, "alert", "%s: %s %s: %s", m->name, severity, kind, message);
-    /* refit results and drift are events of their own (loop.c) */
-    if (strcmp(kind, "refit") != 0 && strcmp(kind, "drift") != 0)
+    /* refit results, drift and miscalibration are events of their own (loop.c) */
+    if (strcmp(kind, "refit") != 0 && strcmp(kind, "drift") != 0 &&
+        strcmp(kind, "miscalibration") != 0)
         model_event_add(m, a.ts, "alert", "%s %s: %s", severity, kind, message);
     calib_mpw w;
     calib_mpw_init(&w);

@@ -107,6 +107,10 @@ static const struct model_key {
     {"min_improvement", K_NONNEG, F(min_improvement), 0, 2, "a number in [0, 2)"},
     {"gate_dss_clip", K_SECONDS, F(gate_dss_clip), 0, 0, "a number > 0"},
     {"gate_max_samples", K_UINT, F(gate_max_samples), 1, 100000000, "1..1e8"},
+    {"miscal_trigger", K_BOOL, F(miscal_trigger), 0, 0, "yes or no"},
+    {"miscal_alpha", K_PROB, F(miscal_alpha), 0, 0, "a level in (0, 1)"},
+    {"miscal_min_effect", K_NONNEG, F(miscal_min_effect), 0, 2, "a number in [0, 2)"},
+    {"miscal_period", K_UINT, F(miscal_period), 100, 100000000, "100..1e8"},
     {"alert_brier", K_NONNEG, F(alert_brier), 0, 0, "a level >= 0 (0: off)"},
     {"alert_rbs", K_NONNEG, F(alert_rbs), 0, 0, "a level >= 0 (0: off)"},
     {"alert_ece", K_NONNEG, F(alert_ece), 0, 0, "a level >= 0 (0: off)"},
@@ -486,8 +490,9 @@ int config_init(daemon_cfg *c)
         .refit_min_samples = 1000, .refit_samples = 10000, .auto_publish = 1,
         .rollback = 1, .cs_alpha = 0.05,
         .gate_alpha = 0.01, .min_improvement = 0.001, .gate_dss_clip = 10,
-        .gate_max_samples = 20000, .alert_min_samples = 1000, .alert_hysteresis = 0.1,
-        .alert_cooldown = 300, .label_starvation = 0,
+        .gate_max_samples = 20000, .miscal_trigger = 1, .miscal_alpha = 0.01,
+        .miscal_min_effect = 0.001, .miscal_period = 20000, .alert_min_samples = 1000,
+        .alert_hysteresis = 0.1, .alert_cooldown = 300, .label_starvation = 0,
     };
     c->params_interval = 10;
     c->model_idle_ttl = 86400;
@@ -702,6 +707,12 @@ static int check_model(const model_cfg *m, const char *path, char *err, size_t e
         snprintf(err, errlen, "%s: [%s%s]: min_improvement (%g) must be below 2 and below "
                  "gate_dss_clip (%g): no candidate could ever pass", path,
                  m->name[0] ? "model " : "", where, m->min_improvement, m->gate_dss_clip);
+        return -1;
+    }
+    if (m->miscal_min_effect >= 2 || m->miscal_min_effect >= m->gate_dss_clip) {
+        snprintf(err, errlen, "%s: [%s%s]: miscal_min_effect (%g) must be below 2 and below "
+                 "gate_dss_clip (%g): the trigger could never reject", path,
+                 m->name[0] ? "model " : "", where, m->miscal_min_effect, m->gate_dss_clip);
         return -1;
     }
     return 0;

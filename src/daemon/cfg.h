@@ -42,6 +42,11 @@ typedef struct model_cfg {
                                (0: none) */
     double gate_alpha, min_improvement, gate_dss_clip;
     uint64_t gate_max_samples;
+    /* the miscalibration trigger: a challenger refit on past pairs,
+     * tested on each new one against the parameters in force */
+    int miscal_trigger;
+    double miscal_alpha, miscal_min_effect;
+    uint64_t miscal_period;
     /* alerts; a level of 0 turns its rule off */
     double alert_brier, alert_rbs, alert_ece, alert_dss;
     uint64_t alert_min_samples;

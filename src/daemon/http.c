@@ -187,6 +187,11 @@ static void counters(text *t, const snap *s, size_t n)
         {"calibd_candidates_store_errors_total", "Candidates that passed the gate but the "
          "state directory refused to store, so were not published.",
          offsetof(model, loop.store_errors)},
+        {"calibd_miscalibration_alarms_total", "Rejections of the miscalibration trigger: a "
+         "recalibration fit on earlier pairs lowered the score by more than miscal_min_effect.",
+         offsetof(model, loop.miscal_alarms)},
+        {"calibd_candidates_cancelled_total", "Refits made stale by a drift alarm after the "
+         "samples they were fit on, dropped.", offsetof(model, loop.cancelled)},
         {"calibd_rollbacks_total", "Versions the guard showed worse than the one before, "
          "which was published again (rollback = yes).", offsetof(model, loop.rollbacks)},
         {"calibd_alerts_total", "Alerts sent.", offsetof(model, alerts)},

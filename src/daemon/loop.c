@@ -225,13 +225,16 @@ static refit_in machine_in(const model *m)
     uint64_t change = alarm ? l->drift_base + l->drift.change_at : m->ring.total;
     uint64_t since = m->ring.total > change ? m->ring.total - change : 0;
     int guard = l->guard_on && l->guard.state == CALIB_GATE_PASSED;
-    return (refit_in){.drift_alarm = alarm, .guard_alarm = guard, .available = len,
+    int miscal = l->trig_on && l->trig.state == CALIB_GATE_PASSED;
+    return (refit_in){.drift_alarm = alarm, .guard_alarm = guard, .miscal_alarm = miscal,
+                      .available = len,
                       .since_change = since < len ? (size_t)since : len,
                       .want = (size_t)m->cfg.refit_samples, .need = refit_need(m),
                       .auto_publish = m->cfg.auto_publish};
 }
 
 static void act(calibd *d, model *m, const refit_out *o);
+static void trigger_restart(model *m);
 
 /* One event through the model's machine, then what it says to do. */
 static unsigned feed(calibd *d, model *m, int event, refit_out *o)
@@ -260,8 +263,19 @@ static void act(calibd *d, model *m, const refit_out *o)
     if (a & ACT_SKIPPED)
         log_msg(&d->log, LOG_DEBUG, "loop", "%s: scheduled refit skipped: %s", m->name,
                 o->refusal);
+    if (a & ACT_CANCELLED) {
+        l->cancelled++;
+        log_msg(&d->log, LOG_INFO, "loop", "%s: the %s refit's candidate is cancelled: a "
+                "drift alarm came after the samples it was fit on; the drift's refit follows, "
+                "on samples after the change point", m->name, reason_name(o->cancelled));
+        model_event_add(m, wall_now(), "cancelled", "the %s refit's candidate is cancelled: "
+                        "fit before the drift; refit on the new regime follows",
+                        reason_name(o->cancelled));
+    }
     if (a & ACT_DRIFT_RESTART)
         drift_restart(d, m);
+    if (a & ACT_TRIGGER_RESTART)
+        trigger_restart(m);
     if ((a & ACT_START_FIT) && start_refit(d, m, o->samples, o->reason) != 0)
         feed(d, m, EV_FIT_FAILED, &again);
     if ((a & ACT_STORE) && o->reason == REFIT_ROLLBACK)
@@ -277,6 +291,7 @@ typedef struct refit_job {
     calibd *d;
     model *m;
     int reason;
+    int challenger;        /* the miscalibration trigger's fit, not a refit */
     const calib_plugin *desc;
     double *data;
     uint64_t first;        /* record number of the first sample to copy */
@@ -361,13 +376,44 @@ static void start_shadow(calibd *d, model *m, const refit_job *j)
                     j->ds.n);
 }
 
+/* A challenger's fit ended: it replaces the one the trigger tests (the
+ * first starts the trigger's gate). A failure leaves the old one. */
+static void challenger_done(calibd *d, model *m, const refit_job *j, int status)
+{
+    model_loop *l = &m->loop;
+    l->trig_fitting = 0;
+    if (d->stopping)
+        return;
+    if (status != 0 || j->rc != CALIB_OK || !j->usable) {
+        log_msg(&d->log, LOG_DEBUG, "loop", "%s: the miscalibration trigger's fit on %zu "
+                "samples failed: %s", m->name, j->ds.n,
+                status ? uv_strerror(status) : j->rc == CALIB_OK ? "unusable parameters"
+                                                                 : calib_plugin_strerror(j->rc));
+        return;
+    }
+    model_params *p = &l->challenger;
+    memset(p, 0, sizeof *p);
+    p->desc = j->desc;
+    snprintf(p->method, sizeof p->method, "%s", j->desc->name);
+    p->n = j->res.nparams;
+    memcpy(p->values, j->res.params, sizeof p->values);
+    p->fit_n = j->ds.n;
+    p->identity = model_params_is_identity(p);
+    if (!l->trig_on) {
+        l->trig_on = 1;
+        trigger_restart(m);
+    }
+}
+
 static void refit_done(uv_work_t *req, int status)
 {
     refit_job *j = req->data;
     calibd *d = j->d;
     model *m = j->m;
     refit_out o;
-    if (!d->stopping) {
+    if (j->challenger) {
+        challenger_done(d, m, j, status);
+    } else if (!d->stopping) {
         if (status == 0 && j->rc == CALIB_OK && !j->usable) {
             j->rc = CALIB_ENONFINITE; /* a plugin's fit gave what apply refuses */
             log_msg(&d->log, LOG_WARN, "loop", "%s: the fit of %s returned %u parameters "
@@ -462,9 +508,10 @@ void loop_refits_free(calibd *d)
     d->refits.tail = NULL;
 }
 
-static int start_refit(calibd *d, model *m, size_t n, int reason)
+/* Queues a fit of the method in force on the newest n records: a refit of
+ * the machine's (reason), or the trigger's challenger. */
+static int queue_fit(calibd *d, model *m, size_t n, int reason, int challenger)
 {
-    model_loop *l = &m->loop;
     size_t w = m->width, stride = w + 2, len = calib_ring_len(&m->ring);
     if (n > len || n > SIZE_MAX / sizeof(double) / stride || !d->refits.copy.ready)
         return -1;
@@ -478,7 +525,8 @@ static int start_refit(calibd *d, model *m, size_t n, int reason)
                 m->name, n);
         return -1;
     }
-    *j = (refit_job){.d = d, .m = m, .reason = reason, .desc = m->params.desc, .data = data,
+    *j = (refit_job){.d = d, .m = m, .reason = reason, .challenger = challenger,
+                     .desc = m->params.desc, .data = data,
                      .first = m->ring.total - n, .n = n, .form = m->form, .k = m->k, .out = out,
                      .ds = {.form = m->form, .k = m->form == CALIB_FORM_GAUSSIAN ? 0 : m->k,
                             .n = 0, .stride = stride, .rec = data}};
@@ -490,6 +538,14 @@ static int start_refit(calibd *d, model *m, size_t n, int reason)
         d->refits.head = j;
     d->refits.tail = j;
     slicer_start(&d->refits.copy); /* if not copying already */
+    return 0;
+}
+
+static int start_refit(calibd *d, model *m, size_t n, int reason)
+{
+    model_loop *l = &m->loop;
+    if (queue_fit(d, m, n, reason, 0) != 0)
+        return -1;
     l->refits++;
     log_msg(&d->log, LOG_INFO, "loop", "%s: refit %llu (%s) of %s on the %zu newest samples",
             m->name, (unsigned long long)l->refits, reason_name(reason), m->params.method, n);
@@ -823,6 +879,65 @@ static void decide(calibd *d, model *m)
     act(d, m, &o); /* counted; a drift stays unexplained: measure anew */
 }
 
+/* ------------------------------------------------------------ miscalibration */
+
+/* A new gate for the trigger (a new period of miscal_period pairs, or
+ * after an outcome of the loop), testing the challenger there is. */
+static void trigger_restart(model *m)
+{
+    model_loop *l = &m->loop;
+    if (!l->trig_on)
+        return;
+    calib_gate_cfg gc;
+    model_trigger_cfg(m, &gc);
+    if (calib_gate_init(&l->trig, &gc) != CALIB_OK) /* the configuration checks forbid it */
+        l->trig_on = 0;
+    l->trig_reported = 0;
+}
+
+/* The trigger at a tick: its rejection reported (once), its period
+ * renewed, its challenger refit every refit_min_samples pairs while idle. */
+static void trigger_tick(calibd *d, model *m)
+{
+    model_loop *l = &m->loop;
+    const model_cfg *c = &m->cfg;
+    if (!c->miscal_trigger || !m->params.desc)
+        return;
+    if (l->trig_on && l->trig.state == CALIB_GATE_PASSED && !l->trig_reported) {
+        const calib_gate *g = &l->trig;
+        double ci[2];
+        char v[200], msg[1024];
+        calib_accum_ci95(&g->diff, ci);
+        loop_format_params(&l->challenger, v, sizeof v);
+        const char *score = m->form == CALIB_FORM_GAUSSIAN ? "DSS" : "Brier";
+        snprintf(msg, sizeof msg, "miscalibrated: a recalibration (%s %s, fit on earlier "
+                 "pairs) lowers the %s by %.4g [%.4g, %.4g] on the %llu pairs since, more "
+                 "than miscal_min_effect = %g at miscal_alpha = %g (e-value %.3g); refit",
+                 l->challenger.method, v, score, calib_accum_mean(&g->diff), ci[0], ci[1],
+                 (unsigned long long)g->diff.n, c->miscal_min_effect, c->miscal_alpha,
+                 exp(calib_gate_log_e(g)));
+        l->trig_reported = 1;
+        l->miscal_alarms++;
+        log_msg(&d->log, LOG_INFO, "loop", "%s: %s", m->name, msg);
+        model_event_add(m, wall_now(), "miscalibration", "%s", msg);
+        alert_value av[] = {{"improvement", calib_accum_mean(&g->diff)}, {"ci_lo", ci[0]},
+                            {"ci_hi", ci[1]}, {"samples", (double)g->diff.n},
+                            {"log_e", calib_gate_log_e(g)}};
+        alert_send(d, m, "miscalibration", "warning", msg, av, 5);
+    }
+    if (l->trig_on && l->trig.state == CALIB_GATE_FAILED)
+        trigger_restart(m); /* a period without evidence: the next one */
+    size_t len = calib_ring_len(&m->ring);
+    if (l->refit.phase != PHASE_IDLE || l->trig_fitting || len < refit_need(m) ||
+        (l->trig_fit_at && m->ring.total - l->trig_fit_at < c->refit_min_samples))
+        return;
+    size_t n = len < c->refit_samples ? len : (size_t)c->refit_samples;
+    if (queue_fit(d, m, n, REFIT_MISCAL, 1) == 0) {
+        l->trig_fitting = 1;
+        l->trig_fit_at = m->ring.total;
+    }
+}
+
 /* ------------------------------------------------------------ tick */
 
 static void model_tick(calibd *d, model *m)
@@ -835,6 +950,7 @@ static void model_tick(calibd *d, model *m)
     }
     if (l->refit.phase == PHASE_SHADOW && l->gate.state != CALIB_GATE_RUNNING)
         decide(d, m);
+    trigger_tick(d, m);
     if (l->guard_on && l->guard.state == CALIB_GATE_FAILED) {
         /* gate_max_samples pairs without the previous version doing better:
          * the version in force stays, and later changes are the drift
@@ -983,6 +1099,44 @@ static void pack_shadow(calib_mpw *w, const model_loop *l)
     calib_mpw_end(w);
 }
 
+/* The miscalibration trigger, or nil when off. */
+static void pack_trigger(calib_mpw *w, const model *m)
+{
+    const model_loop *l = &m->loop;
+    if (!m->cfg.miscal_trigger) {
+        calib_mpw_nil(w);
+        return;
+    }
+    const char *state = !l->trig_on                          ? "waiting"
+                        : l->trig.state == CALIB_GATE_PASSED ? "alarm"
+                                                             : "testing";
+    calib_mpw_map(w);
+    calib_mpw_key(w, "state");
+    calib_mpw_str(w, state);
+    calib_mpw_key(w, "challenger");
+    if (l->trig_on) {
+        calib_mpw_map(w);
+        calib_mpw_key(w, "method");
+        calib_mpw_str(w, l->challenger.method);
+        calib_mpw_key(w, "values");
+        loop_pack_values(w, &l->challenger);
+        calib_mpw_key(w, "fit_n");
+        calib_mpw_uint(w, l->challenger.fit_n);
+        calib_mpw_end(w);
+    } else {
+        calib_mpw_nil(w);
+    }
+    calib_mpw_key(w, "improvement"); /* S(in force) - S(challenger), this period */
+    if (l->trig_on)
+        pack_estimate(w, &l->trig.diff);
+    else
+        calib_mpw_nil(w);
+    calib_mpw_key(w, "log_e");
+    calib_mpw_num(w, l->trig_on ? calib_gate_log_e(&l->trig) : 0);
+    pack_counter(w, "alarms", l->miscal_alarms);
+    calib_mpw_end(w);
+}
+
 void loop_pack_status(calib_mpw *w, const model *m)
 {
     const model_loop *l = &m->loop;
@@ -1006,6 +1160,9 @@ void loop_pack_status(calib_mpw *w, const model *m)
     pack_counter(w, "withheld", l->withheld);
     pack_counter(w, "store_errors", l->store_errors);
     pack_counter(w, "rollbacks", l->rollbacks);
+    pack_counter(w, "cancelled", l->cancelled);
+    calib_mpw_key(w, "trigger");
+    pack_trigger(w, m);
     calib_mpw_key(w, "shadow");
     pack_shadow(w, l);
     calib_mpw_key(w, "guard");

@@ -290,6 +290,8 @@ int model_merge(model *dst, const model *src, char *why, size_t len)
     add_counters(dst, src, model_counters, MODEL_COUNTERS);
     add_counters(dst, src, loop_counters, LOOP_COUNTERS);
     dst->loop.rollbacks += src->loop.rollbacks;
+    dst->loop.miscal_alarms += src->loop.miscal_alarms;
+    dst->loop.cancelled += src->loop.cancelled;
     for (int i = 0; i < REJ_MAX; i++)
         dst->rejected[i] += src->rejected[i];
     merge_events(dst, src);

@@ -454,6 +454,17 @@ static void guard_observe(model *m, const double *x, double y, double cur)
     calib_accum_add(&l->guard_since[2], cur - s[WS_MAIN]);
 }
 
+/* The trigger: the parameters in force (cur) against the challenger. */
+static void trigger_observe(model *m, const double *x, double y, const double cur[2])
+{
+    model_loop *l = &m->loop;
+    double s[2];
+    int form;
+    const double *xc = apply_params(m, &l->challenger, x, l->xcand, &form);
+    model_score(m, form, xc, y, m->pcal, s);
+    calib_gate_add(&l->trig, cur[WS_MAIN], s[WS_MAIN]);
+}
+
 void model_observe(model *m, const double *x, double y, double now)
 {
     double s[VIEWS][WS_PER_VIEW];
@@ -514,6 +525,8 @@ void model_observe(model *m, const double *x, double y, double now)
         shadow_observe(m, x, y, s[VIEW_CAL]);
     if (l->guard_on && l->guard.state == CALIB_GATE_RUNNING)
         guard_observe(m, x, y, s[VIEW_CAL][WS_MAIN]);
+    if (l->trig_on && l->refit.phase == PHASE_IDLE && l->trig.state == CALIB_GATE_RUNNING)
+        trigger_observe(m, x, y, s[VIEW_CAL]);
     if (l->drift_on && calib_drift_add(&l->drift, s[VIEW_CAL][WS_MAIN]))
         l->drift_alarm = 1;
 }
@@ -521,6 +534,14 @@ void model_observe(model *m, const double *x, double y, double now)
 void model_drift_cfg(const model *m, calib_drift_cfg *dc)
 {
     drift_cfg_of(&m->cfg, m->form, dc);
+}
+
+void model_trigger_cfg(const model *m, calib_gate_cfg *gc)
+{
+    const model_cfg *c = &m->cfg;
+    double clip = m->form == CALIB_FORM_GAUSSIAN ? c->gate_dss_clip : 2;
+    *gc = (calib_gate_cfg){.alpha = c->miscal_alpha, .min_improvement = c->miscal_min_effect,
+                           .lo = -clip, .hi = clip, .max_samples = c->miscal_period};
 }
 
 /* The interval of sequence cs[view], cs[VIEW_RAW]'s when raw_for_cal. */

@@ -118,9 +118,9 @@ typedef struct model_sums {
 #define MODEL_EVENTS 32
 typedef struct model_event {
     double t;       /* wall clock */
-    char kind[16];  /* drift, refit, refit_error, shadow_start, shadow_pass,
-                       shadow_fail, withheld, publish, store_error, rollback,
-                       guard, alert, start */
+    char kind[16];  /* drift, miscalibration, refit, refit_error, cancelled,
+                       shadow_start, shadow_pass, shadow_fail, withheld,
+                       publish, store_error, rollback, guard, alert, start */
     char text[240];
 } model_event;
 
@@ -161,11 +161,26 @@ typedef struct model_loop {
      * S(prev) and S(new) - S(prev) */
     double guard_low;       /* the lowest ln e-value so far */
     calib_accum guard_since[3];
+    /* the miscalibration trigger (miscal_trigger = yes): a challenger,
+     * refit on the ring's newest pairs every refit_min_samples pairs (a
+     * worker), scored on each later pair while the loop is idle against
+     * the parameters in force; its gate tests H0: E[S(in force) -
+     * S(challenger)] <= miscal_min_effect, a new gate every miscal_period
+     * pairs. Predictable: a challenger is fit on pairs before any it is
+     * scored on, so under H0 the gate's e-process is a supermartingale. */
+    int trig_on;            /* a challenger is there and its gate runs */
+    int trig_fitting;       /* a challenger's fit is under way */
+    int trig_reported;      /* the gate's rejection was reported */
+    uint64_t trig_fit_at;   /* ring.total when the last challenger fit began */
+    model_params challenger;
+    calib_gate trig;
     /* counters */
     uint64_t drift_alarms, refits, refit_errors, candidates, published, rejected;
     uint64_t withheld; /* passed the gate with auto_publish = no */
     uint64_t store_errors; /* passed the gate, refused by the state directory */
     uint64_t rollbacks;    /* previous versions published again (the guard) */
+    uint64_t miscal_alarms; /* rejections of the miscalibration trigger */
+    uint64_t cancelled;    /* stale refits dropped at a drift alarm */
 } model_loop;
 
 typedef struct model {
@@ -285,6 +300,8 @@ void model_observe(model *m, const double *x, double y, double now);
 
 /* The drift detector's configuration for the model's settings and form. */
 void model_drift_cfg(const model *m, calib_drift_cfg *dc);
+/* The miscalibration trigger's gate for the model's settings and form. */
+void model_trigger_cfg(const model *m, calib_gate_cfg *gc);
 
 /* Restarts the paired comparison under parameter version `version`, which
  * took over at wall time `since`. */

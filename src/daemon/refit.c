@@ -76,6 +76,7 @@ static void busy_tick(refit_machine *r, const refit_in *in, refit_out *out)
     r->stale = 1;
     if (r->phase == PHASE_SHADOW) {
         out->actions |= ACT_CANCELLED;
+        out->cancelled = r->reason;
         to_idle(r, out);
     }
 }
@@ -171,6 +172,7 @@ unsigned refit_step(refit_machine *r, int event, double now, const refit_in *in,
     case EV_FIT_DONE:
         if (r->phase == PHASE_FITTING && r->stale) {
             out->actions |= ACT_CANCELLED;
+            out->cancelled = r->reason;
             to_idle(r, out);
         } else if (r->phase == PHASE_FITTING) {
             r->phase = PHASE_SHADOW;

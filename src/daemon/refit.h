@@ -107,6 +107,7 @@ typedef struct refit_out {
     int reason;           /* the refit's reason (ACT_START_FIT, and the
                              outcomes of its fit, shadow and store) */
     size_t samples;       /* ACT_START_FIT: records to fit on */
+    int cancelled;        /* ACT_CANCELLED: the reason of the refit dropped */
     const char *refusal;  /* ACT_REFUSED, ACT_SKIPPED: why, a static string */
 } refit_out;
 

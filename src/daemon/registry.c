@@ -260,7 +260,8 @@ size_t registry_collect(calibd *d, double now, int busy)
         int phase = m->loop.refit.phase;
         int idle = ttl > 0 && m->scored == 0 && now - last_seen(m) >= ttl &&
                    !config_find_model(&d->cfg, m->name);
-        if ((!m->forget && !idle) || phase == PHASE_FITTING || phase == PHASE_STORING) {
+        if ((!m->forget && !idle) || phase == PHASE_FITTING || phase == PHASE_STORING ||
+            m->loop.trig_fitting) { /* a worker holds it */
             d->models[kept++] = m;
             continue;
         }

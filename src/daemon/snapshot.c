@@ -420,7 +420,22 @@ static void pack_loop(calib_mpw *w, const model *m)
     } else {
         calib_mpw_nil(w);
     }
+    calib_mpw_key(w, "trigger"); /* optional: read_loop */
+    if (l->trig_on) {
+        calib_mpw_map(w);
+        calib_mpw_key(w, "challenger");
+        pack_params(w, &l->challenger);
+        calib_mpw_key(w, "gate");
+        pack_gate(w, &l->trig);
+        key_uint(w, "fit_at", l->trig_fit_at);
+        key_uint(w, "reported", (uint64_t)(l->trig_reported != 0));
+        calib_mpw_end(w);
+    } else {
+        calib_mpw_nil(w);
+    }
     key_uint(w, "rollbacks", l->rollbacks);
+    key_uint(w, "miscal_alarms", l->miscal_alarms);
+    key_uint(w, "cancelled", l->cancelled);
     uint64_t counters[LOOP_COUNTERS];
     model_counters_get(m, loop_counters, LOOP_COUNTERS, counters);
     key_bin(w, "counters", counters, sizeof counters);
@@ -1321,6 +1336,37 @@ static int read_guard(mpr *r, const msgpack_object *o, model *m, notes *skipped)
     return 1;
 }
 
+/* The miscalibration trigger: its challenger, in the current method, and
+ * its gate; a gate of other settings (changed since) starts afresh. */
+static int read_trigger(mpr *r, const msgpack_object *o, model *m, notes *skipped)
+{
+    model_loop *l = &m->loop;
+    const msgpack_object *co = mpr_map(r, o, "challenger"), *go = mpr_map(r, o, "gate");
+    uint64_t at = mpr_uint(r, o, "fit_at", 0, m->ring.total);
+    int reported = (int)mpr_uint(r, o, "reported", 0, 1);
+    model_params ch;
+    int ok = read_method_params(r, co, m, &ch, "the miscalibration trigger", skipped);
+    if (ok <= 0)
+        return ok == 0 ? 0 : 1;
+    calib_gate g;
+    if (!read_gate(r, go, &g))
+        return 0;
+    calib_gate_cfg now;
+    model_trigger_cfg(m, &now);
+    if (memcmp(&now, &g.cfg, sizeof now) != 0) {
+        note(skipped, "the miscalibration trigger's evidence (its settings changed)");
+        if (calib_gate_init(&g, &now) != CALIB_OK)
+            return mpr_fail(r, "trigger: the configuration's gate is refused");
+        reported = 0;
+    }
+    l->challenger = ch;
+    l->trig = g;
+    l->trig_fit_at = at;
+    l->trig_reported = reported;
+    l->trig_on = 1;
+    return 1;
+}
+
 /* The shadow run: its candidate, in the current method, and its gate. */
 static int read_shadow(mpr *r, const msgpack_object *o, model *m, notes *skipped)
 {
@@ -1367,6 +1413,10 @@ static int read_loop(mpr *r, const msgpack_object *o, model *m, double shift, no
     const msgpack_object *rb = mpr_find(o, "rollbacks"), *guard = mpr_find(o, "guard");
     if (rb) /* absent before the guard */
         l->rollbacks = mpr_uint(r, o, "rollbacks", 0, UINT64_MAX);
+    if (mpr_find(o, "miscal_alarms")) /* absent before the trigger */
+        l->miscal_alarms = mpr_uint(r, o, "miscal_alarms", 0, UINT64_MAX);
+    if (mpr_find(o, "cancelled"))
+        l->cancelled = mpr_uint(r, o, "cancelled", 0, UINT64_MAX);
     if (r->failed)
         return 0;
     if (l->refit.phase == PHASE_OFF) /* the loop is off now: nothing more to resume */
@@ -1378,6 +1428,13 @@ static int read_loop(mpr *r, const msgpack_object *o, model *m, double shift, no
             return 0;
     }
 
+    const msgpack_object *trig = mpr_find(o, "trigger"); /* absent before it */
+    if (trig && trig->type != MSGPACK_OBJECT_NIL && m->cfg.miscal_trigger) {
+        if (trig->type != MSGPACK_OBJECT_MAP)
+            return mpr_fail(r, "trigger: not a map");
+        if (!read_trigger(r, trig, m, skipped))
+            return 0;
+    }
     if (drift->type != MSGPACK_OBJECT_NIL && l->drift_on) {
         int same = drift_matches(r, drift, &l->drift);
         if (r->failed)

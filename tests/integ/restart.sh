@@ -16,9 +16,10 @@ params_interval = 1
 [defaults]
 form = logits
 k = 10
-# manual refits only: the drift detector, restored from the snapshot,
-# would catch the change to T* = 4 and refit on its own first
+# manual refits only: the drift detector, restored from the snapshot, and
+# the miscalibration trigger would catch T* = 4 and refit on their own first
 drift = no
+miscal_trigger = no
 drift_reference = 2000
 refit_min_samples = 15000
 refit_samples = 15000

@@ -6,7 +6,8 @@
 # rollback = yes (the default) must publish version 0's parameters (T = 1)
 # again as version 2, which a serving node receives, alert once with kind
 # "rollback", and count it; the model with rollback = no keeps version 1.
-# Drift detection is off, so that only the guard can act.
+# Drift detection and the miscalibration trigger are off, so that only the
+# guard can act.
 . "$(dirname "$0")/lib.sh"
 SERVING="$BUILDDIR/examples/serving_node"
 
@@ -20,6 +21,7 @@ alert_exec = $work/sink.sh
 form = logits
 k = 10
 drift = no
+miscal_trigger = no
 refit_min_samples = 4000
 refit_samples = 4000
 ring = 5000
