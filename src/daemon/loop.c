@@ -226,9 +226,11 @@ static refit_in machine_in(const model *m)
     uint64_t since = m->ring.total > change ? m->ring.total - change : 0;
     int guard = l->guard_on && l->guard.state == CALIB_GATE_PASSED;
     int miscal = l->trig_on && l->trig.state == CALIB_GATE_PASSED;
+    uint64_t since_trig = m->ring.total - l->trig_start;
     return (refit_in){.drift_alarm = alarm, .guard_alarm = guard, .miscal_alarm = miscal,
                       .available = len,
                       .since_change = since < len ? (size_t)since : len,
+                      .since_trigger = since_trig < len ? (size_t)since_trig : len,
                       .want = (size_t)m->cfg.refit_samples, .need = refit_need(m),
                       .auto_publish = m->cfg.auto_publish};
 }
@@ -399,9 +401,10 @@ static void challenger_done(calibd *d, model *m, const refit_job *j, int status)
     memcpy(p->values, j->res.params, sizeof p->values);
     p->fit_n = j->ds.n;
     p->identity = model_params_is_identity(p);
-    if (!l->trig_on) {
+    if (!l->trig_on) { /* the first: its regime begins with its samples */
         l->trig_on = 1;
         trigger_restart(m);
+        l->trig_start = l->trig_fit_at - (l->trig_fit_at < j->ds.n ? l->trig_fit_at : j->ds.n);
     }
 }
 
@@ -893,6 +896,7 @@ static void trigger_restart(model *m)
     if (calib_gate_init(&l->trig, &gc) != CALIB_OK) /* the configuration checks forbid it */
         l->trig_on = 0;
     l->trig_reported = 0;
+    l->trig_start = m->ring.total;
 }
 
 /* The trigger at a tick: its rejection reported (once), its period
@@ -931,7 +935,11 @@ static void trigger_tick(calibd *d, model *m)
     if (l->refit.phase != PHASE_IDLE || l->trig_fitting || len < refit_need(m) ||
         (l->trig_fit_at && m->ring.total - l->trig_fit_at < c->refit_min_samples))
         return;
-    size_t n = len < c->refit_samples ? len : (size_t)c->refit_samples;
+    /* the pairs since the last restart, the regime the test is about (at
+     * least refit_min_samples), at most refit_samples */
+    uint64_t since = m->ring.total - l->trig_start;
+    size_t n = since > refit_need(m) ? (since < len ? (size_t)since : len) : refit_need(m);
+    n = n < c->refit_samples ? n : (size_t)c->refit_samples;
     if (queue_fit(d, m, n, REFIT_MISCAL, 1) == 0) {
         l->trig_fitting = 1;
         l->trig_fit_at = m->ring.total;

@@ -117,6 +117,8 @@ static void tick(refit_machine *r, double now, const refit_in *in, refit_out *ou
             return; /* wait for more of the new regime */
         want = min_size(want, in->since_change);
     }
+    if (r->pending == REFIT_MISCAL)
+        want = min_size(want, in->since_trigger > in->need ? in->since_trigger : in->need);
     if (want < in->need) {
         if (r->pending == REFIT_SCHEDULE) {
             r->pending = REFIT_NONE;

@@ -97,6 +97,9 @@ typedef struct refit_in {
                              than the one before it */
     size_t available;     /* labelled records in the ring */
     size_t since_change;  /* of them, since the estimated change point */
+    size_t since_trigger; /* of them, since the trigger's last restart: a
+                             miscalibration refit fits on these (at least
+                             need), the regime its evidence is about */
     size_t want;          /* refit_samples */
     size_t need;          /* refit_min_samples, at most the ring's capacity */
     int auto_publish;

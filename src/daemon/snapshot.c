@@ -428,6 +428,7 @@ static void pack_loop(calib_mpw *w, const model *m)
         calib_mpw_key(w, "gate");
         pack_gate(w, &l->trig);
         key_uint(w, "fit_at", l->trig_fit_at);
+        key_uint(w, "start", l->trig_start);
         key_uint(w, "reported", (uint64_t)(l->trig_reported != 0));
         calib_mpw_end(w);
     } else {
@@ -1343,6 +1344,7 @@ static int read_trigger(mpr *r, const msgpack_object *o, model *m, notes *skippe
     model_loop *l = &m->loop;
     const msgpack_object *co = mpr_map(r, o, "challenger"), *go = mpr_map(r, o, "gate");
     uint64_t at = mpr_uint(r, o, "fit_at", 0, m->ring.total);
+    uint64_t start = mpr_uint(r, o, "start", 0, m->ring.total);
     int reported = (int)mpr_uint(r, o, "reported", 0, 1);
     model_params ch;
     int ok = read_method_params(r, co, m, &ch, "the miscalibration trigger", skipped);
@@ -1362,6 +1364,7 @@ static int read_trigger(mpr *r, const msgpack_object *o, model *m, notes *skippe
     l->challenger = ch;
     l->trig = g;
     l->trig_fit_at = at;
+    l->trig_start = start;
     l->trig_reported = reported;
     l->trig_on = 1;
     return 1;

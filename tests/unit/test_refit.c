@@ -107,6 +107,7 @@ static void alarm_during_shadow(void **state)
     in.drift_alarm = 1;
     in.since_change = 300; /* too few of the new regime yet */
     assert_int_equal(step(&r, EV_TICK, 12, &in, &o), ACT_CANCELLED | ACT_TRIGGER_RESTART);
+    assert_int_equal(o.cancelled, REFIT_SCHEDULE);
     assert_int_equal(r.phase, PHASE_IDLE);
     assert_int_equal(r.pending, REFIT_DRIFT);
     /* a gate's verdict on the cancelled candidate changes nothing */
@@ -194,6 +195,7 @@ static void alarm_during_fit(void **state)
     assert_int_equal(step(&r, EV_TICK, 2, &in, &o), 0);
     assert_int_equal(r.phase, PHASE_FITTING);
     assert_int_equal(step(&r, EV_FIT_DONE, 3, &in, &o), ACT_CANCELLED | ACT_TRIGGER_RESTART);
+    assert_int_equal(o.cancelled, REFIT_MISCAL);
     assert_int_equal(r.phase, PHASE_IDLE);
     assert_int_equal(step(&r, EV_TICK, 4, &in, &o), ACT_START_FIT);
     assert_int_equal(o.reason, REFIT_DRIFT);
@@ -221,6 +223,7 @@ static void miscalibration_trigger(void **state)
     refit_in in = plenty();
     refit_init(&r, 1, 10, 0);
     in.miscal_alarm = 1;
+    in.since_trigger = 5000;
     assert_int_equal(step(&r, EV_TICK, 10, &in, &o), ACT_START_FIT);
     assert_int_equal(o.reason, REFIT_MISCAL);
     assert_int_equal(o.samples, 5000);
@@ -247,6 +250,18 @@ static void miscalibration_trigger(void **state)
     assert_int_equal(step(&r, EV_TICK, 11, &in, &o), ACT_START_FIT);
     assert_int_equal(o.reason, REFIT_MISCAL);
     assert_int_equal(o.samples, 1000);
+    /* it fits on the pairs since the trigger's last restart (the regime its
+     * evidence is about: after a publish, say), refit_min_samples at least */
+    refit_init(&r, 1, 0, 0);
+    in = plenty();
+    in.miscal_alarm = 1;
+    in.since_trigger = 300;
+    assert_int_equal(step(&r, EV_TICK, 1, &in, &o), ACT_START_FIT);
+    assert_int_equal(o.samples, 1000);
+    refit_init(&r, 1, 0, 0);
+    in.since_trigger = 2500;
+    assert_int_equal(step(&r, EV_TICK, 1, &in, &o), ACT_START_FIT);
+    assert_int_equal(o.samples, 2500);
 }
 
 /* A failed fit: back to idle, counted; a drift's detector measures anew
