@@ -80,6 +80,10 @@ history_points() {
         python3 -c 'import json, sys; print(len(json.load(sys.stdin)["points"]))' 2> /dev/null || echo 0
 }
 wait_until '[ "$(history_points)" -ge 3 ]' || echo "# /history?model=m has $(history_points) points"
+# overconfident (T* = 1.5): the trigger finds it miscalibrated and the loop
+# publishes a temperature, events the history marks
+check "the model is found miscalibrated and a temperature is published" \
+    'wait_for "$work/s2.json" "r[\"models\"][\"m\"][\"loop\"][\"published\"] >= 1"'
 
 # 5 minutes of the page's time (virtual: timers run at once, but each poll waits
 # for calibd's real answer, so the polls span real ticks too): 150 polls of
@@ -103,6 +107,10 @@ class P(html.parser.HTMLParser):
             self.sections[self.cur] = a
         elif tag == "svg" and ("reliability" in cls or "history" in cls):
             self.svgs.append((self.cur, cls[0], int(a.get("data-points", "-1"))))
+            if "history" in cls and self.cur == "m":
+                self.marks = int(a.get("data-marks", "-1"))
+        elif tag == "p" and "trigger" in cls and self.cur == "m":
+            self.trigger = True
         elif a.get("id") == "banner":
             self.banner = a
         elif tag == "tr" and "cs" in cls and self.cur == "m":
@@ -124,6 +132,8 @@ print("history", svg.get("history", -1))
 print("banner", int(p.banner is not None and "hidden" not in p.banner))
 print("cs", int(getattr(p, "cs_row", False)))
 print("wcs", int(getattr(p, "wcs", False)))
+print("marks", getattr(p, "marks", -1))
+print("trigger", int(getattr(p, "trigger", False)))
 PY
 val() { awk -v k="$1" '$1 == k {print $2}' "$work/dom.txt"; }
 echo "# chromium exit $rc; the page after 5 minutes (virtual): $(tr '\n' ' ' < "$work/dom.txt")"
@@ -138,6 +148,9 @@ check "and is one calibd reported (at most $(val status), the count after)" '[ "
 check "no unreachable banner" '[ "$(val banner)" = 0 ]'
 check "the anytime-valid interval (confidence sequence) is shown beside the fixed-time one" '[ "$(val cs)" = 1 ]'
 check "and the window's, per period" '[ "$(val wcs)" = 1 ]'
+check "the miscalibration trigger is shown" '[ "$(val trigger)" = 1 ]'
+check "U over time marks the loop's events ($(val marks) marks: the publish at least)" \
+    '[ "$(val marks)" -ge 1 ]'
 check "no uncaught script error or load the policy refused in the console
 $(grep -E 'CONSOLE.*(Uncaught|Refused|Content Security Policy)' "$work/chromium.log" | head -5)" \
     '! grep -qE "CONSOLE.*(Uncaught|Refused|Content Security Policy)" "$work/chromium.log"'
