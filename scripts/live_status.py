@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Prints a few lines from `calibctl status MODEL` JSON on standard input:
-the calibration upper bound U with its interval, beside the binned lower
-bounds; raw against calibrated on the same pairs since the current
-parameters (the difference that measures the recalibration); the closed
-loop's state, the candidate in shadow and the last shadow test's result;
-with a second argument, the last line of the serving node's log. Used by
-run.sh."""
+the calibration upper bound U with its interval, raw and calibrated,
+cumulative and over the window, beside the binned lower bounds; raw
+against calibrated on the same pairs since the current parameters (the
+difference that measures the recalibration); the closed loop's tests (the
+miscalibration trigger, the drift detector, the shadow gate) and the story
+of what it did; with a second argument, the last line of the serving
+node's log. Used by run.sh."""
 import json
 import math
 import sys
@@ -19,6 +20,12 @@ def est(e):
     return "%.4f [%.4f, %.4f]" % (e["mean"], ci[0], ci[1])
 
 
+# the events that tell the closed loop's story, and how each is named
+STORY = {"miscalibration": "miscalibrated", "drift": "drift", "refit": "refit",
+         "shadow_start": "shadow test", "shadow_fail": "rejected", "withheld": "withheld",
+         "cancelled": "cancelled", "publish": "published", "rollback": "rolled back"}
+
+
 def main():
     model = sys.argv[1]
     r = json.load(sys.stdin)
@@ -26,7 +33,7 @@ def main():
     if not m or m.get("raw") is None or m["scored"] == 0:
         print("waiting for the first labelled predictions...")
         return
-    raw, win, j = m["raw"], m["window"]["raw"], m["join"]
+    j = m["join"]
     print()
     print("%d messages  predictions %d  labels %d  scored %d  waiting %d  rejected %d"
           % (r["messages"], m["predictions"], m["labels"], m["scored"],
@@ -35,37 +42,56 @@ def main():
         print("  over capacity: the join keeps a uniform sample of %.1f%% of ids "
               "(%d predictions, %d labels dropped; raise max_pending)"
               % (100 * j["sample"], j["sampled_out_predictions"], j["sampled_out_labels"]))
-    print("  upper bound U = mean Brier  %s   RBS %.4f  (U includes the irreducible part;"
-          % (est(raw["brier"]), raw["rbs"]))
-    print("  %s differences of U on the same pairs measure calibration)" % (" " * 27))
-    print("  mean log score              %s" % est(raw["log"]))
-    print("  window (%gs): U %s   ECE %.4f" % (m["window"]["seconds"], est(win["brier"]), win["ece"]))
-    print("  binned lower bounds: ECE %.4f  TCE2 %.4f  CWCE2 %.4f"
+    # every headline figure with its view (raw outputs or after the
+    # published parameters) and its scope (since the start, or the window)
+    w = m["window"] or {}
+    print("  U = mean Brier [95%%]    %-26s %s" % ("cumulative", "window (%gs)" % w.get("seconds", 0)))
+    for view, name in (("raw", "raw outputs"), ("calibrated", "calibrated")):
+        print("    %-20s %-26s %s" % (name, est(m[view]["brier"]) if m.get(view) else "-",
+                                      est(w[view]["brier"]) if w.get(view) else "-"))
+    print("  (U holds the irreducible part too: a rising raw U is the stream, not calibd;")
+    print("   raw against calibrated on the same pairs measures the calibration)")
+    raw = m["raw"]
+    print("  binned lower bounds (raw, cumulative): ECE %.4f  TCE2 %.4f  CWCE2 %.4f"
           % (raw["ece"], raw["tce2"], raw.get("cwce2", math.nan)))
     p, loop, pr = m["params"], m["loop"], m["paired"]
     values = " ".join("%s=%.4f" % kv for kv in p["values"].items())
-    print("  parameters v%d %s %s" % (p["version"], p["method"], values))
+    print("  parameters in force: version %d, %s %s" % (p["version"], p["method"], values))
     # raw and calibrated on the same pairs: their difference is what the
     # parameters change in the calibration error (U also holds the
     # irreducible part, the same in both)
     imp = pr["improvement"]["brier"]
-    print("  same %d pairs since v%d: U raw %.4f -> calibrated %.4f, improvement %s"
+    print("  on the same %d pairs since version %d: U raw %.4f -> calibrated %.4f, improvement %s"
           % (pr["scored"], pr["version"], pr["raw"]["brier"]["mean"] or math.nan,
              pr["calibrated"]["brier"]["mean"] or math.nan, est(imp)))
-    d = loop["drift"] or {}
+    print("  closed loop: %s; %d refits, %d published, %d rejected, %d cancelled"
+          % (loop["phase"], loop["refits"], loop["published"], loop["rejected"],
+             loop.get("cancelled", 0)))
+    tr = loop.get("trigger")
+    if tr and tr["challenger"]:
+        ch = tr["challenger"]
+        print("    miscalibration test: would a %s map fit on earlier pairs (%s) do better? "
+              "by %s on %d pairs; log e %.2f (refits at 4.61)"
+              % (ch["method"], " ".join("%s=%.3f" % kv for kv in ch["values"].items()),
+                 est(tr["improvement"]), tr["improvement"]["n"] or 0, tr["log_e"] or 0))
+    elif tr:
+        print("    miscalibration test: waiting for its first 1000 pairs")
+    d = loop["drift"]
+    if d:
+        print("    drift test: %s, log e %.2f (alarm at 4.61), %d alarms"
+              % (d["state"], d["log_e"] or 0, d["alarms"]))
     shadow = loop["shadow"]
-    print("  loop: %s; drift %s (log e %.2f, alarms %d); candidates %d: published %d, rejected %d"
-          % (loop["phase"], d.get("state", "off"), d.get("log_e") or 0, d.get("alarms", 0),
-             loop["candidates"], loop["published"], loop["rejected"]))
     if shadow:
-        print("  in shadow: %s %s, improvement %s, log e %.2f"
+        print("    shadow test of a candidate %s %s: improvement %s, log e %.2f (publishes at 4.61)"
               % (shadow["method"], " ".join("%s=%.4f" % kv for kv in shadow["values"].items()),
                  est(shadow["improvement"]), shadow["log_e"] or 0))
-    results = [e for e in m.get("events", []) if e["kind"] in ("publish", "shadow_fail", "withheld")]
-    if results:
-        e = results[-1]
-        print("  last shadow test (%s): %s" % (time.strftime("%H:%M:%S", time.localtime(e["t"])),
-                                               e["text"]))
+    story = [e for e in m.get("events", []) if e["kind"] in STORY]
+    if story:
+        print("  what the loop did (newest last):")
+        for e in story[-5:]:
+            text = e["text"] if len(e["text"]) <= 110 else e["text"][:107] + "..."
+            print("    %s %-13s %s" % (time.strftime("%H:%M:%S", time.localtime(e["t"])),
+                                      STORY[e["kind"]], text))
     if len(sys.argv) > 2:
         try:
             lines = open(sys.argv[2]).read().split("\n")

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # run.sh — the main job: builds calibd, starts it on its default endpoints,
-# feeds it with the bundled simulator (a 10-class model, calibrated for the
-# first 20 s; then its outcomes follow softmax(z / 2), so its softmax is
-# overconfident), runs the example serving node, and shows calibctl status
-# live: calibd detects the drift, refits a temperature, proves it in shadow
-# and publishes it, and the serving node applies it. Ctrl-C stops
-# everything. `run.sh --seconds N` stops after N seconds.
+# feeds it with the bundled simulator (a 10-class model whose outcomes
+# follow softmax(z / 2): overconfident from its first prediction, as
+# networks ship; after 40 s softmax(z / 3.5), a drift), runs the example
+# serving node, and shows calibctl status live. calibd's miscalibration
+# trigger finds the first fault, its drift detector the second; each time
+# it refits a temperature, proves it in shadow and publishes it, and the
+# serving node applies it. Ctrl-C stops everything. `run.sh --seconds N`
+# stops after N seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=0
@@ -20,7 +22,10 @@ stop() { kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; }
 trap stop EXIT
 trap 'exit 0' INT TERM
 
-"$dir/calibd" --state-dir "$state" 2> "$state/calibd.log" &
+# calibd's defaults, but a history point every 2 s (rather than 60) so
+# that the page's U over time fills within seconds
+printf '[daemon]\nhistory_step = 2\n' > build/run-demo.conf
+"$dir/calibd" -c build/run-demo.conf --state-dir "$state" 2> "$state/calibd.log" &
 pids+=($!)
 "$dir/calibctl" ping --timeout 5 > /dev/null ||
     { echo "calibd did not start:"; cat "$state/calibd.log"; exit 1; }
@@ -28,9 +33,9 @@ pids+=($!)
     > "$state/serving_node.log" 2>&1 &
 pids+=($!)
 # predictions at 2000/s in batches of 100; labels follow 3 s later, 2% never;
-# the true temperature moves from 1 to 2 after 40000 predictions (20 s)
-"$dir/examples/simulate" --model sim --k 10 --temperature 1 --temperature-after 2 \
-    --switch-after 40000 --rate 2000 --batch 100 --count 0 \
+# the true temperature is 2 from the start and 3.5 after 80000 predictions (40 s)
+"$dir/examples/simulate" --model sim --k 10 --temperature 2 --temperature-after 3.5 \
+    --switch-after 80000 --rate 2000 --batch 100 --count 0 \
     --label-delay 3 --label-drop 0.02 --seed 7 2> "$state/simulate.log" &
 pids+=($!)
 
