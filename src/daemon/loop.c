@@ -339,6 +339,18 @@ static void refit_work(uv_work_t *req)
     j->data = NULL;
 }
 
+/* The parameters a fit gave, unpublished (version 0, no shadow figures). */
+static void params_of_fit(const refit_job *j, model_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->desc = j->desc;
+    snprintf(p->method, sizeof p->method, "%s", j->desc->name);
+    p->n = j->res.nparams;
+    memcpy(p->values, j->res.params, sizeof p->values);
+    p->fit_n = j->ds.n;
+    p->identity = model_params_is_identity(p);
+}
+
 static void start_shadow(calibd *d, model *m, const refit_job *j)
 {
     model_loop *l = &m->loop;
@@ -347,13 +359,7 @@ static void start_shadow(calibd *d, model *m, const refit_job *j)
     calib_gate_cfg gc = {.alpha = c->gate_alpha, .min_improvement = c->min_improvement,
                          .lo = -clip, .hi = clip, .max_samples = c->gate_max_samples};
     model_params *p = &l->candidate;
-    memset(p, 0, sizeof *p);
-    p->desc = j->desc;
-    snprintf(p->method, sizeof p->method, "%s", j->desc->name);
-    p->n = j->res.nparams;
-    memcpy(p->values, j->res.params, sizeof p->values);
-    p->fit_n = j->ds.n;
-    p->identity = model_params_is_identity(p);
+    params_of_fit(j, p);
     l->candidates++;
     char v[200];
     loop_format_params(p, v, sizeof v);
@@ -394,13 +400,7 @@ static void challenger_done(calibd *d, model *m, const refit_job *j, int status)
         return;
     }
     model_params *p = &l->challenger;
-    memset(p, 0, sizeof *p);
-    p->desc = j->desc;
-    snprintf(p->method, sizeof p->method, "%s", j->desc->name);
-    p->n = j->res.nparams;
-    memcpy(p->values, j->res.params, sizeof p->values);
-    p->fit_n = j->ds.n;
-    p->identity = model_params_is_identity(p);
+    params_of_fit(j, p);
     if (!l->trig_on) { /* the first: its regime begins with its samples */
         l->trig_on = 1;
         trigger_restart(m);
@@ -1089,6 +1089,15 @@ static void pack_guard(calib_mpw *w, const model_loop *l)
     calib_mpw_end(w);
 }
 
+/* "method" and "values" of unpublished parameters, into an open map. */
+static void pack_method(calib_mpw *w, const model_params *p)
+{
+    calib_mpw_key(w, "method");
+    calib_mpw_str(w, p->method);
+    calib_mpw_key(w, "values");
+    loop_pack_values(w, p);
+}
+
 static void pack_shadow(calib_mpw *w, const model_loop *l)
 {
     if (l->refit.phase != PHASE_SHADOW) {
@@ -1096,10 +1105,7 @@ static void pack_shadow(calib_mpw *w, const model_loop *l)
         return;
     }
     calib_mpw_map(w);
-    calib_mpw_key(w, "method");
-    calib_mpw_str(w, l->candidate.method);
-    calib_mpw_key(w, "values");
-    loop_pack_values(w, &l->candidate);
+    pack_method(w, &l->candidate);
     calib_mpw_key(w, "improvement");
     pack_estimate(w, &l->gate.diff);
     calib_mpw_key(w, "log_e");
@@ -1124,10 +1130,7 @@ static void pack_trigger(calib_mpw *w, const model *m)
     calib_mpw_key(w, "challenger");
     if (l->trig_on) {
         calib_mpw_map(w);
-        calib_mpw_key(w, "method");
-        calib_mpw_str(w, l->challenger.method);
-        calib_mpw_key(w, "values");
-        loop_pack_values(w, &l->challenger);
+        pack_method(w, &l->challenger);
         calib_mpw_key(w, "fit_n");
         calib_mpw_uint(w, l->challenger.fit_n);
         calib_mpw_end(w);

@@ -413,15 +413,21 @@ static void add_bins(calib_bins *b, calib_bins *w, const double *p, size_t k, do
         calib_bins_add(w, p[top], top == (size_t)y);
 }
 
+/* The scores s of the outputs x after parameters p (the loop's scratch). */
+static void score_after(model *m, const model_params *p, const double *x, double y, double s[2])
+{
+    int form;
+    const double *xp = apply_params(m, p, x, m->loop.xcand, &form);
+    model_score(m, form, xp, y, m->pcal, s);
+}
+
 /* The candidate in shadow, scored against the current parameters' scores
  * cur; the gate decides, the loop's tick acts on its decision. */
 static void shadow_observe(model *m, const double *x, double y, const double cur[2])
 {
     model_loop *l = &m->loop;
     double s[2];
-    int form;
-    const double *xc = apply_params(m, &l->candidate, x, l->xcand, &form);
-    model_score(m, form, xc, y, m->pcal, s);
+    score_after(m, &l->candidate, x, y, s);
     calib_gate_add(&l->gate, cur[WS_MAIN], s[WS_MAIN]);
     if (!isnan(s[WS_LOG])) {
         calib_accum_add(&l->shadow_log[0], cur[WS_LOG]);
@@ -436,9 +442,7 @@ static void guard_observe(model *m, const double *x, double y, double cur)
 {
     model_loop *l = &m->loop;
     double s[2];
-    int form;
-    const double *xp = apply_params(m, &l->guard_prev, x, l->xcand, &form);
-    model_score(m, form, xp, y, m->pcal, s);
+    score_after(m, &l->guard_prev, x, y, s);
     calib_gate_add(&l->guard, cur, s[WS_MAIN]);
     double e = calib_gate_log_e(&l->guard);
     if (e <= l->guard_low) { /* a new low: the evidence starts after it */
@@ -459,9 +463,7 @@ static void trigger_observe(model *m, const double *x, double y, const double cu
 {
     model_loop *l = &m->loop;
     double s[2];
-    int form;
-    const double *xc = apply_params(m, &l->challenger, x, l->xcand, &form);
-    model_score(m, form, xc, y, m->pcal, s);
+    score_after(m, &l->challenger, x, y, s);
     calib_gate_add(&l->trig, cur[WS_MAIN], s[WS_MAIN]);
 }
 
