@@ -956,8 +956,6 @@ static void model_tick(calibd *d, model *m)
         l->drift_alarm = 0;
         on_drift(d, m);
     }
-    if (l->refit.phase == PHASE_SHADOW && l->gate.state != CALIB_GATE_RUNNING)
-        decide(d, m);
     trigger_tick(d, m);
     if (l->guard_on && l->guard.state == CALIB_GATE_FAILED) {
         /* gate_max_samples pairs without the previous version doing better:
@@ -969,7 +967,11 @@ static void model_tick(calibd *d, model *m)
                         (unsigned long long)l->guard_prev.version,
                         (unsigned long long)l->guard.diff.n, calib_accum_mean(&l->guard.diff));
     }
+    /* the machine first: a drift alarm makes a candidate fitted before it
+     * stale, cancelled even if its gate has passed meanwhile */
     feed(d, m, EV_TICK, &o);
+    if (l->refit.phase == PHASE_SHADOW && l->gate.state != CALIB_GATE_RUNNING)
+        decide(d, m);
 }
 
 /* Says once per model that memory_limit stopped its state growing (the
