@@ -899,8 +899,13 @@ static void trigger_restart(model *m)
     l->trig_start = m->ring.total;
 }
 
+/* A challenger is refit at most this often (seconds): at 100,000 pairs/s a
+ * fit every refit_min_samples pairs would be 100 fits a second. */
+#define CHALLENGER_REFIT_SECONDS 5.0
+
 /* The trigger at a tick: its rejection reported (once), its period
- * renewed, its challenger refit every refit_min_samples pairs while idle. */
+ * renewed, its challenger refit while idle, every refit_min_samples pairs
+ * and CHALLENGER_REFIT_SECONDS at most. */
 static void trigger_tick(calibd *d, model *m)
 {
     model_loop *l = &m->loop;
@@ -933,7 +938,8 @@ static void trigger_tick(calibd *d, model *m)
         trigger_restart(m); /* a period without evidence: the next one */
     size_t len = calib_ring_len(&m->ring);
     if (l->refit.phase != PHASE_IDLE || l->trig_fitting || len < refit_need(m) ||
-        (l->trig_fit_at && m->ring.total - l->trig_fit_at < c->refit_min_samples))
+        (l->trig_fit_at && (m->ring.total - l->trig_fit_at < c->refit_min_samples ||
+                            loop_now(d) - l->trig_fit_time < CHALLENGER_REFIT_SECONDS)))
         return;
     /* the pairs since the last restart, the regime the test is about (at
      * least refit_min_samples), at most refit_samples */
@@ -943,6 +949,7 @@ static void trigger_tick(calibd *d, model *m)
     if (queue_fit(d, m, n, REFIT_MISCAL, 1) == 0) {
         l->trig_fitting = 1;
         l->trig_fit_at = m->ring.total;
+        l->trig_fit_time = loop_now(d);
     }
 }
 

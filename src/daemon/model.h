@@ -172,6 +172,7 @@ typedef struct model_loop {
     int trig_fitting;       /* a challenger's fit is under way */
     int trig_reported;      /* the gate's rejection was reported */
     uint64_t trig_fit_at;   /* ring.total when the last challenger fit began */
+    double trig_fit_time;   /* ... and loop_now() then (not kept by snapshots) */
     uint64_t trig_start;    /* ring.total at the trigger's last restart: a
                                challenger fits on the pairs since (at least
                                refit_min_samples), the regime in force */
