@@ -341,6 +341,71 @@ static void set_temperature(model *m, uint64_t version, double t)
     model_paired_reset(m, version, t);
 }
 
+/* Feeds n pairs of K = 10 logits x whose outcomes come from softmax(x / t):
+ * for t > 1 the model's softmax(x) is overconfident. */
+static void feed10_tempered(model *m, int n, uint64_t seed, double t)
+{
+    calib_rng rng;
+    calib_rng_seed(&rng, seed);
+    for (int i = 0; i < n; i++) {
+        double x[10], p[10], z = 0;
+        draw10(&rng, x, p);
+        for (int c = 0; c < 10; c++)
+            z += p[c] = exp(x[c] / t);
+        for (int c = 0; c < 10; c++)
+            p[c] /= z;
+        model_observe(m, x, (double)calib_rng_categorical(&rng, p, 10), 1000 + i * 0.01);
+    }
+}
+
+/* The miscalibration trigger on the observe path: a challenger T = 2
+ * against the parameters in force (the identity), on each pair, while the
+ * loop is idle. Outcomes from softmax(x / 2): the challenger is better by
+ * far, and the test rejects within a few hundred pairs. Outcomes from
+ * softmax(x): the challenger is worse, and 15,000 pairs come nowhere near
+ * the level. While a candidate is in shadow the test takes no pair. */
+static void trigger_tests_the_challenger(void **state)
+{
+    model_cfg c = defaults();
+    calib_budget daemon;
+    for (int over = 1; over >= 0; over--) {
+        model *m = new_k10(&c, &daemon);
+        model_loop *l = &m->loop;
+        l->refit.phase = PHASE_IDLE;
+        set_temperature(m, 0, 1000);
+        m->params.values[0] = 1;
+        m->params.identity = 1;
+        l->challenger = m->params;
+        l->challenger.values[0] = 2;
+        l->challenger.identity = 0;
+        calib_gate_cfg gc;
+        model_trigger_cfg(m, &gc);
+        assert_true(gc.alpha == c.miscal_alpha && gc.min_improvement == c.miscal_min_effect);
+        assert_int_equal(calib_gate_init(&l->trig, &gc), CALIB_OK);
+        l->trig_on = 1;
+        if (over) {
+            feed10_tempered(m, 1500, 3, 2);
+            assert_int_equal(l->trig.state, CALIB_GATE_PASSED);
+            assert_true(l->trig.pairs < 1500);
+            assert_true(calib_accum_mean(&l->trig.diff) > 0.01);
+        } else {
+            feed10_tempered(m, 15000, 4, 1);
+            assert_int_equal(l->trig.state, CALIB_GATE_RUNNING); /* its period: 20,000 */
+            assert_int_equal(l->trig.pairs, 15000);
+            assert_true(calib_accum_mean(&l->trig.diff) < 0);
+            assert_true(calib_gate_log_e(&l->trig) < log(1 / c.miscal_alpha));
+            /* busy: the test waits */
+            uint64_t before = l->trig.pairs;
+            l->refit.phase = PHASE_SHADOW;
+            calib_gate_init(&l->gate, &gc);
+            feed10_tempered(m, 100, 5, 1);
+            assert_int_equal(l->trig.pairs, before);
+        }
+        model_free(m);
+        free(m);
+    }
+}
+
 /* The confidence sequences: per view over the paired pairs, holding the
  * paired mean, narrowing, restarted with the paired comparison; under
  * identity parameters the raw one stands for both; off with cs_alpha = 0
@@ -525,6 +590,7 @@ int main(void)
         cmocka_unit_test(window_period_sequences),
         cmocka_unit_test(window_period_coverage),
         cmocka_unit_test(events_ring),
+        cmocka_unit_test(trigger_tests_the_challenger),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
