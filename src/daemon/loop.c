@@ -236,7 +236,7 @@ static refit_in machine_in(const model *m)
 }
 
 static void act(calibd *d, model *m, const refit_out *o);
-static void trigger_restart(model *m);
+static void trigger_restart(model *m, int quiet);
 
 /* One event through the model's machine, then what it says to do. */
 static unsigned feed(calibd *d, model *m, int event, refit_out *o)
@@ -276,8 +276,8 @@ static void act(calibd *d, model *m, const refit_out *o)
     }
     if (a & ACT_DRIFT_RESTART)
         drift_restart(d, m);
-    if (a & ACT_TRIGGER_RESTART)
-        trigger_restart(m);
+    if (a & ACT_TRIGGER_RESTART) /* quiet for a period unless it changed the parameters */
+        trigger_restart(m, !(a & ACT_PUBLISH));
     if ((a & ACT_START_FIT) && start_refit(d, m, o->samples, o->reason) != 0)
         feed(d, m, EV_FIT_FAILED, &again);
     if ((a & ACT_STORE) && o->reason == REFIT_ROLLBACK)
@@ -390,6 +390,7 @@ static void challenger_done(calibd *d, model *m, const refit_job *j, int status)
 {
     model_loop *l = &m->loop;
     l->trig_fitting = 0;
+    d->refits.challengers--;
     if (d->stopping)
         return;
     if (status != 0 || j->rc != CALIB_OK || !j->usable) {
@@ -403,7 +404,7 @@ static void challenger_done(calibd *d, model *m, const refit_job *j, int status)
     params_of_fit(j, p);
     if (!l->trig_on) { /* the first: its regime begins with its samples */
         l->trig_on = 1;
-        trigger_restart(m);
+        trigger_restart(m, 0);
         l->trig_start = l->trig_fit_at - (l->trig_fit_at < j->ds.n ? l->trig_fit_at : j->ds.n);
     }
 }
@@ -567,7 +568,10 @@ size_t loop_refit_now(calibd *d, model *m, char *why, size_t len)
     feed(d, m, EV_MANUAL, &o);
     if (o.actions & ACT_REFUSED) {
         refit_in in = machine_in(m);
-        if (m->loop.refit.phase == PHASE_IDLE) /* too few samples */
+        if (m->loop.refit.phase == PHASE_IDLE && in.drift_alarm)
+            snprintf(why, len, "a drift alarm stands: %zu labelled samples since its change "
+                     "point, %zu needed (refit_min_samples)", in.since_change, in.need);
+        else if (m->loop.refit.phase == PHASE_IDLE) /* too few samples */
             snprintf(why, len, "%zu labelled samples in the ring, %zu needed "
                      "(refit_min_samples)", in.available, in.need);
         else
@@ -885,8 +889,10 @@ static void decide(calibd *d, model *m)
 /* ------------------------------------------------------------ miscalibration */
 
 /* A new gate for the trigger (a new period of miscal_period pairs, or
- * after an outcome of the loop), testing the challenger there is. */
-static void trigger_restart(model *m)
+ * after an outcome of the loop), testing the challenger there is; quiet:
+ * from miscal_period pairs on (after an outcome that left the parameters
+ * in force as they were: an alarm again at once would refit for nothing). */
+static void trigger_restart(model *m, int quiet)
 {
     model_loop *l = &m->loop;
     if (!l->trig_on)
@@ -897,11 +903,17 @@ static void trigger_restart(model *m)
         l->trig_on = 0;
     l->trig_reported = 0;
     l->trig_start = m->ring.total;
+    l->trig_quiet_until = m->ring.total + (quiet ? m->cfg.miscal_period : 0);
 }
 
 /* A challenger is refit at most this often (seconds): at 100,000 pairs/s a
  * fit every refit_min_samples pairs would be 100 fits a second. */
 #define CHALLENGER_REFIT_SECONDS 5.0
+/* Challenger fits under way at once, all models: their copies (and fits)
+ * wait their turn, so what they hold stays under CHALLENGERS_MAX times
+ * CHALLENGER_BYTES however many models there are. */
+#define CHALLENGERS_MAX 1
+#define CHALLENGER_BYTES ((size_t)8 << 20)
 
 /* The trigger at a tick: its rejection reported (once), its period
  * renewed, its challenger refit while idle, every refit_min_samples pairs
@@ -910,7 +922,7 @@ static void trigger_tick(calibd *d, model *m)
 {
     model_loop *l = &m->loop;
     const model_cfg *c = &m->cfg;
-    if (!c->miscal_trigger || !m->params.desc)
+    if (!c->miscal_trigger || !m->params.desc || m->forget)
         return;
     if (l->trig_on && l->trig.state == CALIB_GATE_PASSED && !l->trig_reported) {
         const calib_gate *g = &l->trig;
@@ -935,9 +947,10 @@ static void trigger_tick(calibd *d, model *m)
         alert_send(d, m, "miscalibration", "warning", msg, av, 5);
     }
     if (l->trig_on && l->trig.state == CALIB_GATE_FAILED)
-        trigger_restart(m); /* a period without evidence: the next one */
+        trigger_restart(m, 0); /* a period without evidence: the next one */
     size_t len = calib_ring_len(&m->ring);
     if (l->refit.phase != PHASE_IDLE || l->trig_fitting || len < refit_need(m) ||
+        d->refits.challengers >= CHALLENGERS_MAX || l->trig.state == CALIB_GATE_PASSED ||
         (l->trig_fit_at && (m->ring.total - l->trig_fit_at < c->refit_min_samples ||
                             loop_now(d) - l->trig_fit_time < CHALLENGER_REFIT_SECONDS)))
         return;
@@ -946,7 +959,13 @@ static void trigger_tick(calibd *d, model *m)
     uint64_t since = m->ring.total - l->trig_start;
     size_t n = since > refit_need(m) ? (since < len ? (size_t)since : len) : refit_need(m);
     n = n < c->refit_samples ? n : (size_t)c->refit_samples;
+    /* a copy of CHALLENGER_BYTES at most (10,000 records of K = 10; 1,046
+     * of K = 1000), refit_min_samples at least */
+    size_t cap = CHALLENGER_BYTES / ((m->width + 2) * sizeof(double));
+    cap = cap > refit_need(m) ? cap : refit_need(m);
+    n = n < cap ? n : cap;
     if (queue_fit(d, m, n, REFIT_MISCAL, 1) == 0) {
+        d->refits.challengers++;
         l->trig_fitting = 1;
         l->trig_fit_at = m->ring.total;
         l->trig_fit_time = loop_now(d);

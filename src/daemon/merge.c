@@ -351,6 +351,8 @@ int model_merge(model *dst, const model *src, char *why, size_t len)
     l->drift_base = dst->ring.total;
     l->drift_alarm = 0;
     l->guard_on = 0; /* a guard compares one daemon's pairs */
+    l->trig_on = l->trig_fitting = l->trig_reported = 0; /* so does the trigger */
+    l->trig_start = l->trig_fit_at = l->trig_quiet_until = dst->ring.total;
     if (l->refit.phase != PHASE_OFF)
         l->refit.phase = PHASE_IDLE;
     l->refit.pending = l->refit.reason = REFIT_NONE;

@@ -527,7 +527,8 @@ void model_observe(model *m, const double *x, double y, double now)
         shadow_observe(m, x, y, s[VIEW_CAL]);
     if (l->guard_on && l->guard.state == CALIB_GATE_RUNNING)
         guard_observe(m, x, y, s[VIEW_CAL][WS_MAIN]);
-    if (l->trig_on && l->refit.phase == PHASE_IDLE && l->trig.state == CALIB_GATE_RUNNING)
+    if (l->trig_on && l->refit.phase == PHASE_IDLE && l->trig.state == CALIB_GATE_RUNNING &&
+        m->ring.total > l->trig_quiet_until)
         trigger_observe(m, x, y, s[VIEW_CAL]);
     if (l->drift_on && calib_drift_add(&l->drift, s[VIEW_CAL][WS_MAIN]))
         l->drift_alarm = 1;
@@ -542,8 +543,12 @@ void model_trigger_cfg(const model *m, calib_gate_cfg *gc)
 {
     const model_cfg *c = &m->cfg;
     double clip = m->form == CALIB_FORM_GAUSSIAN ? c->gate_dss_clip : 2;
-    *gc = (calib_gate_cfg){.alpha = c->miscal_alpha, .min_improvement = c->miscal_min_effect,
-                           .lo = -clip, .hi = clip, .max_samples = c->miscal_period};
+    /* never below the gate's: an alarm for less would refit for a
+     * candidate the gate must reject, again and again */
+    double effect = c->miscal_min_effect > c->min_improvement ? c->miscal_min_effect
+                                                              : c->min_improvement;
+    *gc = (calib_gate_cfg){.alpha = c->miscal_alpha, .min_improvement = effect, .lo = -clip,
+                           .hi = clip, .max_samples = c->miscal_period};
 }
 
 /* The interval of sequence cs[view], cs[VIEW_RAW]'s when raw_for_cal. */

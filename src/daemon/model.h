@@ -173,6 +173,9 @@ typedef struct model_loop {
     int trig_reported;      /* the gate's rejection was reported */
     uint64_t trig_fit_at;   /* ring.total when the last challenger fit began */
     double trig_fit_time;   /* ... and loop_now() then (not kept by snapshots) */
+    uint64_t trig_quiet_until; /* ring.total before which the trigger takes no
+                               pair: miscal_period after an outcome that left
+                               the parameters as they were */
     uint64_t trig_start;    /* ring.total at the trigger's last restart: a
                                challenger fits on the pairs since (at least
                                refit_min_samples), the regime in force */

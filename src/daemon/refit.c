@@ -163,6 +163,11 @@ unsigned refit_step(refit_machine *r, int event, double now, const refit_in *in,
 {
     memset(out, 0, sizeof *out);
     out->reason = r->reason;
+    /* an alarm raised since the last tick makes the refit under way stale
+     * at its outcome as well, or a store's drift restart would erase it */
+    if (event != EV_TICK && event != EV_MANUAL && r->phase > PHASE_IDLE && in->drift_alarm &&
+        r->reason != REFIT_DRIFT)
+        r->stale = 1;
     switch (event) {
     case EV_TICK:
         if (r->phase != PHASE_OFF)
@@ -188,7 +193,11 @@ unsigned refit_step(refit_machine *r, int event, double now, const refit_in *in,
     case EV_GATE_PASSED:
         if (r->phase != PHASE_SHADOW)
             break;
-        if (in->auto_publish) {
+        if (r->stale) {
+            out->actions |= ACT_CANCELLED;
+            out->cancelled = r->reason;
+            to_idle(r, out);
+        } else if (in->auto_publish) {
             r->phase = PHASE_STORING;
             out->actions |= ACT_STORE;
         } else {

@@ -429,6 +429,7 @@ static void pack_loop(calib_mpw *w, const model *m)
         pack_gate(w, &l->trig);
         key_uint(w, "fit_at", l->trig_fit_at);
         key_uint(w, "start", l->trig_start);
+        key_uint(w, "quiet_until", l->trig_quiet_until);
         key_uint(w, "reported", (uint64_t)(l->trig_reported != 0));
         calib_mpw_end(w);
     } else {
@@ -1343,9 +1344,16 @@ static int read_trigger(mpr *r, const msgpack_object *o, model *m, notes *skippe
 {
     model_loop *l = &m->loop;
     const msgpack_object *co = mpr_map(r, o, "challenger"), *go = mpr_map(r, o, "gate");
-    uint64_t at = mpr_uint(r, o, "fit_at", 0, m->ring.total);
-    uint64_t start = mpr_uint(r, o, "start", 0, m->ring.total);
+    uint64_t at = mpr_uint(r, o, "fit_at", 0, UINT64_MAX);
+    uint64_t start = mpr_uint(r, o, "start", 0, UINT64_MAX);
+    uint64_t quiet = mpr_find(o, "quiet_until") ? mpr_uint(r, o, "quiet_until", 0, UINT64_MAX)
+                                                 : 0;
     int reported = (int)mpr_uint(r, o, "reported", 0, 1);
+    if (!r->failed && (at > m->ring.total || start > m->ring.total)) {
+        /* counts of another ring (a merge's, say): the trigger starts afresh */
+        note(skipped, "the miscalibration trigger (its counts are past the ring's)");
+        return 1;
+    }
     model_params ch;
     int ok = read_method_params(r, co, m, &ch, "the miscalibration trigger", skipped);
     if (ok <= 0)
@@ -1365,6 +1373,9 @@ static int read_trigger(mpr *r, const msgpack_object *o, model *m, notes *skippe
     l->trig = g;
     l->trig_fit_at = at;
     l->trig_start = start;
+    /* no quiet longer than a period from now */
+    l->trig_quiet_until = quiet < m->ring.total + m->cfg.miscal_period
+                              ? quiet : m->ring.total + m->cfg.miscal_period;
     l->trig_reported = reported;
     l->trig_on = 1;
     return 1;

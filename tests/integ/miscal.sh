@@ -5,7 +5,10 @@
 # (which compares with the model's own first pairs) sees nothing. The
 # miscalibration trigger must reject, alert (kind miscalibration), refit
 # with that reason, gate and publish T near 2. Model "calm" is calibrated:
-# its trigger tests and stays quiet. A restart keeps both triggers.
+# its trigger tests and stays quiet. Model "held" (auto_publish = no) is
+# overconfident too: its candidate passes and is withheld, and the trigger
+# then rests for miscal_period pairs instead of refitting again at once.
+# A restart keeps the triggers.
 . "$(dirname "$0")/lib.sh"
 
 make_sink
@@ -16,6 +19,8 @@ alert_exec = $work/sink.sh
 [defaults]
 form = logits
 k = 10
+[model held]
+auto_publish = no
 EOF2
 start_calibd -c "$work/calibd.conf" --log-level info
 sim() { "$SIMULATE" --endpoint ">$INGEST" --linger-ms "$LINGER_MS" --batch 50 --rate 4000 "$@" 2> /dev/null; }
@@ -23,8 +28,12 @@ sim() { "$SIMULATE" --endpoint ">$INGEST" --linger-ms "$LINGER_MS" --batch 50 --
     --model calm --seed 2 --count 8000 2> /dev/null) &
 calm=$!
 track "$calm"
+(exec "$SIMULATE" --endpoint ">$INGEST" --linger-ms "$LINGER_MS" --batch 50 --rate 4000 \
+    --model held --seed 3 --temperature 2 --count 16000 2> /dev/null) &
+held=$!
+track "$held"
 sim --model over --seed 1 --temperature 2 --count 8000
-wait "$calm"
+wait "$calm" "$held"
 
 loop() { echo "r['models']['$1']['loop']"; }
 check "over: version 1 published, T within 10% of 2" \
@@ -41,6 +50,9 @@ check "over: an alert of kind miscalibration reached the sink" \
     'wait_until "grep -q \"\\\"kind\\\": *\\\"miscalibration\\\"\" \"$work/alerts.jsonl\""'
 check "calm: its trigger tests a challenger (T near 1) and has not alarmed; no refit" \
     '[ "$(json_get "$work/s.json" "$(loop calm)[\"trigger\"][\"state\"] == \"testing\" and abs($(loop calm)[\"trigger\"][\"challenger\"][\"values\"][\"T\"] - 1) < 0.1 and $(loop calm)[\"trigger\"][\"alarms\"] == 0 and $(loop calm)[\"refits\"] == 0")" = True ]'
+check "held: one alarm, its candidate withheld, then the trigger rests (no refit loop over 16,000 pairs)" \
+    'wait_for "$work/s.json" "$(loop held)[\"withheld\"] == 1 and r[\"models\"][\"held\"][\"scored\"] == 16000" &&
+     [ "$(json_get "$work/s.json" "$(loop held)[\"trigger\"][\"alarms\"] == 1 and $(loop held)[\"refits\"] == 1")" = True ]'
 check "the log says why the model was refit" \
     'log_has "over: miscalibrated: a recalibration (temperature T="'
 

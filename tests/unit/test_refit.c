@@ -178,6 +178,41 @@ static void alarm_during_store(void **state)
     assert_int_equal(o.reason, REFIT_DRIFT);
 }
 
+/* A drift alarm raised between two ticks, while a refit of another reason
+ * is under way: its outcome sees it (a store's drift restart would
+ * otherwise erase an alarm no tick had reported). */
+static void alarm_between_ticks(void **state)
+{
+    refit_machine r;
+    refit_out o;
+    refit_in in = plenty();
+    refit_init(&r, 1, 10, 0);
+    step(&r, EV_TICK, 10, &in, &o);
+    step(&r, EV_FIT_DONE, 11, &in, &o);
+    assert_int_equal(step(&r, EV_GATE_PASSED, 12, &in, &o), ACT_STORE);
+    in.drift_alarm = 1;
+    assert_int_equal(step(&r, EV_STORED, 13, &in, &o), ACT_PUBLISH | ACT_TRIGGER_RESTART);
+    assert_int_equal(r.pending, REFIT_DRIFT);
+    /* a gate that passes after an alarm no tick saw: cancelled */
+    refit_init(&r, 1, 10, 0);
+    in = plenty();
+    step(&r, EV_TICK, 10, &in, &o);
+    step(&r, EV_FIT_DONE, 11, &in, &o);
+    in.drift_alarm = 1;
+    assert_int_equal(step(&r, EV_GATE_PASSED, 12, &in, &o), ACT_CANCELLED | ACT_TRIGGER_RESTART);
+    assert_int_equal(o.cancelled, REFIT_SCHEDULE);
+    assert_int_equal(r.pending, REFIT_DRIFT);
+    /* a rollback's refused store, the same */
+    refit_init(&r, 1, 0, 0);
+    in = plenty();
+    in.guard_alarm = 1;
+    step(&r, EV_TICK, 1, &in, &o);
+    in.drift_alarm = 1;
+    assert_int_equal(step(&r, EV_STORE_FAILED, 2, &in, &o),
+                     ACT_STORE_FAILED | ACT_TRIGGER_RESTART);
+    assert_int_equal(r.pending, REFIT_DRIFT);
+}
+
 /* A drift alarm while a fit on samples before it runs: when the fit ends
  * its candidate is cancelled, never put in shadow; a failed one is counted
  * as failed; either way the drift's refit follows. */
@@ -498,6 +533,7 @@ int main(void)
         cmocka_unit_test(alarm_during_shadow),
         cmocka_unit_test(alarm_during_store),
         cmocka_unit_test(alarm_during_fit),
+        cmocka_unit_test(alarm_between_ticks),
         cmocka_unit_test(miscalibration_trigger),
         cmocka_unit_test(manual_during_drift),
         cmocka_unit_test(failed_fit),

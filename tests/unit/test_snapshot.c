@@ -1087,10 +1087,64 @@ static void merged_shards_equal_the_whole(void **state)
     model_free(&d);
 }
 
+/* A merged model's trigger starts afresh, like its drift detector: its
+ * counts were one daemon's, past the merged ring's (which once made the
+ * merged snapshot unreadable, and its model start empty); the merge
+ * restores, and so does a file whose trigger counts are past its ring. */
+static void merged_trigger_starts_afresh(void **state)
+{
+    model_cfg c = small_cfg();
+    model a, b, fresh;
+    make(&a, &c, 0);
+    make(&b, &c, 0);
+    feed(&a, 11, 1000, 7000);
+    feed(&b, 12, 100, 7020);
+    calib_gate_cfg gc;
+    model_trigger_cfg(&a, &gc);
+    assert_int_equal(calib_gate_init(&a.loop.trig, &gc), CALIB_OK);
+    a.loop.challenger = a.params;
+    a.loop.challenger.version = 0;
+    a.loop.challenger.values[0] = 1.3;
+    a.loop.trig_on = 1;
+    a.loop.trig_start = 900;
+    a.loop.trig_fit_at = 950;
+    model chk;
+    restored_copy(&a, &chk, &c); /* unmerged, it restores with its trigger */
+    assert_int_equal(chk.loop.trig_on, 1);
+    assert_int_equal(chk.loop.trig_start, 900);
+    model_free(&chk);
+    char why[300];
+    assert_int_equal(model_merge(&a, &b, why, sizeof why), 0);
+    assert_int_equal(a.loop.trig_on, 0);
+    assert_true(a.loop.trig_start <= a.ring.total && a.loop.trig_fit_at <= a.ring.total);
+    size_t len;
+    char *f = file_of(&a, &len);
+    char skipped[600], err[600];
+    make(&fresh, &c, 0);
+    assert_int_equal(restore(f, len, &fresh, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    assert_int_equal(fresh.scored, a.scored);
+    model_free(&fresh);
+    free(f);
+    /* a file whose trigger's counts are past its ring: the trigger is left
+     * out, the model restores */
+    a.loop.trig_on = 1;
+    a.loop.trig_start = a.ring.total + 5;
+    f = file_of(&a, &len);
+    make(&fresh, &c, 0);
+    assert_int_equal(restore(f, len, &fresh, 0, skipped, sizeof skipped, err, sizeof err), 0);
+    assert_int_equal(fresh.loop.trig_on, 0);
+    assert_non_null(strstr(skipped, "miscalibration trigger"));
+    model_free(&fresh);
+    free(f);
+    model_free(&a);
+    model_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(round_trip_is_exact),
+        cmocka_unit_test(merged_trigger_starts_afresh),
         cmocka_unit_test(decided_gates_and_stale_guards),
         cmocka_unit_test(idle_after_a_rollback_is_restored),
         cmocka_unit_test(silence_longer_than_the_window),
