@@ -19,6 +19,16 @@ static unsigned step(refit_machine *r, int ev, double now, const refit_in *in, r
     return refit_step(r, ev, now, in, o);
 }
 
+/* A machine with a schedule of 10 s whose first scheduled candidate is in
+ * shadow at t = 11. */
+static void scheduled_in_shadow(refit_machine *r, const refit_in *in)
+{
+    refit_out o;
+    refit_init(r, 1, 10, 0);
+    assert_int_equal(step(r, EV_TICK, 10, in, &o), ACT_START_FIT);
+    assert_int_equal(step(r, EV_FIT_DONE, 11, in, &o), ACT_START_SHADOW);
+}
+
 static void off_does_nothing(void **state)
 {
     refit_machine r;
@@ -120,10 +130,8 @@ static void alarm_during_shadow(void **state)
 
     /* enough samples of the new regime at once: cancelled and refit at
      * the same tick */
-    refit_init(&r, 1, 10, 0);
     in = plenty();
-    step(&r, EV_TICK, 10, &in, &o);
-    step(&r, EV_FIT_DONE, 11, &in, &o);
+    scheduled_in_shadow(&r, &in);
     in.drift_alarm = 1;
     in.since_change = 2000;
     assert_int_equal(step(&r, EV_TICK, 12, &in, &o),
@@ -150,9 +158,7 @@ static void alarm_during_store(void **state)
     refit_machine r;
     refit_out o;
     refit_in in = plenty();
-    refit_init(&r, 1, 10, 0);
-    step(&r, EV_TICK, 10, &in, &o);
-    step(&r, EV_FIT_DONE, 11, &in, &o);
+    scheduled_in_shadow(&r, &in);
     assert_int_equal(step(&r, EV_GATE_PASSED, 12, &in, &o), ACT_STORE);
     in.drift_alarm = 1;
     in.since_change = 1500;
@@ -165,10 +171,8 @@ static void alarm_during_store(void **state)
     assert_int_equal(o.samples, 1500);
 
     /* a refused store: the same, the alarm stands */
-    refit_init(&r, 1, 10, 0);
     in = plenty();
-    step(&r, EV_TICK, 10, &in, &o);
-    step(&r, EV_FIT_DONE, 11, &in, &o);
+    scheduled_in_shadow(&r, &in);
     step(&r, EV_GATE_PASSED, 12, &in, &o);
     in.drift_alarm = 1;
     step(&r, EV_TICK, 13, &in, &o);
@@ -186,18 +190,14 @@ static void alarm_between_ticks(void **state)
     refit_machine r;
     refit_out o;
     refit_in in = plenty();
-    refit_init(&r, 1, 10, 0);
-    step(&r, EV_TICK, 10, &in, &o);
-    step(&r, EV_FIT_DONE, 11, &in, &o);
+    scheduled_in_shadow(&r, &in);
     assert_int_equal(step(&r, EV_GATE_PASSED, 12, &in, &o), ACT_STORE);
     in.drift_alarm = 1;
     assert_int_equal(step(&r, EV_STORED, 13, &in, &o), ACT_PUBLISH | ACT_TRIGGER_RESTART);
     assert_int_equal(r.pending, REFIT_DRIFT);
     /* a gate that passes after an alarm no tick saw: cancelled */
-    refit_init(&r, 1, 10, 0);
     in = plenty();
-    step(&r, EV_TICK, 10, &in, &o);
-    step(&r, EV_FIT_DONE, 11, &in, &o);
+    scheduled_in_shadow(&r, &in);
     in.drift_alarm = 1;
     assert_int_equal(step(&r, EV_GATE_PASSED, 12, &in, &o), ACT_CANCELLED | ACT_TRIGGER_RESTART);
     assert_int_equal(o.cancelled, REFIT_SCHEDULE);
