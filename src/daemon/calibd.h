@@ -68,7 +68,7 @@ typedef struct calibd {
     struct {            /* loop.c: refits whose samples are being copied */
         slicer copy;
         struct refit_job *head, *tail;
-        unsigned challengers; /* challenger fits under way, all models */
+        size_t challenger_bytes; /* copies of the challenger fits under way */
     } refits;
     int stopping;
     int handles_ready; /* signals and timer initialised */

@@ -312,6 +312,12 @@ typedef struct refit_job {
     uint64_t ns; /* time the fit took */
 } refit_job;
 
+/* Bytes a fit's copy of n records of m holds. */
+static size_t fit_bytes(const model *m, size_t n)
+{
+    return n * (m->width + 2) * sizeof(double);
+}
+
 /* A fit's result must be the method's number of finite parameters that its
  * apply takes on a record of the model (plugins are not trusted). */
 static int fit_usable(const refit_job *j)
@@ -390,7 +396,7 @@ static void challenger_done(calibd *d, model *m, const refit_job *j, int status)
 {
     model_loop *l = &m->loop;
     l->trig_fitting = 0;
-    d->refits.challengers--;
+    d->refits.challenger_bytes -= fit_bytes(m, j->n);
     if (d->stopping)
         return;
     if (status != 0 || j->rc != CALIB_OK || !j->usable) {
@@ -909,11 +915,13 @@ static void trigger_restart(model *m, int quiet)
 /* A challenger is refit at most this often (seconds): at 100,000 pairs/s a
  * fit every refit_min_samples pairs would be 100 fits a second. */
 #define CHALLENGER_REFIT_SECONDS 5.0
-/* Challenger fits under way at once, all models: their copies (and fits)
- * wait their turn, so what they hold stays under CHALLENGERS_MAX times
- * CHALLENGER_BYTES however many models there are. */
-#define CHALLENGERS_MAX 1
+/* A challenger's copy holds CHALLENGER_BYTES at most, and those of all
+ * models' challenger fits under way CHALLENGERS_BYTES: a model whose fit
+ * would pass that waits a tick, however many models there are (34 fits of
+ * 10,000 records of K = 10 at once; 4 of K = 1000). */
 #define CHALLENGER_BYTES ((size_t)8 << 20)
+#define CHALLENGERS_BYTES ((size_t)32 << 20)
+
 
 /* The trigger at a tick: its rejection reported (once), its period
  * renewed, its challenger refit while idle, every refit_min_samples pairs
@@ -950,7 +958,7 @@ static void trigger_tick(calibd *d, model *m)
         trigger_restart(m, 0); /* a period without evidence: the next one */
     size_t len = calib_ring_len(&m->ring);
     if (l->refit.phase != PHASE_IDLE || l->trig_fitting || len < refit_need(m) ||
-        d->refits.challengers >= CHALLENGERS_MAX || l->trig.state == CALIB_GATE_PASSED ||
+        l->trig.state == CALIB_GATE_PASSED ||
         (l->trig_fit_at && (m->ring.total - l->trig_fit_at < c->refit_min_samples ||
                             loop_now(d) - l->trig_fit_time < CHALLENGER_REFIT_SECONDS)))
         return;
@@ -961,11 +969,14 @@ static void trigger_tick(calibd *d, model *m)
     n = n < c->refit_samples ? n : (size_t)c->refit_samples;
     /* a copy of CHALLENGER_BYTES at most (10,000 records of K = 10; 1,046
      * of K = 1000), refit_min_samples at least */
-    size_t cap = CHALLENGER_BYTES / ((m->width + 2) * sizeof(double));
+    size_t cap = CHALLENGER_BYTES / fit_bytes(m, 1);
     cap = cap > refit_need(m) ? cap : refit_need(m);
     n = n < cap ? n : cap;
+    if (d->refits.challenger_bytes + fit_bytes(m, n) > CHALLENGERS_BYTES &&
+        d->refits.challenger_bytes > 0)
+        return; /* the others' first: its turn comes at a later tick */
     if (queue_fit(d, m, n, REFIT_MISCAL, 1) == 0) {
-        d->refits.challengers++;
+        d->refits.challenger_bytes += fit_bytes(m, n);
         l->trig_fitting = 1;
         l->trig_fit_at = m->ring.total;
         l->trig_fit_time = loop_now(d);
