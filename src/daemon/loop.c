@@ -922,7 +922,6 @@ static void trigger_restart(model *m, int quiet)
 #define CHALLENGER_BYTES ((size_t)8 << 20)
 #define CHALLENGERS_BYTES ((size_t)32 << 20)
 
-
 /* The trigger at a tick: its rejection reported (once), its period
  * renewed, its challenger refit while idle, every refit_min_samples pairs
  * and CHALLENGER_REFIT_SECONDS at most. */
@@ -941,9 +940,10 @@ static void trigger_tick(calibd *d, model *m)
         const char *score = m->form == CALIB_FORM_GAUSSIAN ? "DSS" : "Brier";
         snprintf(msg, sizeof msg, "miscalibrated: a recalibration (%s %s, fit on earlier "
                  "pairs) lowers the %s by %.4g [%.4g, %.4g] on the %llu pairs since, more "
-                 "than miscal_min_effect = %g at miscal_alpha = %g (e-value %.3g); refit",
+                 "than %g (miscal_min_effect, or min_improvement if larger) at miscal_alpha "
+                 "= %g (e-value %.3g); refit",
                  l->challenger.method, v, score, calib_accum_mean(&g->diff), ci[0], ci[1],
-                 (unsigned long long)g->diff.n, c->miscal_min_effect, c->miscal_alpha,
+                 (unsigned long long)g->diff.n, g->cfg.min_improvement, c->miscal_alpha,
                  exp(calib_gate_log_e(g)));
         l->trig_reported = 1;
         l->miscal_alarms++;
