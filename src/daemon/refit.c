@@ -30,13 +30,20 @@ static size_t min_size(size_t a, size_t b)
     return a < b ? a : b;
 }
 
-/* IDLE -> FITTING on the newest n records; stale from the start if a
- * drift alarm stands that it does not answer. */
-static void start(refit_machine *r, int reason, size_t n, const refit_in *in, refit_out *out)
+/* The refit under way is stale: a drift alarm stands that it does not
+ * answer (its samples predate the change). The detector stays in alarm
+ * until the machine restarts it, which it never does for a stale refit,
+ * so this is read off the alarm, not kept. */
+static int stale(const refit_machine *r, const refit_in *in)
+{
+    return r->phase > PHASE_IDLE && r->reason != REFIT_DRIFT && in->drift_alarm;
+}
+
+/* IDLE -> FITTING on the newest n records. */
+static void start(refit_machine *r, int reason, size_t n, refit_out *out)
 {
     r->phase = PHASE_FITTING;
     r->reason = reason;
-    r->stale = in->drift_alarm && reason != REFIT_DRIFT;
     r->pending = REFIT_NONE;
     out->actions |= ACT_START_FIT;
     out->reason = reason;
@@ -46,39 +53,30 @@ static void start(refit_machine *r, int reason, size_t n, const refit_in *in, re
 /* Back to IDLE after any outcome: the trigger's evidence was about the
  * parameters and samples before it; a stale refit leaves its drift alarm
  * standing, to a fit of its own. */
-static void to_idle(refit_machine *r, refit_out *out)
+static void to_idle(refit_machine *r, const refit_in *in, refit_out *out)
 {
     out->actions |= ACT_TRIGGER_RESTART;
-    if (r->stale)
+    if (stale(r, in))
         r->pending = REFIT_DRIFT;
-    r->stale = 0;
     r->phase = PHASE_IDLE;
 }
 
 /* Back to IDLE after an outcome that leaves the refit's reason open: a
  * drift stays unexplained, so its detector measures anew. */
-static void idle_after(refit_machine *r, unsigned action, refit_out *out)
+static void idle_after(refit_machine *r, unsigned action, const refit_in *in, refit_out *out)
 {
     out->actions |= action;
     if (r->reason == REFIT_DRIFT)
         out->actions |= ACT_DRIFT_RESTART;
-    to_idle(r, out);
+    to_idle(r, in, out);
 }
 
-/* Busy at a drift alarm that the refit under way does not answer (its
- * samples predate the change): stale. A candidate in shadow is cancelled
- * at once; a fit is when it ends; a store goes on, without clearing the
- * alarm. */
-static void busy_tick(refit_machine *r, const refit_in *in, refit_out *out)
+/* A stale candidate dropped (in shadow, or as its fit ends). */
+static void cancel(refit_machine *r, const refit_in *in, refit_out *out)
 {
-    if (!in->drift_alarm || r->reason == REFIT_DRIFT || r->stale)
-        return;
-    r->stale = 1;
-    if (r->phase == PHASE_SHADOW) {
-        out->actions |= ACT_CANCELLED;
-        out->cancelled = r->reason;
-        to_idle(r, out);
-    }
+    out->actions |= ACT_CANCELLED;
+    out->cancelled = r->reason;
+    to_idle(r, in, out);
 }
 
 static void tick(refit_machine *r, double now, const refit_in *in, refit_out *out)
@@ -91,15 +89,16 @@ static void tick(refit_machine *r, double now, const refit_in *in, refit_out *ou
             r->pending = REFIT_SCHEDULE;
     }
     /* busy: an alarm is level-triggered and is seen again at an idle tick
-     * (unless the outcome of a fit after its change point answered it) */
-    if (r->phase != PHASE_IDLE)
-        busy_tick(r, in, out);
+     * (unless the outcome of a fit after its change point answered it); a
+     * stale candidate in shadow is cancelled at once, a stale fit when it
+     * ends, and a stale store goes on without clearing the alarm */
+    if (r->phase == PHASE_SHADOW && stale(r, in))
+        cancel(r, in, out);
     if (r->phase != PHASE_IDLE)
         return;
     if (in->guard_alarm) { /* no fit: the previous parameters, stored */
         r->phase = PHASE_STORING;
         r->reason = REFIT_ROLLBACK;
-        r->stale = in->drift_alarm; /* it does not answer a drift alarm */
         out->actions |= ACT_STORE;
         out->reason = REFIT_ROLLBACK;
         return; /* a pending reason waits for the next idle tick */
@@ -127,7 +126,7 @@ static void tick(refit_machine *r, double now, const refit_in *in, refit_out *ou
         }
         return;
     }
-    start(r, r->pending, want, in, out);
+    start(r, r->pending, want, out);
 }
 
 static void manual(refit_machine *r, const refit_in *in, refit_out *out)
@@ -155,7 +154,7 @@ static void manual(refit_machine *r, const refit_in *in, refit_out *out)
         out->actions |= ACT_REFUSED;
         return;
     }
-    start(r, reason, n, in, out);
+    start(r, reason, n, out);
 }
 
 unsigned refit_step(refit_machine *r, int event, double now, const refit_in *in,
@@ -164,10 +163,8 @@ unsigned refit_step(refit_machine *r, int event, double now, const refit_in *in,
     memset(out, 0, sizeof *out);
     out->reason = r->reason;
     /* an alarm raised since the last tick makes the refit under way stale
-     * at its outcome as well, or a store's drift restart would erase it */
-    if (event != EV_TICK && event != EV_MANUAL && r->phase > PHASE_IDLE && in->drift_alarm &&
-        r->reason != REFIT_DRIFT)
-        r->stale = 1;
+     * at its outcome as well (stale() reads the alarm as it is now), or a
+     * store's drift restart would erase it */
     switch (event) {
     case EV_TICK:
         if (r->phase != PHASE_OFF)
@@ -177,36 +174,32 @@ unsigned refit_step(refit_machine *r, int event, double now, const refit_in *in,
         manual(r, in, out);
         break;
     case EV_FIT_DONE:
-        if (r->phase == PHASE_FITTING && r->stale) {
-            out->actions |= ACT_CANCELLED;
-            out->cancelled = r->reason;
-            to_idle(r, out);
-        } else if (r->phase == PHASE_FITTING) {
+        if (r->phase == PHASE_FITTING && stale(r, in))
+            cancel(r, in, out);
+        else if (r->phase == PHASE_FITTING) {
             r->phase = PHASE_SHADOW;
             out->actions |= ACT_START_SHADOW;
         }
         break;
     case EV_FIT_FAILED:
         if (r->phase == PHASE_FITTING)
-            idle_after(r, ACT_FIT_FAILED, out);
+            idle_after(r, ACT_FIT_FAILED, in, out);
         break;
     case EV_GATE_PASSED:
         if (r->phase != PHASE_SHADOW)
             break;
-        if (r->stale) {
-            out->actions |= ACT_CANCELLED;
-            out->cancelled = r->reason;
-            to_idle(r, out);
+        if (stale(r, in)) {
+            cancel(r, in, out);
         } else if (in->auto_publish) {
             r->phase = PHASE_STORING;
             out->actions |= ACT_STORE;
         } else {
-            idle_after(r, ACT_WITHHELD, out);
+            idle_after(r, ACT_WITHHELD, in, out);
         }
         break;
     case EV_GATE_REJECTED:
         if (r->phase == PHASE_SHADOW)
-            idle_after(r, ACT_REJECTED, out);
+            idle_after(r, ACT_REJECTED, in, out);
         break;
     case EV_STORED:
     case EV_STORE_FAILED:
@@ -214,9 +207,9 @@ unsigned refit_step(refit_machine *r, int event, double now, const refit_in *in,
          * reference; but a stale store leaves its drift alarm standing */
         if (r->phase == PHASE_STORING) {
             out->actions |= event == EV_STORED ? ACT_PUBLISH : ACT_STORE_FAILED;
-            if (!r->stale)
+            if (!stale(r, in))
                 out->actions |= ACT_DRIFT_RESTART;
-            to_idle(r, out);
+            to_idle(r, in, out);
         }
         break;
     }

@@ -119,7 +119,6 @@ typedef struct refit_machine {
     int phase;            /* enum refit_phase */
     int pending;          /* enum refit_reason waiting to start */
     int reason;           /* of the fit, candidate or store under way */
-    int stale;            /* ... which a drift alarm has made stale */
     double next_refit;    /* when the schedule is next due; 0: no schedule */
     /* private */
     double interval;      /* refit_interval; 0: no schedule */
