@@ -56,9 +56,11 @@ LINGER_MS=$(( $(scaled 60) * 1000 ))
 # start_calibd [EXTRA OPTIONS...]: sets INGEST, PULL, CONTROL, PUBLISH and
 # HTTP (empty with --http off, lib.sh's default); waits until calibd has
 # written its endpoints and answers a ping (or has died: Bail out!)
+# CALIBD_PRELOAD, where set, is preloaded into calibd alone, never into
+# the tools that wait on it
 start_calibd() {
     rm -f "$work/state/endpoints" # a restart must not read the last run's
-    "$CALIBD" --ingest 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
+    LD_PRELOAD="${CALIBD_PRELOAD:-${LD_PRELOAD:-}}" "$CALIBD" --ingest 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
         --control 'tcp://127.0.0.1:*' --http off --state-dir "$work/state" \
         --log-level warn "$@" 2> "$work/calibd.log" &
     calibd_pid=$!
@@ -68,7 +70,7 @@ start_calibd() {
     CONTROL=$(awk '$1 == "control" {print $2; exit}' "$work/state/endpoints" 2> /dev/null)
     PUBLISH=$(awk '$1 == "publish" {print $2; exit}' "$work/state/endpoints" 2> /dev/null)
     HTTP=$(awk '$1 == "http" {print $2; exit}' "$work/state/endpoints" 2> /dev/null)
-    [ -n "$CONTROL" ] && "$CALIBCTL" ping --control "$CONTROL" --timeout "$(scaled 10)" > /dev/null || {
+    [ -n "$CONTROL" ] && timeout "$(scaled 20)" "$CALIBCTL" ping --control "$CONTROL" --timeout "$(scaled 10)" > /dev/null || {
         sed 's/^/# /' "$work/calibd.log"
         echo "Bail out! calibd did not start"
         exit 1
