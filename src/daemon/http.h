@@ -1,7 +1,8 @@
-/* http.h — Prometheus metrics over HTTP (libmicrohttpd). The server thread
- * only ever serves text that the loop thread renders, a slice at a time,
- * in rounds (one starts each tick when none runs), so no daemon state is
- * read off the loop thread. */
+/* http.h — calibd over HTTP (libmicrohttpd): the server, its table of
+ * routes and its rendering rounds. The server thread only ever serves
+ * text that the loop thread renders, a slice at a time, in rounds (one
+ * starts each tick when none runs), so no daemon state is read off the
+ * loop thread. The metrics' text is prom.h's, the credentials http_auth.h's. */
 #ifndef CALIBD_HTTP_H
 #define CALIBD_HTTP_H
 
@@ -12,7 +13,9 @@
 
 #include "calib/mpw.h"
 #include "hist.h"
+#include "http_auth.h"
 #include "log.h"
+#include "prom.h"
 #include "slicer.h"
 
 struct calibd;
@@ -44,77 +47,12 @@ typedef struct http_access {
     logger *log;                    /* warnings at start, or NULL */
 } http_access;
 
-/* One user of basic auth. */
-typedef struct http_user {
-    char *name, *pass;
-    size_t name_len, pass_len;
-} http_user;
-
-/* The credentials accepted: with neither a token nor a user, every
- * request passes. */
-typedef struct http_auth {
-    char *token;            /* NULL: no bearer token accepted */
-    size_t token_len;
-    http_user *users;       /* [nusers]: none, no basic auth */
-    size_t nusers;
-    int metrics;            /* /metrics needs credentials too */
-} http_auth;
-
-/* What a request's credentials are worth. */
-enum http_verdict {
-    HTTP_AUTH_PASS,    /* none needed, or the right ones */
-    HTTP_AUTH_MISSING, /* needed, and no Authorization header */
-    HTTP_AUTH_WRONG,   /* an Authorization header that is not accepted */
-};
-
-#define HTTP_TOKEN_MIN 16      /* characters of a bearer token at least */
-#define HTTP_SECRET_MAX 4096   /* bytes of a token, or of a user:password line */
-#define HTTP_USERS_MAX 256     /* lines of the basic-auth file */
-#define HTTP_PEM_MAX (1 << 20) /* bytes of a certificate chain or key file */
-#define HTTP_REALM "calibd"
-
-/* Whether the secret given equals the one kept, in a time that depends on
- * the kept one's length alone: never on how much of a guess is right. */
-int http_secret_equal(const void *given, size_t given_len, const void *secret,
-                      size_t secret_len);
-/* Reads the token file (one token of RFC 6750's b64token characters, at
- * least HTTP_TOKEN_MIN long, on one line) and the basic-auth file (lines
- * user:password; blank lines and lines starting with # skipped; the user
- * without ':', neither empty, no control characters, no user twice) into
- * a, either path NULL. 0, or -1 with err saying which file and line and
- * why (a holds nothing then). */
-int http_auth_load(http_auth *a, const char *token_file, const char *basic_file,
-                   char *err, size_t errlen);
-/* Forgets the secrets, overwriting them first. */
-void http_auth_free(http_auth *a);
-/* Whether a request for url needs credentials. */
-int http_auth_required(const http_auth *a, const char *url);
-/* The verdict on a request for url with the Authorization header
- * authorization (or NULL) and, when that is a basic one, its user and
- * password as libmicrohttpd decoded them (or NULL): "Bearer TOKEN" is
- * checked against the token, user:password against every user (all of
- * them, whatever matches, in constant time). */
-enum http_verdict http_auth_check(const http_auth *a, const char *url,
-                                  const char *authorization, const char *user,
-                                  const char *pass);
-/* The PEM file at path whole, NUL-terminated, in *out (malloc'ed), after
- * checking that it holds a block of the kind: "CERTIFICATE", or any
- * unencrypted "PRIVATE KEY". 0, or -1 with err set. */
-int http_pem_load(const char *path, const char *kind, char **out, size_t *len, char *err,
-                  size_t errlen);
-
 /* A line for the log, from the server's thread, that the loop writes. */
 typedef struct http_note {
     int kind;       /* 0: an unauthorized request, 1: libmicrohttpd's */
     char text[256];
 } http_note;
 #define HTTP_NOTES 16 /* notes kept between two ticks; more are counted */
-
-/* A growing text buffer. */
-typedef struct http_text {
-    char *buf;
-    size_t len, cap;
-} http_text;
 
 /* A round of rendering: each model's metrics (into one buffer per metric
  * family, so that a family's samples stay together as the text format
@@ -130,9 +68,8 @@ typedef struct http_round {
     double point_at;
     int failed;             /* out of memory: the last snapshots stay */
     double begun;           /* monotonic time of its start */
-    http_text daemon;       /* the daemon-wide metrics */
-    http_text *fam;         /* [nfam]: the model families */
-    size_t nfam, famcap;
+    textbuf daemon;            /* the daemon-wide metrics */
+    prom_families fam;      /* the models' */
     calib_mpw st;           /* the status, msgpack */
     char *text, *json;      /* the worker's joined results */
     size_t text_len, json_len;
@@ -227,6 +164,13 @@ int http_history_save(http_server *h, struct calibd *d);
 void http_stop(http_server *h);
 /* After the loop: frees everything. */
 void http_free(http_server *h);
+
+/* Whether path is a route served without credentials unless
+ * http_auth_metrics (/metrics); a path that is no route is not. */
+int http_route_open(const char *path);
+/* The 404 text, made from the table of routes, into out (len bytes, cut
+ * short if need be); its length whole, as snprintf's. */
+size_t http_routes_text(char *out, size_t len);
 
 #define HTTP_HISTORY_SAVE 600.0 /* seconds between history saves */
 /* With more models than this, /status and /metrics are rendered only

@@ -284,15 +284,36 @@ static void history(void **state)
     free(r);
 }
 
-/* Other paths 404, other methods 405. */
+/* Other paths 404, whatever the method, with the routes listed from the
+ * table; other methods on a route 405, with the methods allowed. */
 static void refusals(void **state)
 {
     fixture *f = *state;
     int code;
-    free(request(f->port, "GET", "/nope", &code));
+    char routes[256];
+    size_t n = http_routes_text(routes, sizeof routes);
+    assert_true(n < sizeof routes);
+    assert_non_null(strstr(routes, " /history?model=NAME,"));
+    const char *paths[] = {"/", "/metrics", "/status", "/history", "/healthz"};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        char word[32];
+        snprintf(word, sizeof word, " %s", paths[i]);
+        assert_non_null(strstr(routes, word));
+    }
+    char *r = request(f->port, "GET", "/nope", &code);
     assert_int_equal(code, 404);
-    free(request(f->port, "POST", "/metrics", &code));
+    assert_non_null(strstr(r, routes));
+    free(r);
+    free(request(f->port, "POST", "/nope", &code));
+    assert_int_equal(code, 404);
+    r = request(f->port, "POST", "/metrics", &code);
     assert_int_equal(code, 405);
+    assert_non_null(strstr(r, "\r\nAllow: GET, HEAD\r\n"));
+    free(r);
+    /* a text cut short still says how long it is whole */
+    char small[8];
+    assert_int_equal(http_routes_text(small, sizeof small), n);
+    assert_int_equal(strlen(small), sizeof small - 1);
 }
 
 
@@ -452,58 +473,61 @@ static void basic_file(void **state)
  * metrics is set; no header is missing; the token (scheme in any case,
  * spaces after it) or any user's name and password pass; anything else,
  * a prefix or an extension of the token included, is wrong. */
+/* whether a path is an open route (http.c's table) */
+#define OPEN(path) http_route_open(path)
+
 static void verdicts(void **state)
 {
     (void)state;
     http_auth none = {0};
-    assert_false(http_auth_required(&none, "/status"));
-    assert_int_equal(http_auth_check(&none, "/status", NULL, NULL, NULL), HTTP_AUTH_PASS);
-    assert_int_equal(http_auth_check(&none, "/", "Bearer junk", NULL, NULL), HTTP_AUTH_PASS);
+    assert_false(http_auth_required(&none, OPEN("/status")));
+    assert_int_equal(http_auth_check(&none, OPEN("/status"), NULL, NULL, NULL), HTTP_AUTH_PASS);
+    assert_int_equal(http_auth_check(&none, OPEN("/"), "Bearer junk", NULL, NULL), HTTP_AUTH_PASS);
     char token[] = TOKEN, alice[] = "alice\0s3cret:x", bob[] = "bob\0hunter2hunter2";
     http_user users[2] = {{alice, alice + 6, 5, 8}, {bob, bob + 4, 3, 14}};
     http_auth a = {.token = token, .token_len = strlen(token), .users = users, .nusers = 2};
-    assert_false(http_auth_required(&a, "/metrics"));
-    assert_true(http_auth_required(&a, "/metrics/"));
-    assert_true(http_auth_required(&a, "/"));
-    assert_true(http_auth_required(&a, "/healthz"));
-    assert_int_equal(http_auth_check(&a, "/metrics", NULL, NULL, NULL), HTTP_AUTH_PASS);
-    assert_int_equal(http_auth_check(&a, "/status", NULL, NULL, NULL), HTTP_AUTH_MISSING);
-    assert_int_equal(http_auth_check(&a, "/status", "Bearer " TOKEN, NULL, NULL),
+    assert_false(http_auth_required(&a, OPEN("/metrics")));
+    assert_true(http_auth_required(&a, OPEN("/metrics/")));
+    assert_true(http_auth_required(&a, OPEN("/")));
+    assert_true(http_auth_required(&a, OPEN("/healthz")));
+    assert_int_equal(http_auth_check(&a, OPEN("/metrics"), NULL, NULL, NULL), HTTP_AUTH_PASS);
+    assert_int_equal(http_auth_check(&a, OPEN("/status"), NULL, NULL, NULL), HTTP_AUTH_MISSING);
+    assert_int_equal(http_auth_check(&a, OPEN("/status"), "Bearer " TOKEN, NULL, NULL),
                      HTTP_AUTH_PASS);
-    assert_int_equal(http_auth_check(&a, "/", "bearer   " TOKEN, NULL, NULL), HTTP_AUTH_PASS);
-    assert_int_equal(http_auth_check(&a, "/status", "Bearer " TOKEN "0", NULL, NULL),
+    assert_int_equal(http_auth_check(&a, OPEN("/"), "bearer   " TOKEN, NULL, NULL), HTTP_AUTH_PASS);
+    assert_int_equal(http_auth_check(&a, OPEN("/status"), "Bearer " TOKEN "0", NULL, NULL),
                      HTTP_AUTH_WRONG);
-    assert_int_equal(http_auth_check(&a, "/status", "Bearer 0123456789abcdef", NULL, NULL),
+    assert_int_equal(http_auth_check(&a, OPEN("/status"), "Bearer 0123456789abcdef", NULL, NULL),
                      HTTP_AUTH_WRONG);
-    assert_int_equal(http_auth_check(&a, "/status", "Bearer", NULL, NULL), HTTP_AUTH_WRONG);
-    assert_int_equal(http_auth_check(&a, "/status", "Bearer ", NULL, NULL), HTTP_AUTH_WRONG);
-    assert_int_equal(http_auth_check(&a, "/status", "Token " TOKEN, NULL, NULL),
+    assert_int_equal(http_auth_check(&a, OPEN("/status"), "Bearer", NULL, NULL), HTTP_AUTH_WRONG);
+    assert_int_equal(http_auth_check(&a, OPEN("/status"), "Bearer ", NULL, NULL), HTTP_AUTH_WRONG);
+    assert_int_equal(http_auth_check(&a, OPEN("/status"), "Token " TOKEN, NULL, NULL),
                      HTTP_AUTH_WRONG);
     const char *basic = "Basic eA=="; /* what the header was does not matter here */
-    assert_int_equal(http_auth_check(&a, "/status", basic, "alice", "s3cret:x"), HTTP_AUTH_PASS);
-    assert_int_equal(http_auth_check(&a, "/status", basic, "bob", "hunter2hunter2"),
+    assert_int_equal(http_auth_check(&a, OPEN("/status"), basic, "alice", "s3cret:x"), HTTP_AUTH_PASS);
+    assert_int_equal(http_auth_check(&a, OPEN("/status"), basic, "bob", "hunter2hunter2"),
                      HTTP_AUTH_PASS);
-    assert_int_equal(http_auth_check(&a, "/status", basic, "alice", "hunter2hunter2"),
+    assert_int_equal(http_auth_check(&a, OPEN("/status"), basic, "alice", "hunter2hunter2"),
                      HTTP_AUTH_WRONG);
-    assert_int_equal(http_auth_check(&a, "/status", basic, "alice", "s3cret"), HTTP_AUTH_WRONG);
-    assert_int_equal(http_auth_check(&a, "/status", basic, "Alice", "s3cret:x"),
+    assert_int_equal(http_auth_check(&a, OPEN("/status"), basic, "alice", "s3cret"), HTTP_AUTH_WRONG);
+    assert_int_equal(http_auth_check(&a, OPEN("/status"), basic, "Alice", "s3cret:x"),
                      HTTP_AUTH_WRONG);
-    assert_int_equal(http_auth_check(&a, "/status", basic, NULL, NULL), HTTP_AUTH_WRONG);
+    assert_int_equal(http_auth_check(&a, OPEN("/status"), basic, NULL, NULL), HTTP_AUTH_WRONG);
     /* the token as a password is no way in */
-    assert_int_equal(http_auth_check(&a, "/status", basic, "alice", TOKEN), HTTP_AUTH_WRONG);
+    assert_int_equal(http_auth_check(&a, OPEN("/status"), basic, "alice", TOKEN), HTTP_AUTH_WRONG);
     /* a token alone: a basic header is wrong, whatever it says */
     http_auth only_token = {.token = token, .token_len = strlen(token)};
-    assert_int_equal(http_auth_check(&only_token, "/status", basic, "alice", "s3cret:x"),
+    assert_int_equal(http_auth_check(&only_token, OPEN("/status"), basic, "alice", "s3cret:x"),
                      HTTP_AUTH_WRONG);
     /* users alone: a bearer header is wrong, even with a user's password */
     http_auth only_users = {.users = users, .nusers = 2};
-    assert_int_equal(http_auth_check(&only_users, "/status", "Bearer s3cret:x", NULL, NULL),
+    assert_int_equal(http_auth_check(&only_users, OPEN("/status"), "Bearer s3cret:x", NULL, NULL),
                      HTTP_AUTH_WRONG);
     /* metrics set: /metrics like the rest */
     a.metrics = 1;
-    assert_true(http_auth_required(&a, "/metrics"));
-    assert_int_equal(http_auth_check(&a, "/metrics", NULL, NULL, NULL), HTTP_AUTH_MISSING);
-    assert_int_equal(http_auth_check(&a, "/metrics", "Bearer " TOKEN, NULL, NULL),
+    assert_true(http_auth_required(&a, OPEN("/metrics")));
+    assert_int_equal(http_auth_check(&a, OPEN("/metrics"), NULL, NULL, NULL), HTTP_AUTH_MISSING);
+    assert_int_equal(http_auth_check(&a, OPEN("/metrics"), "Bearer " TOKEN, NULL, NULL),
                      HTTP_AUTH_PASS);
 }
 

@@ -1,0 +1,747 @@
+/* prom.c — calibd's metrics in the Prometheus text exposition format
+ * (version 0.0.4): the daemon's families, and each model's, family by
+ * family (see prom.h). Every sample is rendered on the loop thread. */
+#include "config.h"
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calibd.h"
+#include "prom.h"
+
+/* What is being rendered into: one text (the daemon's families), or, with
+ * fam set, the families' texts, one for each, help() moving to the next
+ * (and writing its header only with headers set). */
+typedef struct out {
+    textbuf t;
+    prom_families *fam;
+    size_t cur;     /* families begun in this render */
+    int headers;
+} out;
+
+/* Leaves the family being written, if any, in its text of fam. */
+static void fam_stash(out *o)
+{
+    if (o->fam && o->cur)
+        o->fam->f[o->cur - 1] = o->t;
+}
+
+/* The next family's text as o's; 0, or -1 out of memory. */
+static int fam_next(out *o)
+{
+    prom_families *f = o->fam;
+    fam_stash(o);
+    if (o->cur == f->n) {
+        if (f->n == f->cap) {
+            size_t cap = f->cap ? 2 * f->cap : 64;
+            textbuf *g = realloc(f->f, cap * sizeof *g);
+            if (!g)
+                return -1;
+            f->f = g;
+            f->cap = cap;
+        }
+        f->f[f->n++] = (textbuf){0};
+    }
+    textbuf *g = &f->f[o->cur++];
+    if (!g->buf && !(g->buf = malloc(g->cap = 4096)))
+        return -1;
+    o->t = *g;
+    o->t.failed = 0; /* help() moves on only while nothing failed */
+    return 0;
+}
+
+__attribute__((format(printf, 2, 3)))
+static void put(out *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    textbuf_vput(&o->t, fmt, ap);
+    va_end(ap);
+}
+
+/* One sample, name{labels} value, or none when the value is not finite:
+ * a series without data is absent, never NaN, so that an alert rule on
+ * it is not silently false. */
+__attribute__((format(printf, 3, 4)))
+static void sample(out *o, double x, const char *fmt, ...)
+{
+    if (!isfinite(x) || o->t.failed)
+        return;
+    char head[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(head, sizeof head, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof head) {
+        o->t.failed = 1;
+        return;
+    }
+    put(o, "%s %.17g\n", head, x);
+}
+
+/* One model as the metrics see it: its window as the tick summed it
+ * (model_view), the same that status and the alert rules read. */
+typedef struct snap {
+    const model *m;
+    const calib_pane *w; /* both views' window scores; raw window bins */
+    int have_w;
+} snap;
+
+static void help(out *t, const char *name, const char *type, const char *what)
+{
+    if (t->fam && !t->t.failed && fam_next(t) != 0) {
+        t->t.failed = 1;
+        t->cur = 0; /* the buffers stay the families', as stashed */
+    }
+    if (!t->fam || t->headers)
+        put(t, "# HELP %s %s\n# TYPE %s %s\n", name, what, name, type);
+}
+
+static void counters(out *t, const snap *s, size_t n)
+{
+    static const struct {
+        const char *name, *what;
+        size_t offset;
+    } fam[] = {
+        {"calibd_predictions_total", "Predictions accepted.", offsetof(model, predictions)},
+        {"calibd_labels_total", "Labels accepted.", offsetof(model, labels)},
+        {"calibd_scored_total", "Prediction-outcome pairs scored.", offsetof(model, scored)},
+        {"calibd_drift_alarms_total", "Drift alarms of the calibrated score.",
+         offsetof(model, loop.drift_alarms)},
+        {"calibd_refits_total", "Refits started.", offsetof(model, loop.refits)},
+        {"calibd_refit_errors_total", "Refits whose fit failed.", offsetof(model, loop.refit_errors)},
+        {"calibd_candidates_total", "Candidate parameters put in shadow.",
+         offsetof(model, loop.candidates)},
+        {"calibd_candidates_published_total", "Candidates that passed the gate and were published.",
+         offsetof(model, loop.published)},
+        {"calibd_candidates_rejected_total", "Candidates the gate did not pass.",
+         offsetof(model, loop.rejected)},
+        {"calibd_candidates_store_errors_total", "Candidates that passed the gate but the "
+         "state directory refused to store, so were not published.",
+         offsetof(model, loop.store_errors)},
+        {"calibd_miscalibration_alarms_total", "Rejections of the miscalibration trigger: a "
+         "recalibration fit on earlier pairs lowered the score by more than miscal_min_effect.",
+         offsetof(model, loop.miscal_alarms)},
+        {"calibd_candidates_cancelled_total", "Refits made stale by a drift alarm after the "
+         "samples they were fit on, dropped.", offsetof(model, loop.cancelled)},
+        {"calibd_rollbacks_total", "Versions the guard showed worse than the one before, "
+         "which was published again (rollback = yes).", offsetof(model, loop.rollbacks)},
+        {"calibd_alerts_total", "Alerts sent.", offsetof(model, alerts)},
+    };
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        help(t, fam[f].name, "counter", fam[f].what);
+        for (size_t i = 0; i < n; i++)
+            put(t, "%s{model=\"%s\"} %llu\n", fam[f].name, s[i].m->name,
+                *(const unsigned long long *)((const char *)s[i].m + fam[f].offset));
+    }
+    help(t, "calibd_params_version", "gauge", "Version of the current parameters.");
+    for (size_t i = 0; i < n; i++)
+        put(t, "calibd_params_version{model=\"%s\"} %llu\n", s[i].m->name,
+            (unsigned long long)s[i].m->params.version);
+}
+
+/* d NULL: the models' alone (a round's model by model) */
+static void rejections(out *t, const calibd *d, const snap *s, size_t n)
+{
+    help(t, "calibd_rejected_total", "counter",
+         "Rejected messages or records, by model (empty when unknown) and reason.");
+    for (int r = 0; d && r < REJ_MAX; r++)
+        if (d->rejected[r])
+            put(t, "calibd_rejected_total{model=\"\",reason=\"%s\"} %llu\n", reject_name(r),
+                (unsigned long long)d->rejected[r]);
+    for (size_t i = 0; i < n; i++)
+        for (int r = 0; r < REJ_MAX; r++)
+            if (s[i].m->rejected[r])
+                put(t, "calibd_rejected_total{model=\"%s\",reason=\"%s\"} %llu\n",
+                    s[i].m->name, reject_name(r), (unsigned long long)s[i].m->rejected[r]);
+}
+
+static void joins(out *t, const snap *s, size_t n)
+{
+    static const struct {
+        const char *name, *type, *what;
+    } fam[] = {
+        {"calibd_join_waiting", "gauge", "Predictions or labels waiting to be joined."},
+        {"calibd_join_expired_total", "counter", "Items that waited the label TTL unmatched."},
+        {"calibd_join_evicted_total", "counter", "Waiting items evicted by the memory bound."},
+        {"calibd_join_duplicates_total", "counter", "Duplicate predictions or labels."},
+        {"calibd_join_sampled_out_total", "counter",
+         "Items dropped over capacity: their id out of the join's sample."},
+    };
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        help(t, fam[f].name, fam[f].type, fam[f].what);
+        for (size_t i = 0; i < n; i++) {
+            const calib_join *j = &s[i].m->join;
+            const char *name = s[i].m->name;
+            if (!s[i].m->shaped)
+                continue;
+            uint64_t v[5][2] = {{j->waiting_preds, j->waiting_labels},
+                                {j->expired_preds, j->expired_labels},
+                                {j->evicted, 0},
+                                {j->duplicate_preds, j->duplicate_labels},
+                                {j->sampled_out_preds, j->sampled_out_labels}};
+            if (f == 2) {
+                put(t, "%s{model=\"%s\"} %llu\n", fam[f].name, name,
+                    (unsigned long long)v[f][0]);
+                continue;
+            }
+            put(t, "%s{model=\"%s\",kind=\"prediction\"} %llu\n", fam[f].name, name,
+                (unsigned long long)v[f][0]);
+            put(t, "%s{model=\"%s\",kind=\"label\"} %llu\n", fam[f].name, name,
+                (unsigned long long)v[f][1]);
+        }
+    }
+    help(t, "calibd_join_sample_fraction", "gauge",
+         "Fraction of ids the join keeps: 1 until it is full, then a uniform sample.");
+    for (size_t i = 0; i < n; i++)
+        if (s[i].m->shaped)
+            put(t, "calibd_join_sample_fraction{model=\"%s\"} %.17g\n", s[i].m->name,
+                calib_join_sample_fraction(&s[i].m->join));
+}
+
+
+/* The accumulators of one model, view and scope; NULL if not available. */
+static const calib_accum *accums(const snap *s, int view, int window)
+{
+    if (!window)
+        return s->m->cum[view];
+    return s->have_w ? &s->w->stat[view * WS_PER_VIEW] : NULL;
+}
+
+/* which 0: mean, 1: lower end of the interval, 2: upper end */
+static void score_family(out *t, const snap *s, size_t n, int which)
+{
+    static const char *names[3] = {"calibd_score_mean", "calibd_score_ci_low",
+                                   "calibd_score_ci_high"};
+    static const char *whats[3] = {
+        "Mean proper score: for brier and log, the calibration upper bound U.",
+        "Lower end of the 95% interval of the mean score.",
+        "Upper end of the 95% interval of the mean score."};
+    static const char *views[VIEWS] = {"raw", "calibrated"}, *scopes[2] = {"cumulative", "window"};
+    help(t, names[which], "gauge", whats[which]);
+    for (size_t i = 0; i < n; i++) {
+        if (!s[i].m->shaped)
+            continue;
+        int reg = s[i].m->form == CALIB_FORM_GAUSSIAN;
+        for (int v = 0; v < VIEWS; v++)
+            for (int w = 0; w < 2; w++) {
+                const calib_accum *acc = accums(&s[i], v, w);
+                for (int k = 0; acc && k < (reg ? 1 : 2); k++) {
+                    double ci[2];
+                    calib_accum_ci95(&acc[k], ci);
+                    sample(t, which == 0 ? calib_accum_mean(&acc[k]) : ci[which - 1],
+                           "%s{model=\"%s\",view=\"%s\",scope=\"%s\",score=\"%s\"}",
+                           names[which], s[i].m->name, views[v], scopes[w],
+                           reg ? "dss" : k ? "log" : "brier");
+                }
+            }
+    }
+}
+
+static void ece_family(out *t, const snap *s, size_t n)
+{
+    help(t, "calibd_ece", "gauge", "Expected calibration error (binned lower bound).");
+    for (size_t i = 0; i < n; i++) {
+        const model *m = s[i].m;
+        if (!m->shaped || m->form == CALIB_FORM_GAUSSIAN)
+            continue;
+        sample(t, calib_bins_ece(&m->top[VIEW_RAW]),
+               "calibd_ece{model=\"%s\",view=\"raw\",scope=\"cumulative\"}", m->name);
+        sample(t, calib_bins_ece(&m->top[VIEW_CAL]),
+               "calibd_ece{model=\"%s\",view=\"calibrated\",scope=\"cumulative\"}", m->name);
+        if (s[i].have_w) {
+            sample(t, calib_bins_ece(&s[i].w->top[VIEW_RAW]),
+                   "calibd_ece{model=\"%s\",view=\"raw\",scope=\"window\"}", m->name);
+            /* the value alert_ece fires on */
+            sample(t, calib_bins_ece(&s[i].w->top[VIEW_CAL]),
+                   "calibd_ece{model=\"%s\",view=\"calibrated\",scope=\"window\"}", m->name);
+        }
+    }
+}
+
+static const char *const view_names[VIEWS] = {"raw", "calibrated"};
+
+/* The name of score i (WS_MAIN, WS_LOG) of model m. */
+static const char *score_name(const model *m, int i)
+{
+    return m->form == CALIB_FORM_GAUSSIAN ? "dss" : i == WS_MAIN ? "brier" : "log";
+}
+
+static int scores_of(const model *m)
+{
+    return m->form == CALIB_FORM_GAUSSIAN ? 1 : WS_PER_VIEW;
+}
+
+/*
+ * The scores as counters, so that rate(sum) / rate(count) is the mean over
+ * any range and a sum over instances pools shards. A plain double sum of
+ * non-negative terms only grows, as a counter must; the DSS can be
+ * negative, so its negative parts are a counter of their own:
+ * mean = (rate(sum) - rate(negative_sum)) / rate(count), for every score.
+ */
+static void score_counters(out *t, const snap *s, size_t n)
+{
+    static const struct {
+        const char *name, *what;
+    } fam[] = {
+        {"calibd_score_count_total", "Pairs scored, by view and score."},
+        {"calibd_score_sum_total", "Sum of the positive parts of the per-pair scores (for "
+         "brier and log, their sum)."},
+        {"calibd_score_negative_sum_total", "Sum of the magnitudes of the negative per-pair "
+         "scores (only the DSS can be negative)."},
+        {"calibd_score_squares_total", "Sum of the squared per-pair scores."},
+    };
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        help(t, fam[f].name, "counter", fam[f].what);
+        for (size_t i = 0; i < n; i++) {
+            const model *m = s[i].m;
+            if (!m->shaped)
+                continue;
+            for (int v = 0; v < VIEWS; v++)
+                for (int k = 0; k < scores_of(m); k++) {
+                    const model_sums *sum = &m->sums[v][k];
+                    double x[4] = {(double)m->cum[v][k].n, sum->pos, sum->neg, sum->sq};
+                    /* a sum that overflowed stays +Inf, as the text format spells it */
+                    if (isinf(x[f]))
+                        put(t, "%s{model=\"%s\",view=\"%s\",score=\"%s\"} +Inf\n",
+                            fam[f].name, m->name, view_names[v], score_name(m, k));
+                    else
+                        put(t, "%s{model=\"%s\",view=\"%s\",score=\"%s\"} %.17g\n",
+                            fam[f].name, m->name, view_names[v], score_name(m, k), x[f]);
+                }
+        }
+    }
+}
+
+/* The cumulative top-label bins as counters: ECE and the reliability
+ * diagram of any range, pooled over instances, in PromQL. */
+static void bin_counters(out *t, const snap *s, size_t n)
+{
+    static const struct {
+        const char *name, *what;
+    } fam[] = {
+        {"calibd_bin_count_total", "Pairs in each top-label reliability bin."},
+        {"calibd_bin_confidence_sum_total", "Sum of the top-label confidences in each bin."},
+        {"calibd_bin_correct_total", "Pairs in each bin whose top label was the outcome."},
+    };
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        help(t, fam[f].name, "counter", fam[f].what);
+        for (size_t i = 0; i < n; i++) {
+            const model *m = s[i].m;
+            if (!m->shaped || m->form == CALIB_FORM_GAUSSIAN)
+                continue;
+            for (int v = 0; v < VIEWS; v++) {
+                const calib_bins *b = &m->top[v];
+                for (uint32_t j = 0; j < b->m; j++) {
+                    /* the running sum alone, not its compensation: it only grows */
+                    double x[3] = {(double)b->count[j], b->conf[j].sum, (double)b->correct[j]};
+                    put(t, "%s{model=\"%s\",view=\"%s\",bin=\"%u\"} %.17g\n", fam[f].name,
+                        m->name, view_names[v], (unsigned)j, x[f]);
+                }
+            }
+        }
+    }
+}
+
+/* TCE2 and RBS of both views and scopes, CWCE2 of the raw view. */
+static void estimator_gauges(out *t, const snap *s, size_t n)
+{
+    static const char *scopes[2] = {"cumulative", "window"};
+    help(t, "calibd_tce2", "gauge", "Squared top-label calibration error (binned lower bound).");
+    for (size_t i = 0; i < n; i++) {
+        const model *m = s[i].m;
+        if (!m->shaped || m->form == CALIB_FORM_GAUSSIAN)
+            continue;
+        for (int w = 0; w < 1 + s[i].have_w; w++)
+            for (int v = 0; v < VIEWS; v++)
+                sample(t, calib_bins_tce2(w ? &s[i].w->top[v] : &m->top[v]),
+                       "calibd_tce2{model=\"%s\",view=\"%s\",scope=\"%s\"}", m->name,
+                       view_names[v], scopes[w]);
+    }
+    help(t, "calibd_cwce2", "gauge",
+         "Squared class-wise calibration error of the raw outputs (binned lower bound).");
+    for (size_t i = 0; i < n; i++)
+        if (s[i].m->shaped && s[i].m->cw.k)
+            sample(t, calib_cwbins_cwce2(&s[i].m->cw),
+                   "calibd_cwce2{model=\"%s\",view=\"raw\",scope=\"cumulative\"}",
+                   s[i].m->name);
+    help(t, "calibd_rbs", "gauge", "Root Brier score: the square root of the mean Brier score.");
+    for (size_t i = 0; i < n; i++) {
+        const model *m = s[i].m;
+        if (!m->shaped || m->form == CALIB_FORM_GAUSSIAN)
+            continue;
+        for (int w = 0; w < 2; w++)
+            for (int v = 0; v < VIEWS; v++) {
+                const calib_accum *acc = accums(&s[i], v, w);
+                if (acc)
+                    sample(t, sqrt(calib_accum_mean(&acc[WS_MAIN])),
+                           "calibd_rbs{model=\"%s\",view=\"%s\",scope=\"%s\"}", m->name,
+                           view_names[v], scopes[w]);
+            }
+    }
+}
+
+/* The current parameters, and raw against calibrated on the same pairs
+ * since they took over. */
+static void params_gauges(out *t, const snap *s, size_t n)
+{
+    help(t, "calibd_params_value", "gauge", "Current parameter values, by name and version.");
+    for (size_t i = 0; i < n; i++) {
+        const model_params *p = &s[i].m->params;
+        for (unsigned j = 0; p->desc && j < p->n; j++)
+            sample(t, p->values[j],
+                   "calibd_params_value{model=\"%s\",method=\"%s\",param=\"%s\","
+                   "version=\"%llu\"}", s[i].m->name, p->method, p->desc->param_names[j],
+                   (unsigned long long)p->version);
+    }
+    help(t, "calibd_paired_samples", "gauge",
+         "Pairs scored since the current parameter version took over.");
+    for (size_t i = 0; i < n; i++)
+        if (s[i].m->shaped)
+            put(t, "calibd_paired_samples{model=\"%s\"} %llu\n", s[i].m->name,
+                (unsigned long long)s[i].m->paired.view[VIEW_RAW][WS_MAIN].n);
+    help(t, "calibd_paired_since_seconds", "gauge",
+         "When the current parameter version took over, seconds since the epoch.");
+    for (size_t i = 0; i < n; i++)
+        if (s[i].m->shaped && s[i].m->paired.since > 0)
+            sample(t, s[i].m->paired.since, "calibd_paired_since_seconds{model=\"%s\"}",
+                   s[i].m->name);
+    help(t, "calibd_paired_score_mean", "gauge",
+         "Mean score of each view on the same pairs, since the current parameters.");
+    for (size_t i = 0; i < n; i++) {
+        const model *m = s[i].m;
+        for (int v = 0; m->shaped && v < VIEWS; v++)
+            for (int k = 0; k < scores_of(m); k++)
+                sample(t, calib_accum_mean(&m->paired.view[v][k]),
+                       "calibd_paired_score_mean{model=\"%s\",view=\"%s\",score=\"%s\"}",
+                       m->name, view_names[v], score_name(m, k));
+    }
+    /* a sequence that became empty has no interval: no sample (the mean
+     * moved since it started) */
+    static const char *cs_names[2][2] = {
+        {"calibd_paired_brier_cs_low", "calibd_paired_brier_cs_high"},
+        {"calibd_window_brier_cs_low", "calibd_window_brier_cs_high"}};
+    static const char *cs_whats[2][2] = {
+        {"Lower end of the anytime-valid confidence sequence (level cs_alpha, 0.05 by "
+         "default) for the mean Brier of each view since the current parameters: unlike "
+         "the fixed-time interval, it holds however often it is looked at.",
+         "Upper end of the anytime-valid confidence sequence of calibd_paired_brier_cs_low."},
+        {"Lower end of the anytime-valid confidence sequence (level cs_alpha per period) for "
+         "the mean Brier of each view in the window's period: since the last multiple of "
+         "window seconds of the clock, or the last change of parameters "
+         "(calibd_window_cs_since_seconds).",
+         "Upper end of the anytime-valid confidence sequence of calibd_window_brier_cs_low."}};
+    for (int scope = CS_PAIRED; scope <= CS_PERIOD; scope++)
+        for (int e = 0; e < 2; e++) {
+            help(t, cs_names[scope][e], "gauge", cs_whats[scope][e]);
+            for (size_t i = 0; i < n; i++) {
+                const model *m = s[i].m;
+                double b[2];
+                for (int v = 0; m->shaped && v < VIEWS; v++)
+                    if (model_cs(m, scope, v, &b[0], &b[1]) > 0)
+                        sample(t, b[e], "%s{model=\"%s\",view=\"%s\"}", cs_names[scope][e],
+                               m->name, view_names[v]);
+            }
+        }
+    help(t, "calibd_window_cs_since_seconds", "gauge",
+         "Unix time the window's period of calibd_window_brier_cs_low began.");
+    for (size_t i = 0; i < n; i++)
+        if (s[i].m->shaped && s[i].m->cs_on && s[i].m->period.running)
+            sample(t, s[i].m->period.since, "calibd_window_cs_since_seconds{model=\"%s\"}",
+                   s[i].m->name);
+    static const char *names[3] = {"calibd_paired_improvement",
+                                   "calibd_paired_improvement_ci_low",
+                                   "calibd_paired_improvement_ci_high"};
+    static const char *whats[3] = {
+        ("Mean of raw minus calibrated score on the same pairs since the current parameters "
+         "(> 0: they improve the calibration by that much)."),
+        "Lower end of the 95% interval of calibd_paired_improvement.",
+        "Upper end of the 95% interval of calibd_paired_improvement."};
+    for (int f = 0; f < 3; f++) {
+        help(t, names[f], "gauge", whats[f]);
+        for (size_t i = 0; i < n; i++) {
+            const model *m = s[i].m;
+            for (int k = 0; m->shaped && k < scores_of(m); k++) {
+                double ci[2];
+                calib_accum_ci95(&m->paired.diff[k], ci);
+                sample(t, f ? ci[f - 1] : calib_accum_mean(&m->paired.diff[k]),
+                       "%s{model=\"%s\",score=\"%s\"}", names[f], m->name, score_name(m, k));
+            }
+        }
+    }
+}
+
+/* The closed loop: its phase, the drift detector, the shadow run. */
+static void loop_gauges(out *t, const snap *s, size_t n)
+{
+    static const char *drift_states[] = {"reference", "watching", "alarm"};
+    help(t, "calibd_loop_phase", "gauge", "1 for the closed loop's current phase, else 0.");
+    for (size_t i = 0; i < n; i++)
+        for (int ph = PHASE_OFF; s[i].m->shaped && ph <= PHASE_STORING; ph++)
+            put(t, "calibd_loop_phase{model=\"%s\",phase=\"%s\"} %d\n", s[i].m->name,
+                refit_phase_name(ph), s[i].m->loop.refit.phase == ph);
+    help(t, "calibd_drift_state", "gauge", "1 for the drift detector's current state, else 0.");
+    for (size_t i = 0; i < n; i++) {
+        const model_loop *l = &s[i].m->loop;
+        for (int st = 0; s[i].m->shaped && l->drift_on && st < 3; st++)
+            put(t, "calibd_drift_state{model=\"%s\",state=\"%s\"} %d\n", s[i].m->name,
+                drift_states[st], (int)l->drift.state == st);
+    }
+    help(t, "calibd_drift_log_e", "gauge",
+         "Log of the drift detector's e-process (it alarms at log(1/drift_alpha)).");
+    for (size_t i = 0; i < n; i++) {
+        const model_loop *l = &s[i].m->loop;
+        if (s[i].m->shaped && l->drift_on && l->drift.state != CALIB_DRIFT_REFERENCE)
+            sample(t, calib_drift_log_e(&l->drift), "calibd_drift_log_e{model=\"%s\"}",
+                   s[i].m->name);
+    }
+    static const char *names[5] = {"calibd_shadow_samples", "calibd_shadow_log_e",
+                                   "calibd_shadow_improvement",
+                                   "calibd_shadow_improvement_ci_low",
+                                   "calibd_shadow_improvement_ci_high"};
+    static const char *whats[5] = {
+        "Pairs the candidate in shadow has been scored on.",
+        "Log of the shadow gate's e-process (it passes at log(1/gate_alpha)).",
+        "Mean of current minus candidate score in shadow (> 0: the candidate is better).",
+        "Lower end of the 95% interval of calibd_shadow_improvement.",
+        "Upper end of the 95% interval of calibd_shadow_improvement."};
+    for (int f = 0; f < 5; f++) {
+        help(t, names[f], "gauge", whats[f]);
+        for (size_t i = 0; i < n; i++) {
+            const model_loop *l = &s[i].m->loop;
+            if (!s[i].m->shaped || l->refit.phase != PHASE_SHADOW)
+                continue;
+            double ci[2];
+            calib_accum_ci95(&l->gate.diff, ci);
+            double x[5] = {(double)l->gate.diff.n, calib_gate_log_e(&l->gate),
+                           calib_accum_mean(&l->gate.diff), ci[0], ci[1]};
+            sample(t, x[f], "%s{model=\"%s\"}", names[f], s[i].m->name);
+        }
+    }
+}
+
+/* The snapshots' figures (snapshots.h). */
+static void snapshot_metrics(out *t, const snapshots *s)
+{
+    help(t, "calibd_snapshot_writes_total", "counter", "Snapshots written to the state directory.");
+    put(t, "calibd_snapshot_writes_total %llu\n", (unsigned long long)s->writes);
+    help(t, "calibd_snapshot_errors_total", "counter",
+         "Snapshots that could not be packed or written (logged).");
+    put(t, "calibd_snapshot_errors_total %llu\n", (unsigned long long)s->errors);
+    if (!s->writes)
+        return;
+    help(t, "calibd_snapshot_last_success_timestamp_seconds", "gauge",
+         "When the last snapshot was written, seconds since the epoch.");
+    sample(t, s->last_ok, "calibd_snapshot_last_success_timestamp_seconds");
+    help(t, "calibd_snapshot_bytes", "gauge", "Size of the last snapshot written.");
+    put(t, "calibd_snapshot_bytes %zu\n", s->bytes);
+    help(t, "calibd_snapshot_models", "gauge", "Models in the last snapshot written.");
+    put(t, "calibd_snapshot_models %llu\n", (unsigned long long)s->models);
+    help(t, "calibd_snapshot_duration_seconds", "gauge",
+         "Seconds from the start of the last snapshot's packing to its file written.");
+    sample(t, s->duration, "calibd_snapshot_duration_seconds");
+    help(t, "calibd_snapshot_slice_max_seconds", "gauge",
+         "The longest the loop packed models without taking messages, in the last periodic "
+         "snapshot.");
+    sample(t, s->slice_max, "calibd_snapshot_slice_max_seconds");
+}
+
+/* The ingest sockets: what ZeroMQ delivered, and the two ways calibd
+ * learns it is losing messages it never receives. */
+static void sockets(out *t, const calibd *d)
+{
+    const zsock *z[2] = {&d->ingest, d->have_pull ? &d->pull : NULL};
+    static const struct {
+        const char *name, *what;
+        size_t offset;
+    } fam[] = {
+        {"calibd_socket_received_total", "Messages received, by ingest socket.",
+         offsetof(zsock, received)},
+        {"calibd_socket_saturated_total", "Receive turns that ended on drain_time with "
+         "messages still queued: calibd is behind (a full SUB queue makes producers' "
+         "PUB sockets drop).", offsetof(zsock, saturated)},
+        {"calibd_socket_disconnects_total", "Producer connections that ended: closed, or "
+         "cut by ZeroMQ for a message over max_msg_size.", offsetof(zsock, disconnects)},
+    };
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        help(t, fam[f].name, "counter", fam[f].what);
+        for (int i = 0; i < 2; i++)
+            if (z[i])
+                put(t, "%s{socket=\"%s\"} %llu\n", fam[f].name, z[i]->name,
+                    *(const unsigned long long *)((const char *)z[i] + fam[f].offset));
+    }
+    /* every socket's failed handshakes (zsock_monitor): those opened */
+    const zsock *all[4] = {z[0], z[1], &d->control, &d->publish};
+    help(t, "calibd_socket_handshake_failures_total", "counter",
+         "Connections refused in their handshake, by socket. With CURVE: a client without "
+         "a key pair or calibd's public key, or whose key is not allowed; without: a "
+         "client using CURVE, or a peer not speaking ZeroMQ.");
+    for (int i = 0; i < 4; i++)
+        if (all[i] && all[i]->name)
+            put(t, "calibd_socket_handshake_failures_total{socket=\"%s\"} %llu\n",
+                all[i]->name, all[i]->handshake_failures);
+    if (!d->auth.on)
+        return;
+    help(t, "calibd_curve_clients_total", "counter",
+         "CURVE clients the ZAP handler admitted (result=\"accepted\") or refused "
+         "(\"refused\": a key not in the role's allow-list), by role.");
+    for (int r = 0; r < AUTH_ROLES; r++)
+        put(t, "calibd_curve_clients_total{role=\"%s\",result=\"accepted\"} %llu\n"
+               "calibd_curve_clients_total{role=\"%s\",result=\"refused\"} %llu\n",
+            auth_role_name[r], d->auth.accepted[r], auth_role_name[r], d->auth.refused[r]);
+}
+
+static void http_counters(out *t, http_server *h)
+{
+    help(t, "calibd_http_timeouts_total", "counter",
+         "HTTP connections cut for not completing a request within http_timeout.");
+    pthread_mutex_lock(&h->lock);
+    unsigned long long n = h->timeouts, missing = h->unauthorized[0],
+                       wrong = h->unauthorized[1];
+    pthread_mutex_unlock(&h->lock);
+    put(t, "calibd_http_timeouts_total %llu\n", n);
+    help(t, "calibd_http_unauthorized_total", "counter",
+         "HTTP requests refused (401) for credentials missing or wrong, by reason.");
+    put(t, "calibd_http_unauthorized_total{reason=\"missing\"} %llu\n", missing);
+    put(t, "calibd_http_unauthorized_total{reason=\"wrong\"} %llu\n", wrong);
+    if (h->round_seconds <= 0)
+        return; /* no round done yet */
+    help(t, "calibd_http_render_seconds", "gauge",
+         "Seconds the last rendering of /metrics and /status took, from its start on the "
+         "loop to the text served (what the text lags behind at most, besides the tick).");
+    sample(t, h->round_seconds, "calibd_http_render_seconds");
+    help(t, "calibd_http_render_slice_max_seconds", "gauge",
+         "The longest the loop rendered models without taking messages, in the last rendering.");
+    sample(t, h->round_slice_max, "calibd_http_render_slice_max_seconds");
+}
+
+/* What the models hold, against memory_limit and max_models. */
+static void memory(out *t, const calibd *d)
+{
+    help(t, "calibd_models", "gauge", "Models held.");
+    put(t, "calibd_models %zu\n", d->nmodels);
+    help(t, "calibd_max_models", "gauge", "Models calibd holds at most (max_models).");
+    put(t, "calibd_max_models %llu\n", (unsigned long long)d->cfg.max_models);
+    help(t, "calibd_memory_bytes", "gauge", "Bytes the models' state holds.");
+    put(t, "calibd_memory_bytes %zu\n", d->mem.used);
+    help(t, "calibd_memory_limit_bytes", "gauge", "Bytes the models' state may hold (memory_limit).");
+    put(t, "calibd_memory_limit_bytes %llu\n", (unsigned long long)d->cfg.memory_limit);
+    help(t, "calibd_memory_refused_total", "counter",
+         "Allocations of the models' state refused by memory_limit.");
+    put(t, "calibd_memory_refused_total %llu\n", (unsigned long long)d->mem.refused);
+}
+
+static void model_memory(out *t, const snap *s, size_t n)
+{
+    help(t, "calibd_model_memory_bytes", "gauge", "Bytes a model's state holds.");
+    for (size_t i = 0; i < n; i++)
+        put(t, "calibd_model_memory_bytes{model=\"%s\"} %zu\n", s[i].m->name, s[i].m->mem.used);
+}
+
+/* The metrics of the daemon as a whole. */
+static void render_daemon(out *t, calibd *d)
+{
+    help(t, "calibd_build_info", "gauge", "Always 1; the version of calibd as a label.");
+    put(t, "calibd_build_info{version=\"%s\"} 1\n", PACKAGE_VERSION);
+    help(t, "calibd_start_time_seconds", "gauge", "When calibd started, seconds since the epoch.");
+    sample(t, d->started, "calibd_start_time_seconds");
+    help(t, "calibd_messages_total", "counter", "Messages received on the ingest sockets.");
+    put(t, "calibd_messages_total %llu\n", (unsigned long long)d->messages);
+    help(t, "calibd_models_removed_total", "counter",
+         "Models removed: forgotten (calibctl forget), or expired (model_idle_ttl).");
+    put(t, "calibd_models_removed_total{reason=\"forgotten\"} %llu\n",
+        (unsigned long long)d->models_forgotten);
+    put(t, "calibd_models_removed_total{reason=\"expired\"} %llu\n",
+        (unsigned long long)d->models_expired);
+    help(t, "calibd_config_reloads_total", "counter",
+         "SIGHUP reloads of the configuration file: applied, or refused whole.");
+    put(t, "calibd_config_reloads_total{result=\"applied\"} %llu\n", (unsigned long long)d->reloads);
+    put(t, "calibd_config_reloads_total{result=\"refused\"} %llu\n",
+        (unsigned long long)d->reloads_refused);
+    help(t, "calibd_tick_overruns_total", "counter",
+         "Ticks that found the last pass over the models still running (and started none).");
+    put(t, "calibd_tick_overruns_total %llu\n", (unsigned long long)d->pass.overruns);
+    memory(t, d);
+    sockets(t, d);
+    snapshot_metrics(t, &d->snap);
+    http_counters(t, &d->http);
+}
+
+/* The families of models s[0..n) (with d, the daemon's rejections too):
+ * each begins with help(), whatever n, so that a round renders each model
+ * into the same sequence of families. */
+static void render_models(out *t, const calibd *d, const snap *s, size_t n)
+{
+    rejections(t, d, s, n);
+    counters(t, s, n);
+    joins(t, s, n);
+    model_memory(t, s, n);
+    for (int which = 0; which < 3; which++)
+        score_family(t, s, n, which);
+    ece_family(t, s, n);
+    score_counters(t, s, n);
+    bin_counters(t, s, n);
+    estimator_gauges(t, s, n);
+    params_gauges(t, s, n);
+    loop_gauges(t, s, n);
+}
+
+int prom_daemon(textbuf *t, calibd *d)
+{
+    out o = {.t = *t};
+    render_daemon(&o, d);
+    *t = o.t;
+    return o.t.failed ? -1 : 0;
+}
+
+/* A render into the families, from their first. */
+static int families(prom_families *f, const calibd *d, const model *m, int headers)
+{
+    snap s = {0};
+    if (m)
+        s = (snap){.m = m, .w = &m->view.w, .have_w = m->view.have};
+    out o = {.fam = f, .headers = headers};
+    render_models(&o, d, m ? &s : NULL, m ? 1 : 0);
+    fam_stash(&o);
+    return o.t.failed ? -1 : 0;
+}
+
+int prom_headers(prom_families *f, const calibd *d)
+{
+    for (size_t i = 0; i < f->n; i++)
+        f->f[i].len = 0;
+    return families(f, d, NULL, 1);
+}
+
+int prom_model(prom_families *f, const model *m)
+{
+    return families(f, NULL, m, 0);
+}
+
+size_t prom_families_len(const prom_families *f)
+{
+    size_t len = 0;
+    for (size_t i = 0; i < f->n; i++)
+        len += f->f[i].len;
+    return len;
+}
+
+void prom_families_release(prom_families *f)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        free(f->f[i].buf);
+        f->f[i] = (textbuf){0};
+    }
+}
+
+void prom_families_free(prom_families *f)
+{
+    prom_families_release(f);
+    free(f->f);
+    *f = (prom_families){0};
+}
