@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# fixtures.sh — this build reads the state files of earlier ones. Each
+# folder of tests/fixtures holds the files a release wrote (snapshot,
+# model.*.params, history: tests/fixtures/make.sh made them) and what that
+# release read back from them (expected.json, history.*.json). calibctl
+# snapshot must read the snapshot to the same status, and a calibd started
+# on the files must restore the same models, parameters and history, for
+# as long as calibd reads that format (calibd(8), SNAPSHOTS, Upgrades).
+. "$(dirname "$0")/lib.sh"
+STATUS="$PY $srcdir/tests/fixtures/status.py"
+found=0
+for dir in "$srcdir"/tests/fixtures/*/; do
+    [ -f "$dir/expected.json" ] || continue
+    found=$((found + 1))
+    v=$(basename "$dir")
+    "$CALIBCTL" snapshot "$dir/snapshot" > "$work/read.json" 2> "$work/read.err"
+    check "$v: calibctl snapshot reads it
+$(sed 's/^/  /' "$work/read.err")" '[ $? -eq 0 ]'
+    check "$v: to the status it was read to then
+$($STATUS check "$dir/expected.json" "$work/read.json" | sed 's/^/  /')" \
+        '$STATUS check "$dir/expected.json" "$work/read.json" > /dev/null'
+
+    rm -rf "$work/state" && mkdir -p "$work/state" && cp "$dir"/snapshot "$dir"/history \
+        "$dir"/model.*.params "$work/state/"
+    start_calibd -c "$dir/calibd.conf" --http 127.0.0.1:0 --log-level info
+    check "$v: calibd restores every model from it
+$(grep -E 'snapshot|history|params' "$work/calibd.log" | sed 's/^/  /')" \
+        'log_has "snapshot: restored" && ! log_has "moved aside"'
+    status > "$work/status.json"
+    check "$v: to the same models, parameters and figures
+$($STATUS check "$dir/expected.json" "$work/status.json" | sed 's/^/  /')" \
+        '$STATUS check "$dir/expected.json" "$work/status.json" > /dev/null'
+    for h in "$dir"/history.*.json; do
+        m=${h##*/history.}
+        m=${m%.json}
+        curl -sS "${HTTP%/metrics}/history?model=$m" > "$work/h.json"
+        check "$v: model $m's history, point for point" \
+            '"$PY" -c "import json, sys
+want = json.load(open(sys.argv[1]))[\"points\"]
+got = json.load(open(sys.argv[2]))[\"points\"]
+sys.exit(not (want and got[:len(want)] == want))" "$h" "$work/h.json"'
+    done
+    check "$v: calibd stops cleanly" "stop_calibd"
+done
+check "fixtures found" '[ $found -gt 0 ]'
+finish
