@@ -17,6 +17,7 @@ typedef struct textbuf {
 /* Appends the formatted text. */
 __attribute__((format(printf, 2, 3)))
 void textbuf_put(textbuf *t, const char *fmt, ...);
+__attribute__((format(printf, 2, 0)))
 void textbuf_vput(textbuf *t, const char *fmt, va_list ap);
 /* Appends s as a JSON string, quoted and escaped. */
 void textbuf_json_str(textbuf *t, const char *s);
