@@ -27,6 +27,10 @@ struct calibd;
 double wall_now(void);
 /* Monotonic seconds: the loop's clock (cached per loop iteration). */
 double loop_now(const struct calibd *d);
+/* Monotonic seconds, read now (CLOCK_MONOTONIC, libuv's source too): for
+ * threads other than the loop's, which may not read its cache (the HTTP
+ * server's), and for timing the loop's own work. */
+double mono_now(void);
 /* The steady clock: the wall clock at start (clock_start) plus the loop's
  * clock since. */
 double steady_now(const struct calibd *d);

@@ -411,8 +411,6 @@ static enum http_verdict authorize(http_server *h, struct MHD_Connection *c, int
 
 /* ------------------------------------------------------------ server */
 
-static double mono_now(void);
-
 static struct MHD_Response *text_response(const char *body)
 {
     return MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
@@ -643,13 +641,6 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     enum MHD_Result ret = MHD_queue_response(c, code, r);
     MHD_destroy_response(r);
     return ret;
-}
-
-static double mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* MHD's thread: a connection opens or closes. MHD calls CLOSED before it

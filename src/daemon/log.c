@@ -3,6 +3,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
@@ -20,13 +21,6 @@ int log_level_parse(const char *s)
         if (strcmp(s, level_names[i]) == 0)
             return i;
     return -1;
-}
-
-static double now_mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 __attribute__((format(printf, 4, 0)))
@@ -75,7 +69,7 @@ static log_rl_slot *rl_slot(logger *l, const char *key, int named)
  * (saying how many lines the last one suppressed) when one is due. */
 static int rl_admit(logger *l, log_rl_slot *s, enum log_level level, const char *module)
 {
-    double now = now_mono();
+    double now = mono_now();
     if (now - s->start >= LOG_RL_INTERVAL) {
         if (s->suppressed && s->named)
             log_msg(l, level, module, "%u more \"%s\" messages suppressed", s->suppressed,
