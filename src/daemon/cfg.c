@@ -248,9 +248,8 @@ static int set_string(char **field, const char *value)
     return 0;
 }
 
-/* Appends a comma-separated list of endpoints; blanks around each are
- * ignored, an empty one is an error. */
-/* A comma-separated list of `what`s (endpoints, topic prefixes) added to l. */
+/* A comma-separated list of `what`s (endpoints, topic prefixes) added to
+ * l; blanks around each are ignored, an empty one is an error. */
 static int add_list(endpoint_list *l, const char *value, const char *what, char *err,
                     size_t errlen)
 {

@@ -111,7 +111,6 @@ typedef struct ingest_time {
 
 /* A joined pair: scored, unless the label waited for the model's first
  * prediction and its y turns out not to fit the model's K. */
-
 static void score_pair(calibd *d, model *m, const double *x, double y, double now)
 {
     if (check_y(d, m, y, "a label that waited for its prediction:") != 0)

@@ -447,7 +447,6 @@ static void refit_done(uv_work_t *req, int status)
     free(j);
 }
 
-/* Copies the newest n records of the ring and hands them to a worker. */
 /*
  * The samples of a refit are copied out of the ring by the loop, a record
  * at a time (slicer.h), before the worker fits on the copy: 10,000 records

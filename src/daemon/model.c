@@ -22,7 +22,6 @@ const char *reject_name(int reason)
     return calib_reject_name(reason);
 }
 
-/* The time window's configuration, and its calibrated twin's (bins only). */
 /* The time window: both views' scores and, for classification, a set of
  * top-label bins per view (top[VIEW_RAW], top[VIEW_CAL]). */
 static calib_window_cfg window_cfg(const model_cfg *c, int form)

@@ -73,9 +73,6 @@ typedef struct model_view {
     calib_pane w;   /* both views' scores and top-label bins (top[view]) */
 } model_view;
 
-/* Raw against calibrated on the same pairs, since the current parameters
- * took over (paired: the per-pair difference raw - calibrated estimates the
- * change of the calibration error without bias, Gruber & Buettner 2022). */
 /* The window's confidence sequences: the paired ones' twins over a
  * period, which starts at a multiple of `window` seconds of the wall clock
  * (or when the parameters change, if later) and ends at the next multiple
@@ -98,6 +95,9 @@ typedef struct model_period {
     model_period_end last;
 } model_period;
 
+/* Raw against calibrated on the same pairs, since the current parameters
+ * took over (paired: the per-pair difference raw - calibrated estimates the
+ * change of the calibration error without bias, Gruber & Buettner 2022). */
 typedef struct model_paired {
     uint64_t version;  /* the parameters' version */
     double since;      /* wall clock when it took over (start, or publish) */
