@@ -66,15 +66,28 @@ def main():
     ap.add_argument("--batch", type=int, default=500)
     ap.add_argument("--max-size", type=int, default=1 << 20)
     ap.add_argument("--push", action="store_true", help="PUSH instead of PUB")
+    ap.add_argument("--warmup", type=float, default=60,
+                    help="seconds to wait for calibd's subscription at most")
     a = ap.parse_args()
 
     ctx = zmq.Context()
-    s = ctx.socket(zmq.PUSH if a.push else zmq.PUB)
+    # an XPUB sends as a PUB does, and hands over the subscriptions
+    s = ctx.socket(zmq.PUSH if a.push else zmq.XPUB)
     s.setsockopt(zmq.SNDHWM, 1000)
     s.setsockopt(zmq.LINGER, 2000)
     s.connect(a.endpoint)
-    time.sleep(0.3)  # a SUB joins late: let the subscription arrive
     topic = a.model.encode()
+    if not a.push:
+        # a PUB drops what no subscriber has asked for: wait for calibd's
+        # subscription to this topic (a prefix of it), not a fixed delay
+        deadline = time.monotonic() + a.warmup
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not s.poll(int(left * 1000), zmq.POLLIN):
+                sys.exit(f"abuse.py: no subscription to '{a.model}' within {a.warmup} s")
+            msg = s.recv()
+            if msg[:1] == b"\x01" and topic.startswith(msg[1:]):
+                break
     sent = 0
     deadline = time.monotonic() + a.seconds
 
