@@ -2,7 +2,7 @@
  * (calibd(8), SNAPSHOTS) printed as the JSON `calibctl status` prints, by
  * the daemon's own code: each model is rebuilt from its stored
  * configuration, restored as calibd restores it, and packed by
- * control_pack_status. No daemon runs. `calibctl merge A B... -o OUT`:
+ * status_pack. No daemon runs. `calibctl merge A B... -o OUT`:
  * snapshots merged model by model (merge.h) into one. */
 #include <errno.h>
 #include <stdio.h>
@@ -12,12 +12,12 @@
 #include "calib/calib.h"
 #include "calib/mpw.h"
 #include "calibd.h"
-#include "control.h"
 #include "ctl.h"
 #include "merge.h"
 #include "msgpack_json.h"
 #include "snapshot.h"
 #include "state.h"
+#include "status.h"
 
 /* The whole file, malloc'ed; NULL with the reason printed. */
 static char *slurp(const char *path, size_t *len)
@@ -133,7 +133,7 @@ int cmd_snapshot(int argc, char **argv)
     char *data = slurp(path, &len);
     if (!data)
         return CTL_BADINPUT;
-    static calibd d; /* large: what control_pack_status reads of a daemon */
+    static calibd d; /* large: what status_pack reads of a daemon */
     memset(&d, 0, sizeof d); /* each call afresh (tests/fuzz calls it again and again) */
     daemon_cfg dc;
     snapshot_head h;
@@ -188,7 +188,14 @@ int cmd_snapshot(int argc, char **argv)
         ctl_error(path, 0, "%s", more < 0 || err[0] ? err : "fewer models than the header says");
         goto out;
     }
-    control_pack_status(&d, &w, only, only ? strlen(only) : 0);
+    const model *one = NULL;
+    for (size_t i = 0; only && i < d.nmodels && !one; i++)
+        if (strcmp(d.models[i]->name, only) == 0)
+            one = d.models[i];
+    if (only && !one)
+        status_error(&w, "no such model");
+    else
+        status_pack(&d, &w, one);
     if (calib_mpw_error(&w) != CALIB_OK) {
         ctl_error(NULL, 0, "out of memory");
         rc = CTL_FAIL;

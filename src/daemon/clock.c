@@ -1,9 +1,9 @@
-/* clock.c — the wall clock and the loop's monotonic clock (see clock.h). */
+/* clock.c — the system's clocks, read (see clock.h); the event loop's
+ * clocks are in clock_loop.c. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-#include "calibd.h"
 #include "clock.h"
 
 double wall_now(void)
@@ -18,28 +18,6 @@ double mono_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-double loop_now(const calibd *d)
-{
-    return (double)uv_now(d->loop) / 1000;
-}
-
-double steady_now(const calibd *d)
-{
-    return d->steady_base + loop_now(d);
-}
-
-void clock_start(calibd *d)
-{
-    uv_update_time(d->loop);
-    d->steady_base = wall_now() - loop_now(d);
-}
-
-void clock_resume(calibd *d, double steady)
-{
-    uv_update_time(d->loop);
-    d->steady_base = steady - loop_now(d);
 }
 
 double boot_now(void)

@@ -18,15 +18,9 @@ struct calibd;
  * control_on_message sends, without a socket (tests/fuzz/fuzz_control.c). */
 void control_reply(struct calibd *d, const void *buf, size_t len, calib_mpw *w);
 
-struct calibd;
-struct model;
 /* The reply to `status` (of the model named only[0..only_len), or of all
- * when only is NULL): what calibctl status prints and GET /status serves. */
+ * when only is NULL; an error map when there is no such model): status.h's
+ * map, what calibctl status prints. */
 void control_pack_status(struct calibd *d, calib_mpw *w, const char *only, size_t only_len);
-/* The same reply in parts, for a caller that packs the models a few at a
- * time (http.c): begin, then each model's entry, then end. */
-void control_status_begin(struct calibd *d, calib_mpw *w);
-void control_status_model(calib_mpw *w, const struct model *m);
-void control_status_end(calib_mpw *w);
 
 #endif

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "calibd.h"
-#include "control.h"
+#include "status.h"
 #include "http.h"
 #include "msgpack_json.h"
 #include "state.h"
@@ -803,7 +803,7 @@ static void round_model(void *arg, size_t i)
     if (r->metrics && !r->failed)
         r->failed = prom_model(&r->fam, m) != 0;
     if (r->status)
-        control_status_model(&r->st, m);
+        status_model(&r->st, m);
     if (r->point)
         history_add(h, m, r->point_at);
 }
@@ -869,7 +869,7 @@ static void round_rendered(void *arg)
     http_server *h = arg;
     http_round *r = &h->round;
     if (r->status)
-        control_status_end(&r->st);
+        status_end(&r->st);
     r->busy = 2; /* the worker's */
     r->work.data = h;
     if (uv_queue_work(h->d->loop, &r->work, join_work, join_done) != 0) {
@@ -898,7 +898,7 @@ static void round_start(http_server *h, calibd *d, int metrics, int status, doub
     }
     if (status) {
         calib_mpw_reset(&r->st);
-        control_status_begin(d, &r->st);
+        status_begin(d, &r->st);
     }
     slicer_start(&r->models);
 }

@@ -38,12 +38,6 @@ void loop_refits_free(struct calibd *d);
  * number of samples it fits on, or 0 with the reason in why. */
 size_t loop_refit_now(struct calibd *d, struct model *m, char *why, size_t len);
 
-/* The "loop" member of a model's status. */
-void loop_pack_status(calib_mpw *w, const struct model *m);
-
-/* {"T": t} or {"a": a, "b": b}...: the values of p by their names. */
-void loop_pack_values(calib_mpw *w, const struct model_params *p);
-
 /* The "params" message of m's current parameters, sent at now (wall
  * clock): what every publish and republish sends. */
 void loop_params_msg(const struct model *m, double now, calib_params_msg *msg);
