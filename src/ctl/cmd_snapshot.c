@@ -99,13 +99,7 @@ static model *rebuild(const msgpack_object *o, const model_cfg *defaults, double
     int rc = 0;
     if (shaped && (rc = model_shape(m, form, k)) == CALIB_OK) {
         /* the loop as calibd attaches it, so that its state is restored */
-        refit_init(&m->loop.refit, 1, c.refit_interval, 0);
-        if (c.drift) {
-            calib_drift_cfg dc;
-            model_drift_cfg(m, &dc);
-            rc = calib_drift_init(&m->loop.drift, &dc);
-            m->loop.drift_on = rc == CALIB_OK;
-        }
+        rc = model_loop_attach(m, 0);
     }
     if (rc != CALIB_OK) {
         snprintf(err, errlen, "%s: %s", name, calib_strerror(rc));

@@ -120,7 +120,6 @@ static void identity_params(model_params *p, const calib_plugin *desc)
 
 int loop_attach(calibd *d, model *m)
 {
-    model_loop *l = &m->loop;
     const model_cfg *c = &m->cfg;
     int gauss = m->form == CALIB_FORM_GAUSSIAN;
     double now = loop_now(d);
@@ -176,18 +175,11 @@ int loop_attach(calibd *d, model *m)
                     "%s/model.%s.params to change the method (the next version restarts "
                     "from 1)", m->name, c->method, p.method, d->cfg.state_dir, m->name);
     }
-    if (c->drift) {
-        calib_drift_cfg dc;
-        model_drift_cfg(m, &dc);
-        if ((rc = calib_drift_init(&l->drift, &dc)) != CALIB_OK) {
-            log_msg(&d->log, LOG_ERROR, "loop", "%s: drift detector: %s", m->name,
-                    calib_strerror(rc));
-            return rc == CALIB_ENOMEM ? -1 : 0;
-        }
-        l->drift_on = 1;
-        l->drift_base = m->ring.total;
+    if ((rc = model_loop_attach(m, now)) != CALIB_OK) {
+        log_msg(&d->log, LOG_ERROR, "loop", "%s: drift detector: %s", m->name,
+                calib_strerror(rc));
+        return rc == CALIB_ENOMEM ? -1 : 0;
     }
-    refit_init(&l->refit, 1, c->refit_interval, now);
     return 0;
 }
 

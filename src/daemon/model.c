@@ -538,6 +538,22 @@ void model_drift_cfg(const model *m, calib_drift_cfg *dc)
     drift_cfg_of(&m->cfg, m->form, dc);
 }
 
+int model_loop_attach(model *m, double now)
+{
+    model_loop *l = &m->loop;
+    if (m->cfg.drift) {
+        calib_drift_cfg dc;
+        model_drift_cfg(m, &dc);
+        int rc = calib_drift_init(&l->drift, &dc);
+        if (rc != CALIB_OK)
+            return rc;
+        l->drift_on = 1;
+        l->drift_base = m->ring.total;
+    }
+    refit_init(&l->refit, 1, m->cfg.refit_interval, now);
+    return CALIB_OK;
+}
+
 void model_trigger_cfg(const model *m, calib_gate_cfg *gc)
 {
     const model_cfg *c = &m->cfg;

@@ -307,6 +307,12 @@ void model_observe(model *m, const double *x, double y, double now);
 
 /* The drift detector's configuration for the model's settings and form. */
 void model_drift_cfg(const model *m, calib_drift_cfg *dc);
+/* The closed loop's detectors on a shaped model, as calibd attaches them
+ * and as calibctl rebuilds them to restore a snapshot: the drift detector
+ * (when the model's drift setting is on) from the ring's count now, then
+ * the refit machine at now (loop seconds). CALIB_OK, or the drift
+ * detector's error, the refit machine then left as it was. */
+int model_loop_attach(model *m, double now);
 /* The miscalibration trigger's gate for the model's settings and form. */
 void model_trigger_cfg(const model *m, calib_gate_cfg *gc);
 
