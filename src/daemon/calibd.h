@@ -78,5 +78,16 @@ typedef struct calibd {
 
 #define SINKS_MAX 8 /* exec sinks running at once */
 
+/* calibd.c: the one way to make a daemon's context and to end it. On a
+ * zeroed d whose configuration (config_init or config_load) and log are
+ * set, calibd_init starts the clocks on loop (the steady clock from the
+ * wall clock now), sets the seed of the join's sample hash, and makes what
+ * every message needs (the decoder, the method registry, the row buffer).
+ * 0, or -1 out of memory. calibd_free frees the models, the CURVE state,
+ * the configuration and what calibd_init made; the event loop and the
+ * sockets are the caller's. */
+int calibd_init(calibd *d, uv_loop_t *loop, uint64_t hash_seed);
+void calibd_free(calibd *d);
+
 
 #endif

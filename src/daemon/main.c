@@ -578,18 +578,14 @@ int main(int argc, char **argv)
     }
     d.log.level = log_level_parse(d.cfg.log_level);
     raise_fd_limit(&d);
-    d.started = wall_now();
-    d.loop = uv_default_loop();
-    clock_start(&d);
-    if (uv_random(NULL, NULL, &d.hash_seed, sizeof d.hash_seed, 0, NULL) != 0)
-        d.hash_seed = (uint64_t)d.started ^ (uint64_t)getpid();
-    calib_msg_init(&d.msg);
-    calib_plugin_registry_init(&d.plugins);
-    signal(SIGPIPE, SIG_IGN); /* an exec sink that exits early must not kill us */
-    if (!(d.x = malloc(CALIB_PROTO_MAX_K * sizeof *d.x))) {
+    uint64_t seed;
+    if (uv_random(NULL, NULL, &seed, sizeof seed, 0, NULL) != 0)
+        seed = (uint64_t)wall_now() ^ (uint64_t)getpid();
+    if (calibd_init(&d, uv_default_loop(), seed) != 0) {
         fprintf(stderr, "calibd: out of memory\n");
         return 1;
     }
+    signal(SIGPIPE, SIG_IGN); /* an exec sink that exits early must not kill us */
     if (c.check)
         return check_config(&d, c.config);
     /* before anything reads or writes the state directory */
@@ -625,12 +621,7 @@ int main(int argc, char **argv)
     uv_loop_close(d.loop);
     if (d.zctx)
         zmq_ctx_term(d.zctx);
-    calib_msg_destroy(&d.msg);
-    registry_free(&d);
-    auth_free(&d.auth);
-    calib_plugin_registry_free(&d.plugins);
-    free(d.x);
-    config_free(&d.cfg);
+    calibd_free(&d);
     log_msg(&d.log, LOG_INFO, "main", "stopped");
     close(lock);
     return code;

@@ -46,12 +46,8 @@ calibd *fuzz_daemon_new(void)
     d->cfg.max_models = 8;
     d->cfg.memory_limit = 64u << 20;
     log_init(&d->log, LOG_DEBUG, fuzz_verbose() ? stderr : devnull());
-    d->loop = loop;
-    d->hash_seed = 12345;
-    d->started = 1;
-    calib_msg_init(&d->msg);
-    calib_plugin_registry_init(&d->plugins);
-    FUZZ_CHECK((d->x = malloc(CALIB_PROTO_MAX_K * sizeof *d->x)) != NULL);
+    FUZZ_CHECK(calibd_init(d, loop, 12345) == 0);
+    d->started = 1; /* the same status from run to run */
     return d;
 }
 

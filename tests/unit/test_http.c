@@ -91,9 +91,8 @@ static int setup_access(void **state, fixture *f, const http_access *acc)
     assert_non_null(f);
     assert_int_equal(config_init(&f->d.cfg), 0);
     assert_int_equal(uv_loop_init(&f->loop), 0);
-    f->d.loop = &f->loop;
     log_init(&f->d.log, f->log ? LOG_WARN : LOG_ERROR, f->log ? f->log : stderr);
-    f->d.hash_seed = 5;
+    assert_int_equal(calibd_init(&f->d, &f->loop, 5), 0);
     f->d.cfg.health_timeout = 5;
     f->d.ingest.name = "ingest";
     f->d.started = 1;
@@ -122,8 +121,7 @@ static int teardown(void **state)
     uv_run(&f->loop, UV_RUN_DEFAULT); /* the handles' closing */
     http_free(&f->d.http);
     assert_int_equal(uv_loop_close(&f->loop), 0);
-    registry_free(&f->d);
-    config_free(&f->d.cfg);
+    calibd_free(&f->d);
     if (f->log) {
         fclose(f->log);
         free(f->logbuf);

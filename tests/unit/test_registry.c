@@ -19,8 +19,8 @@ static calibd *daemon_new(void)
     assert_non_null(d);
     assert_int_equal(config_init(&d->cfg), 0);
     log_init(&d->log, LOG_ERROR, stderr);
-    d->loop = uv_default_loop(); /* its clock only: models note their creation */
-    d->hash_seed = 12345;
+    /* the default loop for its clock only: models note their creation */
+    assert_int_equal(calibd_init(d, uv_default_loop(), 12345), 0);
     /* small models: many fit */
     d->cfg.defaults.max_pending = 16;
     d->cfg.defaults.joined_memory = 16;
@@ -29,8 +29,7 @@ static calibd *daemon_new(void)
 
 static void daemon_free(calibd *d)
 {
-    registry_free(d);
-    config_free(&d->cfg);
+    calibd_free(d);
     free(d);
 }
 
