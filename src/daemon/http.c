@@ -541,26 +541,31 @@ static struct MHD_Response *serve_history(http_server *h, struct MHD_Connection 
     return r;
 }
 
+/* The text the rounds render, the metrics' or the status's, noted as
+ * asked for (with many models, rendered only while asked for). */
+static struct MHD_Response *rendered(http_server *h, int metrics, unsigned *code)
+{
+    pthread_mutex_lock(&h->lock);
+    *(metrics ? &h->metrics_wanted : &h->status_wanted) = mono_now();
+    struct MHD_Response *r =
+        metrics ? snapshot(h->text, "text/plain; version=0.0.4", "metrics", code)
+                : snapshot(h->status, "application/json", "status", code);
+    pthread_mutex_unlock(&h->lock);
+    return r;
+}
+
 static struct MHD_Response *serve_metrics(http_server *h, struct MHD_Connection *c,
                                           unsigned *code)
 {
     (void)c;
-    pthread_mutex_lock(&h->lock);
-    h->metrics_wanted = mono_now();
-    struct MHD_Response *r = snapshot(h->text, "text/plain; version=0.0.4", "metrics", code);
-    pthread_mutex_unlock(&h->lock);
-    return r;
+    return rendered(h, 1, code);
 }
 
 static struct MHD_Response *serve_status(http_server *h, struct MHD_Connection *c,
                                          unsigned *code)
 {
     (void)c;
-    pthread_mutex_lock(&h->lock);
-    h->status_wanted = mono_now();
-    struct MHD_Response *r = snapshot(h->status, "application/json", "status", code);
-    pthread_mutex_unlock(&h->lock);
-    return r;
+    return rendered(h, 0, code);
 }
 
 /* What calibd serves. Every route answers GET and HEAD alone; an open

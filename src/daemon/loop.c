@@ -1,4 +1,8 @@
-/* loop.c — drift -> refit (worker thread) -> shadow gate -> publish. */
+/* loop.c — drift -> refit (worker thread) -> shadow gate -> publish: the
+ * actions of the closed loop's state machine (refit.c), each outcome of
+ * which lands here. Over 1,000 lines because the actions share the jobs'
+ * queues and the order of a tick; split, the order would be spread over
+ * files that each hold half of it. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1,4 +1,8 @@
-/* snapshot.c — a model's full state to msgpack and back (see snapshot.h). */
+/* snapshot.c — a model's full state to msgpack and back (see snapshot.h).
+ * Over 1,000 lines because the writer and the reader of each section sit
+ * in one file, so that a key changed in one is changed in the other; a
+ * save/load pair per libcalib structure, in libcalib, would move most of
+ * it there. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
