@@ -68,7 +68,7 @@ static int list_load(auth_list *l, const char *dir, const char *key, logger *log
     while (rc == 0 && (e = readdir(dh))) {
         if (!is_public_cert(e->d_name))
             continue;
-        char path[4096], why[512];
+        char path[4096], why[ERR_MAX];
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
@@ -154,7 +154,7 @@ int auth_load(auth_ctx *a, const daemon_cfg *c, logger *log, char *err, size_t e
         snprintf(err, errlen, "curve_secret_key: this libzmq was built without CURVE");
         return -1;
     }
-    char why[512];
+    char why[ERR_MAX];
     if (calib_curve_load(c->curve_secret_key, &a->server, why, sizeof why) != CALIB_OK) {
         snprintf(err, errlen, "curve_secret_key: %s", why);
         return -1;

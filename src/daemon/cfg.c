@@ -460,7 +460,7 @@ uint64_t config_sndhwm(const daemon_cfg *c)
 
 int config_init(daemon_cfg *c)
 {
-    char err[128];
+    char err[ERR_MAX];
     memset(c, 0, sizeof *c);
     c->auto_models = 1;
     c->max_models = 1024;
@@ -651,7 +651,7 @@ static void warn_unknown(load_state *s, const char *what, const char *section,
 static int on_key(void *user, const char *section, const char *key, const char *value)
 {
     load_state *s = user;
-    char err[300];
+    char err[ERR_MAX];
     int rc;
     if (strcmp(section, "daemon") == 0) {
         /* the file's ingest list replaces the built-in default */

@@ -40,7 +40,7 @@ static void reply_refit(calibd *d, calib_mpw *w, const msgpack_object *name)
         return;
     }
     model *m = registry_get(d, name->via.str.ptr, name->via.str.size, 0, NULL);
-    char why[200];
+    char why[ERR_MAX];
     if (!m) {
         status_error(w, "no such model");
         return;

@@ -97,7 +97,7 @@ int http_history_save(http_server *h, calibd *d)
     if (!h->started || !h->hist.cap)
         return 0;
     calib_mpw w;
-    char err[4800];
+    char err[ERR_MAX];
     calib_mpw_init(&w);
     hist_write(&h->hist, &w); /* the loop's own: no lock to read it */
     int rc = history_write(d, &w, err, sizeof err);
@@ -159,7 +159,7 @@ static void save_start(http_server *h)
 
 void http_history_load(http_server *h, calibd *d)
 {
-    char *buf, err[4800], moved[4400];
+    char *buf, err[ERR_MAX], moved[4400];
     size_t len;
     if (!h->mhd || !h->hist.cap)
         return;
@@ -269,7 +269,7 @@ static void warn_readable(logger *log, const char *key, const char *path)
 static int access_start(http_server *h, const http_access *acc, const char *host, char *err,
                         size_t errlen)
 {
-    char why[600];
+    char why[ERR_MAX];
     if (!acc->tls_cert != !acc->tls_key) {
         snprintf(err, errlen, "http: http_tls_cert and http_tls_key go together: set both, "
                  "or neither");

@@ -82,7 +82,7 @@ typedef struct http_saving {
     int busy;
     calib_mpw w;
     int rc;
-    char err[4800];
+    char err[ERR_MAX];
 } http_saving;
 
 typedef struct http_server {

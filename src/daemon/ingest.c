@@ -93,7 +93,7 @@ static int check_y(calibd *d, model *m, double y, const char *what)
     int rc = calib_proto_check_y(m->form, m->k, y);
     if (rc == CALIB_REJ_NONE)
         return 0;
-    char why[200];
+    char why[ERR_MAX];
     if (m->form == CALIB_FORM_GAUSSIAN)
         snprintf(why, sizeof why, "%s y = %g", what, y);
     else
@@ -266,7 +266,7 @@ void ingest_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg)
     model *m = decode(d, frames);
     if (!m)
         return;
-    char why[300];
+    char why[ERR_MAX];
     int rc;
     if (msg->type == CALIB_MSG_PRED && (rc = check_shape(d, m, msg, why, sizeof why)) != 0) {
         reject(d, m, rc, rc == REJ_SHAPE ? shape_key(msg) : NULL, why);

@@ -11,6 +11,10 @@
 
 enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
+/* The size of every buffer for an error message: one may name a file of
+ * the state directory (a path up to PATH_MAX, 4096) and say why. */
+#define ERR_MAX 4800
+
 #define LOG_RL_SLOTS 64      /* distinct rate-limit keys tracked */
 #define LOG_RL_BURST 10      /* lines per key per interval */
 #define LOG_RL_INTERVAL 10.0 /* seconds */

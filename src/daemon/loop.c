@@ -127,7 +127,7 @@ int loop_attach(calibd *d, model *m)
     const model_cfg *c = &m->cfg;
     int gauss = m->form == CALIB_FORM_GAUSSIAN;
     double now = loop_now(d);
-    char err[600];
+    char err[ERR_MAX];
     model_params p;
     model_paired_reset(m, 0, steady_now(d)); /* stays so if the loop is off */
     state_param_names names;
@@ -660,7 +660,7 @@ typedef struct store_job {
     char dir[4096], name[CFG_NAME_MAX + 1];
     model_params p;
     int saved; /* state_save_params() */
-    char err[4600];
+    char err[ERR_MAX];
 } store_job;
 
 /* The worker thread: reads only the job. */

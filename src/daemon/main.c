@@ -375,7 +375,7 @@ static void reload(calibd *d)
         return;
     }
     daemon_cfg fresh;
-    char err[512];
+    char err[ERR_MAX];
     int empty = config_file_empty(d->config_path, err, sizeof err), rc = -1;
     if (empty == 1)
         snprintf(err, sizeof err, "%s holds no setting (caught while it was being "
@@ -542,7 +542,7 @@ static int readable(const char *key, const char *path, char *err, size_t errlen)
  * parameters, read only). 0 (ok, said on stdout) or 2 (the reason). */
 static int check_config(calibd *d, const char *path)
 {
-    char err[600];
+    char err[ERR_MAX];
     auth_ctx a;
     const daemon_cfg *c = &d->cfg;
     int ok = auth_load(&a, c, &d->log, err, sizeof err) == 0;
@@ -567,7 +567,7 @@ int main(int argc, char **argv)
 {
     static calibd d; /* large; zeroed; lives as long as the process */
     cli c = {0};
-    char err[600];
+    char err[ERR_MAX];
     log_init(&d.log, LOG_INFO, stderr);
     if (parse_cli(argc, argv, &c) != 0)
         return 2;

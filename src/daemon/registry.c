@@ -95,7 +95,7 @@ static int configured_shape(calibd *d, model *m)
     if (c->form < 0 || (c->form != CALIB_FORM_GAUSSIAN && c->form != CALIB_FORM_BINARY && !c->k))
         return 0;
     size_t k = c->form == CALIB_FORM_BINARY ? 2 : c->form == CALIB_FORM_GAUSSIAN ? 0 : c->k;
-    char why[300];
+    char why[ERR_MAX];
     int rc = registry_shape(d, m, c->form, k, why, sizeof why);
     if (rc)
         log_msg(&d->log, LOG_ERROR, "model", "%s: the configured shape is refused: %s",
@@ -136,7 +136,7 @@ static model *new_model(calibd *d, const char *name, int *reject)
         return NULL;
     }
     model_cfg mc;
-    char why[400];
+    char why[ERR_MAX];
     config_model_for(&d->cfg, name, &mc);
     uint64_t refused = budget(d)->refused;
     /* the join table exists from the start, so labels that come before the

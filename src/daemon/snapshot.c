@@ -14,6 +14,7 @@
 #include "calib/calib.h"
 #include "calib/plugin.h"
 #include "calib/protocol.h"
+#include "log.h"
 #include "mp_read.h"
 #include "snapshot.h"
 #include "state.h"
@@ -1294,7 +1295,7 @@ static int read_method_params(mpr *r, const msgpack_object *o, const model *m,
                               model_params *p, const char *what, notes *skipped)
 {
     state_param_names names;
-    char why[200];
+    char why[ERR_MAX];
     if (r->failed || !read_params(r, o, p) || !read_param_names(r, o, &names))
         return 0;
     if (!m->params.desc || strcmp(p->method, m->params.method) != 0 ||
@@ -1773,7 +1774,7 @@ int snapshot_restore_model(model *m, const msgpack_object *o, double shift, int 
         /* a built-in method by name, its values in its order; a plugin's
          * (not loaded here) keeps its values unnamed */
         const calib_plugin *desc = calib_plugin_builtin(p.method);
-        char why[200];
+        char why[ERR_MAX];
         p.desc = desc && state_params_by_name(&p, names, desc, why, sizeof why) == 0 ? desc
                                                                                    : NULL;
         p.identity = model_params_is_identity(&p);

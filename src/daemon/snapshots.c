@@ -22,7 +22,7 @@
 static int restore_one(calibd *d, const msgpack_object *o, double shift, char *err,
                        size_t errlen, uint64_t *pairs, uint64_t *waiting)
 {
-    char name[CFG_NAME_MAX + 1], why[300], skipped[600];
+    char name[CFG_NAME_MAX + 1], why[ERR_MAX], skipped[600];
     int shaped, form, reject = 0;
     size_t k;
     if (snapshot_model_head(o, name, &shaped, &form, &k, err, errlen) != 0)
@@ -81,7 +81,7 @@ static double down_time(const snapshot_head *h)
 int snapshots_restore(calibd *d)
 {
     snapshots *s = &d->snap;
-    char err[700], moved[4400];
+    char err[ERR_MAX], moved[4400];
     char *data = NULL;
     size_t len = 0;
     s->restored_age = -1;

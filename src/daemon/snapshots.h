@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "calib/mpw.h"
+#include "log.h"
 #include "slicer.h"
 
 struct calibd;
@@ -32,7 +33,7 @@ typedef struct snapshots {
     uint64_t begun_ns;    /* uv_hrtime at the start of packing */
     double next_due;      /* loop_now of the next snapshot */
     int rc;               /* the worker's: state_write_parts' */
-    char err[4800];
+    char err[ERR_MAX];
     /* figures (metrics) */
     uint64_t writes, errors;
     uint64_t models;      /* of the last snapshot written */

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "state.h"
 
 static void state_path(char *buf, size_t len, const char *dir, const char *name,
@@ -222,7 +223,7 @@ int state_move_aside(const char *dir, const char *name, char *moved, size_t move
 int state_keep_aside(const char *dir, const char *name, const void *data, size_t len,
                      char *kept, size_t keptlen)
 {
-    char err[4500];
+    char err[ERR_MAX];
     if (aside_name(dir, name, kept, keptlen) != 0)
         return -1;
     const char *base = strrchr(kept, '/');
