@@ -556,10 +556,7 @@ static int check_config(calibd *d, const char *path)
         printf("calibd: %s: ok\n", path);
     else
         fprintf(stderr, "calibd: %s\n", err);
-    registry_free(d);
-    free(d->x);
-    calib_plugin_registry_free(&d->plugins);
-    config_free(&d->cfg);
+    calibd_free(d);
     return ok ? 0 : 2;
 }
 
@@ -592,7 +589,7 @@ int main(int argc, char **argv)
     int lock = state_lock(d.cfg.state_dir, err, sizeof err);
     if (lock < 0) {
         log_msg(&d.log, LOG_ERROR, "main", "%s", err);
-        config_free(&d.cfg);
+        calibd_free(&d);
         return 1;
     }
     if (state_remove_stale(d.cfg.state_dir, log_stale, &d) < 0)

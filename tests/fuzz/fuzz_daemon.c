@@ -47,7 +47,8 @@ calibd *fuzz_daemon_new(void)
     d->cfg.memory_limit = 64u << 20;
     log_init(&d->log, LOG_DEBUG, fuzz_verbose() ? stderr : devnull());
     FUZZ_CHECK(calibd_init(d, loop, 12345) == 0);
-    d->started = 1; /* the same status from run to run */
+    d->started = 1; /* the same status from run to run: */
+    clock_resume(d, 1); /* the steady clock too */
     return d;
 }
 

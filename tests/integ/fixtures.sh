@@ -14,8 +14,9 @@ for dir in "$srcdir"/tests/fixtures/*/; do
     found=$((found + 1))
     v=$(basename "$dir")
     "$CALIBCTL" snapshot "$dir/snapshot" > "$work/read.json" 2> "$work/read.err"
-    check "$v: calibctl snapshot reads it
-$(sed 's/^/  /' "$work/read.err")" '[ $? -eq 0 ]'
+    rc=$?
+    check "$v: calibctl snapshot reads it, every model whole
+$(sed 's/^/  /' "$work/read.err")" '[ $rc -eq 0 ] && [ ! -s "$work/read.err" ]'
     check "$v: to the status it was read to then
 $($STATUS check "$dir/expected.json" "$work/read.json" | sed 's/^/  /')" \
         '$STATUS check "$dir/expected.json" "$work/read.json" > /dev/null'
@@ -23,9 +24,11 @@ $($STATUS check "$dir/expected.json" "$work/read.json" | sed 's/^/  /')" \
     rm -rf "$work/state" && mkdir -p "$work/state" && cp "$dir"/snapshot "$dir"/history \
         "$dir"/model.*.params "$work/state/"
     start_calibd -c "$dir/calibd.conf" --http 127.0.0.1:0 --log-level info
-    check "$v: calibd restores every model from it
-$(grep -E 'snapshot|history|params' "$work/calibd.log" | sed 's/^/  /')" \
-        'log_has "snapshot: restored" && ! log_has "moved aside"'
+    models=$(grep -c '^\[model ' "$dir/calibd.conf")
+    check "$v: calibd restores every model from it, whole ($models)
+$(grep -E 'snapshot|history|params|restored' "$work/calibd.log" | sed 's/^/  /')" \
+        'log_has "snapshot: restored $models models" && ! log_has "moved aside" &&
+         ! log_has "not restored" && ! log_has "restored but for"'
     status > "$work/status.json"
     check "$v: to the same models, parameters and figures
 $($STATUS check "$dir/expected.json" "$work/status.json" | sed 's/^/  /')" \
@@ -33,7 +36,7 @@ $($STATUS check "$dir/expected.json" "$work/status.json" | sed 's/^/  /')" \
     for h in "$dir"/history.*.json; do
         m=${h##*/history.}
         m=${m%.json}
-        curl -sS "${HTTP%/metrics}/history?model=$m" > "$work/h.json"
+        curl -sS --max-time "$(scaled 10)" "${HTTP%/metrics}/history?model=$m" > "$work/h.json"
         check "$v: model $m's history, point for point" \
             '"$PY" -c "import json, sys
 want = json.load(open(sys.argv[1]))[\"points\"]
