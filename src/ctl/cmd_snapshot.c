@@ -11,8 +11,10 @@
 
 #include "calib/calib.h"
 #include "calib/mpw.h"
-#include "calibd.h"
+#include "cfg.h"
+#include "clock.h"
 #include "ctl.h"
+#include "model.h"
 #include "merge.h"
 #include "msgpack_json.h"
 #include "snapshot.h"
@@ -127,8 +129,10 @@ int cmd_snapshot(int argc, char **argv)
     char *data = slurp(path, &len);
     if (!data)
         return CTL_BADINPUT;
-    static calibd d; /* large: what status_pack reads of a daemon */
-    memset(&d, 0, sizeof d); /* each call afresh (tests/fuzz calls it again and again) */
+    /* what the status map opens with, from the header and these models */
+    status_daemon st = {0};
+    model **models = NULL;
+    size_t nmodels = 0;
     daemon_cfg dc;
     snapshot_head h;
     char err[700];
@@ -144,15 +148,14 @@ int cmd_snapshot(int argc, char **argv)
         ctl_error(path, 0, "%s", err);
         goto out;
     }
-    d.started = h.written;
-    d.messages = h.messages;
-    /* the memory status shows: what these models hold in this process */
-    calib_budget_init(&d.mem, SIZE_MAX, NULL);
-    d.cfg.memory_limit = dc.memory_limit;
-    d.cfg.max_models = dc.max_models;
-    memcpy(d.rejected, h.rejected, sizeof d.rejected);
-    d.models = calloc(h.models ? h.models : 1, sizeof *d.models);
-    if (!d.models || h.models > SIZE_MAX / sizeof *d.models) {
+    st.uptime = wall_now() - h.written; /* as ever: the file's age */
+    st.messages = h.messages;
+    st.mem_limit = dc.memory_limit;
+    st.max_models = dc.max_models;
+    memcpy(st.rejected, h.rejected, sizeof st.rejected);
+    models = h.models <= SIZE_MAX / sizeof *models
+                 ? calloc(h.models ? h.models : 1, sizeof *models) : NULL;
+    if (!models) {
         ctl_error(path, 0, "out of memory for %llu models", (unsigned long long)h.models);
         goto out;
     }
@@ -163,7 +166,7 @@ int cmd_snapshot(int argc, char **argv)
     char name[CFG_NAME_MAX + 1];
     err[0] = 0;
     while ((more = snapshot_next(&h, &off, &u, err, sizeof err)) == 1 &&
-           d.nmodels + skipped < h.models) {
+           nmodels + skipped < h.models) {
         model *m = rebuild(&u.data, &dc.defaults, 0, name, err, sizeof err);
         if (!m && name[0]) { /* that model's section only: the others are read */
             ctl_error(path, 0, "model %s skipped: %s", name, err);
@@ -174,22 +177,23 @@ int cmd_snapshot(int argc, char **argv)
         if (!m)
             break;
         model_view_fill(m, h.written);
-        d.mem.used += m->mem.used;
-        d.models[d.nmodels++] = m;
+        st.mem_bytes += m->mem.used; /* what these models hold in this process */
+        models[nmodels++] = m;
     }
     msgpack_unpacked_destroy(&u);
-    if (more < 0 || d.nmodels + skipped != h.models) {
+    st.models = nmodels;
+    if (more < 0 || nmodels + skipped != h.models) {
         ctl_error(path, 0, "%s", more < 0 || err[0] ? err : "fewer models than the header says");
         goto out;
     }
     const model *one = NULL;
-    for (size_t i = 0; only && i < d.nmodels && !one; i++)
-        if (strcmp(d.models[i]->name, only) == 0)
-            one = d.models[i];
+    for (size_t i = 0; only && i < nmodels && !one; i++)
+        if (strcmp(models[i]->name, only) == 0)
+            one = models[i];
     if (only && !one)
         status_error(&w, "no such model");
     else
-        status_pack(&d, &w, one);
+        status_pack(&w, &st, models, nmodels, one);
     if (calib_mpw_error(&w) != CALIB_OK) {
         ctl_error(NULL, 0, "out of memory");
         rc = CTL_FAIL;
@@ -203,17 +207,14 @@ int cmd_snapshot(int argc, char **argv)
         rc = CTL_OK;
     }
     msgpack_unpacked_destroy(&u);
-    int found = !only;
-    for (size_t i = 0; !found && i < d.nmodels; i++)
-        found = strcmp(d.models[i]->name, only) == 0;
-    if (!found) {
+    if (only && !one) {
         ctl_error(path, 0, "no model %s in the snapshot", only);
         rc = CTL_BADINPUT;
     }
     if (skipped) /* printed what it could; said what it skipped */
         rc = CTL_BADINPUT;
 out:
-    drop_models(d.models, d.nmodels);
+    drop_models(models, nmodels);
     calib_mpw_destroy(&w);
     config_free(&dc);
     free(data);

@@ -1,8 +1,10 @@
 /* calibd.c — a daemon's context made and ended (see calibd.h). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "calibd.h"
 #include "registry.h"
+#include "status.h"
 
 int calibd_init(calibd *d, uv_loop_t *loop, uint64_t hash_seed)
 {
@@ -25,4 +27,28 @@ void calibd_free(calibd *d)
     free(d->x);
     d->x = NULL;
     config_free(&d->cfg);
+}
+
+void calibd_status(const calibd *d, status_daemon *s)
+{
+    *s = (status_daemon){
+        .uptime = wall_now() - d->started,
+        .messages = d->messages,
+        .publish_errors = d->publish_errors,
+        .reloads = d->reloads,
+        .reloads_refused = d->reloads_refused,
+        .models_forgotten = d->models_forgotten,
+        .models_expired = d->models_expired,
+        .alerts_sent = d->alerts,
+        .alerts_suppressed = d->alerts_suppressed,
+        .sinks_failed = d->sinks_failed,
+        .sinks_killed = d->sinks_killed,
+        .sinks_dropped = d->sinks_dropped,
+        .mem_bytes = d->mem.used,
+        .mem_limit = d->cfg.memory_limit,
+        .mem_refused = d->mem.refused,
+        .models = d->nmodels,
+        .max_models = d->cfg.max_models,
+    };
+    memcpy(s->rejected, d->rejected, sizeof s->rejected);
 }

@@ -88,6 +88,9 @@ typedef struct calibd {
  * sockets are the caller's. */
 int calibd_init(calibd *d, uv_loop_t *loop, uint64_t hash_seed);
 void calibd_free(calibd *d);
+/* The daemon's counters as the status map opens with them (status.h). */
+struct status_daemon;
+void calibd_status(const calibd *d, struct status_daemon *s);
 
 
 #endif

@@ -17,8 +17,11 @@ void control_pack_status(calibd *d, calib_mpw *w, const char *only, size_t only_
     const model *one = only ? registry_find(d, only, only_len) : NULL;
     if (only && !one)
         status_error(w, "no such model");
-    else
-        status_pack(d, w, one);
+    else {
+        status_daemon s;
+        calibd_status(d, &s);
+        status_pack(w, &s, d->models, d->nmodels, one);
+    }
 }
 
 /* The string value of key in map o, or NULL. */

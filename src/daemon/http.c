@@ -902,8 +902,10 @@ static void round_start(http_server *h, calibd *d, int metrics, int status, doub
         r->failed |= prom_headers(&r->fam, d) != 0;
     }
     if (status) {
+        status_daemon s;
+        calibd_status(d, &s);
         calib_mpw_reset(&r->st);
-        status_begin(d, &r->st);
+        status_begin(&r->st, &s);
     }
     slicer_start(&r->models);
 }

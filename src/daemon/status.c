@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "calibd.h"
+#include "clock.h"
+#include "model.h"
 #include "pack.h"
 #include "refit.h"
 #include "status.h"
@@ -507,39 +508,38 @@ static void pack_model(calib_mpw *w, const model *m)
 
 /* ------------------------------------------------------------ commands */
 
-void status_begin(const calibd *d, calib_mpw *w)
+void status_begin(calib_mpw *w, const status_daemon *s)
 {
-    double now = wall_now();
     calib_mpw_map(w);
     calib_mpw_key(w, "ok");
     calib_mpw_bool(w, 1);
     calib_mpw_key(w, "version");
     calib_mpw_str(w, PACKAGE_VERSION);
     calib_mpw_key(w, "uptime");
-    calib_mpw_num(w, now - d->started);
-    pack_counter(w, "messages", d->messages);
+    calib_mpw_num(w, s->uptime);
+    pack_counter(w, "messages", s->messages);
     calib_mpw_key(w, "rejected");
-    pack_rejected(w, d->rejected);
-    pack_counter(w, "publish_errors", d->publish_errors);
-    pack_counter(w, "config_reloads", d->reloads);
-    pack_counter(w, "config_reloads_refused", d->reloads_refused);
-    pack_counter(w, "models_forgotten", d->models_forgotten);
-    pack_counter(w, "models_expired", d->models_expired);
+    pack_rejected(w, s->rejected);
+    pack_counter(w, "publish_errors", s->publish_errors);
+    pack_counter(w, "config_reloads", s->reloads);
+    pack_counter(w, "config_reloads_refused", s->reloads_refused);
+    pack_counter(w, "models_forgotten", s->models_forgotten);
+    pack_counter(w, "models_expired", s->models_expired);
     calib_mpw_key(w, "alerts");
     calib_mpw_map(w);
-    pack_counter(w, "sent", d->alerts);
-    pack_counter(w, "suppressed", d->alerts_suppressed);
-    pack_counter(w, "sink_failed", d->sinks_failed);
-    pack_counter(w, "sink_killed", d->sinks_killed);
-    pack_counter(w, "sink_dropped", d->sinks_dropped);
+    pack_counter(w, "sent", s->alerts_sent);
+    pack_counter(w, "suppressed", s->alerts_suppressed);
+    pack_counter(w, "sink_failed", s->sinks_failed);
+    pack_counter(w, "sink_killed", s->sinks_killed);
+    pack_counter(w, "sink_dropped", s->sinks_dropped);
     calib_mpw_end(w);
     calib_mpw_key(w, "memory");
     calib_mpw_map(w);
-    pack_counter(w, "bytes", d->mem.used);
-    pack_counter(w, "limit", d->cfg.memory_limit);
-    pack_counter(w, "refused", d->mem.refused);
-    pack_counter(w, "models", d->nmodels);
-    pack_counter(w, "max_models", d->cfg.max_models);
+    pack_counter(w, "bytes", s->mem_bytes);
+    pack_counter(w, "limit", s->mem_limit);
+    pack_counter(w, "refused", s->mem_refused);
+    pack_counter(w, "models", s->models);
+    pack_counter(w, "max_models", s->max_models);
     calib_mpw_end(w);
     calib_mpw_key(w, "models");
     calib_mpw_map(w);
@@ -567,11 +567,12 @@ void status_error(calib_mpw *w, const char *why)
     calib_mpw_end(w);
 }
 
-void status_pack(const calibd *d, calib_mpw *w, const model *only)
+void status_pack(calib_mpw *w, const status_daemon *s, model *const *models, size_t n,
+                 const model *only)
 {
-    status_begin(d, w);
-    for (size_t i = 0; i < d->nmodels; i++)
-        if (!only || d->models[i] == only)
-            status_model(w, d->models[i]);
+    status_begin(w, s);
+    for (size_t i = 0; i < n; i++)
+        if (!only || models[i] == only)
+            status_model(w, models[i]);
     status_end(w);
 }

@@ -7,21 +7,31 @@
 #define CALIBD_STATUS_H
 
 #include "calib/mpw.h"
+#include "model.h"
 
-struct calibd;
-struct model;
-struct model_params;
+/* The daemon's figures the map opens with: counters, whoever holds them
+ * (calibd_status fills them from a running daemon, calibctl from a
+ * snapshot's header). */
+typedef struct status_daemon {
+    double uptime; /* seconds */
+    uint64_t messages;
+    uint64_t rejected[REJ_MAX]; /* rejections whose model is unknown */
+    uint64_t publish_errors, reloads, reloads_refused, models_forgotten, models_expired;
+    uint64_t alerts_sent, alerts_suppressed, sinks_failed, sinks_killed, sinks_dropped;
+    uint64_t mem_bytes, mem_limit, mem_refused, models, max_models;
+} status_daemon;
 
-/* The whole map: every model's entry, or only's alone. */
-void status_pack(const struct calibd *d, calib_mpw *w, const struct model *only);
+/* The whole map: the n models' entries, or only's alone. */
+void status_pack(calib_mpw *w, const status_daemon *s, model *const *models, size_t n,
+                 const model *only);
 /* The same map in parts, for a caller that packs the models a few at a
  * time (http.c): begin, then each model's entry, then end. */
-void status_begin(const struct calibd *d, calib_mpw *w);
-void status_model(calib_mpw *w, const struct model *m);
+void status_begin(calib_mpw *w, const status_daemon *s);
+void status_model(calib_mpw *w, const model *m);
 void status_end(calib_mpw *w);
 /* An error reply, {"ok": false, "error": why}. */
 void status_error(calib_mpw *w, const char *why);
 /* {"T": t} or {"a": a, "b": b}...: the values of p by their names. */
-void status_pack_values(calib_mpw *w, const struct model_params *p);
+void status_pack_values(calib_mpw *w, const model_params *p);
 
 #endif
