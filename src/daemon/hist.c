@@ -7,7 +7,7 @@
 
 #include "calib/protocol.h"
 #include "hist.h"
-#include "mp_read.h"
+#include "calib/mpr.h"
 
 void hist_init(hist *h, size_t cap, double step)
 {
@@ -154,7 +154,7 @@ static int read_series(hist *h, const msgpack_object *name, const msgpack_object
         double x[HIST_VALUES + 2];
         int ok = a->type == MSGPACK_OBJECT_ARRAY && a->via.array.size == HIST_VALUES + 2;
         for (uint32_t k = 0; ok && k < HIST_VALUES + 2; k++)
-            ok = mpr_number(&a->via.array.ptr[k], &x[k]);
+            ok = calib_mpr_number(&a->via.array.ptr[k], &x[k]);
         ok = ok && isfinite(x[0]) && x[HIST_VALUES + 1] >= 0 &&
              x[HIST_VALUES + 1] <= UINT32_MAX;
         if (!ok) {
@@ -188,9 +188,9 @@ int hist_read(hist *h, const char *buf, size_t len, char *err, size_t errlen)
         snprintf(err, errlen, "not one msgpack map");
         goto out;
     }
-    const msgpack_object *fmt = mpr_find(&u.data, "format"), *v = mpr_find(&u.data, "v"),
-                         *series = mpr_find(&u.data, "series");
-    if (!fmt || !mpr_is_str(fmt, "calibd-history") || !v ||
+    const msgpack_object *fmt = calib_mpr_find(&u.data, "format"), *v = calib_mpr_find(&u.data, "v"),
+                         *series = calib_mpr_find(&u.data, "series");
+    if (!fmt || !calib_mpr_is_str(fmt, "calibd-history") || !v ||
         v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 != 1 || !series ||
         series->type != MSGPACK_OBJECT_MAP) {
         snprintf(err, errlen, "not a calibd history of version 1");

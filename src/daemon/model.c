@@ -123,6 +123,11 @@ const size_t loop_counters[LOOP_COUNTERS] = {
     offsetof(model, loop.refit_errors), offsetof(model, loop.candidates),
     offsetof(model, loop.published), offsetof(model, loop.rejected),
     offsetof(model, loop.withheld), offsetof(model, loop.store_errors)};
+const char *const model_counter_names[MODEL_COUNTERS] = {
+    "predictions", "labels", "scored", "inline_scored", "stale", "alerts"};
+const char *const loop_counter_names[LOOP_COUNTERS] = {
+    "drift_alarms", "refits", "refit_errors", "candidates",
+    "published", "rejected", "withheld", "store_errors"};
 
 void model_counters_get(const model *m, const size_t *at, size_t n, uint64_t *v)
 {

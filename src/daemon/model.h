@@ -243,10 +243,13 @@ typedef struct model {
 } model;
 
 /* A model's counters, each a uint64_t member at an offset in model: the
- * model's own and its loop's, in the order snapshots store them. Snapshots
- * write and read them, and calibctl merge adds them, from these lists. */
+ * model's own and its loop's, with the names snapshots store them by (in
+ * this order in snapshots of format 1 and 2). Snapshots write and read
+ * them, and calibctl merge adds them, from these lists. */
 enum { MODEL_COUNTERS = 6, LOOP_COUNTERS = 8 };
 extern const size_t model_counters[MODEL_COUNTERS], loop_counters[LOOP_COUNTERS];
+extern const char *const model_counter_names[MODEL_COUNTERS],
+    *const loop_counter_names[LOOP_COUNTERS];
 static inline uint64_t *model_counter(model *m, size_t offset)
 {
     return (uint64_t *)((char *)m + offset);

@@ -1,8 +1,6 @@
-/* snapshot.c — a model's full state to msgpack and back (see snapshot.h).
- * Over 1,000 lines because the writer and the reader of each section sit
- * in one file, so that a key changed in one is changed in the other; a
- * save/load pair per libcalib structure, in libcalib, would move most of
- * it there. */
+/* snapshot.c — a model's full state to msgpack and back (see snapshot.h),
+ * composed of libcalib's structures as calib/save.h writes and reads
+ * them, and the model's own fields; the file's frame (its header). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,17 +12,13 @@
 #include "calib/calib.h"
 #include "calib/plugin.h"
 #include "calib/protocol.h"
+#include "calib/mpr.h"
+#include "calib/save.h"
 #include "log.h"
-#include "mp_read.h"
 #include "snapshot.h"
 #include "state.h"
 
-/* The binaries are the structs' bytes: their layout is part of the format
- * (versions 1 and 2 alike). */
-_Static_assert(sizeof(calib_ksum) == 16, "calib_ksum is two doubles");
-_Static_assert(sizeof(calib_accum) == 40, "calib_accum is n and two ksums");
-_Static_assert(sizeof(calib_eproc) == 72, "calib_eproc is 7 doubles and 2 integers");
-_Static_assert(sizeof(model_sums) == 24, "model_sums is three doubles");
+/* Long arrays of numbers are binaries of little-endian numbers. */
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "snapshots are written in the host's byte order, which must be little-endian"
 #endif
@@ -49,201 +43,15 @@ static void key_double(calib_mpw *w, const char *key, double v)
     calib_mpw_double(w, v);
 }
 
-/* A structure's settings as numbers: stored as an array, and compared with
- * the running configuration's at restore (a section is restored only into
- * the same dimensions). */
-enum { CFG_NUMBERS = 8 };
-
-static void window_numbers(const calib_window_cfg *c, double v[CFG_NUMBERS])
-{
-    const double n[CFG_NUMBERS] = {c->kind, c->span, c->panes, c->nstat,
-                                   c->top_bins, c->top_sets, c->cw_k, c->cw_bins};
-    memcpy(v, n, sizeof n);
-}
-
-static void drift_numbers(const calib_drift_cfg *c, double v[CFG_NUMBERS])
-{
-    const double n[CFG_NUMBERS] = {c->kind, c->lo, c->hi, c->alpha, c->min_effect, c->quantile,
-                                   (double)c->reference, (double)c->restart};
-    memcpy(v, n, sizeof n);
-}
-
-static void key_numbers(calib_mpw *w, const char *key, const double v[CFG_NUMBERS])
-{
-    calib_mpw_key(w, key);
-    calib_mpw_array(w);
-    for (int i = 0; i < CFG_NUMBERS; i++)
-        calib_mpw_double(w, v[i]);
-    calib_mpw_end(w);
-}
-
-static void pack_bins(calib_mpw *w, const calib_bins *b)
-{
-    calib_mpw_map(w);
-    key_uint(w, "m", b->m);
-    key_uint(w, "n", b->n);
-    key_bin(w, "count", b->count, b->m * sizeof *b->count);
-    key_bin(w, "conf", b->conf, b->m * sizeof *b->conf);
-    key_bin(w, "correct", b->correct, b->m * sizeof *b->correct);
-    calib_mpw_end(w);
-}
-
-/* nil when there are none (k = 0) */
-static void pack_cwbins(calib_mpw *w, const calib_cwbins *b)
-{
-    if (!b->k) {
-        calib_mpw_nil(w);
-        return;
-    }
-    size_t cells = (size_t)b->k * b->m;
-    calib_mpw_map(w);
-    key_uint(w, "k", b->k);
-    key_uint(w, "m", b->m);
-    key_uint(w, "n", b->n);
-    key_bin(w, "count", b->count, cells * sizeof *b->count);
-    key_bin(w, "psum", b->psum, cells * sizeof *b->psum);
-    key_bin(w, "hits", b->hits, cells * sizeof *b->hits);
-    calib_mpw_end(w);
-}
-
-static void pack_window(calib_mpw *w, const calib_window *win)
-{
-    const calib_window_cfg *c = &win->cfg;
-    uint32_t sets = c->top_sets ? c->top_sets : 1;
-    double v[CFG_NUMBERS];
-    window_numbers(c, v);
-    calib_mpw_map(w);
-    key_numbers(w, "cfg", v);
-    calib_mpw_key(w, "head");
-    calib_mpw_int(w, win->head);
-    key_uint(w, "clock", win->clock);
-    calib_mpw_key(w, "panes");
-    calib_mpw_array(w);
-    for (uint32_t i = 0; i < c->panes; i++) {
-        const calib_pane *p = &win->pane[i];
-        calib_mpw_map(w);
-        calib_mpw_key(w, "index");
-        calib_mpw_int(w, p->index);
-        key_bin(w, "stat", p->stat, c->nstat * sizeof *p->stat);
-        calib_mpw_key(w, "top");
-        calib_mpw_array(w);
-        for (uint32_t s = 0; c->top_bins && s < sets; s++)
-            pack_bins(w, &p->top[s]);
-        calib_mpw_end(w);
-        calib_mpw_key(w, "cw");
-        pack_cwbins(w, &p->cw);
-        calib_mpw_end(w);
-    }
-    calib_mpw_end(w);
-    calib_mpw_end(w);
-}
-
-/* Records of a store as they lie: len * (width + 2) doubles; cap the
- * records it holds at most now, bound the most it was given (cap unless
- * memory_limit stopped it lower: model_size's figure). */
-static void pack_store(calib_mpw *w, const calib_store *s, size_t bound)
-{
-    key_uint(w, "width", s->width);
-    key_uint(w, "cap", s->cap);
-    key_uint(w, "bound", bound);
-    key_uint(w, "len", s->len);
-    key_bin(w, "data", s->data, s->len * (s->width + 2) * sizeof *s->data);
-}
-
 static void pack_ring(calib_mpw *w, const model *m)
 {
     const calib_ring *r = &m->ring;
     calib_mpw_map(w);
-    pack_store(w, &r->s, m->sizes.ring);
+    calib_store_save(w, &r->s, m->sizes.ring);
     key_uint(w, "head", r->head);
     key_uint(w, "total", r->total);
-    /* the drift detector's score of each record, by slot */
-    key_bin(w, "score", m->ring_score, r->s.len * sizeof *m->ring_score);
-    calib_mpw_end(w);
-}
-
-static void pack_reservoir(calib_mpw *w, const calib_reservoir *r, size_t bound)
-{
-    calib_mpw_map(w);
-    pack_store(w, &r->s, bound);
-    key_uint(w, "seen", r->seen);
-    key_uint(w, "skip", r->skip);
-    key_double(w, "w", r->w);
-    key_bin(w, "rng", r->rng.s, sizeof r->rng.s);
-    calib_mpw_end(w);
-}
-
-static void pack_id(calib_mpw *w, const calib_id *id)
-{
-    if (id->kind == CALIB_ID_U64)
-        calib_mpw_uint(w, id->v.u64);
-    else
-        calib_mpw_bin(w, id->v.str, id->len);
-}
-
-typedef struct item_writer {
-    calib_mpw *w;
-    size_t width;
-} item_writer;
-
-static int write_item(void *arg, const calib_join_item *it)
-{
-    item_writer *iw = arg;
-    calib_mpw *w = iw->w;
-    calib_mpw_array(w);
-    calib_mpw_uint(w, (uint64_t)it->kind);
-    pack_id(w, &it->id);
-    calib_mpw_double(w, it->arrived);
-    calib_mpw_double(w, it->ts);
-    if (it->kind == CALIB_JOIN_PRED)
-        calib_mpw_bin(w, it->x, iw->width * sizeof *it->x);
-    else
-        calib_mpw_double(w, it->y);
-    calib_mpw_end(w);
-    return 0;
-}
-
-static int write_done(void *arg, const calib_id *id, double arrived)
-{
-    item_writer *iw = arg;
-    calib_mpw_array(iw->w);
-    pack_id(iw->w, id);
-    calib_mpw_double(iw->w, arrived);
-    calib_mpw_end(iw->w);
-    return 0;
-}
-
-static void pack_join(calib_mpw *w, const calib_join *j)
-{
-    item_writer iw = {w, j->cfg.width};
-    calib_mpw_map(w);
-    key_uint(w, "width", j->cfg.width);
-    key_uint(w, "joined", j->joined);
-    key_uint(w, "expired_preds", j->expired_preds);
-    key_uint(w, "expired_labels", j->expired_labels);
-    key_uint(w, "evicted", j->evicted);
-    key_uint(w, "duplicate_preds", j->duplicate_preds);
-    key_uint(w, "duplicate_labels", j->duplicate_labels);
-    key_uint(w, "forgotten", j->forgotten);
-    /* the sample over capacity (optional keys: absent before it) */
-    calib_join_sampling sm;
-    calib_join_sampling_get(j, &sm);
-    key_uint(w, "sampled_out_preds", j->sampled_out_preds);
-    key_uint(w, "sampled_out_labels", j->sampled_out_labels);
-    key_uint(w, "sample", sm.sample);
-    key_uint(w, "label_sample", sm.label_sample);
-    key_double(w, "label_until", sm.label_until);
-    key_uint(w, "arrivals", sm.arrivals);
-    /* [kind, id, arrived, ts, y or outputs], oldest first */
-    calib_mpw_key(w, "items");
-    calib_mpw_array(w);
-    calib_join_each(j, write_item, NULL, &iw);
-    calib_mpw_end(w);
-    /* [id, arrived], oldest first */
-    calib_mpw_key(w, "done");
-    calib_mpw_array(w);
-    calib_join_each(j, NULL, write_done, &iw);
-    calib_mpw_end(w);
+    /* the drift detector's score of each record, by slot: doubles */
+    key_bin(w, "score", m->ring_score, r->s.len * sizeof(double));
     calib_mpw_end(w);
 }
 
@@ -258,76 +66,18 @@ static void pack_params(calib_mpw *w, const model_params *p)
     for (unsigned i = 0; p->desc && i < p->n; i++)
         calib_mpw_str(w, p->desc->param_names[i]);
     calib_mpw_end(w);
-    key_bin(w, "values", p->values, (p->desc ? p->n : 0) * sizeof *p->values);
+    calib_mpw_key(w, "values");
+    calib_doubles_save(w, p->values, p->desc ? p->n : 0);
     key_double(w, "ts", p->ts);
     key_uint(w, "fit_n", p->fit_n);
     key_uint(w, "shadow_n", p->shadow_n);
-    key_bin(w, "before", p->before, sizeof p->before);
-    key_bin(w, "after", p->after, sizeof p->after);
+    calib_mpw_key(w, "before");
+    calib_doubles_save(w, p->before, 2);
+    calib_mpw_key(w, "after");
+    calib_doubles_save(w, p->after, 2);
     key_double(w, "improvement", p->improvement);
-    key_bin(w, "ci", p->ci, sizeof p->ci);
-    calib_mpw_end(w);
-}
-
-static void pack_drift(calib_mpw *w, const calib_drift *d)
-{
-    const calib_drift_cfg *c = &d->cfg;
-    double v[CFG_NUMBERS];
-    drift_numbers(c, v);
-    calib_mpw_map(w);
-    key_numbers(w, "cfg", v);
-    key_uint(w, "state", (uint64_t)d->state);
-    key_bin(w, "ref", &d->ref, sizeof d->ref);
-    key_bin(w, "ref_x", d->ref_x, d->ref_x ? c->reference * sizeof *d->ref_x : 0);
-    key_double(w, "threshold", d->threshold);
-    key_double(w, "null_mean", d->null_mean);
-    key_bin(w, "bank", d->bank, sizeof d->bank);
-    key_bin(w, "log_w", d->log_w, sizeof d->log_w);
-    key_bin(w, "start", d->start, sizeof d->start);
-    key_uint(w, "nbank", d->nbank);
-    key_uint(w, "started", d->started);
-    key_bin(w, "watch", &d->watch, sizeof d->watch);
-    key_uint(w, "n", d->n);
-    key_uint(w, "alarm_at", d->alarm_at);
-    key_uint(w, "change_at", d->change_at);
-    key_uint(w, "resets", d->resets);
-    /* the mean detector's paired e-processes and its ring of scores
-     * (calib_drift(3), "Saving and restoring the state"); optional keys:
-     * absent from older files, read_drift then leaves them as init did */
-    key_bin(w, "ring", d->ring, d->ring ? d->ring_len * sizeof *d->ring : 0);
-    key_uint(w, "ring_n", d->ring_n);
-    key_bin(w, "pair", d->pair, sizeof d->pair);
-    key_uint(w, "npair", d->npair);
-    key_bin(w, "all", &d->all, sizeof d->all);
-    calib_mpw_end(w);
-}
-
-/* A confidence sequence's state (calib_cs(3)): its configuration, the
- * scalars and the kept candidates' capitals; the rest is derived. */
-static void pack_cs(calib_mpw *w, const calib_cs *cs)
-{
-    calib_mpw_map(w);
-    key_double(w, "alpha", cs->alpha);
-    key_uint(w, "grid", cs->grid);
-    key_uint(w, "gsize", cs->gsize);
-    key_uint(w, "gbase", cs->gbase);
-    key_uint(w, "gstride", cs->gstride);
-    key_uint(w, "first", cs->first);
-    key_uint(w, "last", cs->last);
-    uint64_t flags = (cs->low_out ? 1u : 0u) | (cs->high_out ? 2u : 0u) | (cs->empty ? 4u : 0u);
-    key_uint(w, "flags", flags);
-    key_uint(w, "n", cs->n);
-    key_uint(w, "clamped", cs->clamped);
-    key_uint(w, "refines", cs->refines);
-    key_double(w, "sum", cs->sum);
-    key_double(w, "sq", cs->sq);
-    key_double(w, "fold_bits", cs->fold_bits);
-    const double *arr[8] = {cs->lp, cs->pp, cs->ap, cs->qp, cs->lm, cs->pm, cs->am, cs->qm};
-    calib_mpw_key(w, "capital");
-    calib_mpw_array(w);
-    for (int i = 0; i < 8; i++)
-        calib_mpw_bin(w, arr[i] + cs->first, (cs->last - cs->first) * sizeof(double));
-    calib_mpw_end(w);
+    calib_mpw_key(w, "ci");
+    calib_doubles_save(w, p->ci, 2);
     calib_mpw_end(w);
 }
 
@@ -346,7 +96,7 @@ static void pack_period(calib_mpw *w, const model *m)
     calib_mpw_key(w, "cs");
     calib_mpw_array(w);
     for (int v = 0; v < VIEWS; v++)
-        pack_cs(w, &pd->cs[v]);
+        calib_cs_save(w, &pd->cs[v]);
     calib_mpw_end(w);
     calib_mpw_key(w, "last");
     if (!pd->last.n) {
@@ -366,20 +116,32 @@ static void pack_period(calib_mpw *w, const model *m)
     calib_mpw_end(w);
 }
 
-static void pack_gate(calib_mpw *w, const calib_gate *g)
+/* Counters by name (model_counters, loop_counters). */
+static void pack_counters(calib_mpw *w, const model *m, const size_t *at,
+                          const char *const *names, size_t n)
 {
+    uint64_t v[LOOP_COUNTERS > MODEL_COUNTERS ? LOOP_COUNTERS : MODEL_COUNTERS];
+    model_counters_get(m, at, n, v);
     calib_mpw_map(w);
-    key_double(w, "alpha", g->cfg.alpha);
-    key_double(w, "min_improvement", g->cfg.min_improvement);
-    key_double(w, "lo", g->cfg.lo);
-    key_double(w, "hi", g->cfg.hi);
-    key_uint(w, "max_samples", g->cfg.max_samples);
-    key_uint(w, "state", (uint64_t)g->state);
-    key_bin(w, "e", &g->e, sizeof g->e);
-    key_bin(w, "diff", &g->diff, sizeof g->diff);
-    key_bin(w, "current", &g->current, sizeof g->current);
-    key_bin(w, "candidate", &g->candidate, sizeof g->candidate);
-    key_uint(w, "pairs", g->pairs);
+    for (size_t i = 0; i < n; i++)
+        key_uint(w, names[i], v[i]);
+    calib_mpw_end(w);
+}
+
+/* The last arrivals on the monotonic clock (0: none). */
+static const char *const last_names[3] = {"label", "first_prediction", "prediction"};
+
+/* The sums beside each cumulative accumulator. */
+static void pack_sums(calib_mpw *w, const model_sums *s, size_t n)
+{
+    calib_mpw_array(w);
+    for (size_t i = 0; i < n; i++) {
+        calib_mpw_map(w);
+        key_double(w, "pos", s[i].pos);
+        key_double(w, "neg", s[i].neg);
+        key_double(w, "sq", s[i].sq);
+        calib_mpw_end(w);
+    }
     calib_mpw_end(w);
 }
 
@@ -393,7 +155,7 @@ static void pack_loop(calib_mpw *w, const model *m)
     key_double(w, "next_refit", l->refit.next_refit);
     calib_mpw_key(w, "drift");
     if (l->drift_on)
-        pack_drift(w, &l->drift);
+        calib_drift_save(w, &l->drift);
     else
         calib_mpw_nil(w);
     key_uint(w, "drift_base", l->drift_base);
@@ -404,8 +166,9 @@ static void pack_loop(calib_mpw *w, const model *m)
         calib_mpw_key(w, "candidate");
         pack_params(w, &l->candidate);
         calib_mpw_key(w, "gate");
-        pack_gate(w, &l->gate);
-        key_bin(w, "log", l->shadow_log, sizeof l->shadow_log);
+        calib_gate_save(w, &l->gate);
+        calib_mpw_key(w, "log");
+        calib_accums_save(w, l->shadow_log, 2);
         calib_mpw_end(w);
     } else {
         calib_mpw_nil(w);
@@ -418,9 +181,10 @@ static void pack_loop(calib_mpw *w, const model *m)
         calib_mpw_key(w, "prev");
         pack_params(w, &l->guard_prev);
         calib_mpw_key(w, "gate");
-        pack_gate(w, &l->guard);
+        calib_gate_save(w, &l->guard);
         key_double(w, "low", l->guard_low);
-        key_bin(w, "since", l->guard_since, sizeof l->guard_since);
+        calib_mpw_key(w, "since");
+        calib_accums_save(w, l->guard_since, 3);
         calib_mpw_end(w);
     } else {
         calib_mpw_nil(w);
@@ -431,7 +195,7 @@ static void pack_loop(calib_mpw *w, const model *m)
         calib_mpw_key(w, "challenger");
         pack_params(w, &l->challenger);
         calib_mpw_key(w, "gate");
-        pack_gate(w, &l->trig);
+        calib_gate_save(w, &l->trig);
         key_uint(w, "fit_at", l->trig_fit_at);
         key_uint(w, "start", l->trig_start);
         key_uint(w, "quiet_until", l->trig_quiet_until);
@@ -443,9 +207,8 @@ static void pack_loop(calib_mpw *w, const model *m)
     key_uint(w, "rollbacks", l->rollbacks);
     key_uint(w, "miscal_alarms", l->miscal_alarms);
     key_uint(w, "cancelled", l->cancelled);
-    uint64_t counters[LOOP_COUNTERS];
-    model_counters_get(m, loop_counters, LOOP_COUNTERS, counters);
-    key_bin(w, "counters", counters, sizeof counters);
+    calib_mpw_key(w, "counters");
+    pack_counters(w, m, loop_counters, loop_counter_names, LOOP_COUNTERS);
     calib_mpw_end(w);
 }
 
@@ -491,16 +254,19 @@ void snapshot_pack_model(calib_mpw *w, const model *m)
     key_uint(w, "k", m->shaped ? m->k : 0);
     calib_mpw_key(w, "cfg");
     pack_cfg(w, m);
-    uint64_t counters[MODEL_COUNTERS];
-    model_counters_get(m, model_counters, MODEL_COUNTERS, counters);
-    key_bin(w, "counters", counters, sizeof counters);
+    calib_mpw_key(w, "counters");
+    pack_counters(w, m, model_counters, model_counter_names, MODEL_COUNTERS);
     calib_mpw_key(w, "rejected");
     pack_rejected(w, m->rejected);
-    const double last[] = {m->last_label_mono, m->first_prediction_mono,
-                           m->last_prediction_mono};
-    key_bin(w, "last", last, sizeof last);
+    const double last[3] = {m->last_label_mono, m->first_prediction_mono,
+                            m->last_prediction_mono};
+    calib_mpw_key(w, "last");
+    calib_mpw_map(w);
+    for (int i = 0; i < 3; i++)
+        key_double(w, last_names[i], last[i]);
+    calib_mpw_end(w);
     calib_mpw_key(w, "join");
-    pack_join(w, &m->join);
+    calib_join_save(w, &m->join);
     key_uint(w, "nevents", m->nevents);
     calib_mpw_key(w, "events");
     calib_mpw_array(w);
@@ -526,19 +292,24 @@ void snapshot_pack_model(calib_mpw *w, const model *m)
     calib_mpw_key(w, "params");
     pack_params(w, &m->params);
     if (m->shaped) {
-        key_bin(w, "cum", m->cum, sizeof m->cum);
-        key_bin(w, "sums", m->sums, sizeof m->sums);
+        /* [VIEWS][WS_PER_VIEW], row by row */
+        calib_mpw_key(w, "cum");
+        calib_accums_save(w, &m->cum[0][0], VIEWS * WS_PER_VIEW);
+        calib_mpw_key(w, "sums");
+        pack_sums(w, &m->sums[0][0], VIEWS * WS_PER_VIEW);
         calib_mpw_key(w, "paired");
         calib_mpw_map(w);
         key_uint(w, "version", m->paired.version);
         key_double(w, "since", m->paired.since);
-        key_bin(w, "view", m->paired.view, sizeof m->paired.view);
-        key_bin(w, "diff", m->paired.diff, sizeof m->paired.diff);
+        calib_mpw_key(w, "view");
+        calib_accums_save(w, &m->paired.view[0][0], VIEWS * WS_PER_VIEW);
+        calib_mpw_key(w, "diff");
+        calib_accums_save(w, m->paired.diff, WS_PER_VIEW);
         calib_mpw_key(w, "cs"); /* optional: absent before the sequences */
         if (m->cs_on) {
             calib_mpw_array(w);
             for (int v = 0; v < VIEWS; v++)
-                pack_cs(w, &m->cs[v]);
+                calib_cs_save(w, &m->cs[v]);
             calib_mpw_end(w);
         } else {
             calib_mpw_nil(w);
@@ -549,14 +320,14 @@ void snapshot_pack_model(calib_mpw *w, const model *m)
         calib_mpw_key(w, "top");
         calib_mpw_array(w);
         for (int v = 0; v < VIEWS && m->top[v].m; v++)
-            pack_bins(w, &m->top[v]);
+            calib_bins_save(w, &m->top[v]);
         calib_mpw_end(w);
         calib_mpw_key(w, "cw");
-        pack_cwbins(w, &m->cw);
+        calib_cwbins_save(w, &m->cw);
         calib_mpw_key(w, "window");
-        pack_window(w, &m->win);
+        calib_window_save(w, &m->win);
         calib_mpw_key(w, "reservoir");
-        pack_reservoir(w, &m->reservoir, m->sizes.reservoir);
+        calib_reservoir_save(w, &m->reservoir, m->sizes.reservoir);
         calib_mpw_key(w, "ring");
         pack_ring(w, m);
         calib_mpw_key(w, "loop");
@@ -600,6 +371,7 @@ static void frame_fields(calib_mpw *w, long pad, uint64_t len, uint32_t crc, uin
     calib_mpw_key(w, "format");
     calib_mpw_str(w, "calibd-snapshot");
     key_uint(w, "v", SNAPSHOT_VERSION);
+    key_uint(w, "compat", SNAPSHOT_COMPAT);
     calib_mpw_key(w, "byte_order");
     calib_mpw_str(w, "little");
     key_double(w, "written", wall);
@@ -650,17 +422,17 @@ int snapshot_frame_slot(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t model
 
 /* ------------------------------------------------------------------ reading */
 
-static int read_rejected(mpr *r, const msgpack_object *map, uint64_t counts[REJ_MAX])
+static int read_rejected(calib_mpr *r, const msgpack_object *map, uint64_t counts[REJ_MAX])
 {
     if (!map || map->type != MSGPACK_OBJECT_MAP)
-        return mpr_fail(r, "rejected: not a map");
+        return calib_mpr_fail(r, "rejected: not a map");
     for (uint32_t i = 0; i < map->via.map.size; i++) {
         const msgpack_object_kv *kv = &map->via.map.ptr[i];
         if (kv->val.type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-            return mpr_fail(r, "rejected: a count is not an integer");
+            return calib_mpr_fail(r, "rejected: a count is not an integer");
         int reason = REJ_INTERNAL; /* a reason this version does not know */
         for (int c = 0; c < REJ_MAX; c++)
-            if (mpr_is_str(&kv->key, reject_name(c)) && c != CALIB_REJ_NONE) {
+            if (calib_mpr_is_str(&kv->key, reject_name(c)) && c != CALIB_REJ_NONE) {
                 reason = c;
                 break;
             }
@@ -673,8 +445,8 @@ int snapshot_open(const char *data, size_t len, snapshot_head *h, char *err, siz
 {
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);
-    mpr r;
-    mpr_init(&r, err, errlen);
+    calib_mpr r;
+    calib_mpr_init(&r, err, errlen);
     size_t off = 0, end;
     memset(h, 0, sizeof *h);
     /* every count backed by bytes before msgpack-c allocates for it: the
@@ -682,56 +454,60 @@ int snapshot_open(const char *data, size_t len, snapshot_head *h, char *err, siz
     if (calib_proto_scan(data, len, &end) != CALIB_REJ_NONE ||
         msgpack_unpack_next(&u, data, len, &off) != MSGPACK_UNPACK_SUCCESS ||
         u.data.type != MSGPACK_OBJECT_MAP) {
-        mpr_fail(&r, "no msgpack map at the start (empty, truncated or not a snapshot)");
+        calib_mpr_fail(&r, "no msgpack map at the start (empty, truncated or not a snapshot)");
         goto out;
     }
-    const msgpack_object *o = &u.data, *fmt = mpr_find(o, "format"), *v = mpr_find(o, "v"),
-                         *bo = mpr_find(o, "byte_order");
-    if (!fmt || !mpr_is_str(fmt, "calibd-snapshot")) {
-        mpr_fail(&r, "not a calibd snapshot");
+    const msgpack_object *o = &u.data, *fmt = calib_mpr_find(o, "format"), *v = calib_mpr_find(o, "v"),
+                         *bo = calib_mpr_find(o, "byte_order");
+    if (!fmt || !calib_mpr_is_str(fmt, "calibd-snapshot")) {
+        calib_mpr_fail(&r, "not a calibd snapshot");
         goto out;
     }
     /* version 1 is version 2 without the stores' bounds (and with the
-     * ring's record numbers tied to its slots): read alike */
-    if (!v || v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 < 1 ||
-        v->via.u64 > SNAPSHOT_VERSION) {
-        mpr_fail(&r, "a snapshot of another format version (this calibd reads versions 1 "
-                 "to %d)", SNAPSHOT_VERSION);
+     * ring's record numbers tied to its slots): read alike; a later one
+     * whose compat is at most this one's, as this one (its known parts) */
+    const msgpack_object *compat = calib_mpr_find(o, "compat");
+    uint64_t need = v && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? v->via.u64 : 0;
+    if (need > SNAPSHOT_VERSION && compat && compat->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        need = compat->via.u64 >= 1 ? compat->via.u64 : 0;
+    if (need < 1 || need > SNAPSHOT_VERSION) {
+        calib_mpr_fail(&r, "a snapshot of another format version (this calibd reads versions 1 "
+                 "to %d, and later ones written to be read by it)", SNAPSHOT_VERSION);
         goto out;
     }
     h->version = (unsigned)v->via.u64;
-    if (!bo || !mpr_is_str(bo, "little")) {
-        mpr_fail(&r, "a snapshot of another byte order");
+    if (!bo || !calib_mpr_is_str(bo, "little")) {
+        calib_mpr_fail(&r, "a snapshot of another byte order");
         goto out;
     }
-    h->written = mpr_finite(&r, o, "written");
-    h->mono = mpr_finite(&r, o, "mono");
+    h->written = calib_mpr_finite(&r, o, "written");
+    h->mono = calib_mpr_finite(&r, o, "mono");
     h->clocks.steady = NAN;
-    const msgpack_object *bid = mpr_find(o, "boot_id");
-    if (mpr_find(o, "steady") && bid && bid->type == MSGPACK_OBJECT_STR &&
+    const msgpack_object *bid = calib_mpr_find(o, "boot_id");
+    if (calib_mpr_find(o, "steady") && bid && bid->type == MSGPACK_OBJECT_STR &&
         bid->via.str.size < sizeof h->clocks.boot_id) {
-        h->clocks.steady = mpr_finite(&r, o, "steady");
-        h->clocks.boottime = mpr_finite(&r, o, "boottime");
+        h->clocks.steady = calib_mpr_finite(&r, o, "steady");
+        h->clocks.boottime = calib_mpr_finite(&r, o, "boottime");
         memcpy(h->clocks.boot_id, bid->via.str.ptr, bid->via.str.size);
         h->clocks.boot_id[bid->via.str.size] = 0;
     }
-    h->models = mpr_uint(&r, o, "models", 0, UINT64_MAX);
-    const msgpack_object *dm = mpr_map(&r, o, "daemon");
-    h->messages = mpr_uint(&r, dm, "messages", 0, UINT64_MAX);
+    h->models = calib_mpr_uint(&r, o, "models", 0, UINT64_MAX);
+    const msgpack_object *dm = calib_mpr_map(&r, o, "daemon");
+    h->messages = calib_mpr_uint(&r, dm, "messages", 0, UINT64_MAX);
     if (!r.failed)
-        read_rejected(&r, mpr_get(&r, dm, "rejected"), h->rejected);
-    uint64_t blen = mpr_uint(&r, o, "body_bytes", 0, UINT64_MAX);
-    uint64_t crc = mpr_uint(&r, o, "crc32", 0, UINT32_MAX);
+        read_rejected(&r, calib_mpr_get(&r, dm, "rejected"), h->rejected);
+    uint64_t blen = calib_mpr_uint(&r, o, "body_bytes", 0, UINT64_MAX);
+    uint64_t crc = calib_mpr_uint(&r, o, "crc32", 0, UINT32_MAX);
     if (r.failed)
         goto out;
     if (blen != len - off) {
-        mpr_fail(&r, "%zu bytes follow the header, not the %llu written (truncated?)",
+        calib_mpr_fail(&r, "%zu bytes follow the header, not the %llu written (truncated?)",
                  len - off, (unsigned long long)blen);
         goto out;
     }
     uint32_t c = crc_of(data + off, len - off);
     if (c != crc) {
-        mpr_fail(&r, "the checksum does not match: the file is damaged (crc32 %08lx, "
+        calib_mpr_fail(&r, "the checksum does not match: the file is damaged (crc32 %08lx, "
                  "stored %08llx)", (unsigned long)c, (unsigned long long)crc);
         goto out;
     }
@@ -763,22 +539,22 @@ int snapshot_next(const snapshot_head *h, size_t *off, msgpack_unpacked *u, char
 int snapshot_model_head(const msgpack_object *o, char name[CFG_NAME_MAX + 1], int *shaped,
                         int *form, size_t *k, char *err, size_t errlen)
 {
-    mpr r;
-    mpr_init(&r, err, errlen);
-    mpr_str(&r, o, "name", name, CFG_NAME_MAX + 1);
-    *shaped = (int)mpr_uint(&r, o, "shaped", 0, 1);
-    *form = (int)mpr_uint(&r, o, "form", 0, CALIB_FORM_GAUSSIAN);
-    *k = (size_t)mpr_uint(&r, o, "k", 0, CALIB_PROTO_MAX_K);
+    calib_mpr r;
+    calib_mpr_init(&r, err, errlen);
+    calib_mpr_str(&r, o, "name", name, CFG_NAME_MAX + 1);
+    *shaped = (int)calib_mpr_uint(&r, o, "shaped", 0, 1);
+    *form = (int)calib_mpr_uint(&r, o, "form", 0, CALIB_FORM_GAUSSIAN);
+    *k = (size_t)calib_mpr_uint(&r, o, "k", 0, CALIB_PROTO_MAX_K);
     if (!r.failed && *shaped && calib_form_width(*form, *k) == 0)
-        mpr_fail(&r, "model %s: form %d with k %zu is no shape", name, *form, *k);
+        calib_mpr_fail(&r, "model %s: form %d with k %zu is no shape", name, *form, *k);
     return r.failed ? -1 : 0;
 }
 
 int snapshot_model_cfg(const msgpack_object *o, model_cfg *c, char *err, size_t errlen)
 {
-    mpr r;
-    mpr_init(&r, err, errlen);
-    const msgpack_object *cfg = mpr_map(&r, o, "cfg");
+    calib_mpr r;
+    calib_mpr_init(&r, err, errlen);
+    const msgpack_object *cfg = calib_mpr_map(&r, o, "cfg");
     if (!cfg)
         return -1;
     for (uint32_t i = 0; i < cfg->via.map.size; i++) {
@@ -819,180 +595,14 @@ static void note(notes *n, const char *fmt, ...)
     va_end(ap);
 }
 
-/* n accumulators from a binary, none with a NaN sum. */
-static int read_accums(mpr *r, const msgpack_object *map, const char *key, calib_accum *a,
-                       size_t n)
-{
-    if (!mpr_bin(r, map, key, a, n * sizeof *a))
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (isnan(a[i].s1.sum) || isnan(a[i].s1.comp) || isnan(a[i].s2.sum) ||
-            isnan(a[i].s2.comp))
-            return mpr_fail(r, "%s: a sum is NaN", key);
-    return 1;
-}
-
-/* Bins into b, which has the stored m (else a failure: the caller checks
- * the dimensions first). Counts must add up. */
-static int read_bins(mpr *r, const msgpack_object *o, calib_bins *b)
-{
-    if (!o || o->type != MSGPACK_OBJECT_MAP)
-        return mpr_fail(r, "bins: not a map");
-    if (mpr_uint(r, o, "m", 0, UINT32_MAX) != b->m && !r->failed)
-        return mpr_fail(r, "bins: %u bins expected", b->m);
-    uint64_t n = mpr_uint(r, o, "n", 0, UINT64_MAX);
-    if (!mpr_bin(r, o, "count", b->count, b->m * sizeof *b->count) ||
-        !mpr_bin(r, o, "conf", b->conf, b->m * sizeof *b->conf) ||
-        !mpr_bin(r, o, "correct", b->correct, b->m * sizeof *b->correct))
-        return 0;
-    uint64_t sum = 0;
-    for (uint32_t i = 0; i < b->m; i++) {
-        if (b->correct[i] > b->count[i] || !isfinite(b->conf[i].sum))
-            return mpr_fail(r, "bins: bin %u is inconsistent", i);
-        sum += b->count[i];
-    }
-    if (sum != n)
-        return mpr_fail(r, "bins: counts add to %llu, not n = %llu", (unsigned long long)sum,
-                        (unsigned long long)n);
-    b->n = n;
-    return 1;
-}
-
-static int read_cwbins(mpr *r, const msgpack_object *o, calib_cwbins *b)
-{
-    if (!o || o->type != MSGPACK_OBJECT_MAP)
-        return mpr_fail(r, "class-wise bins: not a map");
-    uint64_t k = mpr_uint(r, o, "k", 0, UINT32_MAX), m = mpr_uint(r, o, "m", 0, UINT32_MAX);
-    if (!r->failed && (k != b->k || m != b->m))
-        return mpr_fail(r, "class-wise bins: %u x %u expected", b->k, b->m);
-    uint64_t n = mpr_uint(r, o, "n", 0, UINT64_MAX);
-    size_t cells = (size_t)b->k * b->m;
-    if (!mpr_bin(r, o, "count", b->count, cells * sizeof *b->count) ||
-        !mpr_bin(r, o, "psum", b->psum, cells * sizeof *b->psum) ||
-        !mpr_bin(r, o, "hits", b->hits, cells * sizeof *b->hits))
-        return 0;
-    for (size_t i = 0; i < cells; i++)
-        if (b->hits[i] > b->count[i] || !isfinite(b->psum[i].sum))
-            return mpr_fail(r, "class-wise bins: cell %zu is inconsistent", i);
-    b->n = n;
-    return 1;
-}
-
-/* 1 when the stored settings (key "cfg" of o) are v, 0 when not or on
- * failure. */
-static int numbers_match(mpr *r, const msgpack_object *o, const double v[CFG_NUMBERS])
-{
-    const msgpack_object *a = mpr_array(r, o, "cfg", CFG_NUMBERS);
-    if (!a)
-        return 0;
-    for (int i = 0; i < CFG_NUMBERS; i++) {
-        double x;
-        if (!mpr_number(&a->via.array.ptr[i], &x))
-            return mpr_fail(r, "cfg holds a non-number");
-        if (x != v[i])
-            return 0;
-    }
-    return 1;
-}
-
-static int window_matches(mpr *r, const msgpack_object *o, const calib_window *w)
-{
-    double v[CFG_NUMBERS];
-    window_numbers(&w->cfg, v);
-    return numbers_match(r, o, v);
-}
-
-static int read_window(mpr *r, const msgpack_object *o, calib_window *w)
-{
-    const calib_window_cfg *c = &w->cfg;
-    uint32_t sets = c->top_bins ? (c->top_sets ? c->top_sets : 1) : 0;
-    int64_t head = mpr_int(r, o, "head");
-    uint64_t clock = mpr_uint(r, o, "clock", 0, UINT64_MAX);
-    const msgpack_object *panes = mpr_array(r, o, "panes", c->panes);
-    if (r->failed)
-        return 0;
-    if (head < -1)
-        return mpr_fail(r, "window: head %lld", (long long)head);
-    for (uint32_t i = 0; i < c->panes; i++) {
-        const msgpack_object *po = &panes->via.array.ptr[i];
-        calib_pane *p = &w->pane[i];
-        int64_t index = mpr_int(r, po, "index");
-        const msgpack_object *top = mpr_array(r, po, "top", sets);
-        const msgpack_object *cw = mpr_get(r, po, "cw");
-        if (r->failed)
-            return 0;
-        /* a pane holds index i mod P, up to head */
-        if (index != INT64_MIN &&
-            (index < 0 || index > head || (uint64_t)index % c->panes != i))
-            return mpr_fail(r, "window: pane %u holds index %lld (head %lld)", i,
-                            (long long)index, (long long)head);
-        p->index = index;
-        if (!read_accums(r, po, "stat", p->stat, c->nstat))
-            return 0;
-        for (uint32_t s = 0; s < sets; s++)
-            if (!read_bins(r, &top->via.array.ptr[s], &p->top[s]))
-                return 0;
-        if (c->cw_k ? !read_cwbins(r, cw, &p->cw) : cw->type != MSGPACK_OBJECT_NIL)
-            return mpr_fail(r, "window: class-wise bins");
-        /* older than the window: earlier calibds kept such panes (summed
-         * by no one); they hold nothing of the window */
-        if (index != INT64_MIN && head - index >= (int64_t)c->panes)
-            calib_pane_reset(p);
-    }
-    w->head = head;
-    w->clock = clock;
-    return 1;
-}
-
 /* The binary at key of exactly len bytes, or NULL (r says why). */
-static const msgpack_object *bin_of(mpr *r, const msgpack_object *map, const char *key,
+static const msgpack_object *bin_of(calib_mpr *r, const msgpack_object *map, const char *key,
                                     size_t len)
 {
-    const msgpack_object *o = mpr_get(r, map, key);
+    const msgpack_object *o = calib_mpr_get(r, map, key);
     if (o && (o->type != MSGPACK_OBJECT_BIN || o->via.bin.size != len))
-        return mpr_fail(r, "%s: not a binary of %zu bytes", key, len), NULL;
+        return calib_mpr_fail(r, "%s: not a binary of %zu bytes", key, len), NULL;
     return o;
-}
-
-/* n items of `size` bytes from src, where the oldest is item `first`,
- * into dst oldest first. */
-static void copy_oldest_first(void *dst, const char *src, size_t n, size_t first, size_t size)
-{
-    if (!n)
-        return;
-    memcpy(dst, src + first * size, (n - first) * size);
-    if (first)
-        memcpy((char *)dst + (n - first) * size, src, first * size);
-}
-
-/* A store's records into s (same width), room made for them: at most cap
- * (the stored capacity, <= s's), laid out as stored or, from the record at
- * slot `first` (< len, or 0), oldest first. Returns the stored len, -1 on
- * failure, NO_ROOM when memory_limit (or malloc) refuses the room, s
- * unchanged. */
-#define NO_ROOM (-2)
-static long read_store(mpr *r, const msgpack_object *o, calib_store *s, size_t cap,
-                       size_t first)
-{
-    uint64_t width = mpr_uint(r, o, "width", 0, UINT64_MAX);
-    uint64_t len = mpr_uint(r, o, "len", 0, cap);
-    if (r->failed)
-        return -1;
-    if (width != s->width)
-        return mpr_fail(r, "records of width %llu, not %zu", (unsigned long long)width,
-                        s->width), -1;
-    if (first && first >= len)
-        return mpr_fail(r, "the oldest record at slot %zu of %llu", first,
-                        (unsigned long long)len), -1;
-    size_t rec = (s->width + 2) * sizeof *s->data;
-    const msgpack_object *data = bin_of(r, o, "data", (size_t)len * rec);
-    if (!data)
-        return -1;
-    if (calib_store_reserve(s, (size_t)len) != CALIB_OK)
-        return NO_ROOM;
-    copy_oldest_first(s->data, data->via.bin.ptr, (size_t)len, first, rec);
-    s->len = (size_t)len;
-    return (long)len;
 }
 
 /*
@@ -1001,297 +611,89 @@ static long read_store(mpr *r, const msgpack_object *o, calib_store *s, size_t c
  * stopped it (version 2: see read_shaped): its records then go in oldest
  * first, and the ring, filling again, grows as memory allows (or stops
  * again). Record numbers (total) are not tied to slots: a ring restored so
- * and grown again has pushed more than its slots show. 1, 0 on failure (r
- * says why), or NO_ROOM with the ring as it was.
+ * and grown again has pushed more than its slots show. CALIB_LOAD_OK,
+ * CALIB_LOAD_FAILED (r says why), or CALIB_LOAD_NO_ROOM with the ring as
+ * it was.
  */
-static int read_ring(mpr *r, const msgpack_object *o, model *m, size_t cap)
+static int read_ring(calib_mpr *r, const msgpack_object *o, model *m, size_t cap)
 {
     calib_ring *g = &m->ring;
     int unroll = cap < calib_ring_cap(g);
-    uint64_t head = mpr_uint(r, o, "head", 0, cap - 1);
-    uint64_t total = mpr_uint(r, o, "total", 0, UINT64_MAX);
-    uint64_t held = mpr_uint(r, o, "len", 0, cap);
+    uint64_t head = calib_mpr_uint(r, o, "head", 0, cap - 1);
+    uint64_t total = calib_mpr_uint(r, o, "total", 0, UINT64_MAX);
+    uint64_t held = calib_mpr_uint(r, o, "len", 0, cap);
     if (r->failed)
         return 0;
     /* filling: the oldest at slot 0, the next write at len; full: the
      * oldest at head, where the next write goes */
     if (total < held || (held < cap && head != held))
-        return mpr_fail(r, "ring: head %llu, %llu records, %llu pushed",
+        return calib_mpr_fail(r, "ring: head %llu, %llu records, %llu pushed",
                         (unsigned long long)head, (unsigned long long)held,
                         (unsigned long long)total);
     if (model_ring_reserve(m, (size_t)held) != CALIB_OK)
-        return NO_ROOM;
+        return CALIB_LOAD_NO_ROOM;
     size_t first = unroll && held == cap ? (size_t)head : 0;
-    long len = read_store(r, o, &g->s, cap, first);
+    long len = calib_store_load(r, o, &g->s, cap, first);
     if (len < 0)
-        return (int)len == NO_ROOM ? NO_ROOM : 0;
-    /* the drift scores by slot, as the records */
-    const msgpack_object *score = bin_of(r, o, "score", (size_t)len * sizeof *m->ring_score);
+        return len == -2 ? CALIB_LOAD_NO_ROOM : CALIB_LOAD_FAILED;
+    /* the drift scores by slot, as the records: oldest first from first */
+    size_t n = (size_t)len, d = sizeof(double);
+    const msgpack_object *score = bin_of(r, o, "score", n * d);
     if (!score)
-        return 0;
-    copy_oldest_first(m->ring_score, score->via.bin.ptr, (size_t)len, first,
-                      sizeof *m->ring_score);
-    g->head = unroll ? (size_t)len : (size_t)head;
+        return CALIB_LOAD_FAILED;
+    if (n) {
+        memcpy(m->ring_score, score->via.bin.ptr + first * d, (n - first) * d);
+        memcpy(m->ring_score + (n - first), score->via.bin.ptr, first * d);
+    }
+    g->head = unroll ? n : (size_t)head;
     g->total = total;
-    return 1;
+    return CALIB_LOAD_OK;
 }
 
-/* The stored reservoir, of capacity cap, into v: cap is v's, or lower
- * where memory_limit had stopped it (see read_shaped), and v then stops
- * there too: its sample and Algorithm L's state are those of cap records
- * (a uniform sample cannot grow back without the records it skipped).
- * 1, 0 on failure (r says why), or NO_ROOM with v as it was. */
-static int read_reservoir(mpr *r, const msgpack_object *o, calib_reservoir *v, size_t cap)
-{
-    uint64_t seen = mpr_uint(r, o, "seen", 0, UINT64_MAX);
-    uint64_t skip = mpr_uint(r, o, "skip", 0, UINT64_MAX);
-    double w = mpr_double(r, o, "w");
-    uint64_t rng[4];
-    mpr_bin(r, o, "rng", rng, sizeof rng);
-    if (r->failed)
-        return 0;
-    /* the room first: refused, v is as it was */
-    if (cap < v->s.cap && (calib_store_reserve(&v->s, cap) != CALIB_OK ||
-                           calib_store_limit(&v->s, cap) != CALIB_OK))
-        return NO_ROOM;
-    long len = read_store(r, o, &v->s, v->s.cap, 0);
-    if (len < 0)
-        return (int)len == NO_ROOM ? NO_ROOM : 0;
-    if ((uint64_t)len != (seen < v->s.cap ? seen : v->s.cap) || !(w > 0 && w <= 1) ||
-        !(rng[0] | rng[1] | rng[2] | rng[3]))
-        return mpr_fail(r, "reservoir: %ld records after %llu offered, W %g", len,
-                        (unsigned long long)seen, w);
-    v->seen = seen;
-    v->skip = skip;
-    v->w = w;
-    memcpy(v->rng.s, rng, sizeof rng);
-    return 1;
-}
-
-/* An id: an unsigned integer or a binary of 1..CALIB_ID_MAX bytes. */
-static int read_id(mpr *r, const msgpack_object *o, calib_id *id)
-{
-    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-        calib_id_u64(id, o->via.u64);
-        return 1;
-    }
-    if (o->type == MSGPACK_OBJECT_BIN && calib_id_str(id, o->via.bin.ptr, o->via.bin.size) == 0)
-        return 1;
-    return mpr_fail(r, "join: an id is neither an integer nor 1 to %d bytes", CALIB_ID_MAX);
-}
-
-/* The waiting items and joined ids, onto this clock (arrival + shift). */
-static int read_join(mpr *r, const msgpack_object *o, calib_join *j, double shift,
-                     double *x, notes *skipped)
-{
-    uint64_t width = mpr_uint(r, o, "width", 0, CALIB_PROTO_MAX_K + 1);
-    const msgpack_object *items = mpr_array(r, o, "items", UINT32_MAX);
-    const msgpack_object *done = mpr_array(r, o, "done", UINT32_MAX);
-    uint64_t c[7];
-    static const char *const keys[7] = {"joined", "evicted", "expired_preds",
-                                        "expired_labels", "duplicate_preds",
-                                        "duplicate_labels", "forgotten"};
-    for (int i = 0; i < 7; i++)
-        c[i] = mpr_uint(r, o, keys[i], 0, UINT64_MAX);
-    if (r->failed)
-        return 0;
-    size_t put = 0, lost = 0;
-    for (uint32_t i = 0; i < items->via.array.size; i++) {
-        const msgpack_object *a = &items->via.array.ptr[i];
-        if (a->type != MSGPACK_OBJECT_ARRAY || a->via.array.size != 5)
-            return mpr_fail(r, "join: item %u is not [kind, id, arrived, ts, y or x]", i);
-        const msgpack_object *f = a->via.array.ptr;
-        calib_join_item it = {0};
-        if (f[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
-            (f[0].via.u64 != CALIB_JOIN_PRED && f[0].via.u64 != CALIB_JOIN_LABEL) ||
-            !read_id(r, &f[1], &it.id) || !mpr_number(&f[2], &it.arrived) ||
-            !mpr_number(&f[3], &it.ts) || !isfinite(it.arrived))
-            return mpr_fail(r, "join: item %u is malformed", i);
-        it.kind = (int)f[0].via.u64;
-        it.arrived += shift;
-        if (it.kind == CALIB_JOIN_LABEL) {
-            if (!mpr_number(&f[4], &it.y))
-                return mpr_fail(r, "join: label %u has no y", i);
-        } else {
-            if (f[4].type != MSGPACK_OBJECT_BIN ||
-                f[4].via.bin.size != width * sizeof(double))
-                return mpr_fail(r, "join: prediction %u has not %llu outputs", i,
-                                (unsigned long long)width);
-            if (width != j->cfg.width || !x) { /* another shape: these cannot be kept */
-                lost++;
-                continue;
-            }
-            memcpy(x, f[4].via.bin.ptr, f[4].via.bin.size);
-            it.x = x;
-        }
-        if (calib_join_put(j, &it) != CALIB_OK)
-            return mpr_fail(r, "join: item %u is out of order or twice", i);
-        put++;
-    }
-    for (uint32_t i = 0; i < done->via.array.size; i++) {
-        const msgpack_object *a = &done->via.array.ptr[i];
-        calib_id id;
-        double arrived;
-        if (a->type != MSGPACK_OBJECT_ARRAY || a->via.array.size != 2 ||
-            !read_id(r, &a->via.array.ptr[0], &id) || !mpr_number(&a->via.array.ptr[1], &arrived) ||
-            calib_join_put_done(j, &id, arrived + shift) != CALIB_OK)
-            return mpr_fail(r, "join: joined id %u is malformed, out of order or twice", i);
-    }
-    j->joined = c[0];
-    j->evicted += c[1];
-    j->expired_preds = c[2];
-    j->expired_labels = c[3];
-    j->duplicate_preds = c[4];
-    j->duplicate_labels = c[5];
-    j->forgotten = c[6];
-    if (mpr_find(o, "sample")) { /* absent from files before the sample */
-        calib_join_sampling sm;
-        j->sampled_out_preds = mpr_uint(r, o, "sampled_out_preds", 0, UINT64_MAX);
-        j->sampled_out_labels = mpr_uint(r, o, "sampled_out_labels", 0, UINT64_MAX);
-        sm.sample = (uint32_t)mpr_uint(r, o, "sample", 0, UINT32_MAX);
-        sm.label_sample = (uint32_t)mpr_uint(r, o, "label_sample", 0, UINT32_MAX);
-        sm.label_until = mpr_double(r, o, "label_until") + shift;
-        sm.arrivals = mpr_uint(r, o, "arrivals", 0, UINT64_MAX);
-        if (r->failed)
-            return 0;
-        if (calib_join_sampling_set(j, &sm) != CALIB_OK)
-            return mpr_fail(r, "join: the sample (label sample above it, or no time)");
-    }
-    if (lost)
-        note(skipped, "%zu waiting predictions of another width", lost);
-    (void)put;
-    return 1;
-}
-
-static int read_params(mpr *r, const msgpack_object *o, model_params *p)
+static int read_params(calib_mpr *r, const msgpack_object *o, model_params *p)
 {
     memset(p, 0, sizeof *p);
-    mpr_str(r, o, "method", p->method, sizeof p->method);
-    p->version = mpr_uint(r, o, "version", 0, UINT64_MAX);
-    const msgpack_object *names = mpr_array(r, o, "names", UINT32_MAX);
-    const msgpack_object *values = mpr_get(r, o, "values");
+    calib_mpr_str(r, o, "method", p->method, sizeof p->method);
+    p->version = calib_mpr_uint(r, o, "version", 0, UINT64_MAX);
+    const msgpack_object *names = calib_mpr_array(r, o, "names", UINT32_MAX);
     if (r->failed)
         return 0;
-    if (names->via.array.size > PARAMS_MAX || values->type != MSGPACK_OBJECT_BIN ||
-        values->via.bin.size != names->via.array.size * sizeof(double))
-        return mpr_fail(r, "params: names and values do not match");
+    if (names->via.array.size > PARAMS_MAX)
+        return calib_mpr_fail(r, "params: more than %d values", PARAMS_MAX);
     p->n = names->via.array.size;
-    memcpy(p->values, values->via.bin.ptr, values->via.bin.size);
-    p->ts = mpr_double(r, o, "ts");
-    p->fit_n = mpr_uint(r, o, "fit_n", 0, UINT64_MAX);
-    p->shadow_n = mpr_uint(r, o, "shadow_n", 0, UINT64_MAX);
-    mpr_bin(r, o, "before", p->before, sizeof p->before);
-    mpr_bin(r, o, "after", p->after, sizeof p->after);
-    p->improvement = mpr_double(r, o, "improvement");
-    mpr_bin(r, o, "ci", p->ci, sizeof p->ci);
+    if (!calib_doubles_load(r, o, "values", p->values, p->n))
+        return calib_mpr_fail(r, "params: names and values do not match");
+    p->ts = calib_mpr_double(r, o, "ts");
+    p->fit_n = calib_mpr_uint(r, o, "fit_n", 0, UINT64_MAX);
+    p->shadow_n = calib_mpr_uint(r, o, "shadow_n", 0, UINT64_MAX);
+    calib_doubles_load(r, o, "before", p->before, 2);
+    calib_doubles_load(r, o, "after", p->after, 2);
+    p->improvement = calib_mpr_double(r, o, "improvement");
+    calib_doubles_load(r, o, "ci", p->ci, 2);
     return !r->failed;
 }
 
 /* The stored names of a params map, for state_params_by_name. */
-static int read_param_names(mpr *r, const msgpack_object *o, state_param_names *names)
+static int read_param_names(calib_mpr *r, const msgpack_object *o, state_param_names *names)
 {
-    const msgpack_object *a = mpr_array(r, o, "names", UINT32_MAX);
+    const msgpack_object *a = calib_mpr_array(r, o, "names", UINT32_MAX);
     if (!a || a->via.array.size > PARAMS_MAX)
-        return mpr_fail(r, "params: names");
+        return calib_mpr_fail(r, "params: names");
     for (uint32_t i = 0; i < a->via.array.size; i++) {
         const msgpack_object *s = &a->via.array.ptr[i];
         if (s->type != MSGPACK_OBJECT_STR || s->via.str.size == 0 ||
             s->via.str.size > CALIB_PLUGIN_NAME_MAX || memchr(s->via.str.ptr, 0, s->via.str.size))
-            return mpr_fail(r, "params: name %u", i);
+            return calib_mpr_fail(r, "params: name %u", i);
         memcpy((*names)[i], s->via.str.ptr, s->via.str.size);
         (*names)[i][s->via.str.size] = 0;
     }
     return 1;
 }
 
-static int drift_matches(mpr *r, const msgpack_object *o, const calib_drift *d)
-{
-    double v[CFG_NUMBERS];
-    drift_numbers(&d->cfg, v);
-    return numbers_match(r, o, v);
-}
-
-static int eproc_ok(const calib_eproc *e)
-{
-    return isfinite(e->lo) && isfinite(e->hi) && isfinite(e->m) && e->lo < e->m &&
-           e->m < e->hi && isfinite(e->lambda) && isfinite(e->a) && !isnan(e->log_wealth) &&
-           !isnan(e->min_log_wealth);
-}
-
-static int read_drift(mpr *r, const msgpack_object *o, calib_drift *d)
-{
-    calib_drift t = *d; /* the scalars first, into a copy */
-    t.state = (int)mpr_uint(r, o, "state", CALIB_DRIFT_REFERENCE, CALIB_DRIFT_ALARM);
-    read_accums(r, o, "ref", &t.ref, 1);
-    t.threshold = mpr_double(r, o, "threshold");
-    t.null_mean = mpr_double(r, o, "null_mean");
-    mpr_bin(r, o, "bank", t.bank, sizeof t.bank);
-    mpr_bin(r, o, "log_w", t.log_w, sizeof t.log_w);
-    mpr_bin(r, o, "start", t.start, sizeof t.start);
-    t.nbank = (unsigned)mpr_uint(r, o, "nbank", 0, CALIB_DRIFT_BANK);
-    t.started = mpr_uint(r, o, "started", 0, UINT64_MAX);
-    read_accums(r, o, "watch", &t.watch, 1);
-    t.n = mpr_uint(r, o, "n", 0, UINT64_MAX);
-    t.alarm_at = mpr_uint(r, o, "alarm_at", 0, UINT64_MAX);
-    t.change_at = mpr_uint(r, o, "change_at", 0, UINT64_MAX);
-    t.resets = mpr_uint(r, o, "resets", 0, UINT64_MAX);
-    int paired = mpr_find(o, "pair") != NULL; /* MEAN: read_loop checked */
-    if (paired) {
-        mpr_bin(r, o, "pair", t.pair, sizeof t.pair);
-        t.npair = (unsigned)mpr_uint(r, o, "npair", 0, CALIB_DRIFT_BANK);
-        t.ring_n = mpr_uint(r, o, "ring_n", 0, d->ring_len);
-        read_accums(r, o, "all", &t.all, 1);
-    }
-    if (r->failed)
-        return 0;
-    if (calib_drift_check(&t) != CALIB_OK)
-        return mpr_fail(r, "drift: its state is inconsistent");
-    for (unsigned i = 0; i < t.nbank; i++)
-        if (!eproc_ok(&t.bank[i]) || isnan(t.log_w[i]) || t.start[i] > t.n)
-            return mpr_fail(r, "drift: e-process %u is inconsistent", i);
-    if (t.state != CALIB_DRIFT_REFERENCE && isnan(t.null_mean))
-        return mpr_fail(r, "drift: watching without a null mean");
-    /* EXCEED keeps its reference sample */
-    if (!mpr_bin(r, o, "ref_x", d->ref_x, d->ref_x ? d->cfg.reference * sizeof *d->ref_x : 0))
-        return 0;
-    /* MEAN keeps its ring */
-    if (paired && !mpr_bin(r, o, "ring", d->ring, d->ring ? d->ring_len * sizeof *d->ring : 0))
-        return 0;
-    t.ref_x = d->ref_x;
-    *d = t;
-    return 1;
-}
-
-static int read_gate(mpr *r, const msgpack_object *o, calib_gate *g)
-{
-    calib_gate_cfg c = {.alpha = mpr_finite(r, o, "alpha"),
-                        .min_improvement = mpr_finite(r, o, "min_improvement"),
-                        .lo = mpr_finite(r, o, "lo"), .hi = mpr_finite(r, o, "hi"),
-                        .max_samples = mpr_uint(r, o, "max_samples", 1, UINT64_MAX)};
-    calib_gate t;
-    if (r->failed || calib_gate_init(&t, &c) != CALIB_OK)
-        return mpr_fail(r, "gate: its configuration is refused");
-    /* decided, too: a snapshot can come between a gate's decision and the
-     * tick that acts on it (decide(), the guard's alarm), which the tick
-     * after the restore then does */
-    t.state = (int)mpr_uint(r, o, "state", CALIB_GATE_RUNNING, CALIB_GATE_FAILED);
-    mpr_bin(r, o, "e", &t.e, sizeof t.e);
-    read_accums(r, o, "diff", &t.diff, 1);
-    read_accums(r, o, "current", &t.current, 1);
-    read_accums(r, o, "candidate", &t.candidate, 1);
-    t.pairs = mpr_uint(r, o, "pairs", 0, c.max_samples);
-    if (r->failed)
-        return 0;
-    if (!eproc_ok(&t.e))
-        return mpr_fail(r, "gate: its e-process is inconsistent");
-    *g = t;
-    return 1;
-}
-
 /* Parameters of the current method, as a shadow run or a guard holds them:
  * 1 with *p resolved, 0 for a file that fails to read, -1 (noted as what)
  * when they are not of the model's method now. */
-static int read_method_params(mpr *r, const msgpack_object *o, const model *m,
+static int read_method_params(calib_mpr *r, const msgpack_object *o, const model *m,
                               model_params *p, const char *what, notes *skipped)
 {
     state_param_names names;
@@ -1308,21 +710,32 @@ static int read_method_params(mpr *r, const msgpack_object *o, const model *m,
     return 1;
 }
 
+/* A gate: 1, or 0 when it fails (r failed) or is of a form this calibd
+ * does not read (noted as what). */
+static int gate_of(calib_mpr *r, const msgpack_object *o, calib_gate *g, const char *what,
+                   notes *skipped)
+{
+    int rc = calib_gate_load(r, o, g);
+    if (rc == CALIB_LOAD_OTHER)
+        note(skipped, "%s (its gate is of a later form)", what);
+    return rc == CALIB_LOAD_OK;
+}
+
 /* The guard of the version in force: the previous version's parameters and
  * its gate. */
-static int read_guard(mpr *r, const msgpack_object *o, model *m, notes *skipped)
+static int read_guard(calib_mpr *r, const msgpack_object *o, model *m, notes *skipped)
 {
     model_loop *l = &m->loop;
-    const msgpack_object *po = mpr_map(r, o, "prev"), *go = mpr_map(r, o, "gate");
-    double low = mpr_double(r, o, "low");
-    uint64_t version = mpr_uint(r, o, "version", 1, UINT64_MAX);
+    const msgpack_object *po = calib_mpr_map(r, o, "prev"), *go = calib_mpr_map(r, o, "gate");
+    double low = calib_mpr_double(r, o, "low");
+    uint64_t version = calib_mpr_uint(r, o, "version", 1, UINT64_MAX);
     model_params prev;
     calib_gate g;
     calib_accum since[3];
-    if (r->failed || !read_accums(r, o, "since", since, 3))
+    if (r->failed || !calib_accums_load(r, o, "since", since, 3))
         return 0;
     if (!(low <= 0))
-        return mpr_fail(r, "guard: its low is not an e-value's at most 1");
+        return calib_mpr_fail(r, "guard: its low is not an e-value's at most 1");
     int ok = read_method_params(r, po, m, &prev, "the guard", skipped);
     if (ok <= 0)
         return ok == 0 ? 0 : 1;
@@ -1333,8 +746,8 @@ static int read_guard(mpr *r, const msgpack_object *o, model *m, notes *skipped)
              (unsigned long long)version, (unsigned long long)m->params.version);
         return 1;
     }
-    if (!read_gate(r, go, &g))
-        return 0;
+    if (!gate_of(r, go, &g, "the guard", skipped))
+        return !r->failed;
     l->guard_prev = prev;
     l->guard = g;
     l->guard_low = low;
@@ -1345,15 +758,15 @@ static int read_guard(mpr *r, const msgpack_object *o, model *m, notes *skipped)
 
 /* The miscalibration trigger: its challenger, in the current method, and
  * its gate; a gate of other settings (changed since) starts afresh. */
-static int read_trigger(mpr *r, const msgpack_object *o, model *m, notes *skipped)
+static int read_trigger(calib_mpr *r, const msgpack_object *o, model *m, notes *skipped)
 {
     model_loop *l = &m->loop;
-    const msgpack_object *co = mpr_map(r, o, "challenger"), *go = mpr_map(r, o, "gate");
-    uint64_t at = mpr_uint(r, o, "fit_at", 0, UINT64_MAX);
-    uint64_t start = mpr_uint(r, o, "start", 0, UINT64_MAX);
-    uint64_t quiet = mpr_find(o, "quiet_until") ? mpr_uint(r, o, "quiet_until", 0, UINT64_MAX)
+    const msgpack_object *co = calib_mpr_map(r, o, "challenger"), *go = calib_mpr_map(r, o, "gate");
+    uint64_t at = calib_mpr_uint(r, o, "fit_at", 0, UINT64_MAX);
+    uint64_t start = calib_mpr_uint(r, o, "start", 0, UINT64_MAX);
+    uint64_t quiet = calib_mpr_find(o, "quiet_until") ? calib_mpr_uint(r, o, "quiet_until", 0, UINT64_MAX)
                                                  : 0;
-    int reported = (int)mpr_uint(r, o, "reported", 0, 1);
+    int reported = (int)calib_mpr_uint(r, o, "reported", 0, 1);
     if (!r->failed && (at > m->ring.total || start > m->ring.total)) {
         /* counts of another ring (a merge's, say): the trigger starts afresh */
         note(skipped, "the miscalibration trigger (its counts are past the ring's)");
@@ -1364,14 +777,14 @@ static int read_trigger(mpr *r, const msgpack_object *o, model *m, notes *skippe
     if (ok <= 0)
         return ok == 0 ? 0 : 1;
     calib_gate g;
-    if (!read_gate(r, go, &g))
-        return 0;
+    if (!gate_of(r, go, &g, "the miscalibration trigger", skipped))
+        return !r->failed;
     calib_gate_cfg now;
     model_trigger_cfg(m, &now);
     if (memcmp(&now, &g.cfg, sizeof now) != 0) {
         note(skipped, "the miscalibration trigger's evidence (its settings changed)");
         if (calib_gate_init(&g, &now) != CALIB_OK)
-            return mpr_fail(r, "trigger: the configuration's gate is refused");
+            return calib_mpr_fail(r, "trigger: the configuration's gate is refused");
         reported = 0;
     }
     l->challenger = ch;
@@ -1387,20 +800,20 @@ static int read_trigger(mpr *r, const msgpack_object *o, model *m, notes *skippe
 }
 
 /* The shadow run: its candidate, in the current method, and its gate. */
-static int read_shadow(mpr *r, const msgpack_object *o, model *m, notes *skipped)
+static int read_shadow(calib_mpr *r, const msgpack_object *o, model *m, notes *skipped)
 {
     model_loop *l = &m->loop;
-    const msgpack_object *co = mpr_map(r, o, "candidate"), *go = mpr_map(r, o, "gate");
+    const msgpack_object *co = calib_mpr_map(r, o, "candidate"), *go = calib_mpr_map(r, o, "gate");
     model_params cand;
     calib_accum log[2];
-    if (r->failed || !read_accums(r, o, "log", log, 2))
+    if (r->failed || !calib_accums_load(r, o, "log", log, 2))
         return 0;
     int ok = read_method_params(r, co, m, &cand, "the shadow run's candidate", skipped);
     if (ok <= 0)
         return ok == 0 ? 0 : 1;
     calib_gate g;
-    if (!read_gate(r, go, &g))
-        return 0;
+    if (!gate_of(r, go, &g, "the shadow run", skipped))
+        return !r->failed;
     l->candidate = cand;
     l->gate = g;
     memcpy(l->shadow_log, log, sizeof log);
@@ -1408,63 +821,78 @@ static int read_shadow(mpr *r, const msgpack_object *o, model *m, notes *skipped
     return 1;
 }
 
-static int read_loop(mpr *r, const msgpack_object *o, model *m, double shift, notes *skipped)
+/* Counters by name (a name absent: 0, a name unknown: skipped), or of
+ * formats 1 and 2, a binary of them in the lists' order. */
+static int read_counters(calib_mpr *r, const msgpack_object *o, model *m, const size_t *at,
+                         const char *const *names, size_t n)
+{
+    uint64_t v[LOOP_COUNTERS > MODEL_COUNTERS ? LOOP_COUNTERS : MODEL_COUNTERS] = {0};
+    const msgpack_object *c = calib_mpr_get(r, o, "counters");
+    if (c && c->type == MSGPACK_OBJECT_MAP) {
+        for (size_t i = 0; i < n; i++)
+            if (calib_mpr_find(c, names[i]))
+                v[i] = calib_mpr_uint(r, c, names[i], 0, UINT64_MAX);
+    } else {
+        calib_uints_load(r, o, "counters", v, n);
+    }
+    if (r->failed)
+        return 0;
+    model_counters_set(m, at, n, v);
+    return 1;
+}
+
+static int read_loop(calib_mpr *r, const msgpack_object *o, model *m, double shift, notes *skipped)
 {
     model_loop *l = &m->loop;
-    int phase = (int)mpr_uint(r, o, "phase", PHASE_OFF, PHASE_STORING);
-    int pending = (int)mpr_uint(r, o, "pending", REFIT_NONE, REFIT_MISCAL);
-    int reason = (int)mpr_uint(r, o, "reason", REFIT_NONE, REFIT_MISCAL);
+    int phase = (int)calib_mpr_uint(r, o, "phase", PHASE_OFF, PHASE_STORING);
+    int pending = (int)calib_mpr_uint(r, o, "pending", REFIT_NONE, REFIT_MISCAL);
+    int reason = (int)calib_mpr_uint(r, o, "reason", REFIT_NONE, REFIT_MISCAL);
     if (pending == REFIT_ROLLBACK)
-        return mpr_fail(r, "loop: a rollback is never pending");
+        return calib_mpr_fail(r, "loop: a rollback is never pending");
     /* a rollback is stored without a fit or a shadow run; idle after it,
      * the machine keeps it as the reason of its last outcome */
     if (reason == REFIT_ROLLBACK && (phase == PHASE_FITTING || phase == PHASE_SHADOW))
-        return mpr_fail(r, "loop: a rollback is never fitted nor in shadow");
-    double next = mpr_double(r, o, "next_refit");
-    const msgpack_object *drift = mpr_get(r, o, "drift"), *shadow = mpr_get(r, o, "shadow");
-    uint64_t base = mpr_uint(r, o, "drift_base", 0, m->ring.total);
-    int alarm = (int)mpr_uint(r, o, "drift_alarm", 0, 1);
-    uint64_t c[LOOP_COUNTERS];
-    mpr_bin(r, o, "counters", c, sizeof c);
-    if (r->failed)
+        return calib_mpr_fail(r, "loop: a rollback is never fitted nor in shadow");
+    double next = calib_mpr_double(r, o, "next_refit");
+    const msgpack_object *drift = calib_mpr_get(r, o, "drift"), *shadow = calib_mpr_get(r, o, "shadow");
+    uint64_t base = calib_mpr_uint(r, o, "drift_base", 0, m->ring.total);
+    int alarm = (int)calib_mpr_uint(r, o, "drift_alarm", 0, 1);
+    if (!read_counters(r, o, m, loop_counters, loop_counter_names, LOOP_COUNTERS))
         return 0;
-    model_counters_set(m, loop_counters, LOOP_COUNTERS, c);
-    const msgpack_object *rb = mpr_find(o, "rollbacks"), *guard = mpr_find(o, "guard");
+    const msgpack_object *rb = calib_mpr_find(o, "rollbacks"), *guard = calib_mpr_find(o, "guard");
     if (rb) /* absent before the guard */
-        l->rollbacks = mpr_uint(r, o, "rollbacks", 0, UINT64_MAX);
-    if (mpr_find(o, "miscal_alarms")) /* absent before the trigger */
-        l->miscal_alarms = mpr_uint(r, o, "miscal_alarms", 0, UINT64_MAX);
-    if (mpr_find(o, "cancelled"))
-        l->cancelled = mpr_uint(r, o, "cancelled", 0, UINT64_MAX);
+        l->rollbacks = calib_mpr_uint(r, o, "rollbacks", 0, UINT64_MAX);
+    if (calib_mpr_find(o, "miscal_alarms")) /* absent before the trigger */
+        l->miscal_alarms = calib_mpr_uint(r, o, "miscal_alarms", 0, UINT64_MAX);
+    if (calib_mpr_find(o, "cancelled"))
+        l->cancelled = calib_mpr_uint(r, o, "cancelled", 0, UINT64_MAX);
     if (r->failed)
         return 0;
     if (l->refit.phase == PHASE_OFF) /* the loop is off now: nothing more to resume */
         return 1;
     if (guard && guard->type != MSGPACK_OBJECT_NIL && m->cfg.rollback) {
         if (guard->type != MSGPACK_OBJECT_MAP)
-            return mpr_fail(r, "guard: not a map");
+            return calib_mpr_fail(r, "guard: not a map");
         if (!read_guard(r, guard, m, skipped))
             return 0;
     }
 
-    const msgpack_object *trig = mpr_find(o, "trigger"); /* absent before it */
+    const msgpack_object *trig = calib_mpr_find(o, "trigger"); /* absent before it */
     if (trig && trig->type != MSGPACK_OBJECT_NIL && m->cfg.miscal_trigger) {
         if (trig->type != MSGPACK_OBJECT_MAP)
-            return mpr_fail(r, "trigger: not a map");
+            return calib_mpr_fail(r, "trigger: not a map");
         if (!read_trigger(r, trig, m, skipped))
             return 0;
     }
     if (drift->type != MSGPACK_OBJECT_NIL && l->drift_on) {
-        int same = drift_matches(r, drift, &l->drift);
-        if (r->failed)
-            return 0;
-        if (!same)
-            note(skipped, "the drift detector (its settings changed)");
-        else if (l->drift.cfg.kind == CALIB_DRIFT_MEAN && !mpr_find(drift, "pair"))
+        int rc = CALIB_LOAD_OTHER;
+        if (l->drift.cfg.kind == CALIB_DRIFT_MEAN && !calib_mpr_find(drift, "pair"))
             note(skipped, "the drift detector (an older calibd's test)");
-        else if (!read_drift(r, drift, &l->drift))
+        else if ((rc = calib_drift_load(r, drift, &l->drift)) == CALIB_LOAD_OTHER)
+            note(skipped, "the drift detector (its settings changed)");
+        if (rc == CALIB_LOAD_FAILED)
             return 0;
-        else {
+        if (rc == CALIB_LOAD_OK) {
             l->drift_base = base;
             l->drift_alarm = alarm;
         }
@@ -1491,23 +919,23 @@ static int read_loop(mpr *r, const msgpack_object *o, model *m, double shift, no
     return 1;
 }
 
-static int read_events(mpr *r, const msgpack_object *o, model *m)
+static int read_events(calib_mpr *r, const msgpack_object *o, model *m)
 {
-    uint64_t total = mpr_uint(r, o, "nevents", 0, UINT64_MAX);
-    const msgpack_object *ev = mpr_array(r, o, "events", UINT32_MAX);
+    uint64_t total = calib_mpr_uint(r, o, "nevents", 0, UINT64_MAX);
+    const msgpack_object *ev = calib_mpr_array(r, o, "events", UINT32_MAX);
     if (r->failed)
         return 0;
     uint32_t n = ev->via.array.size;
     if (n > MODEL_EVENTS || n > total)
-        return mpr_fail(r, "events: %u kept of %llu", n, (unsigned long long)total);
+        return calib_mpr_fail(r, "events: %u kept of %llu", n, (unsigned long long)total);
     for (uint32_t i = 0; i < n; i++) {
         const msgpack_object *a = &ev->via.array.ptr[i];
         model_event *e = &m->events[(total - n + i) % MODEL_EVENTS];
         if (a->type != MSGPACK_OBJECT_ARRAY || a->via.array.size != 3 ||
-            !mpr_number(&a->via.array.ptr[0], &e->t) ||
+            !calib_mpr_number(&a->via.array.ptr[0], &e->t) ||
             a->via.array.ptr[1].type != MSGPACK_OBJECT_STR ||
             a->via.array.ptr[2].type != MSGPACK_OBJECT_STR)
-            return mpr_fail(r, "events: event %u is not [t, kind, text]", i);
+            return calib_mpr_fail(r, "events: event %u is not [t, kind, text]", i);
         const msgpack_object_str *k = &a->via.array.ptr[1].via.str,
                                  *t = &a->via.array.ptr[2].via.str;
         snprintf(e->kind, sizeof e->kind, "%.*s", (int)(k->size < 64 ? k->size : 64), k->ptr);
@@ -1517,114 +945,63 @@ static int read_events(mpr *r, const msgpack_object *o, model *m)
     return 1;
 }
 
-static int read_alerts(mpr *r, const msgpack_object *o, model *m, double shift)
+static int read_alerts(calib_mpr *r, const msgpack_object *o, model *m, double shift)
 {
-    const msgpack_object *a = mpr_array(r, o, "alert", RULES);
+    const msgpack_object *a = calib_mpr_array(r, o, "alert", RULES);
     if (!a)
         return 0;
     for (int i = 0; i < RULES; i++) {
         const msgpack_object *s = &a->via.array.ptr[i];
         double open, alerted, last;
         if (s->type != MSGPACK_OBJECT_ARRAY || s->via.array.size != 3 ||
-            !mpr_number(&s->via.array.ptr[0], &open) ||
-            !mpr_number(&s->via.array.ptr[1], &alerted) ||
-            !mpr_number(&s->via.array.ptr[2], &last) || !isfinite(last))
-            return mpr_fail(r, "alert: rule %d is not [open, alerted, last]", i);
+            !calib_mpr_number(&s->via.array.ptr[0], &open) ||
+            !calib_mpr_number(&s->via.array.ptr[1], &alerted) ||
+            !calib_mpr_number(&s->via.array.ptr[2], &last) || !isfinite(last))
+            return calib_mpr_fail(r, "alert: rule %d is not [open, alerted, last]", i);
         m->alert[i] = (alert_state){.open = open != 0, .alerted = alerted != 0,
                                     .last = last != 0 ? last + shift : 0};
     }
     return 1;
 }
 
-/* A stored ring's or reservoir's capacity now and the one it was given
- * (version 1 has no bound: the capacity, stopped or not). */
-typedef struct store_caps {
-    uint64_t cap, bound;
-} store_caps;
-
-static store_caps read_caps(mpr *r, const msgpack_object *o)
-{
-    store_caps c = {.cap = mpr_uint(r, o, "cap", 0, UINT64_MAX)};
-    c.bound = mpr_find(o, "bound") ? mpr_uint(r, o, "bound", 0, UINT64_MAX) : c.cap;
-    return c;
-}
-
 /* Whether a stored store goes into one of capacity cap, given bound (a
  * model just shaped: cap = bound): of the same capacity, or given the same
  * bound and stopped lower by memory_limit. A store whose configured
  * capacity changed (ring, reservoir, sample_memory) does not. */
-static int caps_fit(const store_caps *c, size_t cap, size_t bound)
+static int caps_fit(uint64_t stored, uint64_t stored_bound, size_t cap, size_t bound)
 {
-    return c->cap == cap || (c->bound == bound && c->cap >= 1 && c->cap < cap);
+    return stored == cap || (stored_bound == bound && stored >= 1 && stored < cap);
 }
 
 /* A confidence sequence into cs, initialised with the model's settings: 1,
  * or 0 for a file that fails; one of other settings, or whose state its
  * checks refuse, is noted and left fresh. */
-static int read_cs(mpr *r, const msgpack_object *o, calib_cs *cs, notes *skipped)
+static int read_cs(calib_mpr *r, const msgpack_object *o, calib_cs *cs, notes *skipped)
 {
-    double alpha = mpr_finite(r, o, "alpha");
-    uint64_t grid = mpr_uint(r, o, "grid", 0, UINT32_MAX);
-    const msgpack_object *cap = mpr_array(r, o, "capital", 8);
-    if (r->failed)
-        return 0;
-    if (alpha != cs->alpha || grid != cs->grid) {
-        note(skipped, "a confidence sequence (of another cs_alpha)");
-        return 1;
-    }
-    calib_cs t = *cs; /* the arrays are cs's own: written only once checked */
-    t.gsize = (uint32_t)mpr_uint(r, o, "gsize", 1, grid);
-    t.gbase = mpr_uint(r, o, "gbase", 0, UINT64_MAX);
-    t.gstride = mpr_uint(r, o, "gstride", 1, UINT64_MAX);
-    t.first = (uint32_t)mpr_uint(r, o, "first", 0, grid);
-    t.last = (uint32_t)mpr_uint(r, o, "last", 0, grid);
-    uint64_t flags = mpr_uint(r, o, "flags", 0, 7);
-    t.n = mpr_uint(r, o, "n", 0, UINT64_MAX);
-    t.clamped = mpr_uint(r, o, "clamped", 0, t.n);
-    t.refines = mpr_uint(r, o, "refines", 0, UINT64_MAX);
-    t.sum = mpr_finite(r, o, "sum");
-    t.sq = mpr_finite(r, o, "sq");
-    t.fold_bits = mpr_finite(r, o, "fold_bits");
-    if (r->failed)
-        return 0;
-    size_t len = t.first < t.last ? (t.last - t.first) * sizeof(double) : 0;
-    if (!len || cap->via.array.size != 8)
-        return mpr_fail(r, "a confidence sequence keeps no candidate");
-    for (int i = 0; i < 8; i++) {
-        const msgpack_object *b = &cap->via.array.ptr[i];
-        if (b->type != MSGPACK_OBJECT_BIN || b->via.bin.size != len)
-            return mpr_fail(r, "a confidence sequence's capitals: %zu bytes expected", len);
-    }
-    t.low_out = !!(flags & 1);
-    t.high_out = !!(flags & 2);
-    t.empty = !!(flags & 4);
-    double *arr[8] = {t.lp, t.pp, t.ap, t.qp, t.lm, t.pm, t.am, t.qm};
-    for (int i = 0; i < 8; i++)
-        memcpy(arr[i] + t.first, cap->via.array.ptr[i].via.bin.ptr, len);
-    *cs = t;
-    if (calib_cs_restore(cs) != CALIB_OK) /* it has reset cs */
-        note(skipped, "a confidence sequence (its state is inconsistent)");
-    return 1;
+    int rc = calib_cs_load(r, o, cs);
+    if (rc == CALIB_LOAD_OTHER)
+        note(skipped, "a confidence sequence (of another cs_alpha, or inconsistent)");
+    return rc != CALIB_LOAD_FAILED;
 }
 
 /* The window's period into m->period (model_period); its sequences go as
  * read_cs reads them. 1, or 0 for a file that fails. */
-static int read_period(mpr *r, const msgpack_object *o, model *m, notes *skipped)
+static int read_period(calib_mpr *r, const msgpack_object *o, model *m, notes *skipped)
 {
     model_period *pd = &m->period;
-    double since = mpr_finite(r, o, "since"), end = mpr_finite(r, o, "end");
-    const msgpack_object *cs = mpr_array(r, o, "cs", VIEWS);
-    const msgpack_object *last = mpr_get(r, o, "last");
+    double since = calib_mpr_finite(r, o, "since"), end = calib_mpr_finite(r, o, "end");
+    const msgpack_object *cs = calib_mpr_array(r, o, "cs", VIEWS);
+    const msgpack_object *last = calib_mpr_get(r, o, "last");
     if (r->failed)
         return 0;
     if (!(since < end))
-        return mpr_fail(r, "paired: the period ends before it starts");
+        return calib_mpr_fail(r, "paired: the period ends before it starts");
     model_period_end e = {0};
     if (last->type == MSGPACK_OBJECT_MAP) {
-        e.since = mpr_finite(r, last, "since");
-        e.until = mpr_finite(r, last, "until");
-        e.n = mpr_uint(r, last, "n", 1, UINT64_MAX);
-        const msgpack_object *iv = mpr_array(r, last, "interval", VIEWS);
+        e.since = calib_mpr_finite(r, last, "since");
+        e.until = calib_mpr_finite(r, last, "until");
+        e.n = calib_mpr_uint(r, last, "n", 1, UINT64_MAX);
+        const msgpack_object *iv = calib_mpr_array(r, last, "interval", VIEWS);
         if (r->failed)
             return 0;
         for (int v = 0; v < VIEWS; v++) {
@@ -1634,18 +1011,18 @@ static int read_period(mpr *r, const msgpack_object *o, model *m, notes *skipped
             if (b->type == MSGPACK_OBJECT_NIL)
                 continue;
             if (b->type != MSGPACK_OBJECT_ARRAY || b->via.array.size != 2 ||
-                !mpr_number(&b->via.array.ptr[0], &e.lo[v]) ||
-                !mpr_number(&b->via.array.ptr[1], &e.hi[v]) || !(e.lo[v] <= e.hi[v]))
-                return mpr_fail(r, "paired: the last period's interval is not [low, high]");
+                !calib_mpr_number(&b->via.array.ptr[0], &e.lo[v]) ||
+                !calib_mpr_number(&b->via.array.ptr[1], &e.hi[v]) || !(e.lo[v] <= e.hi[v]))
+                return calib_mpr_fail(r, "paired: the last period's interval is not [low, high]");
             e.rc[v] = 1;
         }
     } else if (last->type != MSGPACK_OBJECT_NIL) {
-        return mpr_fail(r, "paired: the last period is neither a map nor nil");
+        return calib_mpr_fail(r, "paired: the last period is neither a map nor nil");
     }
     for (int v = 0; v < VIEWS; v++)
         if (cs->via.array.ptr[v].type != MSGPACK_OBJECT_MAP ||
             !read_cs(r, &cs->via.array.ptr[v], &pd->cs[v], skipped))
-            return r->failed ? 0 : mpr_fail(r, "paired: a period's cs is not a map");
+            return r->failed ? 0 : calib_mpr_fail(r, "paired: a period's cs is not a map");
     pd->running = 1;
     pd->since = since;
     pd->end = end;
@@ -1653,40 +1030,65 @@ static int read_period(mpr *r, const msgpack_object *o, model *m, notes *skipped
     return 1;
 }
 
+/* The sums beside the cumulative accumulators: maps, or of formats 1 and
+ * 2 a binary of n times three doubles. */
+static int read_sums(calib_mpr *r, const msgpack_object *o, model_sums *s, size_t n)
+{
+    const msgpack_object *a = calib_mpr_get(r, o, "sums");
+    if (!a)
+        return 0;
+    if (a->type == MSGPACK_OBJECT_BIN) {
+        double *v = malloc(3 * n * sizeof *v);
+        int ok = v && calib_doubles_load(r, o, "sums", v, 3 * n);
+        for (size_t i = 0; ok && i < n; i++)
+            s[i] = (model_sums){v[3 * i], v[3 * i + 1], v[3 * i + 2]};
+        free(v);
+        return ok || calib_mpr_fail(r, "sums: unreadable");
+    }
+    if (a->type != MSGPACK_OBJECT_ARRAY || a->via.array.size != n)
+        return calib_mpr_fail(r, "sums: not an array of %zu", n);
+    for (size_t i = 0; i < n; i++) {
+        const msgpack_object *e = &a->via.array.ptr[i];
+        s[i] = (model_sums){calib_mpr_double(r, e, "pos"), calib_mpr_double(r, e, "neg"),
+                            calib_mpr_double(r, e, "sq")};
+    }
+    return !r->failed;
+}
+
 /* The statistics of a shaped model, section by section: a section whose
  * dimensions changed with the configuration stays fresh. */
-static int read_shaped(mpr *r, const msgpack_object *o, model *m, double shift, notes *skipped)
+static int read_shaped(calib_mpr *r, const msgpack_object *o, model *m, double shift, notes *skipped)
 {
-    read_accums(r, o, "cum", &m->cum[0][0], VIEWS * WS_PER_VIEW);
-    mpr_bin(r, o, "sums", m->sums, sizeof m->sums);
-    const msgpack_object *po = mpr_map(r, o, "paired");
-    uint64_t version = mpr_uint(r, po, "version", 0, UINT64_MAX);
+    calib_accums_load(r, o, "cum", &m->cum[0][0], VIEWS * WS_PER_VIEW);
+    read_sums(r, o, &m->sums[0][0], VIEWS * WS_PER_VIEW);
+    const msgpack_object *po = calib_mpr_map(r, o, "paired");
+    uint64_t version = calib_mpr_uint(r, po, "version", 0, UINT64_MAX);
     if (r->failed)
         return 0;
     if (version == m->params.version) {
         m->paired.version = version;
-        m->paired.since = mpr_finite(r, po, "since");
-        read_accums(r, po, "view", &m->paired.view[0][0], VIEWS * WS_PER_VIEW);
-        read_accums(r, po, "diff", m->paired.diff, WS_PER_VIEW);
-        const msgpack_object *cs = mpr_find(po, "cs");
+        m->paired.since = calib_mpr_finite(r, po, "since");
+        calib_accums_load(r, po, "view", &m->paired.view[0][0], VIEWS * WS_PER_VIEW);
+        calib_accums_load(r, po, "diff", m->paired.diff, WS_PER_VIEW);
+        const msgpack_object *cs = calib_mpr_find(po, "cs");
         if (cs && cs->type == MSGPACK_OBJECT_ARRAY && m->cs_on) {
             if (cs->via.array.size != VIEWS)
-                return mpr_fail(r, "paired: cs is not one sequence a view");
+                return calib_mpr_fail(r, "paired: cs is not one sequence a view");
             for (int v = 0; v < VIEWS; v++)
                 if (cs->via.array.ptr[v].type != MSGPACK_OBJECT_MAP ||
                     !read_cs(r, &cs->via.array.ptr[v], &m->cs[v], skipped))
-                    return r->failed ? 0 : mpr_fail(r, "paired: a cs is not a map");
+                    return r->failed ? 0 : calib_mpr_fail(r, "paired: a cs is not a map");
         } else if (cs && cs->type != MSGPACK_OBJECT_NIL && cs->type != MSGPACK_OBJECT_ARRAY) {
-            return mpr_fail(r, "paired: cs is neither a list nor nil");
+            return calib_mpr_fail(r, "paired: cs is neither a list nor nil");
         } else if (m->cs_on) {
             note(skipped, "the confidence sequences (none in the file: they start afresh)");
         }
-        const msgpack_object *pd = mpr_find(po, "period");
+        const msgpack_object *pd = calib_mpr_find(po, "period");
         if (pd && pd->type == MSGPACK_OBJECT_MAP && m->cs_on) {
             if (!read_period(r, pd, m, skipped))
                 return 0;
         } else if (pd && pd->type != MSGPACK_OBJECT_NIL && pd->type != MSGPACK_OBJECT_MAP) {
-            return mpr_fail(r, "paired: period is neither a map nor nil");
+            return calib_mpr_fail(r, "paired: period is neither a map nor nil");
         } else if (m->cs_on && !pd) {
             note(skipped, "the window's confidence sequences (none in the file: they start "
                           "afresh)");
@@ -1696,74 +1098,84 @@ static int read_shaped(mpr *r, const msgpack_object *o, model *m, double shift, 
              (unsigned long long)version, (unsigned long long)m->params.version);
     }
     int bins = m->form != CALIB_FORM_GAUSSIAN;
-    const msgpack_object *top = mpr_array(r, o, "top", bins ? VIEWS : 0);
-    const msgpack_object *cw = mpr_get(r, o, "cw");
+    const msgpack_object *top = calib_mpr_array(r, o, "top", bins ? VIEWS : 0);
+    const msgpack_object *cw = calib_mpr_get(r, o, "cw");
     if (r->failed)
         return 0;
-    const msgpack_object *m0 = bins ? mpr_find(&top->via.array.ptr[0], "m") : NULL;
+    const msgpack_object *m0 = bins ? calib_mpr_find(&top->via.array.ptr[0], "m") : NULL;
     if (bins && (!m0 || m0->type != MSGPACK_OBJECT_POSITIVE_INTEGER || m0->via.u64 != m->top[0].m)) {
         note(skipped, "the cumulative bins (bins changed)");
     } else {
-        for (int v = 0; bins && v < VIEWS; v++)
-            if (!read_bins(r, &top->via.array.ptr[v], &m->top[v]))
+        for (int v = 0; bins && v < VIEWS; v++) {
+            int rc = calib_bins_load(r, &top->via.array.ptr[v], &m->top[v]);
+            if (rc == CALIB_LOAD_FAILED)
                 return 0;
-        if (m->cw.k && cw->type == MSGPACK_OBJECT_MAP) {
-            if (!read_cwbins(r, cw, &m->cw))
-                return 0;
-        } else if (m->cw.k || cw->type != MSGPACK_OBJECT_NIL) {
-            note(skipped, "the class-wise bins");
+            if (rc == CALIB_LOAD_OTHER)
+                note(skipped, "the cumulative bins of view %d (of a later form)", v);
         }
+        int rc = CALIB_LOAD_OTHER;
+        if (m->cw.k && cw->type == MSGPACK_OBJECT_MAP &&
+            (rc = calib_cwbins_load(r, cw, &m->cw)) == CALIB_LOAD_FAILED)
+            return 0;
+        if (rc == CALIB_LOAD_OTHER && (m->cw.k || cw->type != MSGPACK_OBJECT_NIL))
+            note(skipped, "the class-wise bins");
     }
-    const msgpack_object *win = mpr_map(r, o, "window");
-    int same = win && window_matches(r, win, &m->win);
-    if (r->failed)
+    int rc = calib_window_load(r, calib_mpr_map(r, o, "window"), &m->win);
+    if (rc == CALIB_LOAD_FAILED)
         return 0;
-    if (!same)
+    if (rc == CALIB_LOAD_OTHER)
         note(skipped, "the window (window, window_panes or bins changed)");
-    else if (!read_window(r, win, &m->win))
-        return 0;
-    const msgpack_object *res = mpr_map(r, o, "reservoir"), *ring = mpr_map(r, o, "ring");
-    store_caps rs = read_caps(r, res), gs = read_caps(r, ring);
+    const msgpack_object *res = calib_mpr_map(r, o, "reservoir"), *ring = calib_mpr_map(r, o, "ring");
+    uint64_t rcap, rbound, gcap, gbound;
+    calib_store_caps(r, res, &rcap, &rbound);
+    calib_store_caps(r, ring, &gcap, &gbound);
     if (r->failed)
         return 0;
-    int rc = 1;
-    if (!caps_fit(&rs, m->reservoir.s.cap, m->sizes.reservoir))
+    if (!caps_fit(rcap, rbound, m->reservoir.s.cap, m->sizes.reservoir))
         note(skipped, "the reservoir (its capacity changed: %llu records, now %zu)",
-             (unsigned long long)rs.bound, m->sizes.reservoir);
-    else if ((rc = read_reservoir(r, res, &m->reservoir, (size_t)rs.cap)) == NO_ROOM)
+             (unsigned long long)rbound, m->sizes.reservoir);
+    else if ((rc = calib_reservoir_load(r, res, &m->reservoir, (size_t)rcap)) ==
+             CALIB_LOAD_NO_ROOM)
         note(skipped, "the reservoir (no room under memory_limit)");
-    else if (!rc)
+    else if (rc == CALIB_LOAD_OTHER)
+        note(skipped, "the reservoir (of a later form)");
+    else if (rc == CALIB_LOAD_FAILED)
         return 0;
-    if (!caps_fit(&gs, calib_ring_cap(&m->ring), m->sizes.ring)) {
+    if (!caps_fit(gcap, gbound, calib_ring_cap(&m->ring), m->sizes.ring)) {
         note(skipped, "the ring and the loop (the ring's capacity changed: %llu records, "
-             "now %zu)", (unsigned long long)gs.bound, m->sizes.ring);
+             "now %zu)", (unsigned long long)gbound, m->sizes.ring);
         return 1; /* the drift detector's base and the fits index the ring */
     }
-    if ((rc = read_ring(r, ring, m, (size_t)gs.cap)) == NO_ROOM) {
+    if ((rc = read_ring(r, ring, m, (size_t)gcap)) == CALIB_LOAD_NO_ROOM) {
         note(skipped, "the ring and the loop (no room under memory_limit)");
         return 1;
     }
-    if (!rc)
+    if (rc == CALIB_LOAD_FAILED)
         return 0;
-    return read_loop(r, mpr_map(r, o, "loop"), m, shift, skipped);
+    return read_loop(r, calib_mpr_map(r, o, "loop"), m, shift, skipped);
 }
 
 int snapshot_restore_model(model *m, const msgpack_object *o, double shift, int with_params,
                            char *skipped, size_t skippedlen, char *err, size_t errlen)
 {
-    mpr r;
-    mpr_init(&r, err, errlen);
+    calib_mpr r;
+    calib_mpr_init(&r, err, errlen);
     notes sk = {skipped, skippedlen};
     if (skippedlen)
         skipped[0] = 0;
-    uint64_t c[MODEL_COUNTERS];
-    double last[3];
-    mpr_bin(&r, o, "counters", c, sizeof c);
-    mpr_bin(&r, o, "last", last, sizeof last);
+    double last[3] = {0, 0, 0};
+    const msgpack_object *lo = calib_mpr_get(&r, o, "last");
+    if (lo && lo->type == MSGPACK_OBJECT_MAP) {
+        for (int i = 0; i < 3; i++)
+            if (calib_mpr_find(lo, last_names[i]))
+                last[i] = calib_mpr_double(&r, lo, last_names[i]);
+    } else if (lo) {
+        calib_doubles_load(&r, o, "last", last, 3);
+    }
     uint64_t rejected[REJ_MAX] = {0};
     if (!r.failed)
-        read_rejected(&r, mpr_get(&r, o, "rejected"), rejected);
-    const msgpack_object *params = mpr_map(&r, o, "params");
+        read_rejected(&r, calib_mpr_get(&r, o, "rejected"), rejected);
+    const msgpack_object *params = calib_mpr_map(&r, o, "params");
     if (r.failed)
         return -1;
     if (with_params) {
@@ -1780,7 +1192,8 @@ int snapshot_restore_model(model *m, const msgpack_object *o, double shift, int 
         p.identity = model_params_is_identity(&p);
         m->params = p;
     }
-    model_counters_set(m, model_counters, MODEL_COUNTERS, c);
+    if (!read_counters(&r, o, m, model_counters, model_counter_names, MODEL_COUNTERS))
+        return -1;
     for (int i = 0; i < REJ_MAX; i++)
         m->rejected[i] += rejected[i];
     double *mono[3] = {&m->last_label_mono, &m->first_prediction_mono,
@@ -1788,11 +1201,16 @@ int snapshot_restore_model(model *m, const msgpack_object *o, double shift, int 
     for (int i = 0; i < 3; i++)
         if (isfinite(last[i]) && last[i] != 0)
             *mono[i] = last[i] + shift;
-    const msgpack_object *join = mpr_map(&r, o, "join");
     /* a waiting prediction's outputs pass through the model's scratch */
-    int ok = join && read_join(&r, join, &m->join, shift, m->shaped ? m->xcal : NULL, &sk);
-    if (!ok || !read_events(&r, o, m) || !read_alerts(&r, o, m, shift))
+    size_t lost = 0;
+    int rc = calib_join_load(&r, calib_mpr_map(&r, o, "join"), &m->join, shift,
+                             m->shaped ? m->xcal : NULL, &lost);
+    if (rc == CALIB_LOAD_FAILED || !read_events(&r, o, m) || !read_alerts(&r, o, m, shift))
         return -1;
+    if (rc == CALIB_LOAD_OTHER)
+        note(&sk, "the join table (of a later form)");
+    if (lost)
+        note(&sk, "%zu waiting predictions of another width", lost);
     if (m->shaped && !read_shaped(&r, o, m, shift, &sk))
         return -1;
     return r.failed ? -1 : 0;

@@ -42,7 +42,13 @@
 #include "model.h"
 
 #define SNAPSHOT_FILE "snapshot"
-#define SNAPSHOT_VERSION 2 /* written; 1 and 2 are read */
+/* The format written, and the oldest a reader must know to read what this
+ * one writes: a reader of format >= compat reads a file of a later format
+ * (v > its own) all the same, its known parts, skipping the keys it does
+ * not know (calib_save(3)); one of format < compat refuses it. Formats 1
+ * and 2 (calibd 0.1) have no compat: a reader reads them up to its own. */
+#define SNAPSHOT_VERSION 3
+#define SNAPSHOT_COMPAT 3
 
 /* What the frame says. body points into the data given to snapshot_open. */
 /* The writer's clocks when it wrote (clock.h), so that the next start
@@ -56,7 +62,7 @@ typedef struct snapshot_clocks {
 } snapshot_clocks;
 
 typedef struct snapshot_head {
-    unsigned version; /* the format's: 1 to SNAPSHOT_VERSION */
+    unsigned version; /* the file's format (later ones read as this one's) */
     double written;   /* wall clock */
     double mono;      /* the writer's monotonic clock at `written` */
     snapshot_clocks clocks; /* optional keys, absent from older files */

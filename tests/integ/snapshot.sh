@@ -33,7 +33,7 @@ EOF2
 # joined, version; or "none"
 snap() {
     "$PY" - "$work/state/snapshot" "$1" <<'PY'
-import struct, sys, msgpack
+import sys, msgpack
 try:
     data = open(sys.argv[1], "rb").read()
 except OSError:
@@ -44,11 +44,12 @@ head = next(u)
 for m in u:
     if m["name"] != "m":
         continue
-    c = struct.unpack("<6Q", m["counters"])
-    n, s1, c1, s2, c2 = struct.unpack("<Q4d", m["cum"][:40])
+    a = m["cum"][0]   # the raw view's Brier accumulator (calib_save(3))
+    n = a["n"]
     j = m["join"]
-    print({"scored": c[2], "waiting": len(j["items"]), "joined": j["joined"],
-           "mean": repr((s1 + c1) / n) if n else "nan",
+    print({"scored": m["counters"]["scored"], "waiting": len(j["items"]),
+           "joined": j["joined"],
+           "mean": repr((a["sum"] + a["sum_c"]) / n) if n else "nan",
            "version": m["params"]["version"]}[sys.argv[2]])
     break
 else:
@@ -229,7 +230,8 @@ u = msgpack.Unpacker(raw=False)
 u.feed(data)
 head = next(u)
 off = u.tell()
-head["v"] = 99   # a version this calibd does not read
+head["v"] = 99   # a version this calibd does not read,
+head["compat"] = 99   # written not to be read by it
 open(sys.argv[2], "wb").write(msgpack.packb(head, use_bin_type=True) + data[off:])
 PY
 damaged "a snapshot of another format version"

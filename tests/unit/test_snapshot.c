@@ -827,10 +827,11 @@ static char *file_without(const model *m, const char *drop, size_t *len)
 static char *file_v1(const model *m, size_t *len)
 {
     char *f = file_without(m, "bound", len);
-    /* the header's "v": 2 (fixstr "v", fixint 2) becomes 1 */
+    /* the header's "v": 3 (fixstr "v", fixint 3) becomes 1: a file
+     * without the stores' bounds, its sections as written now */
     char *v = NULL;
     for (size_t i = 0; !v && i + 3 <= *len; i++)
-        if (memcmp(f + i, "\xa1v\x02", 3) == 0)
+        if (memcmp(f + i, "\xa1v\x03", 3) == 0)
             v = f + i;
     assert_non_null(v);
     v[2] = 1;
