@@ -53,140 +53,6 @@ static void render_history(textbuf *t, const hist *h, long i, const char *name)
     textbuf_put(t, "]}\n");
 }
 
-/* Loop thread: model m's point of the history, if it has a window. */
-static void history_add(http_server *h, model *m, double wall)
-{
-    if (!m->shaped || !m->view.have)
-        return;
-    pthread_mutex_lock(&h->lock);
-    if (m->hist < 0)
-        m->hist = hist_find(&h->hist, m->name, 1); /* -1 out of memory: next step */
-    if (m->hist >= 0) {
-        const calib_accum *raw = &m->view.w.stat[VIEW_RAW * WS_PER_VIEW + WS_MAIN],
-                          *cal = &m->view.w.stat[VIEW_CAL * WS_PER_VIEW + WS_MAIN];
-        double ci[2][2];
-        calib_accum_ci95(raw, ci[0]);
-        calib_accum_ci95(cal, ci[1]);
-        hist_point p = {.t = wall,
-                        .v = {(float)calib_accum_mean(raw), (float)ci[0][0], (float)ci[0][1],
-                              (float)calib_accum_mean(cal), (float)ci[1][0], (float)ci[1][1]},
-                        .n = raw->n > UINT32_MAX ? UINT32_MAX : (uint32_t)raw->n};
-        hist_add(&h->hist, (size_t)m->hist, &p);
-    }
-    pthread_mutex_unlock(&h->lock);
-}
-
-/* The history's file written from w; 0, or -1 with err set. */
-static int history_write(const calibd *d, const calib_mpw *w, char *err, size_t errlen)
-{
-    if (calib_mpw_error(w)) {
-        snprintf(err, errlen, "history: out of memory");
-        return -1;
-    }
-    return state_write_file(d->cfg.state_dir, "history", w->sb.data, w->sb.size, err, errlen);
-}
-
-static void history_logged(calibd *d, int rc, const char *err)
-{
-    if (rc != 0)
-        log_msg(&d->log, rc < 0 ? LOG_ERROR : LOG_WARN, "http", "%s", err);
-}
-
-int http_history_save(http_server *h, calibd *d)
-{
-    if (!h->started || !h->hist.cap)
-        return 0;
-    calib_mpw w;
-    char err[ERR_MAX];
-    calib_mpw_init(&w);
-    hist_write(&h->hist, &w); /* the loop's own: no lock to read it */
-    int rc = history_write(d, &w, err, sizeof err);
-    history_logged(d, rc, err);
-    calib_mpw_destroy(&w);
-    return rc < 0 ? -1 : 0;
-}
-
-/* The periodic save, a series at a time on the loop (the loop alone
- * changes the history, so it reads it without the lock), written by a
- * worker. */
-static size_t series_now(void *arg)
-{
-    return ((http_server *)arg)->hist.n;
-}
-
-static void save_series(void *arg, size_t i)
-{
-    http_server *h = arg;
-    hist_write_series(&h->hist, i, &h->saving.w);
-}
-
-static void save_work(uv_work_t *req)
-{
-    http_server *h = req->data;
-    http_saving *s = &h->saving;
-    s->rc = history_write(h->d, &s->w, s->err, sizeof s->err);
-}
-
-static void save_done(uv_work_t *req, int status)
-{
-    http_server *h = req->data;
-    h->saving.busy = 0;
-    history_logged(h->d, status ? -1 : h->saving.rc, status ? uv_strerror(status) : h->saving.err);
-}
-
-static void series_packed(void *arg)
-{
-    http_server *h = arg;
-    http_saving *s = &h->saving;
-    hist_write_end(&s->w);
-    s->work.data = h;
-    if (uv_queue_work(h->d->loop, &s->work, save_work, save_done) != 0) {
-        save_work(&s->work); /* no worker: at once */
-        save_done(&s->work, 0);
-    }
-}
-
-static void save_start(http_server *h)
-{
-    http_saving *s = &h->saving;
-    if (s->busy || !s->series.ready)
-        return;
-    s->busy = 1;
-    calib_mpw_reset(&s->w);
-    hist_write_begin(&h->hist, &s->w);
-    slicer_start(&s->series);
-}
-
-void http_history_load(http_server *h, calibd *d)
-{
-    char *buf, err[ERR_MAX], moved[4400];
-    size_t len;
-    if (!h->mhd || !h->hist.cap)
-        return;
-    /* 64 bytes a point at most, as hist_write writes them */
-    size_t max = 4096 + (d->cfg.history + 16) * 64 * (d->cfg.max_models + 16);
-    int rc = state_read_file(d->cfg.state_dir, "history", max, &buf, &len, err, sizeof err);
-    if (rc == 1)
-        return;
-    pthread_mutex_lock(&h->lock);
-    if (rc == 0)
-        rc = hist_read(&h->hist, buf, len, err, sizeof err);
-    size_t series = h->hist.n;
-    pthread_mutex_unlock(&h->lock);
-    free(buf);
-    if (rc == 0) {
-        log_msg(&d->log, LOG_INFO, "http", "history of %zu models restored from %s/history",
-                series, d->cfg.state_dir);
-        return;
-    }
-    if (state_move_aside(d->cfg.state_dir, "history", moved, sizeof moved) == 0)
-        log_msg(&d->log, LOG_WARN, "http", "%s/history: %s; moved aside to %s, the history "
-                "starts anew", d->cfg.state_dir, err, moved);
-    else
-        log_msg(&d->log, LOG_WARN, "http", "%s/history: %s; it could not be moved aside "
-                "(%s), the history starts anew", d->cfg.state_dir, err, strerror(errno));
-}
-
 /* A line for the log from the server's thread, written by the next tick. */
 __attribute__((format(printf, 3, 4)))
 static void note(http_server *h, int kind, const char *fmt, ...)
@@ -519,11 +385,11 @@ static struct MHD_Response *serve_history(http_server *h, struct MHD_Connection 
     textbuf t = {.cap = 4096};
     if (!(t.buf = malloc(t.cap)))
         return NULL;
-    pthread_mutex_lock(&h->lock);
-    long i = name ? hist_find(&h->hist, name, 0) : -1;
+    pthread_mutex_lock(&h->hist.lock);
+    long i = name ? hist_find(&h->hist.h, name, 0) : -1;
     if (i >= 0)
-        render_history(&t, &h->hist, i, name);
-    pthread_mutex_unlock(&h->lock);
+        render_history(&t, &h->hist.h, i, name);
+    pthread_mutex_unlock(&h->hist.lock);
     if (i < 0) {
         *code = MHD_HTTP_NOT_FOUND;
         textbuf_put(&t, "{\"error\":\"%s\"}\n", name ? "no history for this model yet"
@@ -738,9 +604,9 @@ int http_start(http_server *h, const char *addr, const http_limits *lim,
     pthread_mutex_init(&h->lock, NULL);
     pthread_mutex_init(&h->note_lock, NULL);
     h->lim = *lim;
+    history_init(&h->hist, lim->history, lim->history_step);
     if (acc && access_start(h, acc, host, err, errlen) != 0)
         goto fail;
-    hist_init(&h->hist, lim->history, lim->history_step);
     unsigned idle = (unsigned)ceil(lim->timeout);
     /* TLS 1.2 and 1.3 only, from the key and certificate read above */
     struct MHD_OptionItem tls[] = {
@@ -786,6 +652,7 @@ int http_start(http_server *h, const char *addr, const http_limits *lim,
     return info && info->port ? info->port : (int)port;
 fail:
     access_free(h);
+    history_free(&h->hist);
     pthread_mutex_destroy(&h->note_lock);
     pthread_mutex_destroy(&h->lock);
     return -1;
@@ -810,7 +677,7 @@ static void round_model(void *arg, size_t i)
     if (r->status)
         status_model(&r->st, m);
     if (r->point)
-        history_add(h, m, r->point_at);
+        history_add(&h->hist, m, r->point_at);
 }
 
 /* The worker's share: the parts joined into the text served, the status
@@ -915,9 +782,8 @@ static int rounds_init(http_server *h, calibd *d)
 {
     h->d = d;
     calib_mpw_init(&h->round.st);
-    calib_mpw_init(&h->saving.w);
     if (slicer_init(&h->round.models, d->loop, models_now, round_model, round_rendered, h) ||
-        slicer_init(&h->saving.series, d->loop, series_now, save_series, series_packed, h))
+        history_start(&h->hist, d))
         return -1;
     return 0;
 }
@@ -945,18 +811,7 @@ void http_update(http_server *h, calibd *d)
     cut_slow(h);
     if (h->round.busy || !h->round.models.ready)
         return;
-    double point_at = 0;
-    if (h->hist.cap && wall >= h->next_point) {
-        h->next_point = wall + h->hist.step;
-        point_at = wall;
-    }
-    if (h->next_save == 0) {
-        h->next_save = now + HTTP_HISTORY_SAVE;
-    } else if (h->hist.cap && now >= h->next_save) {
-        h->next_save = now + HTTP_HISTORY_SAVE;
-        save_start(h);
-    }
-    round_start(h, d, metrics, status, point_at);
+    round_start(h, d, metrics, status, history_due(&h->hist, wall, now));
 }
 
 void http_stop(http_server *h)
@@ -966,7 +821,7 @@ void http_stop(http_server *h)
     MHD_stop_daemon(h->mhd);
     h->mhd = NULL;
     slicer_close(&h->round.models);
-    slicer_close(&h->saving.series);
+    history_stop(&h->hist);
     h->round.busy = h->round.busy == 1 ? 0 : h->round.busy; /* a join still ends */
 }
 
@@ -981,11 +836,10 @@ void http_free(http_server *h)
     blob_release(h->text);
     blob_release(h->status);
     h->text = h->status = NULL;
-    hist_free(&h->hist);
+    history_free(&h->hist);
     free(h->round.daemon.buf);
     prom_families_free(&h->round.fam);
     calib_mpw_destroy(&h->round.st);
-    calib_mpw_destroy(&h->saving.w);
     h->round = (http_round){0};
     h->started = 0;
 }

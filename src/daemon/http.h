@@ -12,7 +12,7 @@
 #include <uv.h>
 
 #include "calib/mpw.h"
-#include "hist.h"
+#include "history.h"
 #include "http_auth.h"
 #include "log.h"
 #include "prom.h"
@@ -75,16 +75,6 @@ typedef struct http_round {
     size_t text_len, json_len;
 } http_round;
 
-/* A save of the history, a series at a time, then written by a worker. */
-typedef struct http_saving {
-    slicer series;
-    uv_work_t work;
-    int busy;
-    calib_mpw w;
-    int rc;
-    char err[ERR_MAX];
-} http_saving;
-
 typedef struct http_server {
     struct MHD_Daemon *mhd;
     struct calibd *d;       /* the loop's: set by http_update */
@@ -96,9 +86,7 @@ typedef struct http_server {
     double metrics_wanted;  /* monotonic time /metrics was last asked for */
     double beat;            /* monotonic time of the loop's last tick */
     double health_timeout;  /* /healthz fails past beat + health_timeout */
-    hist hist;              /* each model's history (GET /history) */
-    double next_point;      /* wall time of the next history point */
-    double next_save;       /* monotonic time of the next history save */
+    history hist;           /* each model's history (GET /history): its own lock */
     http_limits lim;
     http_conn *conns;       /* open connections */
     unsigned long long timeouts; /* connections cut at their deadline */
@@ -117,7 +105,6 @@ typedef struct http_server {
     char start_err[512];    /* until then, its lines for http_start's error */
     /* the loop's alone */
     http_round round;
-    http_saving saving;
     double round_seconds;   /* the last round, start to swapped in */
     double round_slice_max; /* its longest slice on the loop */
 } http_server;
@@ -149,16 +136,10 @@ int http_rendering(const http_server *h);
  * alive (/healthz), starts a round
  * that renders the metrics and status of d anew (unless one runs), with a
  * history point every history_step, starts a save of the history every
- * HTTP_HISTORY_SAVE seconds, and cuts the connections past their deadline.
+ * HISTORY_SAVE seconds (history.h), and cuts the connections past their
+ * deadline.
  * d->loop runs the rounds. */
 void http_update(http_server *h, struct calibd *d);
-/* Loads STATE_DIR/history (the history of the last run), keeping at most
- * d->cfg.history points a series; a file that cannot be trusted is moved
- * aside to history.bad with one log line. */
-void http_history_load(http_server *h, struct calibd *d);
-/* Saves the history to STATE_DIR/history, atomically, at once (at exit,
- * after the loop: no save may run). 0 or -1 (logged). */
-int http_history_save(http_server *h, struct calibd *d);
 /* From the loop, at stop: serves no more, ends the rounds (a worker's join
  * or write still finishes in the loop). */
 void http_stop(http_server *h);
@@ -172,7 +153,6 @@ int http_route_open(const char *path);
  * short if need be); its length whole, as snprintf's. */
 size_t http_routes_text(char *out, size_t len);
 
-#define HTTP_HISTORY_SAVE 600.0 /* seconds between history saves */
 /* With more models than this, /status and /metrics are rendered only
  * while asked for (within the last minute); the first request then answers
  * 503. */

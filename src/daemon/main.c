@@ -262,7 +262,7 @@ static int open_sockets(calibd *d, char *err, size_t errlen)
         int port = http_start(&d->http, c->http, &lim, &acc, err, errlen);
         if (port < 0)
             return -1;
-        http_history_load(&d->http, d);
+        history_load(&d->http.hist, d);
         snprintf(bound[nb][0], 256, "http");
         snprintf(bound[nb][1], 256, "%s://%.*s:%d/metrics", c->http_tls_cert ? "https" : "http",
                  (int)(strrchr(c->http, ':') - c->http), c->http, port);
@@ -613,7 +613,8 @@ int main(int argc, char **argv)
         code = 1;
     }
     snapshots_free(&d);
-    http_history_save(&d.http, &d); /* no-op without HTTP */
+    if (d.http.started) /* after the loop: no save may run */
+        history_save(&d.http.hist, &d);
     http_free(&d.http);
     uv_loop_close(d.loop);
     if (d.zctx)

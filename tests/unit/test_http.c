@@ -259,7 +259,7 @@ static void the_page(void **state)
 }
 
 /* /history: 404 JSON for a model without one, its points otherwise. */
-static void history(void **state)
+static void history_route(void **state)
 {
     fixture *f = *state;
     http_server *h = &f->d.http;
@@ -271,11 +271,11 @@ static void history(void **state)
     r = request(f->port, "GET", "/history", &code);
     assert_int_equal(code, 404);
     free(r);
-    pthread_mutex_lock(&h->lock);
-    long i = hist_find(&h->hist, "m", 1);
+    pthread_mutex_lock(&h->hist.lock);
+    long i = hist_find(&h->hist.h, "m", 1);
     hist_point p = {.t = 1700000000, .v = {0.5f, 0.25f, 0.75f, NAN, NAN, NAN}, .n = 12};
-    assert_int_equal(hist_add(&h->hist, (size_t)i, &p), 0);
-    pthread_mutex_unlock(&h->lock);
+    assert_int_equal(hist_add(&h->hist.h, (size_t)i, &p), 0);
+    pthread_mutex_unlock(&h->hist.lock);
     r = request(f->port, "GET", "/history?model=m", &code);
     assert_int_equal(code, 200);
     assert_non_null(strstr(r, "\"points\":[[1700000000,0.5,0.25,0.75,null,null,null,12]]}"));
@@ -699,7 +699,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(rendered_snapshots, setup, teardown),
         cmocka_unit_test_setup_teardown(families_stay_together, setup, teardown),
         cmocka_unit_test_setup_teardown(the_page, setup, teardown),
-        cmocka_unit_test_setup_teardown(history, setup, teardown),
+        cmocka_unit_test_setup_teardown(history_route, setup, teardown),
         cmocka_unit_test_setup_teardown(refusals, setup, teardown),
         cmocka_unit_test(secret_comparison),
         cmocka_unit_test(token_file),
