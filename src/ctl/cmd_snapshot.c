@@ -101,7 +101,7 @@ static model *rebuild(const msgpack_object *o, const model_cfg *defaults, double
     int rc = 0;
     if (shaped && (rc = model_shape(m, form, k)) == CALIB_OK) {
         /* the loop as calibd attaches it, so that its state is restored */
-        rc = model_loop_attach(m, 0);
+        rc = model_recalib_attach(m, 0);
     }
     if (rc != CALIB_OK) {
         snprintf(err, errlen, "%s: %s", name, calib_strerror(rc));

@@ -172,7 +172,7 @@ void alert_send(calibd *d, model *m, const char *kind, const char *severity,
     m->alerts++;
     d->alerts++;
     log_msg(&d->log, LOG_WARN, "alert", "%s: %s %s: %s", m->name, severity, kind, message);
-    /* refit results, drift and miscalibration are events of their own (loop.c) */
+    /* refit results, drift and miscalibration are events of their own (recalib.c) */
     if (strcmp(kind, "refit") != 0 && strcmp(kind, "drift") != 0 &&
         strcmp(kind, "miscalibration") != 0)
         model_event_add(m, a.ts, "alert", "%s %s: %s", severity, kind, message);
@@ -212,7 +212,7 @@ void alert_incident(calibd *d, model *m, int rule, int open_now, int close_now,
                     const char *kind, const char *severity, const char *message,
                     const alert_value *v, size_t nv)
 {
-    switch (alert_step(&m->alert[rule], open_now, close_now, loop_now(d),
+    switch (alert_step(&m->alert[rule], open_now, close_now, tick_now(d),
                        m->cfg.alert_cooldown)) {
     case ALERT_CLOSED:
         log_msg(&d->log, LOG_INFO, "alert", "%s: %s cleared", m->name, kind);
@@ -264,7 +264,7 @@ static void starvation_rule(calibd *d, model *m)
 {
     double since, limit = m->cfg.label_starvation;
     int open_now, close_now;
-    alert_starvation(m, loop_now(d), m->cfg.alert_hysteresis, &since, &open_now, &close_now);
+    alert_starvation(m, tick_now(d), m->cfg.alert_hysteresis, &since, &open_now, &close_now);
     if (!open_now && !close_now)
         return;
     char msg[160];

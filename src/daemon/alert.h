@@ -27,7 +27,7 @@ enum alert_rule {
 typedef struct alert_state {
     int open;     /* an incident is open */
     int alerted;  /* the rule has sent an alert */
-    double last;  /* loop_now() of this rule's last alert */
+    double last;  /* tick_now() of this rule's last alert */
 } alert_state;
 
 typedef struct alert_value {

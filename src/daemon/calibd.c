@@ -21,7 +21,7 @@ int calibd_init(calibd *d, uv_loop_t *loop, uint64_t hash_seed)
 void calibd_free(calibd *d)
 {
     registry_free(d);
-    auth_free(&d->auth);
+    curve_free(&d->curve);
     calib_plugin_registry_free(&d->plugins);
     calib_msg_destroy(&d->msg);
     free(d->x);

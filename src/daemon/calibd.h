@@ -4,7 +4,7 @@
 
 #include <uv.h>
 
-#include "auth.h"
+#include "curve.h"
 #include "calib/plugin.h"
 #include "calib/protocol.h"
 #include "cfg.h"
@@ -12,7 +12,7 @@
 #include "http.h"
 #include "log.h"
 #include "model.h"
-#include "snapshots.h"
+#include "persist.h"
 #include "zsock.h"
 
 struct cli; /* main.c: the command line */
@@ -29,7 +29,7 @@ typedef struct calibd {
     zsock publish;      /* the PUB socket: pub is its sock */
     zsock control_monitor, publish_monitor; /* handshakes that fail */
     zsock zap;          /* the ZAP handler's REP socket, with CURVE */
-    auth_ctx auth;      /* CURVE: keys, allow-lists, counters (auth.c) */
+    curve_ctx curve;     /* CURVE: keys, allow-lists, counters (curve.c) */
     int have_pull;
     void *pub;
     uv_signal_t sig[3]; /* INT, TERM, HUP */
@@ -58,14 +58,14 @@ typedef struct calibd {
     uint64_t alerts, alerts_suppressed;
     int sinks_running;
     uint64_t sinks_failed, sinks_killed, sinks_dropped;
-    snapshots snap;     /* snapshots.c */
-    struct {            /* loop.c: the tick's pass over the models, in slices */
+    persister snap;     /* persist.c: when snapshots are written */
+    struct {            /* recalib.c: the tick's pass over the models, in slices */
         slicer models;
-        double now, steady; /* loop_now(), steady_now() at its start */
+        double now, steady; /* tick_now(), steady_now() at its start */
         int republish;
         uint64_t overruns; /* ticks that found the last pass still running */
     } pass;
-    struct {            /* loop.c: refits whose samples are being copied */
+    struct {            /* recalib.c: refits whose samples are being copied */
         slicer copy;
         struct refit_job *head, *tail;
         size_t challenger_bytes; /* copies of the challenger fits under way */

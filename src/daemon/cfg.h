@@ -89,7 +89,7 @@ typedef struct daemon_cfg {
     char *alert_exec;         /* absolute path of the exec sink, or NULL */
     double alert_exec_timeout;
     char *plugin_dir;         /* where method NAME is NAME.so */
-    /* CURVE (auth.h): calibd's key pair file, and per role a directory of
+    /* CURVE (curve.h): calibd's key pair file, and per role a directory of
      * allowed public keys or "any"; all NULL: no CURVE */
     char *curve_secret_key, *curve_producers, *curve_operators, *curve_subscribers;
     model_cfg defaults;

@@ -25,8 +25,9 @@ struct calibd;
 
 /* Wall-clock seconds since the epoch. */
 double wall_now(void);
-/* Monotonic seconds: the loop's clock (cached per loop iteration). */
-double loop_now(const struct calibd *d);
+/* Monotonic seconds at this tick: the event loop's reading of CLOCK_MONOTONIC,
+ * cached per loop iteration (libuv's uv_now). */
+double tick_now(const struct calibd *d);
 /* Monotonic seconds, read now (CLOCK_MONOTONIC, libuv's source too): for
  * threads other than the loop's, which may not read its cache (the HTTP
  * server's), and for timing the loop's own work. */
@@ -37,7 +38,7 @@ double steady_now(const struct calibd *d);
 /* Anchors the steady clock on the wall clock, once, at start. */
 void clock_start(struct calibd *d);
 /* Sets the steady clock to read `steady` now (a restore goes on from the
- * snapshot's: snapshots.c). */
+ * snapshot's: persist.c). */
 void clock_resume(struct calibd *d, double steady);
 /* Seconds since boot, suspend included (CLOCK_BOOTTIME): what no step of
  * the wall clock moves, across restarts of calibd within one boot. */

@@ -6,24 +6,24 @@
 #include "calibd.h"
 #include "clock.h"
 
-double loop_now(const calibd *d)
+double tick_now(const calibd *d)
 {
     return (double)uv_now(d->loop) / 1000;
 }
 
 double steady_now(const calibd *d)
 {
-    return d->steady_base + loop_now(d);
+    return d->steady_base + tick_now(d);
 }
 
 void clock_start(calibd *d)
 {
     uv_update_time(d->loop);
-    d->steady_base = wall_now() - loop_now(d);
+    d->steady_base = wall_now() - tick_now(d);
 }
 
 void clock_resume(calibd *d, double steady)
 {
     uv_update_time(d->loop);
-    d->steady_base = steady - loop_now(d);
+    d->steady_base = steady - tick_now(d);
 }

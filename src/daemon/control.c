@@ -8,7 +8,7 @@
 #include "calibd.h"
 #include "control.h"
 #include "registry.h"
-#include "loop.h"
+#include "recalib.h"
 #include "pack.h"
 #include "status.h"
 
@@ -48,7 +48,7 @@ static void reply_refit(calibd *d, calib_mpw *w, const msgpack_object *name)
         status_error(w, "no such model");
         return;
     }
-    size_t n = loop_refit_now(d, m, why, sizeof why);
+    size_t n = recalib_refit_now(d, m, why, sizeof why);
     if (n == 0) {
         status_error(w, why);
         return;
@@ -56,7 +56,7 @@ static void reply_refit(calibd *d, calib_mpw *w, const msgpack_object *name)
     calib_mpw_map(w);
     calib_mpw_key(w, "ok");
     calib_mpw_bool(w, 1);
-    pack_counter(w, "refit", m->loop.refits);
+    pack_counter(w, "refit", m->recalib.refits);
     pack_counter(w, "samples", n);
     calib_mpw_end(w);
 }

@@ -83,7 +83,7 @@ static int make_id(const calib_msg_rec *r, calib_id *id)
 /* When the model last had an outcome (label starvation). */
 static void note_label(const calibd *d, model *m)
 {
-    m->last_label_mono = loop_now(d);
+    m->last_label_mono = tick_now(d);
 }
 
 /* Checks an outcome against the model's K (or form): 0 if it fits, else
@@ -122,7 +122,7 @@ static void pred_record(calibd *d, model *m, int form, const calib_msg_rec *r,
                         const ingest_time *t)
 {
     double now = t->steady;
-    m->last_prediction_mono = loop_now(d);
+    m->last_prediction_mono = tick_now(d);
     if (m->predictions++ == 0)
         m->first_prediction_mono = m->last_prediction_mono;
     if (form != m->form) {
@@ -272,7 +272,7 @@ void ingest_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg)
         reject(d, m, rc, rc == REJ_SHAPE ? shape_key(msg) : NULL, why);
         return;
     }
-    ingest_time now = {steady_now(d), loop_now(d)};
+    ingest_time now = {steady_now(d), tick_now(d)};
     for (size_t i = 0; i < msg->n; i++) {
         calib_msg_rec r;
         rc = calib_msg_record(msg, i, &r, msg->type == CALIB_MSG_PRED ? d->x : NULL);

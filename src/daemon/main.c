@@ -16,7 +16,7 @@
 #include "control.h"
 #include "ingest.h"
 #include "registry.h"
-#include "loop.h"
+#include "recalib.h"
 #include "state.h"
 
 static void usage(FILE *f)
@@ -192,16 +192,16 @@ static int open_sockets(calibd *d, char *err, size_t errlen)
         snprintf(err, errlen, "zmq_ctx_new: %s", zmq_strerror(errno));
         return -1;
     }
-    if (auth_load(&d->auth, c, &d->log, err, errlen) != 0)
+    if (curve_load(&d->curve, c, &d->log, err, errlen) != 0)
         return -1;
     /* the handler first: a CURVE server without one admits every key */
-    if (d->auth.on && (zsock_open(&d->zap, d->zctx, ZMQ_REP, "zap") != 0 ||
+    if (d->curve.on && (zsock_open(&d->zap, d->zctx, ZMQ_REP, "zap") != 0 ||
                        zmq_bind(d->zap.sock, "inproc://zeromq.zap.01") != 0)) {
         snprintf(err, errlen, "ZAP handler: %s", zmq_strerror(errno));
         return -1;
     }
     if (zsock_open(&d->ingest, d->zctx, ZMQ_SUB, "ingest") != 0 ||
-        (d->auth.on && auth_server(&d->auth, d->ingest.sock, AUTH_PRODUCERS) != 0))
+        (d->curve.on && curve_server(&d->curve, d->ingest.sock, AUTH_PRODUCERS) != 0))
         goto zerr;
     set_int(d->ingest.sock, ZMQ_MAXMSGSIZE, (int64_t)c->max_msg_size);
     set_int(d->ingest.sock, ZMQ_RCVHWM, (int64_t)config_rcvhwm(c));
@@ -221,7 +221,7 @@ static int open_sockets(calibd *d, char *err, size_t errlen)
     }
     if (c->ingest_pull.n) {
         if (zsock_open(&d->pull, d->zctx, ZMQ_PULL, "ingest-pull") != 0 ||
-            (d->auth.on && auth_server(&d->auth, d->pull.sock, AUTH_PRODUCERS) != 0))
+            (d->curve.on && curve_server(&d->curve, d->pull.sock, AUTH_PRODUCERS) != 0))
             goto zerr;
         d->have_pull = 1;
         set_int(d->pull.sock, ZMQ_MAXMSGSIZE, (int64_t)c->max_msg_size);
@@ -234,7 +234,7 @@ static int open_sockets(calibd *d, char *err, size_t errlen)
         }
     }
     if (zsock_open(&d->control, d->zctx, ZMQ_REP, "control") != 0 ||
-        (d->auth.on && auth_server(&d->auth, d->control.sock, AUTH_OPERATORS) != 0))
+        (d->curve.on && curve_server(&d->curve, d->control.sock, AUTH_OPERATORS) != 0))
         goto zerr;
     set_int(d->control.sock, ZMQ_MAXMSGSIZE, 1 << 16);
     snprintf(bound[nb][0], 256, "control");
@@ -242,7 +242,7 @@ static int open_sockets(calibd *d, char *err, size_t errlen)
         return -1;
     nb++;
     if (zsock_open(&d->publish, d->zctx, ZMQ_PUB, "publish") != 0 ||
-        (d->auth.on && auth_server(&d->auth, d->publish.sock, AUTH_SUBSCRIBERS) != 0))
+        (d->curve.on && curve_server(&d->curve, d->publish.sock, AUTH_SUBSCRIBERS) != 0))
         goto zerr;
     d->pub = d->publish.sock;
     set_int(d->pub, ZMQ_SNDHWM, (int64_t)config_sndhwm(c));
@@ -307,10 +307,10 @@ static void on_tick(uv_timer_t *t)
     calibd *d = t->data;
     if (!d->stopping) {
         /* before the pass starts: nothing walks the models then */
-        registry_collect(d, loop_now(d), d->pass.models.running || d->snap.packing ||
+        registry_collect(d, tick_now(d), d->pass.models.running || d->snap.packing ||
                                              http_rendering(&d->http));
-        loop_tick(d, steady_now(d)); /* join expiry included */
-        snapshots_tick(d);
+        daemon_tick(d, steady_now(d)); /* join expiry included */
+        persist_tick(d);
     }
     http_update(&d->http, d);
 }
@@ -326,8 +326,8 @@ static void close_all(calibd *d)
     zsock_close(&d->zap); /* after the sockets it answers for */
     http_stop(&d->http); /* the history is saved after the loop */
     slicer_close(&d->pass.models);
-    loop_refits_free(d);
-    snapshots_stop(d); /* the final snapshot is written after the loop */
+    recalib_workers_free(d);
+    persist_stop(d); /* the final snapshot is written after the loop */
     alert_sinks_kill(d);
     if (!d->handles_ready)
         return;
@@ -385,7 +385,7 @@ static void reload(calibd *d)
     } else if (empty == 0 &&
                config_load(&fresh, d->config_path, warn_config, d, err, sizeof err) == 0 &&
                apply_cli(&fresh, d->cli, err, sizeof err) == 0 &&
-               auth_reload(&d->auth, &fresh, err, sizeof err) == 0) {
+               curve_reload(&d->curve, &fresh, err, sizeof err) == 0) {
         rc = 0; /* nothing can fail from here on */
     }
     if (rc != 0) {
@@ -447,14 +447,14 @@ static void on_peer_gone(zsock *z, unsigned event, const char *addr, size_t len,
         return;
     if (event & ZSOCK_HANDSHAKE_FAILED)
         log_rl(&d->log, LOG_WARN, "socket", "%s: peer %.*s failed its handshake (%s)",
-               z->name, n, addr, d->auth.on ? "CURVE is on: a client needs a key pair and "
+               z->name, n, addr, d->curve.on ? "CURVE is on: a client needs a key pair and "
                "calibd's public key" : "CURVE is off: a client must not use it; or not a "
                "ZeroMQ peer");
     else
         log_rl(&d->log, LOG_WARN, "socket", "%s: peer %.*s disconnected (a message over "
                "max_msg_size = %llu bytes disconnects its sender; so does a producer that "
                "stops%s)", z->name, n, addr, (unsigned long long)d->cfg.max_msg_size,
-               d->auth.on ? ", or one refused in its handshake" : "");
+               d->curve.on ? ", or one refused in its handshake" : "");
 }
 
 static int start_loop(calibd *d, char *err, size_t errlen)
@@ -464,7 +464,7 @@ static int start_loop(calibd *d, char *err, size_t errlen)
     if ((rc = zsock_watch(&d->ingest, d->loop, budget, ingest_on_message, d)) ||
         (d->have_pull && (rc = zsock_watch(&d->pull, d->loop, budget, ingest_on_message, d))) ||
         (rc = zsock_watch(&d->control, d->loop, budget, control_on_message, d)) ||
-        (d->auth.on && (rc = zsock_watch(&d->zap, d->loop, budget, auth_on_zap, &d->auth)))) {
+        (d->curve.on && (rc = zsock_watch(&d->zap, d->loop, budget, curve_on_zap, &d->curve)))) {
         snprintf(err, errlen, "uv_poll: %s", uv_strerror(rc));
         return -1;
     }
@@ -488,7 +488,7 @@ static int start_loop(calibd *d, char *err, size_t errlen)
         snprintf(err, errlen, "zmq_socket_monitor: %s", zmq_strerror(errno));
         return -1;
     }
-    if ((rc = loop_tick_init(d)) != 0 || (rc = loop_refits_init(d)) != 0) {
+    if ((rc = daemon_tick_init(d)) != 0 || (rc = recalib_workers_init(d)) != 0) {
         snprintf(err, errlen, "uv_idle_init: %s", uv_strerror(rc));
         return -1;
     }
@@ -543,10 +543,10 @@ static int readable(const char *key, const char *path, char *err, size_t errlen)
 static int check_config(calibd *d, const char *path)
 {
     char err[ERR_MAX];
-    auth_ctx a;
+    curve_ctx a;
     const daemon_cfg *c = &d->cfg;
-    int ok = auth_load(&a, c, &d->log, err, sizeof err) == 0;
-    auth_free(&a);
+    int ok = curve_load(&a, c, &d->log, err, sizeof err) == 0;
+    curve_free(&a);
     ok = ok && readable("http_tls_cert", c->http_tls_cert, err, sizeof err) &&
          readable("http_tls_key", c->http_tls_key, err, sizeof err) &&
          readable("http_auth_token_file", c->http_auth_token_file, err, sizeof err) &&
@@ -596,7 +596,7 @@ int main(int argc, char **argv)
         log_msg(&d.log, LOG_WARN, "state", "cannot read %s: %s", d.cfg.state_dir,
                 strerror(errno));
     int code = 0;
-    if (snapshots_restore(&d) != 0 || create_models(&d, err, sizeof err) != 0 ||
+    if (persist_restore(&d) != 0 || create_models(&d, err, sizeof err) != 0 ||
         open_sockets(&d, err, sizeof err) != 0 ||
         start_loop(&d, err, sizeof err) != 0) {
         log_msg(&d.log, LOG_ERROR, "main", "%s", err);
@@ -607,12 +607,12 @@ int main(int argc, char **argv)
         log_msg(&d.log, LOG_INFO, "main", "calibd %s running", PACKAGE_VERSION);
     }
     uv_run(d.loop, UV_RUN_DEFAULT);
-    if (code == 0 && snapshots_final(&d) != 0) {
+    if (code == 0 && persist_final(&d) != 0) {
         log_msg(&d.log, LOG_ERROR, "main", "the final snapshot was not written: the state "
                 "since the last one is lost; exiting 1");
         code = 1;
     }
-    snapshots_free(&d);
+    persist_free(&d);
     if (d.http.started) /* after the loop: no save may run */
         history_save(&d.http.hist, &d);
     http_free(&d.http);

@@ -288,10 +288,10 @@ int model_merge(model *dst, const model *src, char *why, size_t len)
     if (merge_join(dst, src, &dups) != 0)
         goto nomem;
     add_counters(dst, src, model_counters, MODEL_COUNTERS);
-    add_counters(dst, src, loop_counters, LOOP_COUNTERS);
-    dst->loop.rollbacks += src->loop.rollbacks;
-    dst->loop.miscal_alarms += src->loop.miscal_alarms;
-    dst->loop.cancelled += src->loop.cancelled;
+    add_counters(dst, src, recalib_counters, RECALIB_COUNTERS);
+    dst->recalib.rollbacks += src->recalib.rollbacks;
+    dst->recalib.miscal_alarms += src->recalib.miscal_alarms;
+    dst->recalib.cancelled += src->recalib.cancelled;
     for (int i = 0; i < REJ_MAX; i++)
         dst->rejected[i] += src->rejected[i];
     merge_events(dst, src);
@@ -345,7 +345,7 @@ int model_merge(model *dst, const model *src, char *why, size_t len)
         goto nomem;
     /* the loop's detectors and runs belonged to one daemon each (its
      * counters were added above): the merged model's start afresh */
-    model_loop *l = &dst->loop;
+    model_recalib *l = &dst->recalib;
     if (l->drift_on)
         calib_drift_reset(&l->drift);
     l->drift_base = dst->ring.total;

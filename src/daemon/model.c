@@ -118,14 +118,14 @@ int reject_count(uint64_t counts[REJ_MAX], int reason)
 const size_t model_counters[MODEL_COUNTERS] = {
     offsetof(model, predictions), offsetof(model, labels), offsetof(model, scored),
     offsetof(model, inline_scored), offsetof(model, stale), offsetof(model, alerts)};
-const size_t loop_counters[LOOP_COUNTERS] = {
-    offsetof(model, loop.drift_alarms), offsetof(model, loop.refits),
-    offsetof(model, loop.refit_errors), offsetof(model, loop.candidates),
-    offsetof(model, loop.published), offsetof(model, loop.rejected),
-    offsetof(model, loop.withheld), offsetof(model, loop.store_errors)};
+const size_t recalib_counters[RECALIB_COUNTERS] = {
+    offsetof(model, recalib.drift_alarms), offsetof(model, recalib.refits),
+    offsetof(model, recalib.refit_errors), offsetof(model, recalib.candidates),
+    offsetof(model, recalib.published), offsetof(model, recalib.rejected),
+    offsetof(model, recalib.withheld), offsetof(model, recalib.store_errors)};
 const char *const model_counter_names[MODEL_COUNTERS] = {
     "predictions", "labels", "scored", "inline_scored", "stale", "alerts"};
-const char *const loop_counter_names[LOOP_COUNTERS] = {
+const char *const recalib_counter_names[RECALIB_COUNTERS] = {
     "drift_alarms", "refits", "refit_errors", "candidates",
     "published", "rejected", "withheld", "store_errors"};
 
@@ -200,8 +200,8 @@ int model_shape(model *m, int form, size_t k)
     m->p = calloc(pk, sizeof *m->p);
     m->pcal = calloc(pk, sizeof *m->pcal);
     m->xcal = calloc(m->width, sizeof *m->xcal);
-    m->loop.xcand = calloc(m->width, sizeof *m->loop.xcand);
-    if (!m->p || !m->pcal || !m->xcal || !m->loop.xcand) {
+    m->recalib.xcand = calloc(m->width, sizeof *m->recalib.xcand);
+    if (!m->p || !m->pcal || !m->xcal || !m->recalib.xcand) {
         rc = CALIB_ENOMEM;
         goto err;
     }
@@ -236,21 +236,21 @@ static void free_shaped(model *m)
     free(m->p);
     free(m->pcal);
     free(m->xcal);
-    free(m->loop.xcand);
+    free(m->recalib.xcand);
     free(m->ring_score);
     calib_budget_give(&m->mem, m->ring_score_n * sizeof *m->ring_score);
     m->ring_score_n = 0;
     calib_budget_give(&m->mem, m->sizes.fixed);
     m->sizes.fixed = 0;
-    calib_drift_free(&m->loop.drift);
+    calib_drift_free(&m->recalib.drift);
     for (int v = 0; v < VIEWS; v++) {
         calib_cs_free(&m->cs[v]);
         calib_cs_free(&m->period.cs[v]);
     }
     memset(&m->period, 0, sizeof m->period);
     m->cs_on = 0;
-    m->p = m->pcal = m->xcal = m->loop.xcand = m->ring_score = NULL;
-    memset(&m->loop, 0, sizeof m->loop);
+    m->p = m->pcal = m->xcal = m->recalib.xcand = m->ring_score = NULL;
+    memset(&m->recalib, 0, sizeof m->recalib);
     m->shaped = 0;
     m->form = 0;
     m->k = m->width = 0;
@@ -421,7 +421,7 @@ static void add_bins(calib_bins *b, calib_bins *w, const double *p, size_t k, do
 static void score_after(model *m, const model_params *p, const double *x, double y, double s[2])
 {
     int form;
-    const double *xp = apply_params(m, p, x, m->loop.xcand, &form);
+    const double *xp = apply_params(m, p, x, m->recalib.xcand, &form);
     model_score(m, form, xp, y, m->pcal, s);
 }
 
@@ -429,7 +429,7 @@ static void score_after(model *m, const model_params *p, const double *x, double
  * cur; the gate decides, the loop's tick acts on its decision. */
 static void shadow_observe(model *m, const double *x, double y, const double cur[2])
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     double s[2];
     score_after(m, &l->candidate, x, y, s);
     calib_gate_add(&l->gate, cur[WS_MAIN], s[WS_MAIN]);
@@ -444,7 +444,7 @@ static void shadow_observe(model *m, const double *x, double y, const double cur
  * read by the loop's machine at the tick (refit_in.guard_alarm). */
 static void guard_observe(model *m, const double *x, double y, double cur)
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     double s[2];
     score_after(m, &l->guard_prev, x, y, s);
     calib_gate_add(&l->guard, cur, s[WS_MAIN]);
@@ -465,7 +465,7 @@ static void guard_observe(model *m, const double *x, double y, double cur)
 /* The trigger: the parameters in force (cur) against the challenger. */
 static void trigger_observe(model *m, const double *x, double y, const double cur[2])
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     double s[2];
     score_after(m, &l->challenger, x, y, s);
     calib_gate_add(&l->trig, cur[WS_MAIN], s[WS_MAIN]);
@@ -524,7 +524,7 @@ void model_observe(model *m, const double *x, double y, double now)
     calib_reservoir_offer(&m->reservoir, x, y, now);
     model_ring_push(m, x, y, now, s[VIEW_CAL][WS_MAIN]);
     m->scored++;
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     if (l->refit.phase == PHASE_OFF)
         return;
     if (l->refit.phase == PHASE_SHADOW && l->gate.state == CALIB_GATE_RUNNING)
@@ -543,9 +543,9 @@ void model_drift_cfg(const model *m, calib_drift_cfg *dc)
     drift_cfg_of(&m->cfg, m->form, dc);
 }
 
-int model_loop_attach(model *m, double now)
+int model_recalib_attach(model *m, double now)
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     if (m->cfg.drift) {
         calib_drift_cfg dc;
         model_drift_cfg(m, &dc);

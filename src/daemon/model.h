@@ -133,9 +133,9 @@ typedef struct model_sizes {
 } model_sizes;
 
 
-/* The closed loop of one model (loop.c). Updated per sample by
+/* The closed loop of one model (recalib.c). Updated per sample by
  * model_observe, acted on by the loop's tick. */
-typedef struct model_loop {
+typedef struct model_recalib {
     refit_machine refit;    /* phase (OFF until the method is resolved and
                                the detectors initialised), pending reason,
                                schedule: refit.h */
@@ -172,7 +172,7 @@ typedef struct model_loop {
     int trig_fitting;       /* a challenger's fit is under way */
     int trig_reported;      /* the gate's rejection was reported */
     uint64_t trig_fit_at;   /* ring.total when the last challenger fit began */
-    double trig_fit_time;   /* ... and loop_now() then (not kept by snapshots) */
+    double trig_fit_time;   /* ... and tick_now() then (not kept by snapshots) */
     uint64_t trig_quiet_until; /* ring.total before which the trigger takes no
                                pair: miscal_period after an outcome that left
                                the parameters as they were */
@@ -188,7 +188,7 @@ typedef struct model_loop {
     uint64_t rollbacks;    /* previous versions published again (the guard) */
     uint64_t miscal_alarms; /* rejections of the miscalibration trigger */
     uint64_t cancelled;    /* stale refits dropped at a drift alarm */
-} model_loop;
+} model_recalib;
 
 typedef struct model {
     char name[CFG_NAME_MAX + 1];
@@ -226,7 +226,7 @@ typedef struct model {
     size_t ring_score_n;    /* allocated, >= the ring's records allocated */
     double *p, *pcal, *xcal; /* scratch: probabilities and calibrated outputs */
     model_params params;    /* current: what the calibrated view applies */
-    model_loop loop;
+    model_recalib recalib;
     alert_state alert[RULES];
     uint64_t alerts;        /* alerts sent */
     model_event events[MODEL_EVENTS]; /* event number i at i % MODEL_EVENTS */
@@ -235,21 +235,21 @@ typedef struct model {
     /* counters */
     uint64_t predictions, labels, scored, inline_scored, stale;
     uint64_t rejected[REJ_MAX];
-    /* loop_now() of the last label (0 before any) and of the first and last
+    /* tick_now() of the last label (0 before any) and of the first and last
      * prediction: label starvation */
     double last_label_mono, first_prediction_mono, last_prediction_mono;
-    double created_mono;    /* loop_now() at its creation (registry.c) */
+    double created_mono;    /* tick_now() at its creation (registry.c) */
     int forget;             /* calibctl forget: removed at the next safe tick */
 } model;
 
 /* A model's counters, each a uint64_t member at an offset in model: the
- * model's own and its loop's, with the names snapshots store them by (in
+ * model's own and its recalibration's, with the names snapshots store them by (in
  * this order in snapshots of format 1 and 2). Snapshots write and read
  * them, and calibctl merge adds them, from these lists. */
-enum { MODEL_COUNTERS = 6, LOOP_COUNTERS = 8 };
-extern const size_t model_counters[MODEL_COUNTERS], loop_counters[LOOP_COUNTERS];
+enum { MODEL_COUNTERS = 6, RECALIB_COUNTERS = 8 };
+extern const size_t model_counters[MODEL_COUNTERS], recalib_counters[RECALIB_COUNTERS];
 extern const char *const model_counter_names[MODEL_COUNTERS],
-    *const loop_counter_names[LOOP_COUNTERS];
+    *const recalib_counter_names[RECALIB_COUNTERS];
 static inline uint64_t *model_counter(model *m, size_t offset)
 {
     return (uint64_t *)((char *)m + offset);
@@ -315,7 +315,7 @@ void model_drift_cfg(const model *m, calib_drift_cfg *dc);
  * (when the model's drift setting is on) from the ring's count now, then
  * the refit machine at now (loop seconds). CALIB_OK, or the drift
  * detector's error, the refit machine then left as it was. */
-int model_loop_attach(model *m, double now);
+int model_recalib_attach(model *m, double now);
 /* The miscalibration trigger's gate for the model's settings and form. */
 void model_trigger_cfg(const model *m, calib_gate_cfg *gc);
 

@@ -112,25 +112,25 @@ static void counters(out *t, const snap *s, size_t n)
         {"calibd_labels_total", "Labels accepted.", offsetof(model, labels)},
         {"calibd_scored_total", "Prediction-outcome pairs scored.", offsetof(model, scored)},
         {"calibd_drift_alarms_total", "Drift alarms of the calibrated score.",
-         offsetof(model, loop.drift_alarms)},
-        {"calibd_refits_total", "Refits started.", offsetof(model, loop.refits)},
-        {"calibd_refit_errors_total", "Refits whose fit failed.", offsetof(model, loop.refit_errors)},
+         offsetof(model, recalib.drift_alarms)},
+        {"calibd_refits_total", "Refits started.", offsetof(model, recalib.refits)},
+        {"calibd_refit_errors_total", "Refits whose fit failed.", offsetof(model, recalib.refit_errors)},
         {"calibd_candidates_total", "Candidate parameters put in shadow.",
-         offsetof(model, loop.candidates)},
+         offsetof(model, recalib.candidates)},
         {"calibd_candidates_published_total", "Candidates that passed the gate and were published.",
-         offsetof(model, loop.published)},
+         offsetof(model, recalib.published)},
         {"calibd_candidates_rejected_total", "Candidates the gate did not pass.",
-         offsetof(model, loop.rejected)},
+         offsetof(model, recalib.rejected)},
         {"calibd_candidates_store_errors_total", "Candidates that passed the gate but the "
          "state directory refused to store, so were not published.",
-         offsetof(model, loop.store_errors)},
+         offsetof(model, recalib.store_errors)},
         {"calibd_miscalibration_alarms_total", "Rejections of the miscalibration trigger: a "
          "recalibration fit on earlier pairs lowered the score by more than miscal_min_effect.",
-         offsetof(model, loop.miscal_alarms)},
+         offsetof(model, recalib.miscal_alarms)},
         {"calibd_candidates_cancelled_total", "Refits made stale by a drift alarm after the "
-         "samples they were fit on, dropped.", offsetof(model, loop.cancelled)},
+         "samples they were fit on, dropped.", offsetof(model, recalib.cancelled)},
         {"calibd_rollbacks_total", "Versions the guard showed worse than the one before, "
-         "which was published again (rollback = yes).", offsetof(model, loop.rollbacks)},
+         "which was published again (rollback = yes).", offsetof(model, recalib.rollbacks)},
         {"calibd_alerts_total", "Alerts sent.", offsetof(model, alerts)},
     };
     for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
@@ -484,10 +484,10 @@ static void loop_gauges(out *t, const snap *s, size_t n)
     for (size_t i = 0; i < n; i++)
         for (int ph = PHASE_OFF; s[i].m->shaped && ph <= PHASE_STORING; ph++)
             put(t, "calibd_loop_phase{model=\"%s\",phase=\"%s\"} %d\n", s[i].m->name,
-                refit_phase_name(ph), s[i].m->loop.refit.phase == ph);
+                refit_phase_name(ph), s[i].m->recalib.refit.phase == ph);
     help(t, "calibd_drift_state", "gauge", "1 for the drift detector's current state, else 0.");
     for (size_t i = 0; i < n; i++) {
-        const model_loop *l = &s[i].m->loop;
+        const model_recalib *l = &s[i].m->recalib;
         for (int st = 0; s[i].m->shaped && l->drift_on && st < 3; st++)
             put(t, "calibd_drift_state{model=\"%s\",state=\"%s\"} %d\n", s[i].m->name,
                 drift_states[st], (int)l->drift.state == st);
@@ -495,7 +495,7 @@ static void loop_gauges(out *t, const snap *s, size_t n)
     help(t, "calibd_drift_log_e", "gauge",
          "Log of the drift detector's e-process (it alarms at log(1/drift_alpha)).");
     for (size_t i = 0; i < n; i++) {
-        const model_loop *l = &s[i].m->loop;
+        const model_recalib *l = &s[i].m->recalib;
         if (s[i].m->shaped && l->drift_on && l->drift.state != CALIB_DRIFT_REFERENCE)
             sample(t, calib_drift_log_e(&l->drift), "calibd_drift_log_e{model=\"%s\"}",
                    s[i].m->name);
@@ -513,7 +513,7 @@ static void loop_gauges(out *t, const snap *s, size_t n)
     for (int f = 0; f < 5; f++) {
         help(t, names[f], "gauge", whats[f]);
         for (size_t i = 0; i < n; i++) {
-            const model_loop *l = &s[i].m->loop;
+            const model_recalib *l = &s[i].m->recalib;
             if (!s[i].m->shaped || l->refit.phase != PHASE_SHADOW)
                 continue;
             double ci[2];
@@ -525,8 +525,8 @@ static void loop_gauges(out *t, const snap *s, size_t n)
     }
 }
 
-/* The snapshots' figures (snapshots.h). */
-static void snapshot_metrics(out *t, const snapshots *s)
+/* The snapshots' figures (persist.h). */
+static void snapshot_metrics(out *t, const persister *s)
 {
     help(t, "calibd_snapshot_writes_total", "counter", "Snapshots written to the state directory.");
     put(t, "calibd_snapshot_writes_total %llu\n", (unsigned long long)s->writes);
@@ -585,7 +585,7 @@ static void sockets(out *t, const calibd *d)
         if (all[i] && all[i]->name)
             put(t, "calibd_socket_handshake_failures_total{socket=\"%s\"} %llu\n",
                 all[i]->name, all[i]->handshake_failures);
-    if (!d->auth.on)
+    if (!d->curve.on)
         return;
     help(t, "calibd_curve_clients_total", "counter",
          "CURVE clients the ZAP handler admitted (result=\"accepted\") or refused "
@@ -593,7 +593,7 @@ static void sockets(out *t, const calibd *d)
     for (int r = 0; r < AUTH_ROLES; r++)
         put(t, "calibd_curve_clients_total{role=\"%s\",result=\"accepted\"} %llu\n"
                "calibd_curve_clients_total{role=\"%s\",result=\"refused\"} %llu\n",
-            auth_role_name[r], d->auth.accepted[r], auth_role_name[r], d->auth.refused[r]);
+            curve_role_name[r], d->curve.accepted[r], curve_role_name[r], d->curve.refused[r]);
 }
 
 static void http_counters(out *t, http_server *h)

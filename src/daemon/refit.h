@@ -2,7 +2,7 @@
  * refit.h — the closed loop of one model as a state machine: one phase, a
  * pending reason and a schedule, advanced by one pure function of an event
  * and the time that returns the actions to take. No libuv, no zmq, no log:
- * loop.c is the shell that feeds it events and performs its actions, and
+ * recalib.c is the shell that feeds it events and performs its actions, and
  * tests/unit/test_refit.c drives it with a fake clock.
  *
  *   OFF ----------------------------------------------- (no method: stays)

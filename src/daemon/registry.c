@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "calibd.h"
-#include "loop.h"
+#include "recalib.h"
 #include "registry.h"
 
 #define INDEX_EMPTY UINT32_MAX
@@ -71,7 +71,7 @@ int registry_shape(calibd *d, model *m, int form, size_t k, char *why, size_t le
     }
     if (model_shape(m, form, k) != CALIB_OK)
         rc = 1;
-    else if (loop_attach(d, m) != 0) {
+    else if (recalib_attach(d, m) != 0) {
         model_unshape(m);
         rc = 1;
     }
@@ -153,7 +153,7 @@ static model *new_model(calibd *d, const char *name, int *reject)
         *reject = rc;
         return NULL;
     }
-    m->created_mono = loop_now(d);
+    m->created_mono = tick_now(d);
     d->models[d->nmodels] = m;
     index_add(d, (uint32_t)d->nmodels++);
     log_msg(&d->log, LOG_INFO, "model", "%s: created%s", m->name,
@@ -257,11 +257,11 @@ size_t registry_collect(calibd *d, double now, int busy)
     double ttl = d->cfg.model_idle_ttl;
     for (size_t i = 0; i < d->nmodels; i++) {
         model *m = d->models[i];
-        int phase = m->loop.refit.phase;
+        int phase = m->recalib.refit.phase;
         int idle = ttl > 0 && m->scored == 0 && now - last_seen(m) >= ttl &&
                    !config_find_model(&d->cfg, m->name);
         if ((!m->forget && !idle) || phase == PHASE_FITTING || phase == PHASE_STORING ||
-            m->loop.trig_fitting) { /* a worker holds it */
+            m->recalib.trig_fitting) { /* a worker holds it */
             d->models[kept++] = m;
             continue;
         }

@@ -116,11 +116,11 @@ static void pack_period(calib_mpw *w, const model *m)
     calib_mpw_end(w);
 }
 
-/* Counters by name (model_counters, loop_counters). */
+/* Counters by name (model_counters, recalib_counters). */
 static void pack_counters(calib_mpw *w, const model *m, const size_t *at,
                           const char *const *names, size_t n)
 {
-    uint64_t v[LOOP_COUNTERS > MODEL_COUNTERS ? LOOP_COUNTERS : MODEL_COUNTERS];
+    uint64_t v[RECALIB_COUNTERS > MODEL_COUNTERS ? RECALIB_COUNTERS : MODEL_COUNTERS];
     model_counters_get(m, at, n, v);
     calib_mpw_map(w);
     for (size_t i = 0; i < n; i++)
@@ -147,7 +147,7 @@ static void pack_sums(calib_mpw *w, const model_sums *s, size_t n)
 
 static void pack_loop(calib_mpw *w, const model *m)
 {
-    const model_loop *l = &m->loop;
+    const model_recalib *l = &m->recalib;
     calib_mpw_map(w);
     key_uint(w, "phase", (uint64_t)l->refit.phase);
     key_uint(w, "pending", (uint64_t)l->refit.pending);
@@ -208,7 +208,7 @@ static void pack_loop(calib_mpw *w, const model *m)
     key_uint(w, "miscal_alarms", l->miscal_alarms);
     key_uint(w, "cancelled", l->cancelled);
     calib_mpw_key(w, "counters");
-    pack_counters(w, m, loop_counters, loop_counter_names, LOOP_COUNTERS);
+    pack_counters(w, m, recalib_counters, recalib_counter_names, RECALIB_COUNTERS);
     calib_mpw_end(w);
 }
 
@@ -725,7 +725,7 @@ static int gate_of(calib_mpr *r, const msgpack_object *o, calib_gate *g, const c
  * its gate. */
 static int read_guard(calib_mpr *r, const msgpack_object *o, model *m, notes *skipped)
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     const msgpack_object *po = calib_mpr_map(r, o, "prev"), *go = calib_mpr_map(r, o, "gate");
     double low = calib_mpr_double(r, o, "low");
     uint64_t version = calib_mpr_uint(r, o, "version", 1, UINT64_MAX);
@@ -760,7 +760,7 @@ static int read_guard(calib_mpr *r, const msgpack_object *o, model *m, notes *sk
  * its gate; a gate of other settings (changed since) starts afresh. */
 static int read_trigger(calib_mpr *r, const msgpack_object *o, model *m, notes *skipped)
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     const msgpack_object *co = calib_mpr_map(r, o, "challenger"), *go = calib_mpr_map(r, o, "gate");
     uint64_t at = calib_mpr_uint(r, o, "fit_at", 0, UINT64_MAX);
     uint64_t start = calib_mpr_uint(r, o, "start", 0, UINT64_MAX);
@@ -802,7 +802,7 @@ static int read_trigger(calib_mpr *r, const msgpack_object *o, model *m, notes *
 /* The shadow run: its candidate, in the current method, and its gate. */
 static int read_shadow(calib_mpr *r, const msgpack_object *o, model *m, notes *skipped)
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     const msgpack_object *co = calib_mpr_map(r, o, "candidate"), *go = calib_mpr_map(r, o, "gate");
     model_params cand;
     calib_accum log[2];
@@ -826,7 +826,7 @@ static int read_shadow(calib_mpr *r, const msgpack_object *o, model *m, notes *s
 static int read_counters(calib_mpr *r, const msgpack_object *o, model *m, const size_t *at,
                          const char *const *names, size_t n)
 {
-    uint64_t v[LOOP_COUNTERS > MODEL_COUNTERS ? LOOP_COUNTERS : MODEL_COUNTERS] = {0};
+    uint64_t v[RECALIB_COUNTERS > MODEL_COUNTERS ? RECALIB_COUNTERS : MODEL_COUNTERS] = {0};
     const msgpack_object *c = calib_mpr_get(r, o, "counters");
     if (c && c->type == MSGPACK_OBJECT_MAP) {
         for (size_t i = 0; i < n; i++)
@@ -843,7 +843,7 @@ static int read_counters(calib_mpr *r, const msgpack_object *o, model *m, const 
 
 static int read_loop(calib_mpr *r, const msgpack_object *o, model *m, double shift, notes *skipped)
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     int phase = (int)calib_mpr_uint(r, o, "phase", PHASE_OFF, PHASE_STORING);
     int pending = (int)calib_mpr_uint(r, o, "pending", REFIT_NONE, REFIT_MISCAL);
     int reason = (int)calib_mpr_uint(r, o, "reason", REFIT_NONE, REFIT_MISCAL);
@@ -857,7 +857,7 @@ static int read_loop(calib_mpr *r, const msgpack_object *o, model *m, double shi
     const msgpack_object *drift = calib_mpr_get(r, o, "drift"), *shadow = calib_mpr_get(r, o, "shadow");
     uint64_t base = calib_mpr_uint(r, o, "drift_base", 0, m->ring.total);
     int alarm = (int)calib_mpr_uint(r, o, "drift_alarm", 0, 1);
-    if (!read_counters(r, o, m, loop_counters, loop_counter_names, LOOP_COUNTERS))
+    if (!read_counters(r, o, m, recalib_counters, recalib_counter_names, RECALIB_COUNTERS))
         return 0;
     const msgpack_object *rb = calib_mpr_find(o, "rollbacks"), *guard = calib_mpr_find(o, "guard");
     if (rb) /* absent before the guard */

@@ -79,7 +79,7 @@ void snapshot_pack_model(calib_mpw *w, const model *m);
 /* The CRC-32 (zlib's) of len more bytes at p, after crc (0 to start). */
 uint32_t snapshot_crc(uint32_t crc, const char *p, size_t len);
 /* The header of a body of len bytes whose CRC-32 is crc, written
- * elsewhere (snapshots.c streams the body to a file in chunks), with the
+ * elsewhere (persist.c streams the body to a file in chunks), with the
  * writer's clocks (NULL: none). */
 void snapshot_frame_sum(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t models, double wall,
                         double mono, const snapshot_clocks *clocks, uint64_t messages,
@@ -119,7 +119,7 @@ int snapshot_model_cfg(const msgpack_object *o, model_cfg *c, char *err, size_t 
 
 /*
  * Restores a model map into m, which has the map's name and shape (see
- * snapshot_model_head) and, if shaped, its loop attached (loop_attach):
+ * snapshot_model_head) and, if shaped, its loop attached (recalib_attach):
  * statistics, windows, bins, reservoir, ring, waiting items and joined ids,
  * the loop's detectors and shadow run, counters, events, alert states.
  * The stored parameters are not restored (the state directory's

@@ -33,7 +33,7 @@ static void pack_bool(calib_mpw *w, const char *key, int b)
     calib_mpw_bool(w, b);
 }
 
-static void pack_drift(calib_mpw *w, const model_loop *l)
+static void pack_drift(calib_mpw *w, const model_recalib *l)
 {
     static const char *states[] = {"reference", "watching", "alarm"};
     const calib_drift *dr = &l->drift;
@@ -58,7 +58,7 @@ static void pack_drift(calib_mpw *w, const model_loop *l)
 }
 
 /* The guard of the version in force, or nil. */
-static void pack_guard(calib_mpw *w, const model_loop *l)
+static void pack_guard(calib_mpw *w, const model_recalib *l)
 {
     if (!l->guard_on) {
         calib_mpw_nil(w);
@@ -84,7 +84,7 @@ static void pack_method(calib_mpw *w, const model_params *p)
     status_pack_values(w, p);
 }
 
-static void pack_shadow(calib_mpw *w, const model_loop *l)
+static void pack_shadow(calib_mpw *w, const model_recalib *l)
 {
     if (l->refit.phase != PHASE_SHADOW) {
         calib_mpw_nil(w);
@@ -102,7 +102,7 @@ static void pack_shadow(calib_mpw *w, const model_loop *l)
 /* The miscalibration trigger, or nil when off. */
 static void pack_trigger(calib_mpw *w, const model *m)
 {
-    const model_loop *l = &m->loop;
+    const model_recalib *l = &m->recalib;
     if (!m->cfg.miscal_trigger) {
         calib_mpw_nil(w);
         return;
@@ -136,7 +136,7 @@ static void pack_trigger(calib_mpw *w, const model *m)
 
 static void status_pack_loop(calib_mpw *w, const model *m)
 {
-    const model_loop *l = &m->loop;
+    const model_recalib *l = &m->recalib;
     calib_mpw_map(w);
     pack_bool(w, "on", l->refit.phase != PHASE_OFF);
     calib_mpw_key(w, "phase");

@@ -52,7 +52,7 @@ static void add_model(const char *name, int form, size_t k, int n)
             calib_id id;
             calib_join_result jr;
             calib_id_u64(&id, (uint64_t)i);
-            FUZZ_CHECK(calib_join_pred(&m->join, &id, x, t + i, loop_now(d), &jr) == CALIB_OK);
+            FUZZ_CHECK(calib_join_pred(&m->join, &id, x, t + i, tick_now(d), &jr) == CALIB_OK);
         }
     }
 }

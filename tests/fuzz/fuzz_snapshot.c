@@ -1,7 +1,7 @@
 /*
  * fuzz_snapshot.c — a snapshot file (snapshot.h, calibd(8) SNAPSHOTS)
  * read both ways it is read:
- *   - by calibd at start: snapshots_restore() from the state directory,
+ *   - by calibd at start: persist_restore() from the state directory,
  *     then the restored models take pairs, expire their waiting items and
  *     show their status; what they hold, snapshotted again, must restore
  *     again (else a restart would move calibd's own snapshot aside);
@@ -28,7 +28,7 @@
 #include "hist.h"
 #include "registry.h"
 #include "snapshot.h"
-#include "snapshots.h"
+#include "persist.h"
 
 #include "fuzz.h"
 
@@ -76,7 +76,7 @@ static void snapshot_all(void)
     calib_mpw_init(&body);
     for (size_t i = 0; i < d->nmodels; i++)
         snapshot_pack_model(&body, d->models[i]);
-    snapshot_frame(&head, body.sb.data, body.sb.size, d->nmodels, wall_now(), loop_now(d),
+    snapshot_frame(&head, body.sb.data, body.sb.size, d->nmodels, wall_now(), tick_now(d),
                    d->messages, d->rejected);
     FUZZ_CHECK(calib_mpw_error(&head) == CALIB_OK && calib_mpw_error(&body) == CALIB_OK);
     size_t len = head.sb.size + body.sb.size;
@@ -102,13 +102,13 @@ static void use(model *m)
         for (int i = 0; i < 20; i++)
             model_observe(m, x, i % 2, 1.7e9 + i);
     }
-    model_join_tick(m, loop_now(d) + 1e7);
+    model_join_tick(m, tick_now(d) + 1e7);
 }
 
 static void as_calibd(const void *file, size_t len)
 {
     fuzz_file(SNAPSHOT_FILE, file, len);
-    FUZZ_CHECK(snapshots_restore(d) == 0);
+    FUZZ_CHECK(persist_restore(d) == 0);
     if (file_exists(SNAPSHOT_FILE)) { /* else moved aside: refused */
         /* a copy kept aside where a model's section was refused (that
          * model made afresh): what calibd writes now reads back whole */
@@ -118,7 +118,7 @@ static void as_calibd(const void *file, size_t len)
         size_t n = d->nmodels;
         snapshot_all();
         fuzz_daemon_clear(d);
-        FUZZ_CHECK(snapshots_restore(d) == 0);
+        FUZZ_CHECK(persist_restore(d) == 0);
         FUZZ_CHECK(file_exists(SNAPSHOT_FILE) && !file_exists(SNAPSHOT_FILE ".bad"));
         FUZZ_CHECK(d->nmodels == n);
     }

@@ -12,7 +12,7 @@
 #include "calib/protocol.h"
 #include "calib/pubmsg.h"
 #include "cfg.h"
-#include "loop.h"
+#include "recalib.h"
 #include "model.h"
 
 static model_cfg defaults(void)
@@ -206,7 +206,7 @@ static void memory_limit_stops_growth(void **state)
     free(m);
 }
 
-/* The params message of a model's parameters (loop_params_msg, written by
+/* The params message of a model's parameters (recalib_params_msg, written by
  * the codec) is what a serving node decodes: version 0 with an exact zero
  * improvement, then a published version with its figures. */
 static void params_message_round_trips(void **state)
@@ -220,7 +220,7 @@ static void params_message_round_trips(void **state)
     calib_pubmsg got;
     calib_mpw w;
 
-    loop_params_msg(m, 1000.5, &msg);
+    recalib_params_msg(m, 1000.5, &msg);
     calib_mpw_init(&w);
     assert_int_equal(calib_params_msg_write(&w, &msg), CALIB_OK);
     assert_int_equal(calib_pubmsg_decode("m", 1, w.sb.data, w.sb.size, NULL, &got),
@@ -247,7 +247,7 @@ static void params_message_round_trips(void **state)
     p->before[0] = 0.3, p->before[1] = 0.8;
     p->after[0] = 0.25, p->after[1] = 0.7;
     p->improvement = 0.05, p->ci[0] = 0.01, p->ci[1] = 0.09;
-    loop_params_msg(m, 1001, &msg);
+    recalib_params_msg(m, 1001, &msg);
     calib_mpw_reset(&w);
     assert_int_equal(calib_params_msg_write(&w, &msg), CALIB_OK);
     assert_int_equal(calib_pubmsg_decode("m", 1, w.sb.data, w.sb.size, NULL, &got),
@@ -370,7 +370,7 @@ static void trigger_tests_the_challenger(void **state)
     calib_budget daemon;
     for (int over = 1; over >= 0; over--) {
         model *m = new_k10(&c, &daemon);
-        model_loop *l = &m->loop;
+        model_recalib *l = &m->recalib;
         l->refit.phase = PHASE_IDLE;
         set_temperature(m, 0, 1000);
         m->params.values[0] = 1;

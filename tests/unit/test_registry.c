@@ -152,7 +152,7 @@ static void collect_forgotten_and_idle(void **state)
     scored->scored = 1;
     gone->forget = 1;
     busy->forget = 1;
-    busy->loop.refit.phase = PHASE_FITTING;
+    busy->recalib.refit.phase = PHASE_FITTING;
     double t0 = gone->created_mono;
     /* something walks the models: nothing goes */
     assert_int_equal(registry_collect(d, t0 + 1, 1), 0);
@@ -168,7 +168,7 @@ static void collect_forgotten_and_idle(void **state)
     assert_non_null(registry_find(d, "kept", 4));
     assert_non_null(registry_find(d, "scored", 6));
     /* the fit done, the forgotten one goes */
-    busy->loop.refit.phase = PHASE_IDLE;
+    busy->recalib.refit.phase = PHASE_IDLE;
     assert_int_equal(registry_collect(d, t0 + 71, 0), 1);
     assert_int_equal(d->nmodels, 2);
     assert_int_equal(d->models_forgotten, 2);

@@ -60,25 +60,25 @@ static void make_in(model *m, const model_cfg *c, int shadow, calib_budget *pare
     calib_drift_cfg dc = {.kind = CALIB_DRIFT_MEAN, .lo = 0, .hi = 2, .alpha = 0.01,
                           .min_effect = 0.01, .reference = c->drift_reference,
                           .restart = c->drift_reference};
-    assert_int_equal(calib_drift_init(&m->loop.drift, &dc), CALIB_OK);
-    m->loop.drift_on = 1;
-    refit_init(&m->loop.refit, 1, 3600, 0);
+    assert_int_equal(calib_drift_init(&m->recalib.drift, &dc), CALIB_OK);
+    m->recalib.drift_on = 1;
+    refit_init(&m->recalib.refit, 1, 3600, 0);
     if (shadow) {
-        m->loop.refit.phase = PHASE_SHADOW;
-        m->loop.refit.reason = REFIT_DRIFT;
-        m->loop.candidate = m->params;
-        m->loop.candidate.values[0] = 1.2;
-        m->loop.candidate.version = 4;
+        m->recalib.refit.phase = PHASE_SHADOW;
+        m->recalib.refit.reason = REFIT_DRIFT;
+        m->recalib.candidate = m->params;
+        m->recalib.candidate.values[0] = 1.2;
+        m->recalib.candidate.version = 4;
         calib_gate_cfg gc = {.alpha = 0.01, .min_improvement = 0.001, .lo = -2, .hi = 2,
                              .max_samples = 100000};
-        assert_int_equal(calib_gate_init(&m->loop.gate, &gc), CALIB_OK);
-        m->loop.guard_prev = m->params;
-        m->loop.guard_prev.values[0] = 1.1;
-        m->loop.guard_prev.version = 2;
+        assert_int_equal(calib_gate_init(&m->recalib.gate, &gc), CALIB_OK);
+        m->recalib.guard_prev = m->params;
+        m->recalib.guard_prev.values[0] = 1.1;
+        m->recalib.guard_prev.version = 2;
         gc.min_improvement = 0;
-        assert_int_equal(calib_gate_init(&m->loop.guard, &gc), CALIB_OK);
-        m->loop.guard_on = 1;
-        m->loop.rollbacks = 1;
+        assert_int_equal(calib_gate_init(&m->recalib.guard, &gc), CALIB_OK);
+        m->recalib.guard_on = 1;
+        m->recalib.rollbacks = 1;
     }
 }
 
@@ -259,13 +259,13 @@ static void round_trip_is_exact(void **state)
     char *f = fed_and_restored(&a, &b, &c, 1, 1000, skipped, sizeof skipped);
     assert_string_equal(skipped, "");
     assert_int_equal(b.scored, 1000);
-    assert_int_equal(b.loop.refit.phase, PHASE_SHADOW);
-    assert_true(b.loop.candidate.values[0] == 1.2 && b.loop.candidate.desc == a.params.desc);
+    assert_int_equal(b.recalib.refit.phase, PHASE_SHADOW);
+    assert_true(b.recalib.candidate.values[0] == 1.2 && b.recalib.candidate.desc == a.params.desc);
     /* the guard, with the pairs it compared */
-    assert_true(b.loop.guard_on && b.loop.guard_prev.values[0] == 1.1 &&
-                b.loop.guard_prev.version == 2 && b.loop.guard_prev.desc == a.params.desc);
-    assert_true(b.loop.guard.pairs == a.loop.guard.pairs && a.loop.guard.pairs > 0);
-    assert_int_equal(b.loop.rollbacks, 1);
+    assert_true(b.recalib.guard_on && b.recalib.guard_prev.values[0] == 1.1 &&
+                b.recalib.guard_prev.version == 2 && b.recalib.guard_prev.desc == a.params.desc);
+    assert_true(b.recalib.guard.pairs == a.recalib.guard.pairs && a.recalib.guard.pairs > 0);
+    assert_int_equal(b.recalib.rollbacks, 1);
     assert_int_equal(b.join.waiting_preds, 5);
     assert_int_equal(b.join.waiting_labels, 5);
     assert_int_equal(b.join.joined, a.join.joined);
@@ -278,7 +278,7 @@ static void round_trip_is_exact(void **state)
     feed(&a, 2, 700, 1060);
     feed(&b, 2, 700, 1060);
     same_bytes(&a, &b);
-    assert_true(a.loop.drift.n == b.loop.drift.n && a.loop.drift.n > 0);
+    assert_true(a.recalib.drift.n == b.recalib.drift.n && a.recalib.drift.n > 0);
     free(f);
     model_free(&a);
     model_free(&b);
@@ -294,21 +294,21 @@ static void decided_gates_and_stale_guards(void **state)
     char skipped[600], err[600];
     make(&a, &c, 1);
     feed(&a, 1, 300, 1000);
-    a.loop.guard.state = CALIB_GATE_PASSED;
-    a.loop.gate.state = CALIB_GATE_FAILED;
+    a.recalib.guard.state = CALIB_GATE_PASSED;
+    a.recalib.gate.state = CALIB_GATE_FAILED;
     size_t len;
     char *f = file_of(&a, &len);
     make(&b, &c, 0);
     assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
     assert_string_equal(skipped, "");
-    assert_true(b.loop.guard_on && b.loop.guard.state == CALIB_GATE_PASSED);
-    assert_int_equal(b.loop.gate.state, CALIB_GATE_FAILED);
+    assert_true(b.recalib.guard_on && b.recalib.guard.state == CALIB_GATE_PASSED);
+    assert_int_equal(b.recalib.gate.state, CALIB_GATE_FAILED);
     model_free(&b);
     /* version 4 was published after the snapshot: version 3's guard is stale */
     make(&b, &c, 0);
     b.params.version = 4;
     assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
-    assert_false(b.loop.guard_on);
+    assert_false(b.recalib.guard_on);
     assert_non_null(strstr(skipped, "the guard (of version 3; version 4 is in force)"));
     free(f);
     model_free(&a);
@@ -327,14 +327,14 @@ static void idle_after_a_rollback_is_restored(void **state)
     refit_in in = {.guard_alarm = 1, .available = 300, .want = 200, .need = 100,
                    .auto_publish = 1};
     refit_out out;
-    assert_true(refit_step(&a.loop.refit, EV_TICK, 10, &in, &out) & ACT_STORE);
-    assert_true(refit_step(&a.loop.refit, EV_STORED, 11, &in, &out) & ACT_PUBLISH);
-    assert_int_equal(a.loop.refit.phase, PHASE_IDLE);
-    assert_int_equal(a.loop.refit.reason, REFIT_ROLLBACK);
+    assert_true(refit_step(&a.recalib.refit, EV_TICK, 10, &in, &out) & ACT_STORE);
+    assert_true(refit_step(&a.recalib.refit, EV_STORED, 11, &in, &out) & ACT_PUBLISH);
+    assert_int_equal(a.recalib.refit.phase, PHASE_IDLE);
+    assert_int_equal(a.recalib.refit.reason, REFIT_ROLLBACK);
     restored_copy(&a, &b, &c);
     assert_int_equal(b.scored, 300);
-    assert_int_equal(b.loop.refit.phase, PHASE_IDLE);
-    assert_int_equal(b.loop.refit.pending, REFIT_NONE);
+    assert_int_equal(b.recalib.refit.phase, PHASE_IDLE);
+    assert_int_equal(b.recalib.refit.pending, REFIT_NONE);
     model_free(&a);
     model_free(&b);
 }
@@ -391,12 +391,12 @@ static void join_sample_is_restored(void **state)
     model_free(&b);
 }
 
-/* The shell's share of one machine step, as loop.c does it, enough for the
+/* The shell's share of one machine step, as recalib.c does it, enough for the
  * state it leaves: a candidate in shadow with its gate, a publish (or a
  * rollback) with the guard of the version it replaced, a drift restart. */
 static void shell(model *m, const model_cfg *c, const refit_out *o, double now, calib_rng *r)
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     calib_gate_cfg gc = {.alpha = 0.01, .min_improvement = 0.001, .lo = -2, .hi = 2,
                          .max_samples = 100000};
     if (o->actions & ACT_START_SHADOW) {
@@ -465,13 +465,13 @@ static void every_state_reads_back(void **state)
             } else {
                 refit_in in = {.drift_alarm = (int)(calib_rng_next(&r) % 3 == 0),
                                .guard_alarm = (int)(calib_rng_next(&r) % 2 == 0) &&
-                                              a.loop.guard_on,
+                                              a.recalib.guard_on,
                                .available = calib_ring_len(&a.ring),
                                .since_change = calib_ring_len(&a.ring) / 2,
                                .want = 200, .need = 50,
                                .auto_publish = (int)(calib_rng_next(&r) % 4 != 0)};
                 refit_out o;
-                refit_step(&a.loop.refit, events[calib_rng_next(&r) % 8], t, &in, &o);
+                refit_step(&a.recalib.refit, events[calib_rng_next(&r) % 8], t, &in, &o);
                 shell(&a, &c, &o, t, &r);
                 rollbacks += (o.actions & ACT_PUBLISH) && o.reason == REFIT_ROLLBACK;
             }
@@ -482,18 +482,18 @@ static void every_state_reads_back(void **state)
             make(&b, &c, 0);
             b.params = a.params; /* the state directory's, read first */
             model_paired_reset(&b, b.params.version, 0);
-            b.loop.guard_on = 0;
+            b.recalib.guard_on = 0;
             if (restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err) != 0)
                 fail_msg("seed %llu, step %d, phase %d, reason %d: refused: %s",
-                         (unsigned long long)seed, step, a.loop.refit.phase,
-                         a.loop.refit.reason, err);
-            int phase = a.loop.refit.phase;
+                         (unsigned long long)seed, step, a.recalib.refit.phase,
+                         a.recalib.refit.reason, err);
+            int phase = a.recalib.refit.phase;
             phases[phase]++;
             if (phase == PHASE_FITTING || phase == PHASE_STORING) {
                 /* the work under way starts again */
-                assert_int_equal(b.loop.refit.phase, PHASE_IDLE);
-                assert_true(b.loop.refit.pending != REFIT_NONE ||
-                            a.loop.refit.reason == REFIT_ROLLBACK);
+                assert_int_equal(b.recalib.refit.phase, PHASE_IDLE);
+                assert_true(b.recalib.refit.pending != REFIT_NONE ||
+                            a.recalib.refit.reason == REFIT_ROLLBACK);
                 restarted++;
             } else {
                 same_bytes(&a, &b);
@@ -647,14 +647,14 @@ static void same_reservoir(const calib_reservoir *a, const calib_reservoir *b)
 
 static void same_drift(const model *a, const model *b)
 {
-    const calib_drift *x = &a->loop.drift, *y = &b->loop.drift;
+    const calib_drift *x = &a->recalib.drift, *y = &b->recalib.drift;
     assert_true(x->n > 0);
     assert_int_equal(x->n, y->n);
     assert_int_equal(x->state, y->state);
     assert_int_equal(x->nbank, y->nbank);
     assert_memory_equal(x->bank, y->bank, sizeof x->bank);
     assert_memory_equal(x->log_w, y->log_w, sizeof x->log_w);
-    assert_int_equal(a->loop.drift_base, b->loop.drift_base);
+    assert_int_equal(a->recalib.drift_base, b->recalib.drift_base);
 }
 
 /* A ring and a reservoir that memory_limit stopped below their configured
@@ -700,9 +700,9 @@ static void stopped_by_memory_is_restored(void **state)
     same_newest(&a, &b, ring);
     same_reservoir(&a.reservoir, &b.reservoir);
     same_drift(&a, &b);
-    assert_int_equal(b.loop.refit.phase, PHASE_SHADOW);
-    assert_true(b.loop.candidate.values[0] == 1.2);
-    assert_true(b.loop.gate.pairs == a.loop.gate.pairs && a.loop.gate.pairs > 0);
+    assert_int_equal(b.recalib.refit.phase, PHASE_SHADOW);
+    assert_true(b.recalib.candidate.values[0] == 1.2);
+    assert_true(b.recalib.gate.pairs == a.recalib.gate.pairs && a.recalib.gate.pairs > 0);
     model_level lva = model_level_since(&a, a.ring.total - ring, 0.5),
                 lvb = model_level_since(&b, b.ring.total - ring, 0.5);
     assert_int_equal(lva.n, ring);
@@ -1102,22 +1102,22 @@ static void merged_trigger_starts_afresh(void **state)
     feed(&b, 12, 100, 7020);
     calib_gate_cfg gc;
     model_trigger_cfg(&a, &gc);
-    assert_int_equal(calib_gate_init(&a.loop.trig, &gc), CALIB_OK);
-    a.loop.challenger = a.params;
-    a.loop.challenger.version = 0;
-    a.loop.challenger.values[0] = 1.3;
-    a.loop.trig_on = 1;
-    a.loop.trig_start = 900;
-    a.loop.trig_fit_at = 950;
+    assert_int_equal(calib_gate_init(&a.recalib.trig, &gc), CALIB_OK);
+    a.recalib.challenger = a.params;
+    a.recalib.challenger.version = 0;
+    a.recalib.challenger.values[0] = 1.3;
+    a.recalib.trig_on = 1;
+    a.recalib.trig_start = 900;
+    a.recalib.trig_fit_at = 950;
     model chk;
     restored_copy(&a, &chk, &c); /* unmerged, it restores with its trigger */
-    assert_int_equal(chk.loop.trig_on, 1);
-    assert_int_equal(chk.loop.trig_start, 900);
+    assert_int_equal(chk.recalib.trig_on, 1);
+    assert_int_equal(chk.recalib.trig_start, 900);
     model_free(&chk);
     char why[300];
     assert_int_equal(model_merge(&a, &b, why, sizeof why), 0);
-    assert_int_equal(a.loop.trig_on, 0);
-    assert_true(a.loop.trig_start <= a.ring.total && a.loop.trig_fit_at <= a.ring.total);
+    assert_int_equal(a.recalib.trig_on, 0);
+    assert_true(a.recalib.trig_start <= a.ring.total && a.recalib.trig_fit_at <= a.ring.total);
     size_t len;
     char *f = file_of(&a, &len);
     char skipped[600], err[600];
@@ -1128,12 +1128,12 @@ static void merged_trigger_starts_afresh(void **state)
     free(f);
     /* a file whose trigger's counts are past its ring: the trigger is left
      * out, the model restores */
-    a.loop.trig_on = 1;
-    a.loop.trig_start = a.ring.total + 5;
+    a.recalib.trig_on = 1;
+    a.recalib.trig_start = a.ring.total + 5;
     f = file_of(&a, &len);
     make(&fresh, &c, 0);
     assert_int_equal(restore(f, len, &fresh, 0, skipped, sizeof skipped, err, sizeof err), 0);
-    assert_int_equal(fresh.loop.trig_on, 0);
+    assert_int_equal(fresh.recalib.trig_on, 0);
     assert_non_null(strstr(skipped, "miscalibration trigger"));
     model_free(&fresh);
     free(f);

@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "auth.h"
+#include "curve.h"
 #include "calib/calib.h"
 #include "calib/client.h"
 #include "calib/curve.h"
@@ -203,7 +203,7 @@ static int teardown(void **state)
 static void load_rules(void **state)
 {
     daemon_cfg c;
-    auth_ctx a;
+    curve_ctx a;
     char err[512], secret[256], pub[256], keys[256];
     keygen("srv", "calibd");
     snprintf(secret, sizeof secret, "%s/srv/calibd.key_secret", dir);
@@ -211,31 +211,31 @@ static void load_rules(void **state)
     snprintf(keys, sizeof keys, "%s/srv", dir);
 
     cfg_with(&c, NULL, NULL, NULL, NULL); /* no CURVE */
-    assert_int_equal(auth_load(&a, &c, &lg, err, sizeof err), 0);
+    assert_int_equal(curve_load(&a, &c, &lg, err, sizeof err), 0);
     assert_false(a.on);
     config_free(&c);
     cfg_with(&c, "none", "none", "none", "none"); /* "none" is unset */
-    assert_int_equal(auth_load(&a, &c, &lg, err, sizeof err), 0);
+    assert_int_equal(curve_load(&a, &c, &lg, err, sizeof err), 0);
     assert_false(a.on);
     config_free(&c);
 
     cfg_with(&c, NULL, keys, NULL, NULL); /* allow-list without calibd's key */
-    assert_int_equal(auth_load(&a, &c, &lg, err, sizeof err), -1);
+    assert_int_equal(curve_load(&a, &c, &lg, err, sizeof err), -1);
     assert_non_null(strstr(err, "need curve_secret_key"));
     config_free(&c);
 
     cfg_with(&c, secret, keys, "any", NULL); /* a role left unset */
-    assert_int_equal(auth_load(&a, &c, &lg, err, sizeof err), -1);
+    assert_int_equal(curve_load(&a, &c, &lg, err, sizeof err), -1);
     assert_non_null(strstr(err, "curve_subscribers is not"));
     config_free(&c);
 
     cfg_with(&c, pub, keys, "any", "any"); /* the public half as calibd's pair */
-    assert_int_equal(auth_load(&a, &c, &lg, err, sizeof err), -1);
+    assert_int_equal(curve_load(&a, &c, &lg, err, sizeof err), -1);
     assert_non_null(strstr(err, "no secret-key"));
     config_free(&c);
 
     cfg_with(&c, secret, "/nonexistent/keys", "any", "any");
-    assert_int_equal(auth_load(&a, &c, &lg, err, sizeof err), -1);
+    assert_int_equal(curve_load(&a, &c, &lg, err, sizeof err), -1);
     assert_non_null(strstr(err, "curve_producers = /nonexistent/keys"));
     config_free(&c);
 
@@ -244,11 +244,11 @@ static void load_rules(void **state)
      * in, at a reload, a key removed meanwhile) */
     write_file("srv/broken.key", "curve\n public-key = \"nope\"\n");
     cfg_with(&c, secret, keys, "any", "any");
-    assert_int_equal(auth_load(&a, &c, &lg, err, sizeof err), 0);
+    assert_int_equal(curve_load(&a, &c, &lg, err, sizeof err), 0);
     assert_int_equal(a.allow[AUTH_PRODUCERS].n, 1);
     assert_non_null(strstr(logged(), "broken.key:2"));
     assert_non_null(strstr(logged(), "skipped, its key is not allowed"));
-    auth_free(&a);
+    curve_free(&a);
     config_free(&c);
     char path[256];
     snprintf(path, sizeof path, "%s/srv/broken.key", dir);
@@ -264,30 +264,30 @@ static void load_rules(void **state)
     snprintf(path, sizeof path, "%s/empty", dir);
     mkdir(path, 0700);
     cfg_with(&c, secret, keys, path, "any");
-    assert_int_equal(auth_load(&a, &c, &lg, err, sizeof err), 0);
+    assert_int_equal(curve_load(&a, &c, &lg, err, sizeof err), 0);
     assert_true(a.on);
     assert_int_equal(a.allow[AUTH_PRODUCERS].n, 1); /* calibd.key and its copy: once */
     assert_int_equal(a.allow[AUTH_OPERATORS].n, 0);
     assert_true(a.allow[AUTH_SUBSCRIBERS].any);
     assert_non_null(strstr(logged(), "every operators connection is refused"));
-    auth_free(&a);
+    curve_free(&a);
     config_free(&c);
 }
 
 /* A ZAP request as libzmq sends it for a CURVE client. */
-static void zap(auth_ctx *a, const char *domain, const char *mechanism, const uint8_t key[32],
-                const char **code, auth_verdict *v)
+static void zap(curve_ctx *a, const char *domain, const char *mechanism, const uint8_t key[32],
+                const char **code, curve_verdict *v)
 {
     const void *f[7] = {"1.0", "7", domain, "127.0.0.1", "", mechanism, key};
     size_t len[7] = {3, 1, strlen(domain), 9, 0, strlen(mechanism), 32};
     const char *text;
-    auth_zap(a, f, len, strcmp(mechanism, "CURVE") == 0 ? 7 : 6, code, &text, v);
+    curve_zap(a, f, len, strcmp(mechanism, "CURVE") == 0 ? 7 : 6, code, &text, v);
 }
 
 static void zap_decides_by_role(void **state)
 {
     daemon_cfg c;
-    auth_ctx a;
+    curve_ctx a;
     char err[512], secret[256], prod[256], ops[256];
     keygen("srv", "calibd");
     calib_curve_cert p1 = keygen("producers", "p1"), p2 = keygen("producers", "p2");
@@ -297,12 +297,12 @@ static void zap_decides_by_role(void **state)
     snprintf(prod, sizeof prod, "%s/producers", dir);
     snprintf(ops, sizeof ops, "%s/operators", dir);
     cfg_with(&c, secret, prod, ops, "any");
-    assert_int_equal(auth_load(&a, &c, &lg, err, sizeof err), 0);
+    assert_int_equal(curve_load(&a, &c, &lg, err, sizeof err), 0);
     assert_int_equal(a.allow[AUTH_PRODUCERS].n, 2); /* the .key_secret files not read */
 
     uint8_t k[32];
     const char *code;
-    auth_verdict v;
+    curve_verdict v;
     zmq_z85_decode(k, p1.public_key);
     zap(&a, "producers", "CURVE", k, &code, &v);
     assert_string_equal(code, "200");
@@ -342,7 +342,7 @@ static void zap_decides_by_role(void **state)
     const void *f[2] = {"2.0", "1"};
     size_t len[2] = {3, 1};
     const char *text;
-    auth_zap(&a, f, len, 2, &code, &text, &v);
+    curve_zap(&a, f, len, 2, &code, &text, &v);
     assert_string_equal(code, "400");
     assert_int_equal(a.malformed, 2);
 
@@ -351,14 +351,14 @@ static void zap_decides_by_role(void **state)
     snprintf(from, sizeof from, "%s/elsewhere/stranger.key", dir);
     snprintf(to, sizeof to, "%s/producers/stranger.key", dir);
     assert_int_equal(rename(from, to), 0);
-    assert_int_equal(auth_reload(&a, &c, err, sizeof err), 0);
+    assert_int_equal(curve_reload(&a, &c, err, sizeof err), 0);
     zap(&a, "producers", "CURVE", k, &code, &v);
     assert_string_equal(code, "200");
     /* a malformed file beside does not fail the reload, and a key removed
      * meanwhile is revoked all the same */
     write_file("producers/broken.key", "public-key = x\n");
     assert_int_equal(rename(to, from), 0);
-    assert_int_equal(auth_reload(&a, &c, err, sizeof err), 0);
+    assert_int_equal(curve_reload(&a, &c, err, sizeof err), 0);
     zap(&a, "producers", "CURVE", k, &code, &v);
     assert_string_equal(code, "400");
     assert_int_equal(a.allow[AUTH_PRODUCERS].n, 2);
@@ -366,10 +366,10 @@ static void zap_decides_by_role(void **state)
     char gone[256];
     snprintf(gone, sizeof gone, "%s/producers-gone", dir);
     assert_int_equal(rename(prod, gone), 0);
-    assert_int_equal(auth_reload(&a, &c, err, sizeof err), -1);
+    assert_int_equal(curve_reload(&a, &c, err, sizeof err), -1);
     assert_int_equal(a.allow[AUTH_PRODUCERS].n, 2);
     assert_int_equal(rename(gone, prod), 0);
-    auth_free(&a);
+    curve_free(&a);
     config_free(&c);
 }
 

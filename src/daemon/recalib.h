@@ -1,8 +1,8 @@
-/* loop.h — the closed loop of calibd(8): drift detection on the calibrated
+/* recalib.h — the closed loop of calibd(8): drift detection on the calibrated
  * Brier (or DSS) score, refits of the model's method on its recent ring in
  * a worker thread, the shadow gate, durable versioned publishing. */
-#ifndef CALIBD_LOOP_H
-#define CALIBD_LOOP_H
+#ifndef CALIBD_RECALIB_H
+#define CALIBD_RECALIB_H
 
 #include <stddef.h>
 
@@ -17,32 +17,32 @@ struct model_params;
  * its detectors, once the model is shaped. A model whose method or stored
  * state is unusable keeps scoring with the loop off (logged). Returns -1
  * only when out of memory. */
-int loop_attach(struct calibd *d, struct model *m);
+int recalib_attach(struct calibd *d, struct model *m);
 
 /* Periodic work: join expiry, drift alarms, scheduled refits, the gate's
  * decisions, alert rules, republishing every params_interval, for every
  * model, in a pass a slice at a time (slicer.h); a tick that finds the
  * last pass still running starts none (counted). steady: steady_now(),
- * for the windows (clock.h); intervals run on loop_now(). loop_tick_init
+ * for the windows (clock.h); intervals run on tick_now(). daemon_tick_init
  * first (0, or a libuv error code). */
-int loop_tick_init(struct calibd *d);
-void loop_tick(struct calibd *d, double steady);
+int daemon_tick_init(struct calibd *d);
+void daemon_tick(struct calibd *d, double steady);
 
 /* The copy of refits' samples out of the rings, a record at a time before
- * each fit (0, or a libuv error code); loop_refits_free at stop drops the
+ * each fit (0, or a libuv error code); recalib_workers_free at stop drops the
  * refits still being copied. */
-int loop_refits_init(struct calibd *d);
-void loop_refits_free(struct calibd *d);
+int recalib_workers_init(struct calibd *d);
+void recalib_workers_free(struct calibd *d);
 
 /* `calibctl refit MODEL`: starts a refit on the ring now. Returns the
  * number of samples it fits on, or 0 with the reason in why. */
-size_t loop_refit_now(struct calibd *d, struct model *m, char *why, size_t len);
+size_t recalib_refit_now(struct calibd *d, struct model *m, char *why, size_t len);
 
 /* The "params" message of m's current parameters, sent at now (wall
  * clock): what every publish and republish sends. */
-void loop_params_msg(const struct model *m, double now, calib_params_msg *msg);
+void recalib_params_msg(const struct model *m, double now, calib_params_msg *msg);
 
 /* The values of p as "T=1.98" or "a=1.1 b=-0.2", for logs. */
-void loop_format_params(const struct model_params *p, char *buf, size_t len);
+void recalib_format_params(const struct model_params *p, char *buf, size_t len);
 
 #endif

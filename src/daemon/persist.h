@@ -1,11 +1,11 @@
 /*
- * snapshots.h — calibd's snapshots of every model (snapshot.h has the
+ * persist.h — when calibd writes its snapshots of every model (snapshot.h has the
  * format): restored at start, packed by the loop a slice at a time
  * (slicer.h) every snapshot_interval seconds, written by a worker thread,
  * and written once more at exit.
  */
-#ifndef CALIBD_SNAPSHOTS_H
-#define CALIBD_SNAPSHOTS_H
+#ifndef CALIBD_PERSIST_H
+#define CALIBD_PERSIST_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -19,19 +19,19 @@
 
 struct calibd;
 
-typedef struct snapshots {
+typedef struct persister {
     int ready;            /* the slicer is initialised */
     int packing;          /* models are being packed into body */
     int writing;          /* the worker owns head and body */
     slicer pack;          /* packs model i into body */
     uv_work_t req;
-    calib_mpw head, body; /* body: the chunk being packed (snapshots.c) */
+    calib_mpw head, body; /* body: the chunk being packed (persist.c) */
     FILE *chunks;         /* STATE_DIR/snapshot.tmp while packing and writing */
     uint64_t body_len;    /* bytes of the body written there */
     uint32_t crc;         /* their CRC-32 */
     int body_errno;       /* a chunk that could not be written */
     uint64_t begun_ns;    /* uv_hrtime at the start of packing */
-    double next_due;      /* loop_now of the next snapshot */
+    double next_due;      /* tick_now of the next snapshot */
     int rc;               /* the worker's: state_write_parts' */
     char err[ERR_MAX];
     /* figures (metrics) */
@@ -42,22 +42,22 @@ typedef struct snapshots {
     double duration;      /* seconds from the start of packing to written */
     double slice_max;     /* the longest loop slice of the last snapshot */
     double restored_age;  /* the restored snapshot's age at start, -1: none */
-} snapshots;
+} persister;
 
 /* Before the models are created: restores STATE_DIR/snapshot, if any and
  * snapshot_interval > 0. A snapshot that cannot be used is moved aside
  * (STATE_DIR/snapshot.bad) with one log line and calibd starts without it;
  * models it created are dropped again. Returns -1 only when out of memory
  * for its own bookkeeping. */
-int snapshots_restore(struct calibd *d);
+int persist_restore(struct calibd *d);
 /* From the tick: starts a snapshot when one is due. */
-void snapshots_tick(struct calibd *d);
+void persist_tick(struct calibd *d);
 /* At stop, from the loop: stops packing (the final snapshot follows). */
-void snapshots_stop(struct calibd *d);
+void persist_stop(struct calibd *d);
 /* After the loop has ended: every model, written now. 0, or -1 when it
  * could not be written (logged): calibd then exits 1, so that a service
  * manager sees that the state of the run is lost. */
-int snapshots_final(struct calibd *d);
-void snapshots_free(struct calibd *d);
+int persist_final(struct calibd *d);
+void persist_free(struct calibd *d);
 
 #endif

@@ -1,4 +1,4 @@
-/* loop.c — drift -> refit (worker thread) -> shadow gate -> publish: the
+/* recalib.c — drift -> refit (worker thread) -> shadow gate -> publish: the
  * actions of the closed loop's state machine (refit.c), each outcome of
  * which lands here. Over 1,000 lines because the actions share the jobs'
  * queues and the order of a tick; split, the order would be spread over
@@ -12,7 +12,7 @@
 #include "calib/pubmsg.h"
 #include "calib/recal.h"
 #include "calibd.h"
-#include "loop.h"
+#include "recalib.h"
 #include "pack.h"
 #include "pub.h"
 #include "state.h"
@@ -23,7 +23,7 @@ static const char *reason_name(int r)
     return n ? n : "none";
 }
 
-void loop_format_params(const model_params *p, char *buf, size_t len)
+void recalib_format_params(const model_params *p, char *buf, size_t len)
 {
     size_t off = 0;
     buf[0] = 0;
@@ -49,7 +49,7 @@ static void scores_of(const model *m, const model_params *p, const double v[2],
     }
 }
 
-void loop_params_msg(const model *m, double now, calib_params_msg *msg)
+void recalib_params_msg(const model *m, double now, calib_params_msg *msg)
 {
     const model_params *p = &m->params;
     calib_params_msg_init(msg, m->name);
@@ -77,7 +77,7 @@ static void send_params(calibd *d, const model *m)
 {
     calib_params_msg msg;
     calib_mpw w;
-    loop_params_msg(m, wall_now(), &msg);
+    recalib_params_msg(m, wall_now(), &msg);
     calib_mpw_init(&w);
     calib_params_msg_write(&w, &msg);
     publish_written(d, m->name, &w);
@@ -109,7 +109,7 @@ static int method_fits(model *m, const calib_plugin *p)
         x[i] = m->form == CALIB_FORM_PROBS ? 1.0 / (double)m->k : 0.5;
     if (m->form == CALIB_FORM_GAUSSIAN)
         x[0] = 0, x[1] = 1;
-    return p->apply(p->identity, m->form, m->k, x, m->loop.xcand) == CALIB_OK;
+    return p->apply(p->identity, m->form, m->k, x, m->recalib.xcand) == CALIB_OK;
 }
 
 static void identity_params(model_params *p, const calib_plugin *desc)
@@ -122,11 +122,11 @@ static void identity_params(model_params *p, const calib_plugin *desc)
     p->ci[0] = p->ci[1] = NAN;
 }
 
-int loop_attach(calibd *d, model *m)
+int recalib_attach(calibd *d, model *m)
 {
     const model_cfg *c = &m->cfg;
     int gauss = m->form == CALIB_FORM_GAUSSIAN;
-    double now = loop_now(d);
+    double now = tick_now(d);
     char err[ERR_MAX];
     model_params p;
     model_paired_reset(m, 0, steady_now(d)); /* stays so if the loop is off */
@@ -167,7 +167,7 @@ int loop_attach(calibd *d, model *m)
     m->params = p;
     model_paired_reset(m, p.version, steady_now(d));
     char v[200];
-    loop_format_params(&p, v, sizeof v);
+    recalib_format_params(&p, v, sizeof v);
     model_event_add(m, wall_now(), "start", "%s version %llu: %s %s", rc == 0 ? "restored" :
                     "identity,", (unsigned long long)p.version, p.method, v);
     if (rc == 0) {
@@ -179,7 +179,7 @@ int loop_attach(calibd *d, model *m)
                     "%s/model.%s.params to change the method (the next version restarts "
                     "from 1)", m->name, c->method, p.method, d->cfg.state_dir, m->name);
     }
-    if ((rc = model_loop_attach(m, now)) != CALIB_OK) {
+    if ((rc = model_recalib_attach(m, now)) != CALIB_OK) {
         log_msg(&d->log, LOG_ERROR, "loop", "%s: drift detector: %s", m->name,
                 calib_strerror(rc));
         return rc == CALIB_ENOMEM ? -1 : 0;
@@ -205,7 +205,7 @@ static size_t refit_need(const model *m)
 /* What the closed loop's machine reads of the model now. */
 static refit_in machine_in(const model *m)
 {
-    const model_loop *l = &m->loop;
+    const model_recalib *l = &m->recalib;
     size_t len = calib_ring_len(&m->ring);
     int alarm = l->drift_on && l->drift.state == CALIB_DRIFT_ALARM;
     uint64_t change = alarm ? l->drift_base + l->drift.change_at : m->ring.total;
@@ -228,7 +228,7 @@ static void trigger_restart(model *m, int quiet);
 static unsigned feed(calibd *d, model *m, int event, refit_out *o)
 {
     refit_in in = machine_in(m);
-    refit_step(&m->loop.refit, event, loop_now(d), &in, o);
+    refit_step(&m->recalib.refit, event, tick_now(d), &in, o);
     act(d, m, o);
     return o->actions;
 }
@@ -239,7 +239,7 @@ static unsigned feed(calibd *d, model *m, int event, refit_out *o)
  * that part. A start that fails is fed back as its failure. */
 static void act(calibd *d, model *m, const refit_out *o)
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     unsigned a = o->actions;
     refit_out again;
     l->rejected += !!(a & ACT_REJECTED);
@@ -345,7 +345,7 @@ static void params_of_fit(const refit_job *j, model_params *p)
 
 static void start_shadow(calibd *d, model *m, const refit_job *j)
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     const model_cfg *c = &m->cfg;
     double clip = m->form == CALIB_FORM_GAUSSIAN ? c->gate_dss_clip : 2;
     calib_gate_cfg gc = {.alpha = c->gate_alpha, .min_improvement = c->min_improvement,
@@ -354,7 +354,7 @@ static void start_shadow(calibd *d, model *m, const refit_job *j)
     params_of_fit(j, p);
     l->candidates++;
     char v[200];
-    loop_format_params(p, v, sizeof v);
+    recalib_format_params(p, v, sizeof v);
     int rc = calib_gate_init(&l->gate, &gc);
     if (rc != CALIB_OK) { /* the configuration checks make this unreachable */
         log_msg(&d->log, LOG_ERROR, "loop", "%s: candidate %llu (%s) dropped: the gate "
@@ -380,7 +380,7 @@ static void start_shadow(calibd *d, model *m, const refit_job *j)
  * first starts the trigger's gate). A failure leaves the old one. */
 static void challenger_done(calibd *d, model *m, const refit_job *j, int status)
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     l->trig_fitting = 0;
     d->refits.challenger_bytes -= fit_bytes(m, j->n);
     if (d->stopping)
@@ -485,12 +485,12 @@ static void copied(void *arg)
         slicer_start(&d->refits.copy);
 }
 
-int loop_refits_init(calibd *d)
+int recalib_workers_init(calibd *d)
 {
     return slicer_init(&d->refits.copy, d->loop, copy_count, copy_record, copied, d);
 }
 
-void loop_refits_free(calibd *d)
+void recalib_workers_free(calibd *d)
 {
     slicer_close(&d->refits.copy);
     while (d->refits.head) {
@@ -538,7 +538,7 @@ static int queue_fit(calibd *d, model *m, size_t n, int reason, int challenger)
 
 static int start_refit(calibd *d, model *m, size_t n, int reason)
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     if (queue_fit(d, m, n, reason, 0) != 0)
         return -1;
     l->refits++;
@@ -549,7 +549,7 @@ static int start_refit(calibd *d, model *m, size_t n, int reason)
     return 0;
 }
 
-size_t loop_refit_now(calibd *d, model *m, char *why, size_t len)
+size_t recalib_refit_now(calibd *d, model *m, char *why, size_t len)
 {
     refit_out o;
     if (!m->shaped) {
@@ -559,17 +559,17 @@ size_t loop_refit_now(calibd *d, model *m, char *why, size_t len)
     feed(d, m, EV_MANUAL, &o);
     if (o.actions & ACT_REFUSED) {
         refit_in in = machine_in(m);
-        if (m->loop.refit.phase == PHASE_IDLE && in.drift_alarm)
+        if (m->recalib.refit.phase == PHASE_IDLE && in.drift_alarm)
             snprintf(why, len, "a drift alarm stands: %zu labelled samples since its change "
                      "point, %zu needed (refit_min_samples)", in.since_change, in.need);
-        else if (m->loop.refit.phase == PHASE_IDLE) /* too few samples */
+        else if (m->recalib.refit.phase == PHASE_IDLE) /* too few samples */
             snprintf(why, len, "%zu labelled samples in the ring, %zu needed "
                      "(refit_min_samples)", in.available, in.need);
         else
             snprintf(why, len, "%s", o.refusal);
         return 0;
     }
-    if (m->loop.refit.phase != PHASE_FITTING) {
+    if (m->recalib.refit.phase != PHASE_FITTING) {
         snprintf(why, len, "cannot start the refit (see calibd's log)");
         return 0;
     }
@@ -580,7 +580,7 @@ size_t loop_refit_now(calibd *d, model *m, char *why, size_t len)
 
 static void drift_restart(calibd *d, model *m)
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     if (!l->drift_on)
         return;
     calib_drift_reset(&l->drift);
@@ -605,7 +605,7 @@ static double reference_rate(const calib_drift *dr)
 static void drift_message(const model *m, const model_level *lv, double ref, char *msg,
                           size_t len)
 {
-    const calib_drift *dr = &m->loop.drift;
+    const calib_drift *dr = &m->recalib.drift;
     double e = exp(calib_drift_log_e(dr));
     char since[160];
     snprintf(since, sizeof since, "the %zu %spairs since the estimated change point, after "
@@ -631,7 +631,7 @@ static void drift_message(const model *m, const model_level *lv, double ref, cha
  */
 static void on_drift(calibd *d, model *m)
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     const calib_drift *dr = &l->drift;
     int gauss = m->form == CALIB_FORM_GAUSSIAN;
     l->drift_alarms++;
@@ -678,7 +678,7 @@ static void store_done(uv_work_t *req, int status)
     const model_params *p = &j->p;
     char v[200], msg[1024];
     refit_out o;
-    loop_format_params(p, v, sizeof v);
+    recalib_format_params(p, v, sizeof v);
     if (status != 0 || j->saved < 0) {
         /* passed the gate: counted as a store error, not a rejection */
         log_msg(&d->log, LOG_ERROR, "loop", "%s: %s; version %llu (%s) not published",
@@ -692,7 +692,7 @@ static void store_done(uv_work_t *req, int status)
             alert_send(d, m, "refit", "critical", "the state directory refused the new "
                        "parameters; they were not published", av, 1);
         if (j->rollback) /* not retried every tick: the alert said it */
-            m->loop.guard_on = 0;
+            m->recalib.guard_on = 0;
         feed(d, m, EV_STORE_FAILED, &o);
         free(j);
         return;
@@ -703,8 +703,8 @@ static void store_done(uv_work_t *req, int status)
     m->params = *p;
     model_paired_reset(m, p->version, steady_now(d)); /* p->ts: the wall's label */
     if (j->rollback) {
-        m->loop.guard_on = 0; /* a rollback is not guarded: no back and forth */
-        m->loop.rollbacks++;
+        m->recalib.guard_on = 0; /* a rollback is not guarded: no back and forth */
+        m->recalib.rollbacks++;
     } else {
         guard_start(m, &prev);
     }
@@ -760,7 +760,7 @@ static void queue_store(calibd *d, model *m, store_job *j)
  * gate_alpha), for at most gate_max_samples pairs. */
 static void guard_start(model *m, const model_params *prev)
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     const model_cfg *c = &m->cfg;
     double clip = m->form == CALIB_FORM_GAUSSIAN ? c->gate_dss_clip : 2;
     calib_gate_cfg gc = {.alpha = c->gate_alpha, .min_improvement = 0, .lo = -clip,
@@ -778,7 +778,7 @@ static void guard_start(model *m, const model_params *prev)
  * one's parameters, stored as the next version, then sent (store_done). */
 static void publish_rollback(calibd *d, model *m)
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     const calib_gate *g = &l->guard;
     store_job *j = NULL;
     if (!l->guard_on || g->state != CALIB_GATE_PASSED || !l->guard_prev.desc) {
@@ -822,7 +822,7 @@ static void publish_rollback(calibd *d, model *m)
 /* The candidate passed: version n + 1, stored by a worker, then sent. */
 static void publish_candidate(calibd *d, model *m)
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     const calib_gate *g = &l->gate;
     store_job *j = calloc(1, sizeof *j);
     if (!j) {
@@ -849,12 +849,12 @@ static void publish_candidate(calibd *d, model *m)
 /* The gate has decided: publish, or count and report the rejection. */
 static void decide(calibd *d, model *m)
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     const calib_gate *g = &l->gate;
     int passed = g->state == CALIB_GATE_PASSED;
     refit_in in = machine_in(m);
     refit_out o;
-    refit_step(&l->refit, passed ? EV_GATE_PASSED : EV_GATE_REJECTED, loop_now(d), &in, &o);
+    refit_step(&l->refit, passed ? EV_GATE_PASSED : EV_GATE_REJECTED, tick_now(d), &in, &o);
     if (o.actions & ACT_STORE) {
         act(d, m, &o);
         return;
@@ -862,7 +862,7 @@ static void decide(calibd *d, model *m)
     double ci[2];
     calib_accum_ci95(&g->diff, ci);
     char v[200], msg[1024];
-    loop_format_params(&l->candidate, v, sizeof v);
+    recalib_format_params(&l->candidate, v, sizeof v);
     snprintf(msg, sizeof msg, "candidate %llu (%s %s) %s after %llu shadow samples: "
              "improvement %.4g [%.4g, %.4g], %s", (unsigned long long)l->candidates,
              l->candidate.method, v, passed ? "passed, not published (auto_publish = no)"
@@ -885,7 +885,7 @@ static void decide(calibd *d, model *m)
  * in force as they were: an alarm again at once would refit for nothing). */
 static void trigger_restart(model *m, int quiet)
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     if (!l->trig_on)
         return;
     calib_gate_cfg gc;
@@ -912,7 +912,7 @@ static void trigger_restart(model *m, int quiet)
  * and CHALLENGER_REFIT_SECONDS at most. */
 static void trigger_tick(calibd *d, model *m)
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     const model_cfg *c = &m->cfg;
     if (!c->miscal_trigger || !m->params.desc || m->forget)
         return;
@@ -921,7 +921,7 @@ static void trigger_tick(calibd *d, model *m)
         double ci[2];
         char v[200], msg[1024];
         calib_accum_ci95(&g->diff, ci);
-        loop_format_params(&l->challenger, v, sizeof v);
+        recalib_format_params(&l->challenger, v, sizeof v);
         const char *score = m->form == CALIB_FORM_GAUSSIAN ? "DSS" : "Brier";
         snprintf(msg, sizeof msg, "miscalibrated: a recalibration (%s %s, fit on earlier "
                  "pairs) lowers the %s by %.4g [%.4g, %.4g] on the %llu pairs since, more "
@@ -945,7 +945,7 @@ static void trigger_tick(calibd *d, model *m)
     if (l->refit.phase != PHASE_IDLE || l->trig_fitting || len < refit_need(m) ||
         l->trig.state == CALIB_GATE_PASSED ||
         (l->trig_fit_at && (m->ring.total - l->trig_fit_at < c->refit_min_samples ||
-                            loop_now(d) - l->trig_fit_time < CHALLENGER_REFIT_SECONDS)))
+                            tick_now(d) - l->trig_fit_time < CHALLENGER_REFIT_SECONDS)))
         return;
     /* the pairs since the last restart, the regime the test is about (at
      * least refit_min_samples), at most refit_samples */
@@ -964,7 +964,7 @@ static void trigger_tick(calibd *d, model *m)
         d->refits.challenger_bytes += fit_bytes(m, n);
         l->trig_fitting = 1;
         l->trig_fit_at = m->ring.total;
-        l->trig_fit_time = loop_now(d);
+        l->trig_fit_time = tick_now(d);
     }
 }
 
@@ -972,7 +972,7 @@ static void trigger_tick(calibd *d, model *m)
 
 static void model_tick(calibd *d, model *m)
 {
-    model_loop *l = &m->loop;
+    model_recalib *l = &m->recalib;
     refit_out o;
     if (l->drift_alarm) {
         l->drift_alarm = 0;
@@ -1031,7 +1031,7 @@ static void pass_model(void *arg, size_t i)
         return;
     model_view_fill(m, d->pass.steady); /* what status, metrics and alerts read */
     alert_check(d, m);
-    if (m->loop.refit.phase == PHASE_OFF)
+    if (m->recalib.refit.phase == PHASE_OFF)
         return;
     model_tick(d, m);
     if (d->pass.republish)
@@ -1043,18 +1043,18 @@ static void pass_done(void *arg)
     (void)arg;
 }
 
-int loop_tick_init(calibd *d)
+int daemon_tick_init(calibd *d)
 {
     return slicer_init(&d->pass.models, d->loop, pass_count, pass_model, pass_done, d);
 }
 
-void loop_tick(calibd *d, double steady)
+void daemon_tick(calibd *d, double steady)
 {
     if (d->pass.models.running) {
         d->pass.overruns++;
         return;
     }
-    double now = loop_now(d);
+    double now = tick_now(d);
     d->pass.now = now;
     d->pass.steady = steady;
     d->pass.republish = now >= d->next_republish;

@@ -1,4 +1,4 @@
-/* auth.c — CURVE keys, allow-lists and the ZAP handler (auth.h). */
+/* curve.c — CURVE keys, allow-lists and the ZAP handler (curve.h). */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -6,10 +6,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "auth.h"
+#include "curve.h"
 #include "calib/calib.h"
 
-const char *const auth_role_name[AUTH_ROLES] = {"producers", "operators", "subscribers"};
+const char *const curve_role_name[AUTH_ROLES] = {"producers", "operators", "subscribers"};
 
 static const char *role_key(int role)
 {
@@ -30,10 +30,10 @@ static int cmp_key(const void *x, const void *y)
     return memcmp(x, y, 32);
 }
 
-static void list_free(auth_list *l)
+static void list_free(curve_list *l)
 {
     free(l->keys);
-    *l = (auth_list){0};
+    *l = (curve_list){0};
 }
 
 /* The name ends in ".key": a public certificate (NAME.key_secret, the
@@ -48,10 +48,10 @@ static int is_public_cert(const char *name)
  * that is no public key is skipped with a line in log: one bad file (a
  * key half copied, say) must not keep the others out, nor, at a reload,
  * keep in a key removed meanwhile. */
-static int list_load(auth_list *l, const char *dir, const char *key, logger *log, char *err,
+static int list_load(curve_list *l, const char *dir, const char *key, logger *log, char *err,
                      size_t errlen)
 {
-    *l = (auth_list){0};
+    *l = (curve_list){0};
     if (strcmp(dir, "any") == 0) {
         l->any = 1;
         return 0;
@@ -108,7 +108,7 @@ static int list_load(auth_list *l, const char *dir, const char *key, logger *log
 }
 
 /* All three lists of c, or none (err set). */
-static int lists_load(auth_list out[AUTH_ROLES], const daemon_cfg *c, logger *log, char *err,
+static int lists_load(curve_list out[AUTH_ROLES], const daemon_cfg *c, logger *log, char *err,
                       size_t errlen)
 {
     for (int r = 0; r < AUTH_ROLES; r++) {
@@ -121,17 +121,17 @@ static int lists_load(auth_list out[AUTH_ROLES], const daemon_cfg *c, logger *lo
     return 0;
 }
 
-static void log_empty(auth_ctx *a, const daemon_cfg *c)
+static void log_empty(curve_ctx *a, const daemon_cfg *c)
 {
     for (int r = 0; r < AUTH_ROLES; r++)
         if (!a->allow[r].any && a->allow[r].n == 0)
             log_msg(a->log, LOG_WARN, "auth", "%s = %s holds no NAME.key file: every %s "
-                    "connection is refused", role_key(r), role_value(c, r), auth_role_name[r]);
+                    "connection is refused", role_key(r), role_value(c, r), curve_role_name[r]);
 }
 
-int auth_load(auth_ctx *a, const daemon_cfg *c, logger *log, char *err, size_t errlen)
+int curve_load(curve_ctx *a, const daemon_cfg *c, logger *log, char *err, size_t errlen)
 {
-    *a = (auth_ctx){.log = log};
+    *a = (curve_ctx){.log = log};
     int roles = 0;
     for (int r = 0; r < AUTH_ROLES; r++)
         roles += role_value(c, r) != NULL;
@@ -174,10 +174,10 @@ int auth_load(auth_ctx *a, const daemon_cfg *c, logger *log, char *err, size_t e
     return 0;
 }
 
-int auth_reload(auth_ctx *a, const daemon_cfg *fresh, char *err, size_t errlen)
+int curve_reload(curve_ctx *a, const daemon_cfg *fresh, char *err, size_t errlen)
 {
-    auth_ctx next;
-    if (auth_load(&next, fresh, a->log, err, errlen) != 0)
+    curve_ctx next;
+    if (curve_load(&next, fresh, a->log, err, errlen) != 0)
         return -1;
     if (next.on != a->on || strcmp(next.server.public_key, a->server.public_key) != 0)
         log_msg(a->log, LOG_WARN, "auth", "reload: CURVE %s and calibd's key pair take "
@@ -186,16 +186,16 @@ int auth_reload(auth_ctx *a, const daemon_cfg *fresh, char *err, size_t errlen)
         for (int r = 0; r < AUTH_ROLES; r++) {
             list_free(&a->allow[r]);
             a->allow[r] = next.allow[r];
-            next.allow[r] = (auth_list){0};
+            next.allow[r] = (curve_list){0};
         }
         log_msg(a->log, LOG_INFO, "auth", "allow-lists reloaded: %zu producer, %zu operator, "
                 "%zu subscriber keys", a->allow[0].n, a->allow[1].n, a->allow[2].n);
     }
-    auth_free(&next);
+    curve_free(&next);
     return 0;
 }
 
-void auth_free(auth_ctx *a)
+void curve_free(curve_ctx *a)
 {
     for (int r = 0; r < AUTH_ROLES; r++)
         list_free(&a->allow[r]);
@@ -203,10 +203,10 @@ void auth_free(auth_ctx *a)
     a->on = 0;
 }
 
-int auth_server(const auth_ctx *a, void *sock, int role)
+int curve_server(const curve_ctx *a, void *sock, int role)
 {
     int one = 1;
-    const char *domain = auth_role_name[role];
+    const char *domain = curve_role_name[role];
     if (zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &one, sizeof one) != 0 ||
         zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, a->server.secret_key,
                        CALIB_CURVE_KEY_LEN + 1) != 0 ||
@@ -220,10 +220,10 @@ static int frame_is(const void *f, size_t len, const char *s)
     return len == strlen(s) && memcmp(f, s, len) == 0;
 }
 
-void auth_zap(auth_ctx *a, const void *const *frames, const size_t *len, size_t n,
-              const char **code, const char **text, auth_verdict *v)
+void curve_zap(curve_ctx *a, const void *const *frames, const size_t *len, size_t n,
+              const char **code, const char **text, curve_verdict *v)
 {
-    *v = (auth_verdict){.role = AUTH_ROLES};
+    *v = (curve_verdict){.role = AUTH_ROLES};
     *code = "400";
     /* version, request id, domain, address, routing id, mechanism, key */
     if (n < 6 || !frame_is(frames[0], len[0], "1.0")) {
@@ -234,7 +234,7 @@ void auth_zap(auth_ctx *a, const void *const *frames, const size_t *len, size_t 
     v->address = frames[3];
     v->address_len = len[3];
     for (int r = 0; r < AUTH_ROLES; r++)
-        if (frame_is(frames[2], len[2], auth_role_name[r]))
+        if (frame_is(frames[2], len[2], curve_role_name[r]))
             v->role = r;
     if (v->role == AUTH_ROLES) {
         a->malformed++;
@@ -247,7 +247,7 @@ void auth_zap(auth_ctx *a, const void *const *frames, const size_t *len, size_t 
         return;
     }
     zmq_z85_encode(v->key, frames[6], 32);
-    const auth_list *l = &a->allow[v->role];
+    const curve_list *l = &a->allow[v->role];
     v->allowed = a->on && (l->any || (l->n && bsearch(frames[6], l->keys, l->n,
                                                       sizeof *l->keys, cmp_key)));
     if (v->allowed) {
@@ -260,9 +260,9 @@ void auth_zap(auth_ctx *a, const void *const *frames, const size_t *len, size_t 
     }
 }
 
-void auth_on_zap(zsock *z, zmq_msg_t *frames, size_t n, void *arg)
+void curve_on_zap(zsock *z, zmq_msg_t *frames, size_t n, void *arg)
 {
-    auth_ctx *a = arg;
+    curve_ctx *a = arg;
     const void *f[ZSOCK_MAX_FRAMES];
     size_t len[ZSOCK_MAX_FRAMES];
     size_t kept = n < ZSOCK_MAX_FRAMES ? n : ZSOCK_MAX_FRAMES;
@@ -271,16 +271,16 @@ void auth_on_zap(zsock *z, zmq_msg_t *frames, size_t n, void *arg)
         len[i] = zmq_msg_size(&frames[i]);
     }
     const char *code, *text;
-    auth_verdict v;
-    auth_zap(a, f, len, n <= ZSOCK_MAX_FRAMES ? n : 0, &code, &text, &v);
+    curve_verdict v;
+    curve_zap(a, f, len, n <= ZSOCK_MAX_FRAMES ? n : 0, &code, &text, &v);
     char addr[LOG_ESCAPE_SIZE(64)];
     log_escape(addr, sizeof addr, v.address, v.address ? v.address_len : 0, 64);
     if (v.allowed)
         log_msg(a->log, LOG_DEBUG, "auth", "%s: admitted key %s from %s",
-                auth_role_name[v.role], v.key, addr);
+                curve_role_name[v.role], v.key, addr);
     else if (v.role < AUTH_ROLES)
-        log_rl_key(a->log, auth_role_name[v.role], LOG_WARN, "auth", "%s: refused %s%s "
-                   "from %s: %s (%s)", auth_role_name[v.role], v.key[0] ? "key " : "",
+        log_rl_key(a->log, curve_role_name[v.role], LOG_WARN, "auth", "%s: refused %s%s "
+                   "from %s: %s (%s)", curve_role_name[v.role], v.key[0] ? "key " : "",
                    v.key, addr, text, role_key(v.role));
     else
         log_rl(a->log, LOG_WARN, "auth", "ZAP: refused a request: %s", text);

@@ -1,5 +1,5 @@
-/* snapshots.c — calibd's snapshots: restore, periodic packing in slices,
- * the worker's write, the final one (see snapshots.h). */
+/* persist.c — calibd's snapshots: restore, periodic packing in slices,
+ * the worker's write, the final one (see persist.h). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include "calibd.h"
 #include "registry.h"
 #include "snapshot.h"
-#include "snapshots.h"
+#include "persist.h"
 #include "state.h"
 
 /* ------------------------------------------------------------------ restoring */
@@ -78,9 +78,9 @@ static double down_time(const snapshot_head *h)
     return age > 0 ? age : 0;
 }
 
-int snapshots_restore(calibd *d)
+int persist_restore(calibd *d)
 {
-    snapshots *s = &d->snap;
+    persister *s = &d->snap;
     char err[ERR_MAX], moved[4400];
     char *data = NULL;
     size_t len = 0;
@@ -111,7 +111,7 @@ int snapshots_restore(calibd *d)
         }
         /* every monotonic time moves onto this process's clock, aged by
          * the time calibd was down */
-        double shift = loop_now(d) - h.mono - age;
+        double shift = tick_now(d) - h.mono - age;
         msgpack_unpacked u;
         msgpack_unpacked_init(&u);
         size_t off = 0;
@@ -192,7 +192,7 @@ int snapshots_restore(calibd *d)
 /* 0, or -1 with s->err set. */
 static int body_open(calibd *d)
 {
-    snapshots *s = &d->snap;
+    persister *s = &d->snap;
     calib_mpw_reset(&s->body);
     s->body_len = 0;
     s->crc = snapshot_crc(0, NULL, 0);
@@ -210,7 +210,7 @@ static int body_open(calibd *d)
 }
 
 /* What body holds goes to the file (unless an earlier chunk failed). */
-static void body_flush(snapshots *s)
+static void body_flush(persister *s)
 {
     size_t n = s->body.sb.size;
     if (!s->body_errno && n) {
@@ -226,7 +226,7 @@ static void body_flush(snapshots *s)
 
 static void body_pack(calibd *d, const model *m)
 {
-    snapshots *s = &d->snap;
+    persister *s = &d->snap;
     snapshot_pack_model(&s->body, m);
     if (s->body.sb.size >= SNAPSHOT_CHUNK && calib_mpw_error(&s->body) == CALIB_OK)
         body_flush(s);
@@ -236,7 +236,7 @@ static void body_pack(calibd *d, const model *m)
  * or -1 with s->err set and the file dropped. */
 static int body_close(calibd *d, uint64_t models)
 {
-    snapshots *s = &d->snap;
+    persister *s = &d->snap;
     int oom = calib_mpw_error(&s->body) != CALIB_OK;
     if (!oom)
         body_flush(s);
@@ -245,7 +245,7 @@ static int body_close(calibd *d, uint64_t models)
     if (oom || s->body_errno)
         snprintf(s->err, sizeof s->err, "snapshot: %s", oom ? "out of memory to pack the models"
                  : strerror(s->body_errno));
-    else if (snapshot_frame_slot(&s->head, s->body_len, s->crc, models, wall_now(), loop_now(d),
+    else if (snapshot_frame_slot(&s->head, s->body_len, s->crc, models, wall_now(), tick_now(d),
                                  &clocks, d->messages, d->rejected) != 0)
         snprintf(s->err, sizeof s->err, "snapshot: the header does not fit its %d bytes",
                  SNAPSHOT_HEAD_SLOT);
@@ -260,7 +260,7 @@ static int body_close(calibd *d, uint64_t models)
  * share while `writing`; also the final snapshot's). */
 static int write_file(calibd *d)
 {
-    snapshots *s = &d->snap;
+    persister *s = &d->snap;
     int rc = state_commit_tmp(d->cfg.state_dir, SNAPSHOT_FILE, s->chunks, s->head.sb.data,
                               s->head.sb.size, s->err, sizeof s->err);
     s->chunks = NULL;
@@ -275,7 +275,7 @@ static void write_work(uv_work_t *req)
 
 static void written(calibd *d, int rc, const char *err)
 {
-    snapshots *s = &d->snap;
+    persister *s = &d->snap;
     if (rc < 0) {
         s->errors++;
         log_rl(&d->log, LOG_ERROR, "snapshot", "%s", err);
@@ -292,10 +292,10 @@ static void written(calibd *d, int rc, const char *err)
 static void write_done(uv_work_t *req, int status)
 {
     calibd *d = req->data;
-    snapshots *s = &d->snap;
+    persister *s = &d->snap;
     s->writing = 0;
     written(d, status == 0 ? s->rc : -1, status == 0 ? s->err : uv_strerror(status));
-    s->next_due = loop_now(d) + d->cfg.snapshot_interval;
+    s->next_due = tick_now(d) + d->cfg.snapshot_interval;
 }
 
 /* The loop's share, a slice at a time: the models, then the header. */
@@ -313,13 +313,13 @@ static void pack_one(void *arg, size_t i)
 static void packed(void *arg)
 {
     calibd *d = arg;
-    snapshots *s = &d->snap;
+    persister *s = &d->snap;
     s->packing = 0;
     s->slice_max = s->pack.slice_max;
     s->models = s->pack.next;
     if (body_close(d, s->models) != 0) {
         written(d, -1, s->err);
-        s->next_due = loop_now(d) + d->cfg.snapshot_interval;
+        s->next_due = tick_now(d) + d->cfg.snapshot_interval;
         return;
     }
     s->writing = 1;
@@ -330,14 +330,14 @@ static void packed(void *arg)
         state_drop_tmp(d->cfg.state_dir, SNAPSHOT_FILE, s->chunks);
         s->chunks = NULL;
         written(d, -1, uv_strerror(rc));
-        s->next_due = loop_now(d) + d->cfg.snapshot_interval;
+        s->next_due = tick_now(d) + d->cfg.snapshot_interval;
     }
 }
 
-void snapshots_tick(calibd *d)
+void persist_tick(calibd *d)
 {
-    snapshots *s = &d->snap;
-    double now = loop_now(d);
+    persister *s = &d->snap;
+    double now = tick_now(d);
     if (d->cfg.snapshot_interval <= 0 || d->stopping || s->packing || s->writing)
         return;
     if (!s->ready) {
@@ -361,9 +361,9 @@ void snapshots_tick(calibd *d)
     slicer_start(&s->pack);
 }
 
-void snapshots_stop(calibd *d)
+void persist_stop(calibd *d)
 {
-    snapshots *s = &d->snap;
+    persister *s = &d->snap;
     if (!s->ready)
         return;
     slicer_close(&s->pack);
@@ -374,9 +374,9 @@ void snapshots_stop(calibd *d)
     s->packing = 0;
 }
 
-int snapshots_final(calibd *d)
+int persist_final(calibd *d)
 {
-    snapshots *s = &d->snap;
+    persister *s = &d->snap;
     if (d->cfg.snapshot_interval <= 0)
         return 0;
     if (!s->ready) {
@@ -401,9 +401,9 @@ int snapshots_final(calibd *d)
     return 0;
 }
 
-void snapshots_free(calibd *d)
+void persist_free(calibd *d)
 {
-    snapshots *s = &d->snap;
+    persister *s = &d->snap;
     if (!s->ready)
         return;
     calib_mpw_destroy(&s->head);
