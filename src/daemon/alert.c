@@ -32,7 +32,7 @@ static void sink_closed(uv_handle_t *h)
 {
     sink *s = h->data;
     if (--s->handles == 0) {
-        s->d->sinks_running--;
+        s->d->alert.sinks_running--;
         free(s->json);
         free(s);
     }
@@ -51,7 +51,7 @@ static void sink_exited(uv_process_t *p, int64_t status, int signo)
     if (s->killed)
         ; /* counted and logged at the timeout */
     else if (status != 0 || signo != 0) {
-        d->sinks_failed++;
+        d->alert.sinks_failed++;
         log_msg(&d->log, LOG_WARN, "alert", "exec sink %s: exit status %lld, signal %d",
                 d->cfg.alert_exec, (long long)status, signo);
     }
@@ -74,7 +74,7 @@ static void sink_timeout(uv_timer_t *t)
     sink *s = t->data;
     calibd *d = s->d;
     s->killed = 1;
-    d->sinks_killed++;
+    d->alert.sinks_killed++;
     log_msg(&d->log, LOG_WARN, "alert", "exec sink %s: still running after %g s, killed",
             d->cfg.alert_exec, d->cfg.alert_exec_timeout);
     kill_group(&s->proc);
@@ -92,8 +92,8 @@ static void sink_written(uv_write_t *w, int status)
 /* Starts the sink with json (taken over) on its standard input. */
 static void sink_start(calibd *d, char *json, size_t len)
 {
-    if (d->sinks_running >= SINKS_MAX) {
-        d->sinks_dropped++;
+    if (d->alert.sinks_running >= SINKS_MAX) {
+        d->alert.sinks_dropped++;
         log_rl(&d->log, LOG_WARN, "alert", "exec sink: %d already running, alert not "
                "handed over", SINKS_MAX);
         free(json);
@@ -101,7 +101,7 @@ static void sink_start(calibd *d, char *json, size_t len)
     }
     sink *s = calloc(1, sizeof *s);
     if (!s) {
-        d->sinks_failed++;
+        d->alert.sinks_failed++;
         free(json);
         return;
     }
@@ -122,9 +122,9 @@ static void sink_start(calibd *d, char *json, size_t len)
                               .args = args, .stdio = io, .stdio_count = 3,
                               .flags = UV_PROCESS_DETACHED};
     int rc = uv_spawn(d->loop, &s->proc, &o);
-    d->sinks_running++;
+    d->alert.sinks_running++;
     if (rc != 0) {
-        d->sinks_failed++;
+        d->alert.sinks_failed++;
         log_rl(&d->log, LOG_WARN, "alert", "exec sink %s: %s", d->cfg.alert_exec,
                uv_strerror(rc));
         s->handles++; /* libuv wants the process handle closed even so */
@@ -149,7 +149,7 @@ static void sink_kill_one(uv_handle_t *h, void *arg)
 
 void alert_sinks_kill(calibd *d)
 {
-    if (d->sinks_running)
+    if (d->alert.sinks_running)
         uv_walk(d->loop, sink_kill_one, NULL);
 }
 
@@ -170,7 +170,7 @@ void alert_send(calibd *d, model *m, const char *kind, const char *severity,
         a.nvalues++;
     }
     m->alerts++;
-    d->alerts++;
+    d->alert.sent++;
     log_msg(&d->log, LOG_WARN, "alert", "%s: %s %s: %s", m->name, severity, kind, message);
     /* refit results, drift and miscalibration are events of their own (recalib.c) */
     if (strcmp(kind, "refit") != 0 && strcmp(kind, "drift") != 0 &&
@@ -185,7 +185,7 @@ void alert_send(calibd *d, model *m, const char *kind, const char *severity,
         if (json)
             sink_start(d, json, len);
         else
-            d->sinks_failed++;
+            d->alert.sinks_failed++;
     }
     calib_mpw_destroy(&w);
 }
@@ -218,7 +218,7 @@ void alert_incident(calibd *d, model *m, int rule, int open_now, int close_now,
         log_msg(&d->log, LOG_INFO, "alert", "%s: %s cleared", m->name, kind);
         break;
     case ALERT_SUPPRESSED:
-        d->alerts_suppressed++;
+        d->alert.suppressed++;
         break;
     case ALERT_OPENED:
         alert_send(d, m, kind, severity, message, v, nv);

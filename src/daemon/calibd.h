@@ -17,6 +17,26 @@
 
 struct cli; /* main.c: the command line */
 
+/* The models by name (registry.c). */
+typedef struct registry {
+    model **models;     /* in creation order */
+    size_t n, cap;
+    uint32_t *index;    /* open addressing by name: index_cap places of
+                           model numbers */
+    size_t index_cap;
+    calib_budget mem;   /* what the models hold: every model's budget draws
+                           on it, up to cfg.memory_limit */
+    uint64_t forgotten, expired; /* registry_collect */
+    uint64_t made;      /* models ever made (their seeds) */
+} registry;
+
+/* What the alert rules sent, and their exec sinks (alert.c). */
+typedef struct alerting {
+    uint64_t sent, suppressed;
+    int sinks_running;
+    uint64_t sinks_failed, sinks_killed, sinks_dropped;
+} alerting;
+
 typedef struct calibd {
     daemon_cfg cfg;
     const char *config_path; /* NULL: built-in defaults */
@@ -35,29 +55,19 @@ typedef struct calibd {
     uv_signal_t sig[3]; /* INT, TERM, HUP */
     uv_timer_t tick;
     http_server http;
-    model **models;     /* registry.c: in creation order */
-    size_t nmodels, cap_models;
-    uint32_t *model_index; /* registry.c: open addressing by name, index_cap
-                              places of model numbers */
-    size_t index_cap;
-    calib_budget mem;   /* what the models hold (registry.c): every model's
-                           budget draws on it, up to cfg.memory_limit */
+    registry reg;       /* registry.c: the models */
     calib_msg msg;      /* the decoder's reusable state */
     double *x;          /* one record's outputs, CALIB_PROTO_MAX_K doubles */
     uint64_t messages;  /* ingest messages received */
     uint64_t publish_errors; /* PUB sends that failed */
     uint64_t reloads, reloads_refused; /* SIGHUPs applied, and refused whole */
-    uint64_t models_forgotten, models_expired; /* registry_collect */
-    uint64_t models_made; /* registry.c: models ever made (their seeds) */
     uint64_t rejected[REJ_MAX]; /* rejections whose model is unknown */
     double started;     /* wall clock at start */
     double steady_base; /* clock.c: the steady clock less the loop's */
     uint64_t hash_seed; /* from uv_random at start */
     calib_plugin_registry plugins; /* methods loaded from plugin_dir */
     double next_republish;         /* wall time of the next params round */
-    uint64_t alerts, alerts_suppressed;
-    int sinks_running;
-    uint64_t sinks_failed, sinks_killed, sinks_dropped;
+    alerting alert;     /* alert.c: what was sent, and the sinks */
     persister snap;     /* persist.c: when snapshots are written */
     struct {            /* recalib.c: the tick's pass over the models, in slices */
         slicer models;

@@ -20,7 +20,7 @@ void control_pack_status(calibd *d, calib_mpw *w, const char *only, size_t only_
     else {
         status_daemon s;
         calibd_status(d, &s);
-        status_pack(w, &s, d->models, d->nmodels, one);
+        status_pack(w, &s, d->reg.models, d->reg.n, one);
     }
 }
 

@@ -662,7 +662,7 @@ fail:
 
 static size_t models_now(void *arg)
 {
-    return ((http_server *)arg)->d->nmodels;
+    return ((http_server *)arg)->d->reg.n;
 }
 
 /* One model into the round: its metrics, family by family, its status,
@@ -671,7 +671,7 @@ static void round_model(void *arg, size_t i)
 {
     http_server *h = arg;
     http_round *r = &h->round;
-    model *m = h->d->models[i];
+    model *m = h->d->reg.models[i];
     if (r->metrics && !r->failed)
         r->failed = prom_model(&r->fam, m) != 0;
     if (r->status)
@@ -804,7 +804,7 @@ void http_update(http_server *h, calibd *d)
     pthread_mutex_lock(&h->lock);
     h->beat = now;
     h->health_timeout = d->cfg.health_timeout; /* a reload may change it */
-    int few = d->nmodels <= HTTP_STATUS_ALWAYS;
+    int few = d->reg.n <= HTTP_STATUS_ALWAYS;
     int status = few || now - h->status_wanted < HTTP_WANTED;
     int metrics = few || now - h->metrics_wanted < HTTP_WANTED;
     pthread_mutex_unlock(&h->lock);

@@ -399,8 +399,8 @@ static void reload(calibd *d)
     if (level >= 0)
         d->log.level = level;
     /* the tick gives the join tables their new TTL, for what waits too */
-    for (size_t i = 0; i < d->nmodels; i++) {
-        model *m = d->models[i];
+    for (size_t i = 0; i < d->reg.n; i++) {
+        model *m = d->reg.models[i];
         model_cfg mc;
         config_model_for(&fresh, m->name, &mc);
         m->cfg.label_ttl = mc.label_ttl;

@@ -301,13 +301,13 @@ static void write_done(uv_work_t *req, int status)
 /* The loop's share, a slice at a time: the models, then the header. */
 static size_t models_now(void *arg)
 {
-    return ((calibd *)arg)->nmodels;
+    return ((calibd *)arg)->reg.n;
 }
 
 static void pack_one(void *arg, size_t i)
 {
     calibd *d = arg;
-    body_pack(d, d->models[i]);
+    body_pack(d, d->reg.models[i]);
 }
 
 static void packed(void *arg)
@@ -387,9 +387,9 @@ int persist_final(calibd *d)
     s->begun_ns = uv_hrtime();
     int rc = body_open(d);
     if (rc == 0) {
-        for (size_t i = 0; i < d->nmodels; i++)
-            body_pack(d, d->models[i]);
-        rc = body_close(d, d->nmodels);
+        for (size_t i = 0; i < d->reg.n; i++)
+            body_pack(d, d->reg.models[i]);
+        rc = body_close(d, d->reg.n);
     }
     if (rc == 0)
         rc = write_file(d);
@@ -397,7 +397,7 @@ int persist_final(calibd *d)
     if (rc < 0)
         return -1;
     log_msg(&d->log, LOG_INFO, "snapshot", "%zu models written to %s/%s (%zu bytes)",
-            d->nmodels, d->cfg.state_dir, SNAPSHOT_FILE, s->bytes);
+            d->reg.n, d->cfg.state_dir, SNAPSHOT_FILE, s->bytes);
     return 0;
 }
 

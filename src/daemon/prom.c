@@ -624,16 +624,16 @@ static void http_counters(out *t, http_server *h)
 static void memory(out *t, const calibd *d)
 {
     help(t, "calibd_models", "gauge", "Models held.");
-    put(t, "calibd_models %zu\n", d->nmodels);
+    put(t, "calibd_models %zu\n", d->reg.n);
     help(t, "calibd_max_models", "gauge", "Models calibd holds at most (max_models).");
     put(t, "calibd_max_models %llu\n", (unsigned long long)d->cfg.max_models);
     help(t, "calibd_memory_bytes", "gauge", "Bytes the models' state holds.");
-    put(t, "calibd_memory_bytes %zu\n", d->mem.used);
+    put(t, "calibd_memory_bytes %zu\n", d->reg.mem.used);
     help(t, "calibd_memory_limit_bytes", "gauge", "Bytes the models' state may hold (memory_limit).");
     put(t, "calibd_memory_limit_bytes %llu\n", (unsigned long long)d->cfg.memory_limit);
     help(t, "calibd_memory_refused_total", "counter",
          "Allocations of the models' state refused by memory_limit.");
-    put(t, "calibd_memory_refused_total %llu\n", (unsigned long long)d->mem.refused);
+    put(t, "calibd_memory_refused_total %llu\n", (unsigned long long)d->reg.mem.refused);
 }
 
 static void model_memory(out *t, const snap *s, size_t n)
@@ -655,9 +655,9 @@ static void render_daemon(out *t, calibd *d)
     help(t, "calibd_models_removed_total", "counter",
          "Models removed: forgotten (calibctl forget), or expired (model_idle_ttl).");
     put(t, "calibd_models_removed_total{reason=\"forgotten\"} %llu\n",
-        (unsigned long long)d->models_forgotten);
+        (unsigned long long)d->reg.forgotten);
     put(t, "calibd_models_removed_total{reason=\"expired\"} %llu\n",
-        (unsigned long long)d->models_expired);
+        (unsigned long long)d->reg.expired);
     help(t, "calibd_config_reloads_total", "counter",
          "SIGHUP reloads of the configuration file: applied, or refused whole.");
     put(t, "calibd_config_reloads_total{result=\"applied\"} %llu\n", (unsigned long long)d->reloads);

@@ -1008,7 +1008,7 @@ static void memory_check(calibd *d, model *m)
         log_msg(&d->log, LOG_WARN, "model", "%s: memory_limit reached (the models hold %zu "
                 "bytes): its state stops growing, with %zu waiting slots, ring %zu, reservoir "
                 "%zu; raise memory_limit or lower max_pending, ring or reservoir", m->name,
-                d->mem.used, m->join.alloc, ring, res);
+                d->reg.mem.used, m->join.alloc, ring, res);
         model_event_add(m, wall_now(), "memory", "memory_limit reached: the state stops growing "
                         "(%zu waiting slots, ring %zu, reservoir %zu)", m->join.alloc, ring, res);
     }
@@ -1017,13 +1017,13 @@ static void memory_check(calibd *d, model *m)
 
 static size_t pass_count(void *arg)
 {
-    return ((calibd *)arg)->nmodels;
+    return ((calibd *)arg)->reg.n;
 }
 
 static void pass_model(void *arg, size_t i)
 {
     calibd *d = arg;
-    model *m = d->models[i];
+    model *m = d->reg.models[i];
     /* every model's join table, also one that holds labels only */
     model_join_tick(m, d->pass.now); /* TTLs are intervals: monotonic */
     memory_check(d, m);

@@ -2,7 +2,7 @@
  * registry.c — the daemon's models by name: a hashed lookup, creation
  * (auto_models, max_models, memory_limit) and the shaping that fixes a
  * model's form and K (calibd(8), LIMITS). What the models hold is taken
- * from one budget of memory_limit bytes (d->mem), as they grow.
+ * from one budget of memory_limit bytes (d->reg.mem), as they grow.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,14 +32,14 @@ static uint64_t name_hash(const calibd *d, const char *name, size_t len)
  * count of models ever made, not of those held: removals free numbers). */
 static uint64_t model_seed(calibd *d)
 {
-    return d->hash_seed + 0x9e3779b97f4a7c15ULL * ++d->models_made;
+    return d->hash_seed + 0x9e3779b97f4a7c15ULL * ++d->reg.made;
 }
 
 /* The daemon's budget: memory_limit, which tests may change meanwhile. */
 static calib_budget *budget(calibd *d)
 {
-    d->mem.limit = d->cfg.memory_limit < SIZE_MAX ? (size_t)d->cfg.memory_limit : SIZE_MAX;
-    return &d->mem;
+    d->reg.mem.limit = d->cfg.memory_limit < SIZE_MAX ? (size_t)d->cfg.memory_limit : SIZE_MAX;
+    return &d->reg.mem;
 }
 
 /* What a failed allocation of `what` is: REJ_MEMORY_LIMIT when the budget
@@ -47,13 +47,13 @@ static calib_budget *budget(calibd *d)
  * why says what to do. */
 static int refusal(calibd *d, uint64_t refused, const char *what, char *why, size_t len)
 {
-    if (d->mem.refused == refused) {
+    if (d->reg.mem.refused == refused) {
         snprintf(why, len, "out of memory for %s", what);
         return CALIB_REJ_NO_MEMORY;
     }
     snprintf(why, len, "the models hold %zu bytes of memory_limit = %zu, no room for %s; "
              "raise memory_limit, or lower max_models or the models' max_pending, "
-             "joined_memory, ring or reservoir", d->mem.used, d->mem.limit, what);
+             "joined_memory, ring or reservoir", d->reg.mem.used, d->reg.mem.limit, what);
     return REJ_MEMORY_LIMIT;
 }
 
@@ -105,30 +105,30 @@ static int configured_shape(calibd *d, model *m)
 
 static model *new_model(calibd *d, const char *name, int *reject)
 {
-    if (d->nmodels >= d->cfg.max_models) {
+    if (d->reg.n >= d->cfg.max_models) {
         *reject = REJ_TOO_MANY_MODELS;
         return NULL;
     }
-    if (!d->model_index) {
+    if (!d->reg.index) {
         /* a power of two, at least twice max_models: never full */
-        d->index_cap = 2;
-        while (d->index_cap < 2 * d->cfg.max_models)
-            d->index_cap <<= 1;
-        if (!(d->model_index = malloc(d->index_cap * sizeof *d->model_index))) {
+        d->reg.index_cap = 2;
+        while (d->reg.index_cap < 2 * d->cfg.max_models)
+            d->reg.index_cap <<= 1;
+        if (!(d->reg.index = malloc(d->reg.index_cap * sizeof *d->reg.index))) {
             *reject = CALIB_REJ_NO_MEMORY;
             return NULL;
         }
-        memset(d->model_index, 0xff, d->index_cap * sizeof *d->model_index);
+        memset(d->reg.index, 0xff, d->reg.index_cap * sizeof *d->reg.index);
     }
-    if (d->nmodels == d->cap_models) {
-        size_t cap = d->cap_models ? 2 * d->cap_models : 8;
-        model **v = realloc(d->models, cap * sizeof *v);
+    if (d->reg.n == d->reg.cap) {
+        size_t cap = d->reg.cap ? 2 * d->reg.cap : 8;
+        model **v = realloc(d->reg.models, cap * sizeof *v);
         if (!v) {
             *reject = CALIB_REJ_NO_MEMORY;
             return NULL;
         }
-        d->models = v;
-        d->cap_models = cap;
+        d->reg.models = v;
+        d->reg.cap = cap;
     }
     model *m = malloc(sizeof *m);
     if (!m) {
@@ -141,7 +141,7 @@ static model *new_model(calibd *d, const char *name, int *reject)
     uint64_t refused = budget(d)->refused;
     /* the join table exists from the start, so labels that come before the
      * model's first prediction wait for it, whatever the model's shape */
-    if (model_init(m, &mc, model_seed(d), &d->mem) != CALIB_OK) {
+    if (model_init(m, &mc, model_seed(d), &d->reg.mem) != CALIB_OK) {
         *reject = refusal(d, refused, "a new model", why, sizeof why);
         free(m);
         return NULL;
@@ -154,35 +154,35 @@ static model *new_model(calibd *d, const char *name, int *reject)
         return NULL;
     }
     m->created_mono = tick_now(d);
-    d->models[d->nmodels] = m;
-    index_add(d, (uint32_t)d->nmodels++);
+    d->reg.models[d->reg.n] = m;
+    index_add(d, (uint32_t)d->reg.n++);
     log_msg(&d->log, LOG_INFO, "model", "%s: created%s", m->name,
             m->shaped ? " (shape from configuration)" : "");
     return m;
 }
 
-/* The model of that name among d->models in order (no index: a registry
+/* The model of that name among d->reg.models in order (no index: a registry
  * filled by hand, as calibctl snapshot's is). */
 static model *scan(const calibd *d, const char *name, size_t len)
 {
-    for (size_t i = 0; i < d->nmodels; i++)
-        if (strlen(d->models[i]->name) == len && memcmp(d->models[i]->name, name, len) == 0)
-            return d->models[i];
+    for (size_t i = 0; i < d->reg.n; i++)
+        if (strlen(d->reg.models[i]->name) == len && memcmp(d->reg.models[i]->name, name, len) == 0)
+            return d->reg.models[i];
     return NULL;
 }
 
 model *registry_find(const calibd *d, const char *name, size_t len)
 {
-    if (!d->model_index)
+    if (!d->reg.index)
         return scan(d, name, len);
-    uint32_t mask = (uint32_t)d->index_cap - 1;
+    uint32_t mask = (uint32_t)d->reg.index_cap - 1;
     for (uint32_t i = (uint32_t)name_hash(d, name, len) & mask;; i = (i + 1) & mask) {
-        uint32_t slot = d->model_index[i];
+        uint32_t slot = d->reg.index[i];
         if (slot == INDEX_EMPTY)
             return NULL;
-        const model *m = d->models[slot];
+        const model *m = d->reg.models[slot];
         if (m->name_len == len && memcmp(m->name, name, len) == 0)
-            return d->models[slot];
+            return d->reg.models[slot];
     }
 }
 
@@ -190,12 +190,12 @@ model *registry_find(const calibd *d, const char *name, size_t len)
  * twice as many places as max_models). */
 static void index_add(calibd *d, uint32_t slot)
 {
-    const char *name = d->models[slot]->name;
-    uint32_t mask = (uint32_t)d->index_cap - 1;
+    const char *name = d->reg.models[slot]->name;
+    uint32_t mask = (uint32_t)d->reg.index_cap - 1;
     uint32_t i = (uint32_t)name_hash(d, name, strlen(name)) & mask;
-    while (d->model_index[i] != INDEX_EMPTY)
+    while (d->reg.index[i] != INDEX_EMPTY)
         i = (i + 1) & mask;
-    d->model_index[i] = slot;
+    d->reg.index[i] = slot;
 }
 
 model *registry_get(calibd *d, const char *name, size_t len, int create, int *reject)
@@ -218,24 +218,24 @@ model *registry_get(calibd *d, const char *name, size_t len, int create, int *re
 /* Files every model again, after the slots moved. */
 static void index_rebuild(calibd *d)
 {
-    if (!d->model_index)
+    if (!d->reg.index)
         return;
-    memset(d->model_index, 0xff, d->index_cap * sizeof *d->model_index);
-    for (size_t j = 0; j < d->nmodels; j++)
+    memset(d->reg.index, 0xff, d->reg.index_cap * sizeof *d->reg.index);
+    for (size_t j = 0; j < d->reg.n; j++)
         index_add(d, (uint32_t)j);
 }
 
 void registry_remove(calibd *d, model *m)
 {
     size_t i = 0;
-    while (i < d->nmodels && d->models[i] != m)
+    while (i < d->reg.n && d->reg.models[i] != m)
         i++;
-    if (i == d->nmodels)
+    if (i == d->reg.n)
         return;
     model_free(m);
     free(m);
-    memmove(&d->models[i], &d->models[i + 1], (d->nmodels - i - 1) * sizeof *d->models);
-    d->nmodels--;
+    memmove(&d->reg.models[i], &d->reg.models[i + 1], (d->reg.n - i - 1) * sizeof *d->reg.models);
+    d->reg.n--;
     index_rebuild(d);
 }
 
@@ -255,25 +255,25 @@ size_t registry_collect(calibd *d, double now, int busy)
      * rebuilt once (a flood of names expires in one tick) */
     size_t kept = 0;
     double ttl = d->cfg.model_idle_ttl;
-    for (size_t i = 0; i < d->nmodels; i++) {
-        model *m = d->models[i];
+    for (size_t i = 0; i < d->reg.n; i++) {
+        model *m = d->reg.models[i];
         int phase = m->recalib.refit.phase;
         int idle = ttl > 0 && m->scored == 0 && now - last_seen(m) >= ttl &&
                    !config_find_model(&d->cfg, m->name);
         if ((!m->forget && !idle) || phase == PHASE_FITTING || phase == PHASE_STORING ||
             m->recalib.trig_fitting) { /* a worker holds it */
-            d->models[kept++] = m;
+            d->reg.models[kept++] = m;
             continue;
         }
         log_msg(&d->log, LOG_INFO, "model", "%s: %s", m->name,
                 m->forget ? "forgotten (calibctl forget)"
                           : "expired: no pair, and no message for model_idle_ttl");
-        *(m->forget ? &d->models_forgotten : &d->models_expired) += 1;
+        *(m->forget ? &d->reg.forgotten : &d->reg.expired) += 1;
         model_free(m);
         free(m);
     }
-    size_t gone = d->nmodels - kept;
-    d->nmodels = kept;
+    size_t gone = d->reg.n - kept;
+    d->reg.n = kept;
     if (gone)
         index_rebuild(d);
     return gone;
@@ -281,15 +281,15 @@ size_t registry_collect(calibd *d, double now, int busy)
 
 void registry_free(calibd *d)
 {
-    for (size_t i = 0; i < d->nmodels; i++) {
-        model_free(d->models[i]);
-        free(d->models[i]);
+    for (size_t i = 0; i < d->reg.n; i++) {
+        model_free(d->reg.models[i]);
+        free(d->reg.models[i]);
     }
-    free(d->models);
-    d->models = NULL;
-    d->nmodels = d->cap_models = 0;
-    free(d->model_index);
-    d->model_index = NULL;
-    d->index_cap = 0;
+    free(d->reg.models);
+    d->reg.models = NULL;
+    d->reg.n = d->reg.cap = 0;
+    free(d->reg.index);
+    d->reg.index = NULL;
+    d->reg.index_cap = 0;
 }
 

@@ -55,7 +55,7 @@ calibd *fuzz_daemon_new(void)
 void fuzz_daemon_clear(calibd *d)
 {
     registry_free(d);
-    d->mem = (calib_budget){0};
+    d->reg.mem = (calib_budget){0};
     d->messages = 0;
     memset(d->rejected, 0, sizeof d->rejected);
 }
@@ -63,8 +63,8 @@ void fuzz_daemon_clear(calibd *d)
 void fuzz_daemon_status(calibd *d)
 {
     double now = wall_now();
-    for (size_t i = 0; i < d->nmodels; i++)
-        model_view_fill(d->models[i], now);
+    for (size_t i = 0; i < d->reg.n; i++)
+        model_view_fill(d->reg.models[i], now);
     calib_mpw w;
     calib_mpw_init(&w);
     control_pack_status(d, &w, NULL, 0);

@@ -74,9 +74,9 @@ static void snapshot_all(void)
     calib_mpw head, body;
     calib_mpw_init(&head);
     calib_mpw_init(&body);
-    for (size_t i = 0; i < d->nmodels; i++)
-        snapshot_pack_model(&body, d->models[i]);
-    snapshot_frame(&head, body.sb.data, body.sb.size, d->nmodels, wall_now(), tick_now(d),
+    for (size_t i = 0; i < d->reg.n; i++)
+        snapshot_pack_model(&body, d->reg.models[i]);
+    snapshot_frame(&head, body.sb.data, body.sb.size, d->reg.n, wall_now(), tick_now(d),
                    d->messages, d->rejected);
     FUZZ_CHECK(calib_mpw_error(&head) == CALIB_OK && calib_mpw_error(&body) == CALIB_OK);
     size_t len = head.sb.size + body.sb.size;
@@ -115,15 +115,15 @@ static void as_calibd(const void *file, size_t len)
         char bad[4400];
         snprintf(bad, sizeof bad, "%s/%s.bad", fuzz_dir(), SNAPSHOT_FILE);
         unlink(bad);
-        size_t n = d->nmodels;
+        size_t n = d->reg.n;
         snapshot_all();
         fuzz_daemon_clear(d);
         FUZZ_CHECK(persist_restore(d) == 0);
         FUZZ_CHECK(file_exists(SNAPSHOT_FILE) && !file_exists(SNAPSHOT_FILE ".bad"));
-        FUZZ_CHECK(d->nmodels == n);
+        FUZZ_CHECK(d->reg.n == n);
     }
-    for (size_t i = 0; i < d->nmodels; i++)
-        use(d->models[i]);
+    for (size_t i = 0; i < d->reg.n; i++)
+        use(d->reg.models[i]);
     fuzz_daemon_status(d);
     fuzz_daemon_clear(d);
 }

@@ -44,7 +44,7 @@ static void many_names_found(void **state)
         int n = snprintf(name, sizeof name, "model-%d", i);
         assert_non_null(registry_get(d, name, (size_t)n, 1, &why));
     }
-    assert_int_equal(d->nmodels, MANY);
+    assert_int_equal(d->reg.n, MANY);
     for (int i = MANY - 1; i >= 0; i--) {
         int n = snprintf(name, sizeof name, "model-%d", i);
         model *m = registry_find(d, name, (size_t)n);
@@ -57,7 +57,7 @@ static void many_names_found(void **state)
     assert_null(registry_find(d, "model-1x", 8));
     /* asking again does not create twice */
     assert_ptr_equal(registry_get(d, "model-7", 7, 1, &why), registry_find(d, "model-7", 7));
-    assert_int_equal(d->nmodels, MANY);
+    assert_int_equal(d->reg.n, MANY);
     /* one more is refused */
     why = 0;
     assert_null(registry_get(d, "one-more", 8, 1, &why));
@@ -71,21 +71,21 @@ static void creation_refused(void **state)
     int why = 0;
     /* not found, not created: nothing happens */
     assert_null(registry_get(d, "a", 1, 0, &why));
-    assert_int_equal(d->nmodels, 0);
+    assert_int_equal(d->reg.n, 0);
     /* memory_limit: room for three models and no more; what one holds
      * when new is measured on a first one */
     assert_non_null(registry_get(d, "first", 5, 1, &why));
-    size_t one = d->mem.used;
+    size_t one = d->reg.mem.used;
     assert_true(one > sizeof(model) && one < 256 * 1024);
     registry_free(d);
-    assert_int_equal(d->mem.used, 0);
+    assert_int_equal(d->reg.mem.used, 0);
     d->cfg.memory_limit = 3 * one + one / 2;
     assert_non_null(registry_get(d, "a", 1, 1, &why));
     assert_non_null(registry_get(d, "b", 1, 1, &why));
     assert_non_null(registry_get(d, "c", 1, 1, &why));
     assert_null(registry_get(d, "d", 1, 1, &why));
     assert_int_equal(why, REJ_MEMORY_LIMIT);
-    assert_int_equal(d->mem.used, 3 * one);
+    assert_int_equal(d->reg.mem.used, 3 * one);
     /* auto_models = no: only configured names */
     d->cfg.auto_models = 0;
     d->cfg.memory_limit = (uint64_t)1 << 40;
@@ -109,17 +109,17 @@ static void removal_keeps_the_others(void **state)
     const char *names[] = {"a", "b", "c", "d"};
     for (int i = 0; i < 4; i++)
         assert_non_null(registry_get(d, names[i], 1, 1, &why));
-    size_t four = d->mem.used;
+    size_t four = d->reg.mem.used;
     registry_remove(d, registry_find(d, "b", 1));
-    assert_int_equal(d->nmodels, 3);
-    assert_true(d->mem.used < four);
+    assert_int_equal(d->reg.n, 3);
+    assert_true(d->reg.mem.used < four);
     assert_null(registry_find(d, "b", 1));
     for (int i = 0; i < 4; i++)
         if (i != 1)
             assert_string_equal(registry_find(d, names[i], 1)->name, names[i]);
-    assert_string_equal(d->models[1]->name, "c");
+    assert_string_equal(d->reg.models[1]->name, "c");
     assert_non_null(registry_get(d, "b", 1, 1, &why));
-    assert_int_equal(d->mem.used, four);
+    assert_int_equal(d->reg.mem.used, four);
     daemon_free(d);
 }
 
@@ -158,20 +158,20 @@ static void collect_forgotten_and_idle(void **state)
     assert_int_equal(registry_collect(d, t0 + 1, 1), 0);
     assert_int_equal(registry_collect(d, t0 + 1, 0), 1);
     assert_null(registry_find(d, "gone", 4));
-    assert_int_equal(d->models_forgotten, 1);
+    assert_int_equal(d->reg.forgotten, 1);
     /* idle for 60 s: the unconfigured one without pairs goes */
     idle->last_prediction_mono = t0 + 10;
     assert_int_equal(registry_collect(d, t0 + 69, 0), 0);
     assert_int_equal(registry_collect(d, t0 + 70, 0), 1);
     assert_null(registry_find(d, "idle", 4));
-    assert_int_equal(d->models_expired, 1);
+    assert_int_equal(d->reg.expired, 1);
     assert_non_null(registry_find(d, "kept", 4));
     assert_non_null(registry_find(d, "scored", 6));
     /* the fit done, the forgotten one goes */
     busy->recalib.refit.phase = PHASE_IDLE;
     assert_int_equal(registry_collect(d, t0 + 71, 0), 1);
-    assert_int_equal(d->nmodels, 2);
-    assert_int_equal(d->models_forgotten, 2);
+    assert_int_equal(d->reg.n, 2);
+    assert_int_equal(d->reg.forgotten, 2);
     daemon_free(d);
 }
 
