@@ -79,6 +79,9 @@ void calib_mpw_nil(calib_mpw *w);
 void calib_mpw_bin(calib_mpw *w, const void *data, size_t len);
 /* [lo, hi], or nil unless both are finite. */
 void calib_mpw_pair(calib_mpw *w, const double v[2]);
+/* A key and its value, in one call. */
+void calib_mpw_key_uint(calib_mpw *w, const char *key, uint64_t x);
+void calib_mpw_key_double(calib_mpw *w, const char *key, double x);
 
 #ifdef __cplusplus
 }

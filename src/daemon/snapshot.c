@@ -31,25 +31,13 @@ static void key_bin(calib_mpw *w, const char *key, const void *p, size_t len)
     calib_mpw_bin(w, p, len);
 }
 
-static void key_uint(calib_mpw *w, const char *key, uint64_t v)
-{
-    calib_mpw_key(w, key);
-    calib_mpw_uint(w, v);
-}
-
-static void key_double(calib_mpw *w, const char *key, double v)
-{
-    calib_mpw_key(w, key);
-    calib_mpw_double(w, v);
-}
-
 static void pack_ring(calib_mpw *w, const model *m)
 {
     const calib_ring *r = &m->ring;
     calib_mpw_map(w);
     calib_store_save(w, &r->s, m->sizes.ring);
-    key_uint(w, "head", r->head);
-    key_uint(w, "total", r->total);
+    calib_mpw_key_uint(w, "head", r->head);
+    calib_mpw_key_uint(w, "total", r->total);
     /* the drift detector's score of each record, by slot: doubles */
     key_bin(w, "score", m->ring_score, r->s.len * sizeof(double));
     calib_mpw_end(w);
@@ -60,7 +48,7 @@ static void pack_params(calib_mpw *w, const model_params *p)
     calib_mpw_map(w);
     calib_mpw_key(w, "method");
     calib_mpw_str(w, p->method);
-    key_uint(w, "version", p->version);
+    calib_mpw_key_uint(w, "version", p->version);
     calib_mpw_key(w, "names");
     calib_mpw_array(w);
     for (unsigned i = 0; p->desc && i < p->n; i++)
@@ -68,14 +56,14 @@ static void pack_params(calib_mpw *w, const model_params *p)
     calib_mpw_end(w);
     calib_mpw_key(w, "values");
     calib_doubles_save(w, p->values, p->desc ? p->n : 0);
-    key_double(w, "ts", p->ts);
-    key_uint(w, "fit_n", p->fit_n);
-    key_uint(w, "shadow_n", p->shadow_n);
+    calib_mpw_key_double(w, "ts", p->ts);
+    calib_mpw_key_uint(w, "fit_n", p->fit_n);
+    calib_mpw_key_uint(w, "shadow_n", p->shadow_n);
     calib_mpw_key(w, "before");
     calib_doubles_save(w, p->before, 2);
     calib_mpw_key(w, "after");
     calib_doubles_save(w, p->after, 2);
-    key_double(w, "improvement", p->improvement);
+    calib_mpw_key_double(w, "improvement", p->improvement);
     calib_mpw_key(w, "ci");
     calib_doubles_save(w, p->ci, 2);
     calib_mpw_end(w);
@@ -91,8 +79,8 @@ static void pack_period(calib_mpw *w, const model *m)
         return;
     }
     calib_mpw_map(w);
-    key_double(w, "since", pd->since);
-    key_double(w, "end", pd->end);
+    calib_mpw_key_double(w, "since", pd->since);
+    calib_mpw_key_double(w, "end", pd->end);
     calib_mpw_key(w, "cs");
     calib_mpw_array(w);
     for (int v = 0; v < VIEWS; v++)
@@ -103,9 +91,9 @@ static void pack_period(calib_mpw *w, const model *m)
         calib_mpw_nil(w);
     } else {
         calib_mpw_map(w);
-        key_double(w, "since", pd->last.since);
-        key_double(w, "until", pd->last.until);
-        key_uint(w, "n", pd->last.n);
+        calib_mpw_key_double(w, "since", pd->last.since);
+        calib_mpw_key_double(w, "until", pd->last.until);
+        calib_mpw_key_uint(w, "n", pd->last.n);
         calib_mpw_key(w, "interval"); /* per view: low, high */
         calib_mpw_array(w);
         for (int v = 0; v < VIEWS; v++)
@@ -124,7 +112,7 @@ static void pack_counters(calib_mpw *w, const model *m, const size_t *at,
     model_counters_get(m, at, n, v);
     calib_mpw_map(w);
     for (size_t i = 0; i < n; i++)
-        key_uint(w, names[i], v[i]);
+        calib_mpw_key_uint(w, names[i], v[i]);
     calib_mpw_end(w);
 }
 
@@ -137,9 +125,9 @@ static void pack_sums(calib_mpw *w, const model_sums *s, size_t n)
     calib_mpw_array(w);
     for (size_t i = 0; i < n; i++) {
         calib_mpw_map(w);
-        key_double(w, "pos", s[i].pos);
-        key_double(w, "neg", s[i].neg);
-        key_double(w, "sq", s[i].sq);
+        calib_mpw_key_double(w, "pos", s[i].pos);
+        calib_mpw_key_double(w, "neg", s[i].neg);
+        calib_mpw_key_double(w, "sq", s[i].sq);
         calib_mpw_end(w);
     }
     calib_mpw_end(w);
@@ -149,17 +137,17 @@ static void pack_loop(calib_mpw *w, const model *m)
 {
     const model_recalib *l = &m->recalib;
     calib_mpw_map(w);
-    key_uint(w, "phase", (uint64_t)l->refit.phase);
-    key_uint(w, "pending", (uint64_t)l->refit.pending);
-    key_uint(w, "reason", (uint64_t)l->refit.reason);
-    key_double(w, "next_refit", l->refit.next_refit);
+    calib_mpw_key_uint(w, "phase", (uint64_t)l->refit.phase);
+    calib_mpw_key_uint(w, "pending", (uint64_t)l->refit.pending);
+    calib_mpw_key_uint(w, "reason", (uint64_t)l->refit.reason);
+    calib_mpw_key_double(w, "next_refit", l->refit.next_refit);
     calib_mpw_key(w, "drift");
     if (l->drift_on)
         calib_drift_save(w, &l->drift);
     else
         calib_mpw_nil(w);
-    key_uint(w, "drift_base", l->drift_base);
-    key_uint(w, "drift_alarm", (uint64_t)(l->drift_alarm != 0));
+    calib_mpw_key_uint(w, "drift_base", l->drift_base);
+    calib_mpw_key_uint(w, "drift_alarm", (uint64_t)(l->drift_alarm != 0));
     calib_mpw_key(w, "shadow");
     if (l->refit.phase == PHASE_SHADOW) {
         calib_mpw_map(w);
@@ -177,12 +165,12 @@ static void pack_loop(calib_mpw *w, const model *m)
     calib_mpw_key(w, "guard");
     if (l->guard_on) {
         calib_mpw_map(w);
-        key_uint(w, "version", m->params.version); /* the version guarded */
+        calib_mpw_key_uint(w, "version", m->params.version); /* the version guarded */
         calib_mpw_key(w, "prev");
         pack_params(w, &l->guard_prev);
         calib_mpw_key(w, "gate");
         calib_gate_save(w, &l->guard);
-        key_double(w, "low", l->guard_low);
+        calib_mpw_key_double(w, "low", l->guard_low);
         calib_mpw_key(w, "since");
         calib_accums_save(w, l->guard_since, 3);
         calib_mpw_end(w);
@@ -196,17 +184,17 @@ static void pack_loop(calib_mpw *w, const model *m)
         pack_params(w, &l->challenger);
         calib_mpw_key(w, "gate");
         calib_gate_save(w, &l->trig);
-        key_uint(w, "fit_at", l->trig_fit_at);
-        key_uint(w, "start", l->trig_start);
-        key_uint(w, "quiet_until", l->trig_quiet_until);
-        key_uint(w, "reported", (uint64_t)(l->trig_reported != 0));
+        calib_mpw_key_uint(w, "fit_at", l->trig_fit_at);
+        calib_mpw_key_uint(w, "start", l->trig_start);
+        calib_mpw_key_uint(w, "quiet_until", l->trig_quiet_until);
+        calib_mpw_key_uint(w, "reported", (uint64_t)(l->trig_reported != 0));
         calib_mpw_end(w);
     } else {
         calib_mpw_nil(w);
     }
-    key_uint(w, "rollbacks", l->rollbacks);
-    key_uint(w, "miscal_alarms", l->miscal_alarms);
-    key_uint(w, "cancelled", l->cancelled);
+    calib_mpw_key_uint(w, "rollbacks", l->rollbacks);
+    calib_mpw_key_uint(w, "miscal_alarms", l->miscal_alarms);
+    calib_mpw_key_uint(w, "cancelled", l->cancelled);
     calib_mpw_key(w, "counters");
     pack_counters(w, m, recalib_counters, recalib_counter_names, RECALIB_COUNTERS);
     calib_mpw_end(w);
@@ -217,7 +205,7 @@ static void pack_rejected(calib_mpw *w, const uint64_t counts[REJ_MAX])
     calib_mpw_map(w);
     for (int r = 0; r < REJ_MAX; r++)
         if (counts[r])
-            key_uint(w, reject_name(r), counts[r]);
+            calib_mpw_key_uint(w, reject_name(r), counts[r]);
     calib_mpw_end(w);
 }
 
@@ -249,9 +237,9 @@ void snapshot_pack_model(calib_mpw *w, const model *m)
     calib_mpw_map(w);
     calib_mpw_key(w, "name");
     calib_mpw_str(w, m->name);
-    key_uint(w, "shaped", (uint64_t)(m->shaped != 0));
-    key_uint(w, "form", (uint64_t)(m->shaped ? m->form : 0));
-    key_uint(w, "k", m->shaped ? m->k : 0);
+    calib_mpw_key_uint(w, "shaped", (uint64_t)(m->shaped != 0));
+    calib_mpw_key_uint(w, "form", (uint64_t)(m->shaped ? m->form : 0));
+    calib_mpw_key_uint(w, "k", m->shaped ? m->k : 0);
     calib_mpw_key(w, "cfg");
     pack_cfg(w, m);
     calib_mpw_key(w, "counters");
@@ -263,11 +251,11 @@ void snapshot_pack_model(calib_mpw *w, const model *m)
     calib_mpw_key(w, "last");
     calib_mpw_map(w);
     for (int i = 0; i < 3; i++)
-        key_double(w, last_names[i], last[i]);
+        calib_mpw_key_double(w, last_names[i], last[i]);
     calib_mpw_end(w);
     calib_mpw_key(w, "join");
     calib_join_save(w, &m->join);
-    key_uint(w, "nevents", m->nevents);
+    calib_mpw_key_uint(w, "nevents", m->nevents);
     calib_mpw_key(w, "events");
     calib_mpw_array(w);
     for (size_t i = 0; i < model_events_len(m); i++) {
@@ -299,8 +287,8 @@ void snapshot_pack_model(calib_mpw *w, const model *m)
         pack_sums(w, &m->sums[0][0], VIEWS * WS_PER_VIEW);
         calib_mpw_key(w, "paired");
         calib_mpw_map(w);
-        key_uint(w, "version", m->paired.version);
-        key_double(w, "since", m->paired.since);
+        calib_mpw_key_uint(w, "version", m->paired.version);
+        calib_mpw_key_double(w, "since", m->paired.since);
         calib_mpw_key(w, "view");
         calib_accums_save(w, &m->paired.view[0][0], VIEWS * WS_PER_VIEW);
         calib_mpw_key(w, "diff");
@@ -370,27 +358,27 @@ static void frame_fields(calib_mpw *w, long pad, uint64_t len, uint32_t crc, uin
     calib_mpw_map(w);
     calib_mpw_key(w, "format");
     calib_mpw_str(w, "calibd-snapshot");
-    key_uint(w, "v", SNAPSHOT_VERSION);
-    key_uint(w, "compat", SNAPSHOT_COMPAT);
+    calib_mpw_key_uint(w, "v", SNAPSHOT_VERSION);
+    calib_mpw_key_uint(w, "compat", SNAPSHOT_COMPAT);
     calib_mpw_key(w, "byte_order");
     calib_mpw_str(w, "little");
-    key_double(w, "written", wall);
-    key_double(w, "mono", mono);
+    calib_mpw_key_double(w, "written", wall);
+    calib_mpw_key_double(w, "mono", mono);
     if (clocks && isfinite(clocks->steady)) { /* optional keys: snapshot_clocks */
-        key_double(w, "steady", clocks->steady);
-        key_double(w, "boottime", clocks->boottime);
+        calib_mpw_key_double(w, "steady", clocks->steady);
+        calib_mpw_key_double(w, "boottime", clocks->boottime);
         calib_mpw_key(w, "boot_id");
         calib_mpw_str(w, clocks->boot_id);
     }
-    key_uint(w, "models", models);
+    calib_mpw_key_uint(w, "models", models);
     calib_mpw_key(w, "daemon");
     calib_mpw_map(w);
-    key_uint(w, "messages", messages);
+    calib_mpw_key_uint(w, "messages", messages);
     calib_mpw_key(w, "rejected");
     pack_rejected(w, rejected);
     calib_mpw_end(w);
-    key_uint(w, "body_bytes", len);
-    key_uint(w, "crc32", crc);
+    calib_mpw_key_uint(w, "body_bytes", len);
+    calib_mpw_key_uint(w, "crc32", crc);
     if (pad >= 0)
         key_bin(w, "pad", zeros, (size_t)pad);
     calib_mpw_end(w);

@@ -237,3 +237,15 @@ void calib_mpw_pair(calib_mpw *w, const double v[2])
     calib_mpw_double(w, v[1]);
     calib_mpw_end(w);
 }
+
+void calib_mpw_key_uint(calib_mpw *w, const char *key, uint64_t x)
+{
+    calib_mpw_key(w, key);
+    calib_mpw_uint(w, x);
+}
+
+void calib_mpw_key_double(calib_mpw *w, const char *key, double x)
+{
+    calib_mpw_key(w, key);
+    calib_mpw_double(w, x);
+}

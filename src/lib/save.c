@@ -16,21 +16,9 @@
 
 /* ------------------------------------------------------------------ helpers */
 
-static void key_uint(calib_mpw *w, const char *key, uint64_t v)
-{
-    calib_mpw_key(w, key);
-    calib_mpw_uint(w, v);
-}
-
-static void key_double(calib_mpw *w, const char *key, double v)
-{
-    calib_mpw_key(w, key);
-    calib_mpw_double(w, v);
-}
-
 static void key_form(calib_mpw *w)
 {
-    key_uint(w, "v", CALIB_SAVE_FORM);
+    calib_mpw_key_uint(w, "v", CALIB_SAVE_FORM);
 }
 
 unsigned calib_save_form(const msgpack_object *o)
@@ -83,24 +71,39 @@ void calib_doubles_save(calib_mpw *w, const double *v, size_t n)
     calib_mpw_end(w);
 }
 
-int calib_doubles_load(calib_mpr *r, const msgpack_object *map, const char *key, double *v,
-                       size_t n)
+/* n numbers at key into v: doubles, or with `integers` unsigned 64-bit
+ * integers; an array of n, or of the 0.1 form a binary of n little-endian
+ * ones (this host's order: their bytes are the values). */
+static int numbers_load(calib_mpr *r, const msgpack_object *map, const char *key, void *v,
+                        size_t n, int integers)
 {
     const msgpack_object *o = calib_mpr_get(r, map, key);
     if (!o)
         return 0;
-    if (o->type == MSGPACK_OBJECT_BIN) { /* the 0.1 form */
+    if (o->type == MSGPACK_OBJECT_BIN) {
         const char *p = bin_at(r, map, key, n * 8);
-        for (size_t i = 0; p && i < n; i++)
-            v[i] = le_f64(p + 8 * i);
+        if (p && n)
+            memcpy(v, p, n * 8);
         return p != NULL;
     }
     if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != n)
-        return calib_mpr_fail(r, "%s: not an array of %zu numbers", key, n);
-    for (size_t i = 0; i < n; i++)
-        if (!calib_mpr_number(&o->via.array.ptr[i], &v[i]))
-            return calib_mpr_fail(r, "%s: value %zu is not a number", key, i);
+        return calib_mpr_fail(r, "%s: not an array of %zu %s", key, n,
+                              integers ? "integers" : "numbers");
+    for (size_t i = 0; i < n; i++) {
+        const msgpack_object *e = &o->via.array.ptr[i];
+        if (integers && e->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+            ((uint64_t *)v)[i] = e->via.u64;
+        else if (integers || !calib_mpr_number(e, &((double *)v)[i]))
+            return calib_mpr_fail(r, "%s: value %zu is not %s", key, i,
+                                  integers ? "an unsigned integer" : "a number");
+    }
     return 1;
+}
+
+int calib_doubles_load(calib_mpr *r, const msgpack_object *map, const char *key, double *v,
+                       size_t n)
+{
+    return numbers_load(r, map, key, v, n, 0);
 }
 
 void calib_uints_save(calib_mpw *w, const uint64_t *v, size_t n)
@@ -114,23 +117,7 @@ void calib_uints_save(calib_mpw *w, const uint64_t *v, size_t n)
 int calib_uints_load(calib_mpr *r, const msgpack_object *map, const char *key, uint64_t *v,
                      size_t n)
 {
-    const msgpack_object *o = calib_mpr_get(r, map, key);
-    if (!o)
-        return 0;
-    if (o->type == MSGPACK_OBJECT_BIN) { /* the 0.1 form */
-        const char *p = bin_at(r, map, key, n * 8);
-        for (size_t i = 0; p && i < n; i++)
-            v[i] = le_u64(p + 8 * i);
-        return p != NULL;
-    }
-    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != n)
-        return calib_mpr_fail(r, "%s: not an array of %zu integers", key, n);
-    for (size_t i = 0; i < n; i++) {
-        if (o->via.array.ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-            return calib_mpr_fail(r, "%s: value %zu is not an unsigned integer", key, i);
-        v[i] = o->via.array.ptr[i].via.u64;
-    }
-    return 1;
+    return numbers_load(r, map, key, v, n, 1);
 }
 
 /* n compensated sums: the sums at key, their compensations at key_c
@@ -177,11 +164,11 @@ static int ksums_load(calib_mpr *r, const msgpack_object *map, const char *key,
 void calib_accum_save(calib_mpw *w, const calib_accum *a)
 {
     calib_mpw_map(w);
-    key_uint(w, "n", a->n);
-    key_double(w, "sum", a->s1.sum);
-    key_double(w, "sum_c", a->s1.comp);
-    key_double(w, "sq", a->s2.sum);
-    key_double(w, "sq_c", a->s2.comp);
+    calib_mpw_key_uint(w, "n", a->n);
+    calib_mpw_key_double(w, "sum", a->s1.sum);
+    calib_mpw_key_double(w, "sum_c", a->s1.comp);
+    calib_mpw_key_double(w, "sq", a->s2.sum);
+    calib_mpw_key_double(w, "sq_c", a->s2.comp);
     calib_mpw_end(w);
 }
 
@@ -264,15 +251,15 @@ int calib_accums_load(calib_mpr *r, const msgpack_object *map, const char *key,
 void calib_eproc_save(calib_mpw *w, const calib_eproc *e)
 {
     calib_mpw_map(w);
-    key_double(w, "lo", e->lo);
-    key_double(w, "hi", e->hi);
-    key_double(w, "m", e->m);
-    key_double(w, "lambda", e->lambda);
-    key_double(w, "a", e->a);
-    key_double(w, "log_wealth", e->log_wealth);
-    key_double(w, "min_log_wealth", e->min_log_wealth);
-    key_uint(w, "argmin", e->argmin);
-    key_uint(w, "n", e->n);
+    calib_mpw_key_double(w, "lo", e->lo);
+    calib_mpw_key_double(w, "hi", e->hi);
+    calib_mpw_key_double(w, "m", e->m);
+    calib_mpw_key_double(w, "lambda", e->lambda);
+    calib_mpw_key_double(w, "a", e->a);
+    calib_mpw_key_double(w, "log_wealth", e->log_wealth);
+    calib_mpw_key_double(w, "min_log_wealth", e->min_log_wealth);
+    calib_mpw_key_uint(w, "argmin", e->argmin);
+    calib_mpw_key_uint(w, "n", e->n);
     calib_mpw_end(w);
 }
 
@@ -333,8 +320,8 @@ void calib_bins_save(calib_mpw *w, const calib_bins *b)
 {
     calib_mpw_map(w);
     key_form(w);
-    key_uint(w, "m", b->m);
-    key_uint(w, "n", b->n);
+    calib_mpw_key_uint(w, "m", b->m);
+    calib_mpw_key_uint(w, "n", b->n);
     calib_mpw_key(w, "count");
     calib_uints_save(w, b->count, b->m);
     ksums_save(w, "conf", "conf_c", b->conf, b->m);
@@ -392,9 +379,9 @@ void calib_cwbins_save(calib_mpw *w, const calib_cwbins *b)
     size_t cells = (size_t)b->k * b->m;
     calib_mpw_map(w);
     key_form(w);
-    key_uint(w, "k", b->k);
-    key_uint(w, "m", b->m);
-    key_uint(w, "n", b->n);
+    calib_mpw_key_uint(w, "k", b->k);
+    calib_mpw_key_uint(w, "m", b->m);
+    calib_mpw_key_uint(w, "n", b->n);
     calib_mpw_key(w, "count");
     calib_uints_save(w, b->count, cells);
     ksums_save(w, "psum", "psum_c", b->psum, cells);
@@ -485,7 +472,7 @@ void calib_window_save(calib_mpw *w, const calib_window *win)
     key_numbers(w, v);
     calib_mpw_key(w, "head");
     calib_mpw_int(w, win->head);
-    key_uint(w, "clock", win->clock);
+    calib_mpw_key_uint(w, "clock", win->clock);
     calib_mpw_key(w, "panes");
     calib_mpw_array(w);
     for (uint32_t i = 0; i < c->panes; i++) {
@@ -568,10 +555,10 @@ int calib_window_load(calib_mpr *r, const msgpack_object *o, calib_window *win)
 
 void calib_store_save(calib_mpw *w, const calib_store *s, size_t bound)
 {
-    key_uint(w, "width", s->width);
-    key_uint(w, "cap", s->cap);
-    key_uint(w, "bound", bound);
-    key_uint(w, "len", s->len);
+    calib_mpw_key_uint(w, "width", s->width);
+    calib_mpw_key_uint(w, "cap", s->cap);
+    calib_mpw_key_uint(w, "bound", bound);
+    calib_mpw_key_uint(w, "len", s->len);
     /* len records of width + 2 doubles: x..., y, t */
     calib_mpw_key(w, "data");
     calib_mpw_bin(w, s->data, s->len * (s->width + 2) * sizeof(double));
@@ -623,9 +610,9 @@ void calib_reservoir_save(calib_mpw *w, const calib_reservoir *v, size_t bound)
     calib_mpw_map(w);
     key_form(w);
     calib_store_save(w, &v->s, bound);
-    key_uint(w, "seen", v->seen);
-    key_uint(w, "skip", v->skip);
-    key_double(w, "w", v->w);
+    calib_mpw_key_uint(w, "seen", v->seen);
+    calib_mpw_key_uint(w, "skip", v->skip);
+    calib_mpw_key_double(w, "w", v->w);
     calib_mpw_key(w, "rng");
     calib_uints_save(w, v->rng.s, 4);
     calib_mpw_end(w);
@@ -725,16 +712,16 @@ void calib_join_save(calib_mpw *w, const calib_join *j)
     join_counters((calib_join *)j, c);
     calib_mpw_map(w);
     key_form(w);
-    key_uint(w, "width", j->cfg.width);
+    calib_mpw_key_uint(w, "width", j->cfg.width);
     for (int i = 0; i < JOIN_COUNTERS; i++)
-        key_uint(w, join_keys[i], *c[i]);
+        calib_mpw_key_uint(w, join_keys[i], *c[i]);
     /* the sample over capacity */
     calib_join_sampling sm;
     calib_join_sampling_get(j, &sm);
-    key_uint(w, "sample", sm.sample);
-    key_uint(w, "label_sample", sm.label_sample);
-    key_double(w, "label_until", sm.label_until);
-    key_uint(w, "arrivals", sm.arrivals);
+    calib_mpw_key_uint(w, "sample", sm.sample);
+    calib_mpw_key_uint(w, "label_sample", sm.label_sample);
+    calib_mpw_key_double(w, "label_until", sm.label_until);
+    calib_mpw_key_uint(w, "arrivals", sm.arrivals);
     /* [kind, id, arrived, ts, y or outputs], oldest first */
     calib_mpw_key(w, "items");
     calib_mpw_array(w);
@@ -852,18 +839,18 @@ static void drift_numbers(const calib_drift_cfg *c, double v[CFG_NUMBERS])
 static void pair_save(calib_mpw *w, const calib_drift_pair *p)
 {
     calib_mpw_map(w);
-    key_uint(w, "start", p->start);
-    key_uint(w, "pos", p->pos);
-    key_uint(w, "budget", p->budget);
-    key_uint(w, "left", p->left);
-    key_uint(w, "phase", p->phase);
-    key_double(w, "log_w", p->log_w);
-    key_double(w, "lambda", p->lambda);
-    key_double(w, "a", p->a);
-    key_double(w, "log_wealth", p->log_wealth);
-    key_double(w, "min_log_wealth", p->min_log_wealth);
-    key_uint(w, "argmin", p->argmin);
-    key_uint(w, "n", p->n);
+    calib_mpw_key_uint(w, "start", p->start);
+    calib_mpw_key_uint(w, "pos", p->pos);
+    calib_mpw_key_uint(w, "budget", p->budget);
+    calib_mpw_key_uint(w, "left", p->left);
+    calib_mpw_key_uint(w, "phase", p->phase);
+    calib_mpw_key_double(w, "log_w", p->log_w);
+    calib_mpw_key_double(w, "lambda", p->lambda);
+    calib_mpw_key_double(w, "a", p->a);
+    calib_mpw_key_double(w, "log_wealth", p->log_wealth);
+    calib_mpw_key_double(w, "min_log_wealth", p->min_log_wealth);
+    calib_mpw_key_uint(w, "argmin", p->argmin);
+    calib_mpw_key_uint(w, "n", p->n);
     calib_mpw_key(w, "ref");
     calib_accum_save(w, &p->ref);
     calib_mpw_end(w);
@@ -919,13 +906,13 @@ void calib_drift_save(calib_mpw *w, const calib_drift *d)
     calib_mpw_map(w);
     key_form(w);
     key_numbers(w, v);
-    key_uint(w, "state", (uint64_t)d->state);
+    calib_mpw_key_uint(w, "state", (uint64_t)d->state);
     calib_mpw_key(w, "ref");
     calib_accum_save(w, &d->ref);
     calib_mpw_key(w, "ref_x"); /* EXCEED: its reference sample */
     calib_mpw_bin(w, d->ref_x, d->ref_x ? c->reference * sizeof(double) : 0);
-    key_double(w, "threshold", d->threshold);
-    key_double(w, "null_mean", d->null_mean);
+    calib_mpw_key_double(w, "threshold", d->threshold);
+    calib_mpw_key_double(w, "null_mean", d->null_mean);
     calib_mpw_key(w, "bank"); /* EXCEED: the e-processes kept */
     calib_mpw_array(w);
     for (unsigned i = 0; i < d->nbank; i++)
@@ -935,17 +922,17 @@ void calib_drift_save(calib_mpw *w, const calib_drift *d)
     calib_doubles_save(w, d->log_w, d->nbank);
     calib_mpw_key(w, "start");
     calib_uints_save(w, d->start, d->nbank);
-    key_uint(w, "started", d->started);
+    calib_mpw_key_uint(w, "started", d->started);
     calib_mpw_key(w, "watch");
     calib_accum_save(w, &d->watch);
-    key_uint(w, "n", d->n);
-    key_uint(w, "alarm_at", d->alarm_at);
-    key_uint(w, "change_at", d->change_at);
-    key_uint(w, "resets", d->resets);
+    calib_mpw_key_uint(w, "n", d->n);
+    calib_mpw_key_uint(w, "alarm_at", d->alarm_at);
+    calib_mpw_key_uint(w, "change_at", d->change_at);
+    calib_mpw_key_uint(w, "resets", d->resets);
     /* MEAN: its ring of 16-bit scores, its pairs, every score's level */
     calib_mpw_key(w, "ring");
     calib_mpw_bin(w, d->ring, d->ring ? d->ring_len * sizeof(uint16_t) : 0);
-    key_uint(w, "ring_n", d->ring_n);
+    calib_mpw_key_uint(w, "ring_n", d->ring_n);
     calib_mpw_key(w, "pair");
     calib_mpw_array(w);
     for (unsigned i = 0; i < d->npair; i++)
@@ -1070,12 +1057,12 @@ void calib_gate_save(calib_mpw *w, const calib_gate *g)
 {
     calib_mpw_map(w);
     key_form(w);
-    key_double(w, "alpha", g->cfg.alpha);
-    key_double(w, "min_improvement", g->cfg.min_improvement);
-    key_double(w, "lo", g->cfg.lo);
-    key_double(w, "hi", g->cfg.hi);
-    key_uint(w, "max_samples", g->cfg.max_samples);
-    key_uint(w, "state", (uint64_t)g->state);
+    calib_mpw_key_double(w, "alpha", g->cfg.alpha);
+    calib_mpw_key_double(w, "min_improvement", g->cfg.min_improvement);
+    calib_mpw_key_double(w, "lo", g->cfg.lo);
+    calib_mpw_key_double(w, "hi", g->cfg.hi);
+    calib_mpw_key_uint(w, "max_samples", g->cfg.max_samples);
+    calib_mpw_key_uint(w, "state", (uint64_t)g->state);
     calib_mpw_key(w, "e");
     calib_eproc_save(w, &g->e);
     calib_mpw_key(w, "diff");
@@ -1084,7 +1071,7 @@ void calib_gate_save(calib_mpw *w, const calib_gate *g)
     calib_accum_save(w, &g->current);
     calib_mpw_key(w, "candidate");
     calib_accum_save(w, &g->candidate);
-    key_uint(w, "pairs", g->pairs);
+    calib_mpw_key_uint(w, "pairs", g->pairs);
     calib_mpw_end(w);
 }
 
@@ -1123,21 +1110,21 @@ void calib_cs_save(calib_mpw *w, const calib_cs *cs)
 {
     calib_mpw_map(w);
     key_form(w);
-    key_double(w, "alpha", cs->alpha);
-    key_uint(w, "grid", cs->grid);
-    key_uint(w, "gsize", cs->gsize);
-    key_uint(w, "gbase", cs->gbase);
-    key_uint(w, "gstride", cs->gstride);
-    key_uint(w, "first", cs->first);
-    key_uint(w, "last", cs->last);
+    calib_mpw_key_double(w, "alpha", cs->alpha);
+    calib_mpw_key_uint(w, "grid", cs->grid);
+    calib_mpw_key_uint(w, "gsize", cs->gsize);
+    calib_mpw_key_uint(w, "gbase", cs->gbase);
+    calib_mpw_key_uint(w, "gstride", cs->gstride);
+    calib_mpw_key_uint(w, "first", cs->first);
+    calib_mpw_key_uint(w, "last", cs->last);
     uint64_t flags = (cs->low_out ? 1u : 0u) | (cs->high_out ? 2u : 0u) | (cs->empty ? 4u : 0u);
-    key_uint(w, "flags", flags);
-    key_uint(w, "n", cs->n);
-    key_uint(w, "clamped", cs->clamped);
-    key_uint(w, "refines", cs->refines);
-    key_double(w, "sum", cs->sum);
-    key_double(w, "sq", cs->sq);
-    key_double(w, "fold_bits", cs->fold_bits);
+    calib_mpw_key_uint(w, "flags", flags);
+    calib_mpw_key_uint(w, "n", cs->n);
+    calib_mpw_key_uint(w, "clamped", cs->clamped);
+    calib_mpw_key_uint(w, "refines", cs->refines);
+    calib_mpw_key_double(w, "sum", cs->sum);
+    calib_mpw_key_double(w, "sq", cs->sq);
+    calib_mpw_key_double(w, "fold_bits", cs->fold_bits);
     /* lp, pp, ap, qp, lm, pm, am, qm of the kept candidates: binaries of
      * last - first doubles */
     const double *arr[8] = {cs->lp, cs->pp, cs->ap, cs->qp, cs->lm, cs->pm, cs->am, cs->qm};

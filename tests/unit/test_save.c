@@ -32,6 +32,30 @@ static void same_bytes(const calib_mpw *a, const calib_mpw *b)
     assert_memory_equal(a->sb.data, b->sb.data, a->sb.size);
 }
 
+/* A structure saved and unpacked, and a reader for it. */
+typedef struct saved {
+    calib_mpw w;
+    msgpack_unpacked u;
+    char err[300];
+    calib_mpr r;
+} saved;
+
+/* SAVED(s, save, a): a saved by save into s, unpacked (s.u.data), and a
+ * fresh reader (s.r); saved_end(&s) after. */
+#define SAVED(sv, save, a) (calib_mpw_init(&(sv).w), save(&(sv).w, (a)), saved_read(&(sv)))
+
+static void saved_read(saved *s)
+{
+    unpack(&s->w, &s->u);
+    calib_mpr_init(&s->r, s->err, sizeof s->err);
+}
+
+static void saved_end(saved *s)
+{
+    msgpack_unpacked_destroy(&s->u);
+    calib_mpw_destroy(&s->w);
+}
+
 /* o copied into w, as it was. */
 static void copy_object(const msgpack_object *o, calib_mpw *w)
 {
@@ -150,15 +174,14 @@ static void eprocesses_round_trip_and_read_the_01_form(void **state)
         assert_memory_equal(&e, &f, sizeof e);
     }
     msgpack_unpacked_destroy(&u);
+    calib_mpw_destroy(&w);
     /* an e-process that cannot go on (m outside its range) is refused */
     e.m = 2;
-    calib_mpw_reset(&w);
-    calib_eproc_save(&w, &e);
-    unpack(&w, &u);
-    assert_int_equal(calib_eproc_load(&rd, &u.data, &f), 0);
-    assert_non_null(strstr(err, "inconsistent"));
-    msgpack_unpacked_destroy(&u);
-    calib_mpw_destroy(&w);
+    saved sv;
+    SAVED(sv, calib_eproc_save, &e);
+    assert_int_equal(calib_eproc_load(&sv.r, &sv.u.data, &f), 0);
+    assert_non_null(strstr(sv.err, "inconsistent"));
+    saved_end(&sv);
 }
 
 /* ------------------------------------------------------------------ sections */
@@ -167,24 +190,18 @@ static void eprocesses_round_trip_and_read_the_01_form(void **state)
  * result. */
 #define ROUND_TRIP(save, load, a, b, ...)                                         \
     do {                                                                           \
-        calib_mpw wa, wb;                                                          \
-        calib_mpw_init(&wa);                                                       \
-        calib_mpw_init(&wb);                                                       \
-        save(&wa, (a));                                                            \
-        msgpack_unpacked u;                                                        \
-        unpack(&wa, &u);                                                           \
-        char err[300];                                                             \
-        calib_mpr rd;                                                              \
-        calib_mpr_init(&rd, err, sizeof err);                                      \
-        int rc_ = load(&rd, &u.data, (b), ##__VA_ARGS__);                          \
+        saved sa_;                                                                 \
+        calib_mpw wb_;                                                             \
+        SAVED(sa_, save, a);                                                       \
+        int rc_ = load(&sa_.r, &sa_.u.data, (b), ##__VA_ARGS__);                   \
         if (rc_ != CALIB_LOAD_OK)                                                  \
-            print_error("%s\n", err);                                              \
+            print_error("%s\n", sa_.err);                                          \
         assert_int_equal(rc_, CALIB_LOAD_OK);                                      \
-        save(&wb, (b));                                                            \
-        same_bytes(&wa, &wb);                                                      \
-        msgpack_unpacked_destroy(&u);                                              \
-        calib_mpw_destroy(&wa);                                                    \
-        calib_mpw_destroy(&wb);                                                    \
+        calib_mpw_init(&wb_);                                                      \
+        save(&wb_, (b));                                                           \
+        same_bytes(&sa_.w, &wb_);                                                  \
+        saved_end(&sa_);                                                           \
+        calib_mpw_destroy(&wb_);                                                   \
     } while (0)
 
 static void bins_round_trip(void **state)
@@ -210,18 +227,11 @@ static void bins_round_trip(void **state)
 
     /* counts that do not add up are refused */
     a.count[0]++;
-    calib_mpw w;
-    calib_mpw_init(&w);
-    calib_bins_save(&w, &a);
-    msgpack_unpacked u;
-    unpack(&w, &u);
-    char err[200];
-    calib_mpr rd;
-    calib_mpr_init(&rd, err, sizeof err);
-    assert_int_equal(calib_bins_load(&rd, &u.data, &b), CALIB_LOAD_FAILED);
-    assert_non_null(strstr(err, "counts add to"));
-    msgpack_unpacked_destroy(&u);
-    calib_mpw_destroy(&w);
+    saved sv;
+    SAVED(sv, calib_bins_save, &a);
+    assert_int_equal(calib_bins_load(&sv.r, &sv.u.data, &b), CALIB_LOAD_FAILED);
+    assert_non_null(strstr(sv.err, "counts add to"));
+    saved_end(&sv);
     calib_bins_free(&a);
     calib_bins_free(&b);
     calib_cwbins_free(&ca);
@@ -254,19 +264,12 @@ static void windows_round_trip_and_other_settings_are_left(void **state)
     other.panes = 4;
     other.span = 100;
     assert_int_equal(calib_window_init(&c, &other), CALIB_OK);
-    calib_mpw w;
-    calib_mpw_init(&w);
-    calib_window_save(&w, &a);
-    msgpack_unpacked u;
-    unpack(&w, &u);
-    char err[200];
-    calib_mpr rd;
-    calib_mpr_init(&rd, err, sizeof err);
-    assert_int_equal(calib_window_load(&rd, &u.data, &c), CALIB_LOAD_OTHER);
-    assert_false(rd.failed);
+    saved sv;
+    SAVED(sv, calib_window_save, &a);
+    assert_int_equal(calib_window_load(&sv.r, &sv.u.data, &c), CALIB_LOAD_OTHER);
+    assert_false(sv.r.failed);
     assert_int_equal(c.head, -1);
-    msgpack_unpacked_destroy(&u);
-    calib_mpw_destroy(&w);
+    saved_end(&sv);
     calib_window_free(&a);
     calib_window_free(&b);
     calib_window_free(&c);
@@ -339,27 +342,26 @@ static void joins_round_trip_and_other_widths_are_counted(void **state)
     calib_join_cfg other = cfg;
     other.width = 4;
     assert_int_equal(calib_join_init(&c, &other), CALIB_OK);
-    calib_mpw w;
-    calib_mpw_init(&w);
-    calib_join_save(&w, &a);
-    msgpack_unpacked u;
-    unpack(&w, &u);
-    char err[200];
-    calib_mpr rd;
-    calib_mpr_init(&rd, err, sizeof err);
+    saved sv;
+    SAVED(sv, calib_join_save, &a);
     size_t lost = 0;
     double x4[4];
-    assert_int_equal(calib_join_load(&rd, &u.data, &c, 0, x4, &lost), CALIB_LOAD_OK);
+    assert_int_equal(calib_join_load(&sv.r, &sv.u.data, &c, 0, x4, &lost), CALIB_LOAD_OK);
     assert_true(lost > 0);
-    msgpack_unpacked_destroy(&u);
-    calib_mpw_destroy(&w);
+    saved_end(&sv);
     calib_join_free(&a);
     calib_join_free(&b);
     calib_join_free(&c);
 }
 
-/* A MEAN detector watching, with pairs and a ring; an EXCEED one with
- * its bank. */
+/* A MEAN detector and an EXCEED one. */
+static const calib_drift_cfg drift_cfgs[2] = {
+    {.kind = CALIB_DRIFT_MEAN, .lo = 0, .hi = 2, .alpha = 0.05, .min_effect = 0.01,
+     .reference = 100, .restart = 100},
+    {.kind = CALIB_DRIFT_EXCEED, .alpha = 0.05, .min_effect = 0.01, .quantile = 0.9,
+     .reference = 100, .restart = 100}};
+
+/* Fed until watching: MEAN with pairs and a ring, EXCEED with its bank. */
 static void drift_fed(calib_drift *d, const calib_drift_cfg *c, uint64_t seed, int n)
 {
     assert_int_equal(calib_drift_init(d, c), CALIB_OK);
@@ -372,15 +374,10 @@ static void drift_fed(calib_drift *d, const calib_drift_cfg *c, uint64_t seed, i
 static void drifts_round_trip_and_go_on_alike(void **state)
 {
     (void)state;
-    calib_drift_cfg cfgs[2] = {
-        {.kind = CALIB_DRIFT_MEAN, .lo = 0, .hi = 2, .alpha = 0.05, .min_effect = 0.01,
-         .reference = 100, .restart = 100},
-        {.kind = CALIB_DRIFT_EXCEED, .alpha = 0.05, .min_effect = 0.01, .quantile = 0.9,
-         .reference = 100, .restart = 100}};
     for (int k = 0; k < 2; k++) {
         calib_drift a, b;
-        drift_fed(&a, &cfgs[k], 8, 1500);
-        assert_int_equal(calib_drift_init(&b, &cfgs[k]), CALIB_OK);
+        drift_fed(&a, &drift_cfgs[k], 8, 1500);
+        assert_int_equal(calib_drift_init(&b, &drift_cfgs[k]), CALIB_OK);
         assert_int_not_equal(a.state, CALIB_DRIFT_REFERENCE);
         if (k == 0)
             assert_true(a.npair > 0);
@@ -455,33 +452,19 @@ static void drift_01(calib_mpw *w, const calib_drift *d)
 static void drifts_of_the_01_form_are_read(void **state)
 {
     (void)state;
-    calib_drift_cfg cfgs[2] = {
-        {.kind = CALIB_DRIFT_MEAN, .lo = 0, .hi = 2, .alpha = 0.05, .min_effect = 0.01,
-         .reference = 100, .restart = 100},
-        {.kind = CALIB_DRIFT_EXCEED, .alpha = 0.05, .min_effect = 0.01, .quantile = 0.9,
-         .reference = 100, .restart = 100}};
     for (int k = 0; k < 2; k++) {
         calib_drift a, b;
-        drift_fed(&a, &cfgs[k], 10, 1500);
-        assert_int_equal(calib_drift_init(&b, &cfgs[k]), CALIB_OK);
-        calib_mpw old, wa, wb;
-        calib_mpw_init(&old);
-        calib_mpw_init(&wa);
-        calib_mpw_init(&wb);
-        drift_01(&old, &a);
-        msgpack_unpacked u;
-        unpack(&old, &u);
-        char err[200];
-        calib_mpr rd;
-        calib_mpr_init(&rd, err, sizeof err);
-        assert_int_equal(calib_drift_load(&rd, &u.data, &b), CALIB_LOAD_OK);
-        calib_drift_save(&wa, &a);
-        calib_drift_save(&wb, &b);
-        same_bytes(&wa, &wb);
-        msgpack_unpacked_destroy(&u);
-        calib_mpw_destroy(&old);
-        calib_mpw_destroy(&wa);
-        calib_mpw_destroy(&wb);
+        drift_fed(&a, &drift_cfgs[k], 10, 1500);
+        assert_int_equal(calib_drift_init(&b, &drift_cfgs[k]), CALIB_OK);
+        saved old, sa, sb;
+        SAVED(old, drift_01, &a);
+        assert_int_equal(calib_drift_load(&old.r, &old.u.data, &b), CALIB_LOAD_OK);
+        SAVED(sa, calib_drift_save, &a);
+        SAVED(sb, calib_drift_save, &b);
+        same_bytes(&sa.w, &sb.w);
+        saved_end(&old);
+        saved_end(&sa);
+        saved_end(&sb);
         calib_drift_free(&a);
         calib_drift_free(&b);
     }
@@ -519,21 +502,61 @@ static void confidence_sequences_round_trip(void **state)
     calib_cs_interval(&b, &lb, &hb);
     assert_true(la == lb && ha == hb);
     /* another level: left as it was */
-    calib_mpw w;
-    calib_mpw_init(&w);
-    calib_cs_save(&w, &a);
-    msgpack_unpacked u;
-    unpack(&w, &u);
-    char err[200];
-    calib_mpr rd;
-    calib_mpr_init(&rd, err, sizeof err);
-    assert_int_equal(calib_cs_load(&rd, &u.data, &c), CALIB_LOAD_OTHER);
+    saved sv;
+    SAVED(sv, calib_cs_save, &a);
+    assert_int_equal(calib_cs_load(&sv.r, &sv.u.data, &c), CALIB_LOAD_OTHER);
     assert_int_equal(c.n, 0);
-    msgpack_unpacked_destroy(&u);
-    calib_mpw_destroy(&w);
+    saved_end(&sv);
     calib_cs_free(&a);
     calib_cs_free(&b);
     calib_cs_free(&c);
+}
+
+/* The map o again into w: with keys added first and last ("zz_first"
+ * holding a map) when later, without the key drop, with "v" as form when
+ * form > 0. */
+static void remake(calib_mpw *w, const msgpack_object *o, int later, const char *drop,
+                   uint64_t form)
+{
+    calib_mpw_map(w);
+    if (later) {
+        calib_mpw_key(w, "zz_first");
+        calib_mpw_map(w);
+        calib_mpw_key_uint(w, "x", 1);
+        calib_mpw_end(w);
+    }
+    for (uint32_t i = 0; i < o->via.map.size; i++) {
+        const msgpack_object_kv *kv = &o->via.map.ptr[i];
+        char key[64];
+        snprintf(key, sizeof key, "%.*s", (int)kv->key.via.str.size, kv->key.via.str.ptr);
+        if (drop && strcmp(key, drop) == 0)
+            continue;
+        calib_mpw_key(w, key);
+        if (form && strcmp(key, "v") == 0)
+            calib_mpw_uint(w, form);
+        else
+            copy_object(&kv->val, w);
+    }
+    if (later) {
+        calib_mpw_key(w, "zz_last");
+        calib_mpw_str(w, "later");
+    }
+    calib_mpw_end(w);
+}
+
+static void remade_later(calib_mpw *w, const msgpack_object *o)
+{
+    remake(w, o, 1, NULL, 0);
+}
+
+static void remade_form(calib_mpw *w, const msgpack_object *o)
+{
+    remake(w, o, 0, NULL, CALIB_SAVE_FORM + 1);
+}
+
+static void remade_without_pairs(calib_mpw *w, const msgpack_object *o)
+{
+    remake(w, o, 0, "pairs", 0);
 }
 
 /* A later writer's keys are skipped; a section of a later form is left
@@ -547,82 +570,32 @@ static void later_keys_are_skipped_and_later_forms_left(void **state)
     assert_int_equal(calib_gate_init(&a, &c), CALIB_OK);
     for (int i = 0; i < 50; i++)
         calib_gate_add(&a, 0.3, 0.2);
-    calib_mpw w, w2;
-    calib_mpw_init(&w);
-    calib_mpw_init(&w2);
-    calib_gate_save(&w, &a);
-    msgpack_unpacked u;
-    unpack(&w, &u);
+    saved sv, sl;
+    SAVED(sv, calib_gate_save, &a);
+    const msgpack_object *o = &sv.u.data;
     /* the same map, a new key first and last, one holding a map */
-    calib_mpw_map(&w2);
-    calib_mpw_key(&w2, "zz_first");
-    calib_mpw_map(&w2);
-    calib_mpw_key(&w2, "x");
-    calib_mpw_uint(&w2, 1);
-    calib_mpw_end(&w2);
-    for (uint32_t i = 0; i < u.data.via.map.size; i++) {
-        const msgpack_object_kv *kv = &u.data.via.map.ptr[i];
-        char key[64];
-        snprintf(key, sizeof key, "%.*s", (int)kv->key.via.str.size, kv->key.via.str.ptr);
-        calib_mpw_key(&w2, key);
-        copy_object(&kv->val, &w2);
-    }
-    calib_mpw_key(&w2, "zz_last");
-    calib_mpw_str(&w2, "later");
-    calib_mpw_end(&w2);
-    msgpack_unpacked u2;
-    unpack(&w2, &u2);
-    char err[200];
-    calib_mpr rd;
-    calib_mpr_init(&rd, err, sizeof err);
-    assert_int_equal(calib_gate_load(&rd, &u2.data, &b), CALIB_LOAD_OK);
+    SAVED(sl, remade_later, o);
+    assert_int_equal(calib_gate_load(&sl.r, &sl.u.data, &b), CALIB_LOAD_OK);
     assert_int_equal(b.pairs, 50);
-    msgpack_unpacked_destroy(&u2);
+    saved_end(&sl);
 
-    /* "v" above this libcalib's form */
-    calib_mpw_reset(&w2);
-    calib_mpw_map(&w2);
-    for (uint32_t i = 0; i < u.data.via.map.size; i++) {
-        const msgpack_object_kv *kv = &u.data.via.map.ptr[i];
-        char key[64];
-        snprintf(key, sizeof key, "%.*s", (int)kv->key.via.str.size, kv->key.via.str.ptr);
-        calib_mpw_key(&w2, key);
-        if (strcmp(key, "v") == 0)
-            calib_mpw_uint(&w2, CALIB_SAVE_FORM + 1);
-        else
-            copy_object(&kv->val, &w2);
-    }
-    calib_mpw_end(&w2);
-    unpack(&w2, &u2);
+    /* "v" above this libcalib's form: left as it was, no failure */
+    SAVED(sl, remade_form, o);
     calib_gate fresh;
     assert_int_equal(calib_gate_init(&fresh, &c), CALIB_OK);
     b = fresh;
-    assert_int_equal(calib_gate_load(&rd, &u2.data, &b), CALIB_LOAD_OTHER);
-    assert_false(rd.failed);
+    assert_int_equal(calib_gate_load(&sl.r, &sl.u.data, &b), CALIB_LOAD_OTHER);
+    assert_false(sl.r.failed);
     assert_memory_equal(&b, &fresh, sizeof b);
-    assert_int_equal(calib_save_form(&u2.data), CALIB_SAVE_FORM + 1);
-    msgpack_unpacked_destroy(&u2);
+    assert_int_equal(calib_save_form(&sl.u.data), CALIB_SAVE_FORM + 1);
+    saved_end(&sl);
 
     /* a key it needs, missing: a failure that names it */
-    calib_mpw_reset(&w2);
-    calib_mpw_map(&w2);
-    for (uint32_t i = 0; i < u.data.via.map.size; i++) {
-        const msgpack_object_kv *kv = &u.data.via.map.ptr[i];
-        char key[64];
-        snprintf(key, sizeof key, "%.*s", (int)kv->key.via.str.size, kv->key.via.str.ptr);
-        if (strcmp(key, "pairs") == 0)
-            continue;
-        calib_mpw_key(&w2, key);
-        copy_object(&kv->val, &w2);
-    }
-    calib_mpw_end(&w2);
-    unpack(&w2, &u2);
-    assert_int_equal(calib_gate_load(&rd, &u2.data, &b), CALIB_LOAD_FAILED);
-    assert_string_equal(err, "pairs: missing");
-    msgpack_unpacked_destroy(&u2);
-    msgpack_unpacked_destroy(&u);
-    calib_mpw_destroy(&w);
-    calib_mpw_destroy(&w2);
+    SAVED(sl, remade_without_pairs, o);
+    assert_int_equal(calib_gate_load(&sl.r, &sl.u.data, &b), CALIB_LOAD_FAILED);
+    assert_string_equal(sl.err, "pairs: missing");
+    saved_end(&sl);
+    saved_end(&sv);
 }
 
 int main(void)
