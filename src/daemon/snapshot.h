@@ -38,6 +38,7 @@
 
 #include <msgpack.h>
 
+#include "calib/mpr.h"
 #include "calib/mpw.h"
 #include "model.h"
 
@@ -133,5 +134,11 @@ int snapshot_model_cfg(const msgpack_object *o, model_cfg *c, char *err, size_t 
  */
 int snapshot_restore_model(model *m, const msgpack_object *o, double shift, int with_params,
                            char *skipped, size_t skippedlen, char *err, size_t errlen);
+
+/* Rejection counts by reason name, as the header and each model keep
+ * them; reading adds to counts (a reason this calibd does not know counts
+ * as internal): 1, or 0 with r failed. */
+void snapshot_pack_rejected(calib_mpw *w, const uint64_t counts[REJ_MAX]);
+int snapshot_read_rejected(calib_mpr *r, const msgpack_object *map, uint64_t counts[REJ_MAX]);
 
 #endif

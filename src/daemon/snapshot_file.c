@@ -1,0 +1,226 @@
+/* snapshot_file.c — the snapshot file around the models (see
+ * snapshot.h): its header (the frame: format, version, clocks, counts,
+ * the body's length and CRC-32), the header's slot, and the walk over the
+ * body's model maps. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <zlib.h>
+
+#include "calib/calib.h"
+#include "calib/mpr.h"
+#include "calib/protocol.h"
+#include "snapshot.h"
+
+/* Rejection counts by reason name (REJ_MAX counters). */
+void snapshot_pack_rejected(calib_mpw *w, const uint64_t counts[REJ_MAX])
+{
+    calib_mpw_map(w);
+    for (int r = 0; r < REJ_MAX; r++)
+        if (counts[r])
+            calib_mpw_key_uint(w, reject_name(r), counts[r]);
+    calib_mpw_end(w);
+}
+
+/* A reason this version does not know counts as internal. */
+int snapshot_read_rejected(calib_mpr *r, const msgpack_object *map, uint64_t counts[REJ_MAX])
+{
+    if (!map || map->type != MSGPACK_OBJECT_MAP)
+        return calib_mpr_fail(r, "rejected: not a map");
+    for (uint32_t i = 0; i < map->via.map.size; i++) {
+        const msgpack_object_kv *kv = &map->via.map.ptr[i];
+        if (kv->val.type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            return calib_mpr_fail(r, "rejected: a count is not an integer");
+        int reason = REJ_INTERNAL; /* a reason this version does not know */
+        for (int c = 0; c < REJ_MAX; c++)
+            if (calib_mpr_is_str(&kv->key, reject_name(c)) && c != CALIB_REJ_NONE) {
+                reason = c;
+                break;
+            }
+        counts[reason] += kv->val.via.u64;
+    }
+    return 1;
+}
+
+/* zlib's crc32 takes a uInt length: in steps */
+static uint32_t crc_of(const char *p, size_t len)
+{
+    return snapshot_crc((uint32_t)crc32(0L, Z_NULL, 0), p, len);
+}
+
+uint32_t snapshot_crc(uint32_t crc, const char *p, size_t len)
+{
+    uLong c = crc;
+    for (size_t off = 0; off < len;) {
+        uInt n = len - off > (1u << 30) ? 1u << 30 : (uInt)(len - off);
+        c = crc32(c, (const Bytef *)p + off, n);
+        off += n;
+    }
+    return (uint32_t)c;
+}
+
+void snapshot_frame(calib_mpw *w, const char *body, size_t len, uint64_t models, double wall,
+                    double mono, uint64_t messages, const uint64_t rejected[REJ_MAX])
+{
+    snapshot_frame_sum(w, len, crc_of(body, len), models, wall, mono, NULL, messages, rejected);
+}
+
+/* The header's fields; with pad >= 0 a last key "pad" of that many zero
+ * bytes (readers skip unknown keys: the header can fill a slot). */
+static void frame_fields(calib_mpw *w, long pad, uint64_t len, uint32_t crc, uint64_t models,
+                         double wall, double mono, const snapshot_clocks *clocks,
+                         uint64_t messages, const uint64_t rejected[REJ_MAX])
+{
+    static const char zeros[SNAPSHOT_HEAD_SLOT];
+    calib_mpw_reset(w);
+    calib_mpw_map(w);
+    calib_mpw_key(w, "format");
+    calib_mpw_str(w, "calibd-snapshot");
+    calib_mpw_key_uint(w, "v", SNAPSHOT_VERSION);
+    calib_mpw_key_uint(w, "compat", SNAPSHOT_COMPAT);
+    calib_mpw_key(w, "byte_order");
+    calib_mpw_str(w, "little");
+    calib_mpw_key_double(w, "written", wall);
+    calib_mpw_key_double(w, "mono", mono);
+    if (clocks && isfinite(clocks->steady)) { /* optional keys: snapshot_clocks */
+        calib_mpw_key_double(w, "steady", clocks->steady);
+        calib_mpw_key_double(w, "boottime", clocks->boottime);
+        calib_mpw_key(w, "boot_id");
+        calib_mpw_str(w, clocks->boot_id);
+    }
+    calib_mpw_key_uint(w, "models", models);
+    calib_mpw_key(w, "daemon");
+    calib_mpw_map(w);
+    calib_mpw_key_uint(w, "messages", messages);
+    calib_mpw_key(w, "rejected");
+    snapshot_pack_rejected(w, rejected);
+    calib_mpw_end(w);
+    calib_mpw_key_uint(w, "body_bytes", len);
+    calib_mpw_key_uint(w, "crc32", crc);
+    if (pad >= 0) {
+        calib_mpw_key(w, "pad");
+        calib_mpw_bin(w, zeros, (size_t)pad);
+    }
+    calib_mpw_end(w);
+}
+
+void snapshot_frame_sum(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t models, double wall,
+                        double mono, const snapshot_clocks *clocks, uint64_t messages,
+                        const uint64_t rejected[REJ_MAX])
+{
+    frame_fields(w, -1, len, crc, models, wall, mono, clocks, messages, rejected);
+}
+
+int snapshot_frame_slot(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t models, double wall,
+                        double mono, const snapshot_clocks *clocks, uint64_t messages,
+                        const uint64_t rejected[REJ_MAX])
+{
+    long pad = 0;
+    for (int i = 0; i < 4 && pad >= 0 && pad < SNAPSHOT_HEAD_SLOT; i++) {
+        frame_fields(w, pad, len, crc, models, wall, mono, clocks, messages, rejected);
+        if (calib_mpw_error(w) != CALIB_OK)
+            return -1;
+        if (w->sb.size == SNAPSHOT_HEAD_SLOT)
+            return 0;
+        /* the pad's own length field may take another byte or two */
+        pad += (long)SNAPSHOT_HEAD_SLOT - (long)w->sb.size;
+    }
+    return -1;
+}
+
+int snapshot_open(const char *data, size_t len, snapshot_head *h, char *err, size_t errlen)
+{
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    calib_mpr r;
+    calib_mpr_init(&r, err, errlen);
+    size_t off = 0, end;
+    memset(h, 0, sizeof *h);
+    /* every count backed by bytes before msgpack-c allocates for it: the
+     * header has no checksum (tests/fuzz/corpus/snapshot/crash-huge_header) */
+    if (calib_proto_scan(data, len, &end) != CALIB_REJ_NONE ||
+        msgpack_unpack_next(&u, data, len, &off) != MSGPACK_UNPACK_SUCCESS ||
+        u.data.type != MSGPACK_OBJECT_MAP) {
+        calib_mpr_fail(&r, "no msgpack map at the start (empty, truncated or not a snapshot)");
+        goto out;
+    }
+    const msgpack_object *o = &u.data, *fmt = calib_mpr_find(o, "format"), *v = calib_mpr_find(o, "v"),
+                         *bo = calib_mpr_find(o, "byte_order");
+    if (!fmt || !calib_mpr_is_str(fmt, "calibd-snapshot")) {
+        calib_mpr_fail(&r, "not a calibd snapshot");
+        goto out;
+    }
+    /* version 1 is version 2 without the stores' bounds (and with the
+     * ring's record numbers tied to its slots): read alike; a later one
+     * whose compat is at most this one's, as this one (its known parts) */
+    const msgpack_object *compat = calib_mpr_find(o, "compat");
+    uint64_t need = v && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? v->via.u64 : 0;
+    if (need > SNAPSHOT_VERSION && compat && compat->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        need = compat->via.u64 >= 1 ? compat->via.u64 : 0;
+    if (need < 1 || need > SNAPSHOT_VERSION) {
+        calib_mpr_fail(&r, "a snapshot of another format version (this calibd reads versions 1 "
+                 "to %d, and later ones written to be read by it)", SNAPSHOT_VERSION);
+        goto out;
+    }
+    h->version = (unsigned)v->via.u64;
+    if (!bo || !calib_mpr_is_str(bo, "little")) {
+        calib_mpr_fail(&r, "a snapshot of another byte order");
+        goto out;
+    }
+    h->written = calib_mpr_finite(&r, o, "written");
+    h->mono = calib_mpr_finite(&r, o, "mono");
+    h->clocks.steady = NAN;
+    const msgpack_object *bid = calib_mpr_find(o, "boot_id");
+    if (calib_mpr_find(o, "steady") && bid && bid->type == MSGPACK_OBJECT_STR &&
+        bid->via.str.size < sizeof h->clocks.boot_id) {
+        h->clocks.steady = calib_mpr_finite(&r, o, "steady");
+        h->clocks.boottime = calib_mpr_finite(&r, o, "boottime");
+        memcpy(h->clocks.boot_id, bid->via.str.ptr, bid->via.str.size);
+        h->clocks.boot_id[bid->via.str.size] = 0;
+    }
+    h->models = calib_mpr_uint(&r, o, "models", 0, UINT64_MAX);
+    const msgpack_object *dm = calib_mpr_map(&r, o, "daemon");
+    h->messages = calib_mpr_uint(&r, dm, "messages", 0, UINT64_MAX);
+    if (!r.failed)
+        snapshot_read_rejected(&r, calib_mpr_get(&r, dm, "rejected"), h->rejected);
+    uint64_t blen = calib_mpr_uint(&r, o, "body_bytes", 0, UINT64_MAX);
+    uint64_t crc = calib_mpr_uint(&r, o, "crc32", 0, UINT32_MAX);
+    if (r.failed)
+        goto out;
+    if (blen != len - off) {
+        calib_mpr_fail(&r, "%zu bytes follow the header, not the %llu written (truncated?)",
+                 len - off, (unsigned long long)blen);
+        goto out;
+    }
+    uint32_t c = crc_of(data + off, len - off);
+    if (c != crc) {
+        calib_mpr_fail(&r, "the checksum does not match: the file is damaged (crc32 %08lx, "
+                 "stored %08llx)", (unsigned long)c, (unsigned long long)crc);
+        goto out;
+    }
+    h->body = data + off;
+    h->len = len - off;
+out:
+    msgpack_unpacked_destroy(&u);
+    return r.failed ? -1 : 0;
+}
+
+int snapshot_next(const snapshot_head *h, size_t *off, msgpack_unpacked *u, char *err,
+                  size_t errlen)
+{
+    size_t end;
+    if (*off >= h->len)
+        return 0;
+    /* a checksum proves no intent: a crafted body's map of 2^32 entries
+     * would have msgpack-c allocate 64 GiB (tests/fuzz/corpus/snapshot/
+     * crash-huge_count) */
+    if (calib_proto_scan(h->body + *off, h->len - *off, &end) != CALIB_REJ_NONE ||
+        msgpack_unpack_next(u, h->body, h->len, off) != MSGPACK_UNPACK_SUCCESS ||
+        u->data.type != MSGPACK_OBJECT_MAP) {
+        snprintf(err, errlen, "the body does not parse as model maps");
+        return -1;
+    }
+    return 1;
+}
+
