@@ -24,12 +24,6 @@
 
 /* ------------------------------------------------------------------ writing */
 
-static void key_bin(calib_mpw *w, const char *key, const void *p, size_t len)
-{
-    calib_mpw_key(w, key);
-    calib_mpw_bin(w, p, len);
-}
-
 static void pack_ring(calib_mpw *w, const model *m)
 {
     const calib_ring *r = &m->ring;
@@ -38,7 +32,8 @@ static void pack_ring(calib_mpw *w, const model *m)
     calib_mpw_key_uint(w, "head", r->head);
     calib_mpw_key_uint(w, "total", r->total);
     /* the drift detector's score of each record, by slot: doubles */
-    key_bin(w, "score", m->ring_score, r->s.len * sizeof(double));
+    calib_mpw_key(w, "score");
+    calib_mpw_bin(w, m->ring_score, r->s.len * sizeof(double));
     calib_mpw_end(w);
 }
 
