@@ -2,7 +2,10 @@
  * recal.c — recalibration maps: temperature, Platt and variance scaling;
  * their fits, their apply functions and the paired improvement of one map
  * over another. The mathematics is in calib_recal(3); comments here say why
- * the code looks the way it does.
+ * the code looks the way it does. Over 1,000 lines because the three fits
+ * share the dataset's checks, the Newton steps and line searches and the
+ * one-dimensional minimiser, and each map's apply function sits beside
+ * the fit whose parameters it takes.
  */
 #include <float.h>
 #include <math.h>
