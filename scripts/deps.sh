@@ -11,6 +11,7 @@ run=(build-essential autoconf automake libtool pkg-config
      python3) # scripts/live_status.py
 tests=(libcmocka-dev # the unit tests
        curl python3-zmq python3-msgpack # the integration tests' probes and senders
+       python3-numpy python3-pytest python3-venv python3-setuptools python3-wheel # python/
        clang libclang-rt-14-dev # the sanitizers build and libFuzzer (tests/fuzz)
        openssl # test certificates for HTTPS (tests/integ/https.sh)
        libfaketime # a wall clock stepped under a running calibd (tests/integ/clock.sh)

@@ -146,6 +146,10 @@ wait_until() {
 # PULL socket: nothing is dropped, and the order is kept); returns once
 # everything is delivered
 PY=/usr/bin/python3 # Debian's, with python3-zmq and python3-msgpack
+# the calibd package (python/) from this source tree, as `pip install ./python`
+# would install it
+export PYTHONPATH="$srcdir/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONDONTWRITEBYTECODE=1 # the source tree stays as checked out
 send_py() {
     "$PY" -c '
 import struct, sys, msgpack, zmq

@@ -1,0 +1,563 @@
+"""calibd.follower -- follow the recalibration parameters calibd publishes
+("params" messages of calibd-protocol(7)) and apply them to a model's
+outputs, in pure Python, as libcalib_client does (calib_client(3)).
+
+Every message is validated as libcalib_client validates it; a bad one is
+counted (Follower.rejects, by reason) and dropped, never raised.
+"""
+
+import math
+import sys
+import threading
+import time
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import msgpack
+import zmq
+import zmq.auth
+
+try:  # numpy is optional here: lists work without it
+    import numpy as np
+except ImportError:  # pragma: no cover
+    np = None
+
+__all__ = ["Follower", "Params", "Reject", "NotParams", "NotApplicable",
+           "decode_params", "apply_params", "apply_rows",
+           "LOGITS", "PROBS", "BINARY", "GAUSSIAN"]
+
+PROTO_VERSION = 1
+MODEL_MAX = 128
+METHOD_MAX = 63
+PARAM_NAME_MAX = 31
+MAX_PARAMS = 8
+MAX_DEPTH = 32
+MAX_MSG_SIZE = 1 << 20
+LOG_FLOOR = 1e-15
+
+NAME_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                       b"0123456789._-")
+TOPIC_CHARS = NAME_CHARS | frozenset(b":")
+
+# The built-in methods: parameter names, in the order they are applied.
+BUILTINS = {
+    "temperature": ("T",),
+    "platt": ("a", "b"),
+    "variance": ("w", "b"),
+}
+
+LOGITS, PROBS, BINARY, GAUSSIAN = "logits", "probs", "binary", "gaussian"
+
+
+class Reject(Exception):
+    """A malformed message; the argument is the reason (a counter label)."""
+
+
+class NotParams(Exception):
+    """A well-formed message of another type (alert, heartbeat, ...)."""
+
+
+class Params:
+    """One immutable set of parameters; swapped whole, so a reader that took
+    a reference sees one version from start to end."""
+
+    __slots__ = ("model", "version", "method", "names", "values")
+
+    def __init__(self, model, version=0, method="", names=(), values=()):
+        self.model = model
+        self.version = version
+        self.method = method
+        self.names = tuple(names)
+        self.values = tuple(values)
+
+    def line(self):
+        kv = "".join(" %s=%.17g" % (n, v) for n, v in zip(self.names, self.values))
+        return "%s %d %s%s" % (self.model, self.version, self.method, kv)
+
+
+# ---------------------------------------------------------------- decoding
+
+def name_ok(b, maxlen, chars):
+    return 0 < len(b) <= maxlen and all(c in chars for c in b)
+
+
+def is_number(x):
+    # bool is an int in Python, but a msgpack true is not a number
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def is_uint(x):
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def is_map(x):
+    # maps are unpacked as lists of pairs (object_pairs_hook=list) to see
+    # duplicate and non-string keys; arrays are lists of anything else
+    return isinstance(x, _Pairs)
+
+
+class _Pairs(list):
+    """A msgpack map, as its (key, value) pairs in order."""
+
+
+class _Ext:
+    """An extension object, whatever its code (ExtType refuses negative
+    ones): never a valid value of a known key."""
+
+    def __init__(self, code, data):
+        self.code, self.data = code, data
+
+
+def depth(x, d=0):
+    if isinstance(x, list):
+        d += 1
+        if d > MAX_DEPTH:
+            return d
+        items = (v for kv in x for v in kv) if is_map(x) else x
+        return max([d] + [depth(v, d) for v in items])
+    return d
+
+
+def unpack(payload):
+    try:
+        obj = msgpack.unpackb(payload, raw=False, unicode_errors="surrogateescape",
+                              strict_map_key=False, object_pairs_hook=_Pairs,
+                              use_list=True, ext_hook=_Ext)
+    except msgpack.ExtraData:
+        raise Reject("trailing_bytes")
+    except Exception:  # truncated, invalid, a count larger than the bytes
+        raise Reject("bad_msgpack")
+    if depth(obj) > MAX_DEPTH:
+        raise Reject("too_deep")
+    return obj
+
+
+ENVELOPE_KEYS = ("v", "type", "model", "version", "method", "params", "ts", "n",
+                 "before", "after", "improvement", "ci", "severity", "kind",
+                 "message")
+
+
+def envelope(topic, payload):
+    """The keys every message shares; returns (type, known keys)."""
+    if not name_ok(topic, MODEL_MAX, TOPIC_CHARS):
+        raise Reject("bad_topic")
+    root = unpack(payload)
+    if not is_map(root):
+        raise Reject("not_a_map")
+    val = {}
+    for k, v in root:
+        if not isinstance(k, str):
+            raise Reject("bad_key")
+        if k in ENVELOPE_KEYS:
+            if k in val:
+                raise Reject("duplicate_key")
+            val[k] = v
+    v = val.get("v")
+    if not is_uint(v) or v != PROTO_VERSION:
+        raise Reject("bad_version")
+    if not isinstance(val.get("type"), str):
+        raise Reject("bad_type")
+    mtype = val["type"]
+    if mtype not in ("params", "alert"):
+        return mtype, val
+    if "model" not in val:
+        raise Reject("missing_key")
+    if not isinstance(val["model"], str):
+        raise Reject("key_type")
+    if val["model"].encode("utf-8", "surrogateescape") != topic:
+        raise Reject("model_mismatch")
+    return mtype, val
+
+
+def check_optional(val):
+    """ts, n, before, after, improvement: optional, typed when present."""
+    if "ts" in val:
+        if not is_number(val["ts"]):
+            raise Reject("key_type")
+        if not math.isfinite(val["ts"]):
+            raise Reject("bad_value")
+    if "n" in val and not is_uint(val["n"]):
+        raise Reject("key_type")
+    for key in ("before", "after"):
+        if key in val:
+            m = val[key]
+            if not is_map(m) or any(not isinstance(k, str) or
+                                    not (v is None or is_number(v)) for k, v in m):
+                raise Reject("key_type")
+    # {"improvement": {"mean": x, "ci": [lo, hi]}}, or, as calibd sends it,
+    # {"improvement": x, "ci": [lo, hi]}; numbers may be nil (unknown)
+    def ci_ok(v):
+        return v is None or (isinstance(v, list) and not is_map(v) and len(v) == 2
+                             and all(x is None or is_number(x) for x in v))
+    if "ci" in val and not ci_ok(val["ci"]):
+        raise Reject("key_type")
+    if "improvement" in val:
+        m = val["improvement"]
+        if not is_map(m):
+            if not (m is None or is_number(m)):
+                raise Reject("key_type")
+            return
+        seen = set()
+        for k, v in m:
+            if not isinstance(k, str):
+                raise Reject("key_type")
+            if k in ("mean", "ci"):
+                if k in seen or (k == "ci" and "ci" in val):
+                    raise Reject("duplicate_key")
+                seen.add(k)
+            if k == "mean" and not (v is None or is_number(v)):
+                raise Reject("key_type")
+            if k == "ci" and not ci_ok(v):
+                raise Reject("key_type")
+
+
+def decode_params(topic, payload):
+    """One params message (frames 0 and 1, bytes) -> Params, or raises
+    Reject(reason) / NotParams."""
+    mtype, val = envelope(topic, payload)
+    if mtype != "params":
+        raise NotParams(mtype)
+    for k in ("version", "method", "params"):
+        if k not in val:
+            raise Reject("missing_key")
+    version, method, pmap = val["version"], val["method"], val["params"]
+    if not is_uint(version) or not isinstance(method, str) or not is_map(pmap):
+        raise Reject("key_type")
+    if not name_ok(method.encode("utf-8", "surrogateescape"), METHOD_MAX, NAME_CHARS):
+        raise Reject("bad_method")
+    check_optional(val)
+
+    names = BUILTINS.get(method)
+    if version == 0 and len(pmap) == 0:  # the identity, by any name
+        return Params(val["model"], 0, method)
+    if names is not None:
+        found = {}
+        for k, v in pmap:
+            if not isinstance(k, str):
+                raise Reject("bad_params")
+            if k in names:
+                if k in found:
+                    raise Reject("duplicate_key")
+                if not is_number(v):
+                    raise Reject("key_type")
+                found[k] = float(v)
+        if len(found) != len(names):
+            raise Reject("bad_params")
+        values = [found[n] for n in names]
+    else:  # a plugin's method: kept as sent, in the message's order
+        if not 0 < len(pmap) <= MAX_PARAMS:
+            raise Reject("bad_params")
+        names, values = [], []
+        for k, v in pmap:
+            if not isinstance(k, str) or not name_ok(
+                    k.encode("utf-8", "surrogateescape"), PARAM_NAME_MAX, NAME_CHARS):
+                raise Reject("bad_params")
+            if k in names:
+                raise Reject("duplicate_key")
+            if not is_number(v):
+                raise Reject("key_type")
+            names.append(k)
+            values.append(float(v))
+    if not all(math.isfinite(v) for v in values):
+        raise Reject("bad_value")
+    if method == "temperature" and not values[0] > 0:
+        raise Reject("bad_value")
+    if method == "variance" and not (values[0] > 0 and values[1] >= 0):
+        raise Reject("bad_value")
+    return Params(val["model"], version, method, names, values)
+
+
+# ---------------------------------------------------------------- applying
+# The maps of calib_recal(3), in pure Python, as libcalib computes them.
+
+def log_floor(p):
+    """ln max(p, 1e-15), as libcalib's log_floor."""
+    return math.log(p if p > LOG_FLOOR else LOG_FLOOR)
+
+
+def log1m_floor(p):
+    """ln max(1 - p, 1e-15), with log1p where 1 - p would round."""
+    return math.log1p(-p) if 1 - p > LOG_FLOOR else math.log(LOG_FLOOR)
+
+
+def binary_logit(p):
+    """The logit of a binary p as every libcalib fit and apply sees it."""
+    return log_floor(p) - log1m_floor(p)
+
+
+def sigmoid(u):
+    if u >= 0:
+        return 1 / (1 + math.exp(-u))
+    e = math.exp(u)
+    return e / (1 + e)
+
+
+def softmax_scaled(z, beta):
+    zmax = max(z)
+    e = [math.exp(beta * (x - zmax)) for x in z]
+    s = sum(e)
+    return [x / s for x in e]
+
+
+def check_input(form, x):
+    """The checks libcalib applies before a map (calib_check_*)."""
+    if form == LOGITS:
+        if len(x) < 2 or not all(math.isfinite(v) for v in x):
+            raise ValueError("logits: at least 2 finite numbers")
+    elif form == PROBS:
+        if len(x) < 2 or not all(math.isfinite(v) and 0 <= v <= 1 for v in x) \
+                or abs(sum(x) - 1) > 1e-3:
+            raise ValueError("probs: at least 2 in [0, 1] summing to 1")
+    elif form == BINARY:
+        if len(x) != 1 or not (math.isfinite(x[0]) and 0 <= x[0] <= 1):
+            raise ValueError("binary: one p in [0, 1]")
+    elif form == GAUSSIAN:
+        if len(x) != 2 or not (math.isfinite(x[0]) and math.isfinite(x[1]) and x[1] > 0):
+            raise ValueError("gaussian: mean and a variance > 0")
+    else:
+        raise ValueError("unknown form %r" % form)
+
+
+class NotApplicable(Exception):
+    """The held method is unknown here, or does not take this form."""
+
+
+def apply_params(p, form, x):
+    """The recalibrated prediction: probabilities for logits or probs, p for
+    binary, [mean, var] for gaussian. x is a list; it is not modified."""
+    check_input(form, x)
+    x = [float(v) for v in x]
+    if p.version == 0:  # the identity
+        return softmax_scaled(x, 1.0) if form == LOGITS else list(x)
+    v = p.values
+    if p.method == "temperature" and form != GAUSSIAN:
+        beta = 1 / v[0]
+        if form == LOGITS:
+            return softmax_scaled(x, beta)
+        if form == PROBS:
+            return softmax_scaled([log_floor(q) for q in x], beta)
+        return [sigmoid(beta * binary_logit(x[0]))]
+    if p.method == "platt" and form != GAUSSIAN:
+        if form == BINARY:
+            s = binary_logit(x[0])
+        elif len(x) != 2:
+            raise NotApplicable("platt takes K = 2 only")
+        elif form == LOGITS:
+            # two finite logits can differ by more than a double holds:
+            # kept finite, as libcalib does
+            s = x[1] - x[0]
+            if math.isinf(s):
+                s = math.copysign(sys.float_info.max, s)
+        else:
+            s = log_floor(x[1]) - log_floor(x[0])
+        u = v[0] * s + v[1]
+        return [sigmoid(u)] if form == BINARY else [sigmoid(-u), sigmoid(u)]
+    if p.method == "variance" and form == GAUSSIAN:
+        return [x[0], v[0] * x[1] + v[1]]
+    if p.method in BUILTINS:
+        raise NotApplicable("%s does not handle %s" % (p.method, form))
+    raise NotApplicable("method %s is unknown here" % p.method)
+
+
+def _is_rows(x) -> bool:
+    if np is not None and isinstance(x, np.ndarray):
+        return x.ndim == 2
+    return len(x) > 0 and isinstance(x[0], (list, tuple)) or (
+        np is not None and len(x) > 0 and isinstance(x[0], np.ndarray))
+
+
+def apply_rows(p: "Params", form: str, x):
+    """apply_params on one prediction or on each row of a batch (a 2-D
+    numpy array or a list of rows); numpy in, numpy out."""
+    as_np = np is not None and isinstance(x, np.ndarray)
+    if form == BINARY and as_np and x.ndim == 1 and len(x) != 1:
+        x = x.reshape(-1, 1)  # a vector of n p's
+    if _is_rows(x):
+        out = [apply_params(p, form, [float(v) for v in row]) for row in x]
+        return np.asarray(out, dtype=float) if as_np else out
+    out = apply_params(p, form, [float(v) for v in x])
+    return np.asarray(out, dtype=float) if as_np else out
+
+
+# ---------------------------------------------------------------- the client
+
+class Follower:
+    """Follows calibd's "params" messages: a SUB socket, the newest
+    parameters of each model followed, counters of what came and what was
+    refused. poll() (or the thread start() runs) reads the socket; apply()
+    and held() may be called from any thread: the parameters of a model are
+    swapped whole, so one call sees one version."""
+
+    def __init__(self, endpoints: Union[str, Sequence[str]], models: Union[str, Sequence[str]],
+                 on_params: Optional[Callable[["Params"], None]] = None,
+                 on_alert: Optional[Callable[[dict], None]] = None,
+                 key: Optional[str] = None, server_key: Optional[str] = None) -> None:
+        """endpoints: calibd's PUB endpoint(s), "tcp://host:7451" (a leading
+        ">" connects, "@" binds; bare, it connects). models: the names to
+        follow (exact topics). on_params(Params) is called for each newer
+        version, on_alert(dict) for each alert, on the polling thread. key,
+        server_key: CURVE, this node's key pair file (NAME.key_secret) and
+        calibd's public key file (NAME.key), as `calibctl keygen` writes
+        them; both or neither."""
+        if isinstance(endpoints, str):
+            endpoints = [endpoints]
+        if isinstance(models, str):
+            models = [models]
+        if (key is None) != (server_key is None):
+            raise ValueError("CURVE needs both key and server_key")
+        self._thread = None  # type: Optional[threading.Thread]
+        self._stop = threading.Event()
+        self.ctx = zmq.Context()
+        self.sock = self.ctx.socket(zmq.SUB)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.setsockopt(zmq.MAXMSGSIZE, MAX_MSG_SIZE)
+        if key:
+            # CURVE: our key pair (NAME.key_secret) and calibd's public key
+            # (NAME.key), certificate files as calibctl keygen writes them
+            public, secret = zmq.auth.load_certificate(key)
+            server_public, _ = zmq.auth.load_certificate(server_key)
+            if not secret:
+                raise ValueError("%s: no secret-key: give the key pair "
+                                 "(NAME.key_secret)" % key)
+            self.sock.curve_publickey = public
+            self.sock.curve_secretkey = secret
+            self.sock.curve_serverkey = server_public
+        self.params = {}  # type: Dict[bytes, Params]
+        for m in models:
+            if not name_ok(m.encode("utf-8", "surrogateescape"), MODEL_MAX, TOPIC_CHARS):
+                raise ValueError("model %r: not 1..128 bytes of [A-Za-z0-9._:-]" % m)
+            self.params[m.encode()] = Params(m)
+            self.sock.setsockopt(zmq.SUBSCRIBE, m.encode())
+        for ep in endpoints:
+            if ep.startswith("@"):
+                self.sock.bind(ep[1:])
+            else:
+                self.sock.connect(ep[1:] if ep.startswith(">") else ep)
+        self.on_params = on_params
+        self.on_alert = on_alert
+        self.counters = {"received": 0, "accepted": 0, "stale": 0, "alerts": 0,
+                         "other": 0, "unsubscribed": 0}
+        self.rejects = {}  # type: Dict[str, int]
+
+    def __enter__(self) -> "Follower":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Polls the socket in a background thread until stop() or close()."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+
+        def run():
+            while not self._stop.is_set():
+                self.poll(100)
+
+        self._thread = threading.Thread(target=run, name="calibd-follower", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ends the thread start() began (a poll under way finishes first)."""
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+
+    def close(self) -> None:
+        self.stop()
+        self.sock.close(0)
+        self.ctx.term()
+
+    def held(self, model: str) -> Params:
+        """The parameters held for model now (version 0: the identity)."""
+        return self.params[model.encode()]
+
+    def wait_version(self, model: str, version: int, timeout: float) -> bool:
+        """Polls (unless the thread does) until model holds at least version,
+        at most timeout seconds; whether it does."""
+        deadline = time.monotonic() + timeout
+        while self.held(model).version < version:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            if self._thread is None:
+                self.poll(int(math.ceil(min(left, 0.1) * 1000)))
+            else:
+                time.sleep(min(left, 0.01))
+        return True
+
+    def apply(self, model: str, form: str, x):
+        """(version, output): the parameters held for model applied to x, one
+        prediction (a sequence or a 1-D numpy array) or, as a 2-D numpy array
+        or a list of rows, one per row. form: "logits", "probs", "binary"
+        (x = [p]) or "gaussian" (x = [mean, var]). The output is
+        probabilities for logits and probs, [p] for binary, [mean, var] for
+        gaussian; a numpy array when x is one. Raises ValueError for an
+        input libcalib refuses, NotApplicable for a method that does not
+        take the form (or is a plugin's, unknown here)."""
+        # one reference, one version: the swap replaces the object whole
+        p = self.params[model.encode()]
+        return p.version, apply_rows(p, form, x)
+
+    def _reject(self, reason):
+        self.rejects[reason] = self.rejects.get(reason, 0) + 1
+
+    def _handle(self, frames):
+        self.counters["received"] += 1
+        if len(frames) != 2:
+            return self._reject("framing")
+        topic, payload = frames
+        held = self.params.get(topic)
+        if held is None:  # the SUB filter matched a prefix only
+            if name_ok(topic, MODEL_MAX, TOPIC_CHARS):
+                self.counters["unsubscribed"] += 1
+            else:
+                self._reject("bad_topic")
+            return
+        try:
+            p = decode_params(topic, payload)
+        except Reject as r:
+            return self._reject(r.args[0])
+        except NotParams as n:
+            if n.args[0] != "alert":
+                self.counters["other"] += 1
+                return
+            try:
+                _, val = envelope(topic, payload)
+                if "ts" in val and not is_number(val["ts"]):
+                    raise Reject("key_type")
+                if "ts" in val and not math.isfinite(val["ts"]):
+                    raise Reject("bad_value")
+                for k in ("severity", "kind", "message"):
+                    if k in val and not isinstance(val[k], str):
+                        raise Reject("key_type")
+            except Reject as r:
+                return self._reject(r.args[0])
+            self.counters["alerts"] += 1
+            if self.on_alert:
+                self.on_alert(val)
+            return
+        if p.version <= held.version:
+            self.counters["stale"] += 1
+            return
+        self.params[topic] = p  # the atomic swap
+        self.counters["accepted"] += 1
+        if self.on_params:
+            self.on_params(p)
+
+    def poll(self, timeout_ms):
+        """Waits up to timeout_ms, then handles what is queued; returns the
+        number of messages read."""
+        n = 0
+        if self.sock.poll(timeout_ms, zmq.POLLIN):
+            while n < 1024:
+                try:
+                    frames = self.sock.recv_multipart(zmq.NOBLOCK)
+                except zmq.Again:
+                    break
+                self._handle(frames)
+                n += 1
+        return n
+
+

@@ -1,0 +1,289 @@
+"""calibd.producer -- send a model's predictions and their outcomes to calibd
+(calibd-protocol(7), "pred" and "label" messages), from lists or numpy
+arrays, in batches.
+
+Which socket loses what (calibd-protocol(7), INGEST):
+
+- "push" (the default): a PUSH socket connected to calibd's ingest_pull
+  endpoint (calibd.conf: ingest_pull = @tcp://127.0.0.1:7454). Messages
+  sent before the connection is up wait in the socket's queue and go once
+  it is; when the queue is full (sndhwm messages), send waits: nothing is
+  dropped. close() waits up to `linger` seconds for the queue to drain.
+- "pub": an XPUB socket connected to calibd's ingest endpoint (the SUB
+  socket, default tcp://127.0.0.1:7450). A PUB socket drops what it sends
+  before calibd's subscription reaches it, so the first send waits for
+  that subscription, up to `subscription_wait` seconds (TimeoutError
+  after). Later, a full queue drops, and so does a calibd that restarts.
+"""
+
+import math
+import struct
+import time
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+
+import msgpack
+import zmq
+import zmq.auth
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover - the package depends on numpy
+    np = None
+
+__all__ = ["Producer", "MAX_BATCH"]
+
+MAX_BATCH = 65536      # rows of one batch message (protocol v1)
+_ID_MAX = 64           # bytes of a string id
+_MODEL_MAX = 128
+_TOPIC_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                         b"0123456789._-:")
+
+Id = Union[str, int]
+
+
+def _topic(model: str) -> bytes:
+    t = model.encode("utf-8")
+    if not 0 < len(t) <= _MODEL_MAX or any(c not in _TOPIC_CHARS for c in t):
+        raise ValueError("model %r: not 1..128 bytes of [A-Za-z0-9._:-]" % model)
+    return t
+
+
+def _id(i: Any) -> Id:
+    """An id as the protocol takes it: a string of 1..64 bytes or an
+    unsigned integer (numpy integers included)."""
+    if isinstance(i, bool):
+        raise ValueError("an id is a string or an unsigned integer, not %r" % i)
+    if isinstance(i, str):
+        if not 0 < len(i.encode("utf-8")) <= _ID_MAX:
+            raise ValueError("id %r: a string id has 1 to 64 bytes" % i)
+        return i
+    if isinstance(i, int) or (np is not None and isinstance(i, np.integer)):
+        if int(i) < 0:
+            raise ValueError("id %r: an integer id is unsigned" % i)
+        return int(i)
+    raise ValueError("an id is a string or an unsigned integer, not %r" % (i,))
+
+
+def _matrix(out, n: int, form: str):
+    """n rows of K >= 2 numbers (a 2-D array or a list of rows), and K."""
+    if np is not None:
+        a = np.asarray(out, dtype=float)
+        if a.ndim == 2 and a.shape[0] == n and a.shape[1] >= 2:
+            return a, int(a.shape[1])
+    else:
+        a = [[float(v) for v in r] for r in out]
+        k = len(a[0]) if a else 0
+        if len(a) == n and k >= 2 and all(len(r) == k for r in a):
+            return a, k
+    raise ValueError("%s: %d rows of K >= 2 numbers expected" % (form, n))
+
+
+def _flat(rows):
+    if np is not None and isinstance(rows, np.ndarray):
+        return rows.ravel()
+    return [v for r in rows for v in r]
+
+
+def _floats(x, float32: bool) -> bytes:
+    """A flat sequence of numbers as a bin of little-endian float64 (or
+    float32)."""
+    if np is not None:
+        a = np.asarray(x, dtype="<f4" if float32 else "<f8")
+        return a.tobytes(order="C")
+    vals = [float(v) for v in x]
+    return struct.pack("<%d%s" % (len(vals), "f" if float32 else "d"), *vals)
+
+
+def _outcome(v: Any) -> Union[int, float]:
+    """A class index stays an integer, a regression outcome a float."""
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int) or (np is not None and isinstance(v, np.integer)):
+        return int(v)
+    return float(v)
+
+
+class Producer:
+    """Sends predictions and outcomes to calibd.
+
+        p = Producer("tcp://127.0.0.1:7454")            # calibd's ingest_pull
+        p.predict("churn", ids, probs=model.predict_proba(X))
+        ...
+        p.label("churn", ids, y)                         # when they are known
+        p.close()
+
+    A call with one id sends one prediction (the row form); a call with a
+    sequence or array of n ids sends them in batch messages of at most
+    `batch` rows. Outputs may be lists or numpy arrays: logits and probs n
+    rows of K, p, mean and var n numbers. They travel as float64 (exact),
+    or as float32 with float32=True (half the bytes). Values are checked by
+    calibd, which counts what it refuses (calibctl status, "rejected");
+    shapes and ids are checked here (ValueError).
+    """
+
+    def __init__(self, endpoint: Union[str, Sequence[str]] = "tcp://127.0.0.1:7454", *,
+                 socket: str = "push", batch: int = 1000, float32: bool = False,
+                 key: Optional[str] = None, server_key: Optional[str] = None,
+                 linger: float = 10.0, subscription_wait: float = 10.0,
+                 context: Optional[zmq.Context] = None) -> None:
+        """endpoint: calibd's ingest_pull endpoint (socket="push") or ingest
+        endpoint (socket="pub"); a leading ">" connects (the default), "@"
+        binds. key, server_key: CURVE, this producer's key pair file
+        (NAME.key_secret) and calibd's public key file (NAME.key), as
+        `calibctl keygen` writes them."""
+        if socket not in ("push", "pub"):
+            raise ValueError("socket: \"push\" or \"pub\", not %r" % socket)
+        if not 1 <= batch <= MAX_BATCH:
+            raise ValueError("batch: 1 to %d rows" % MAX_BATCH)
+        if (key is None) != (server_key is None):
+            raise ValueError("CURVE needs both key and server_key")
+        self.batch = batch
+        self.float32 = float32
+        self.subscription_wait = subscription_wait
+        self._own_ctx = context is None
+        self.ctx = context or zmq.Context()
+        self.sock = self.ctx.socket(zmq.PUSH if socket == "push" else zmq.XPUB)
+        self._subscribed = socket == "push"
+        self.sock.setsockopt(zmq.LINGER, int(linger * 1000) if math.isfinite(linger) else -1)
+        if key:
+            public, secret = zmq.auth.load_certificate(key)
+            server_public, _ = zmq.auth.load_certificate(server_key)
+            if not secret:
+                raise ValueError("%s: no secret-key: give the key pair "
+                                 "(NAME.key_secret)" % key)
+            self.sock.curve_publickey = public
+            self.sock.curve_secretkey = secret
+            self.sock.curve_serverkey = server_public
+        for ep in [endpoint] if isinstance(endpoint, str) else endpoint:
+            if ep.startswith("@"):
+                self.sock.bind(ep[1:])
+            else:
+                self.sock.connect(ep[1:] if ep.startswith(">") else ep)
+        self.sent = {"messages": 0, "predictions": 0, "labels": 0}  # type: Dict[str, int]
+
+    def __enter__(self) -> "Producer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Closes the socket; PUSH waits up to `linger` seconds for what is
+        queued to go."""
+        self.sock.close()
+        if self._own_ctx:
+            self.ctx.term()
+
+    # ------------------------------------------------------------ sending
+
+    def _wait_subscription(self) -> None:
+        """XPUB: the first subscription message is calibd's."""
+        deadline = time.monotonic() + self.subscription_wait
+        while not self._subscribed:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.sock.poll(int(math.ceil(left * 1000)), zmq.POLLIN):
+                raise TimeoutError("calibd did not subscribe within %g s: is it running, "
+                                   "and is this its ingest endpoint?" % self.subscription_wait)
+            msg = self.sock.recv()
+            self._subscribed = len(msg) > 0 and msg[0] == 1
+
+    def _send(self, topic: bytes, body: Dict[str, Any]) -> None:
+        if not self._subscribed:
+            self._wait_subscription()
+        self.sock.send_multipart([topic, msgpack.packb(body, use_bin_type=True)])
+        self.sent["messages"] += 1
+
+    def predict(self, model: str, ids, *, logits=None, probs=None, p=None, mean=None,
+                var=None, y=None, ts=None) -> int:
+        """Sends predictions of model: one (ids a string or an integer) or n
+        (ids a sequence or array). Exactly one output form: logits or probs
+        (K numbers a prediction), p (a binary classifier's probability of
+        class 1), or mean and var (a Gaussian). y: the outcomes when already
+        known (scored at once, no label needed). ts: seconds since the epoch
+        (one for all, or one a prediction); calibd's receive time when None.
+        Returns the number of predictions sent."""
+        topic = _topic(model)
+        forms = [f for f, v in (("logits", logits), ("probs", probs), ("p", p),
+                                ("mean", mean)) if v is not None]
+        if len(forms) != 1 or (mean is None) != (var is None):
+            raise ValueError("exactly one of logits, probs, p, or mean with var")
+        form = forms[0]
+        if isinstance(ids, (str, int)) or (np is not None and isinstance(ids, np.integer)):
+            return self._predict_row(topic, _id(ids), form, logits, probs, p, mean, var, y, ts)
+        ids = [_id(i) for i in ids]
+        n = len(ids)
+        if form in ("logits", "probs"):
+            rows, k = _matrix(logits if form == "logits" else probs, n, form)
+            cols = {form: rows}  # type: Dict[str, Any]
+        else:
+            cols = {"p": p} if form == "p" else {"mean": mean, "var": var}
+            for key, v in cols.items():
+                if len(v) != n:
+                    raise ValueError("%s: %d numbers expected, not %d" % (key, n, len(v)))
+            k = 0
+        if y is not None and len(y) != n:
+            raise ValueError("y: %d outcomes expected, not %d" % (n, len(y)))
+        ts_many = ts is not None and not isinstance(ts, (int, float))
+        if ts_many and len(ts) != n:
+            raise ValueError("ts: one time, or %d" % n)
+        for a in range(0, n, self.batch):
+            b = min(n, a + self.batch)
+            msg = {"v": 1, "type": "pred", "n": b - a, "id": ids[a:b]}  # type: Dict[str, Any]
+            if k:
+                msg["k"] = k
+            for key, v in cols.items():
+                msg[key] = _floats(_flat(v[a:b]) if k else v[a:b], self.float32)
+            if y is not None:
+                msg["y"] = [_outcome(v) for v in y[a:b]]
+            if ts is not None:
+                msg["ts"] = [float(t) for t in ts[a:b]] if ts_many else float(ts)
+            self._send(topic, msg)
+        self.sent["predictions"] += n
+        return n
+
+    def _predict_row(self, topic, i, form, logits, probs, p, mean, var, y, ts) -> int:
+        msg = {"v": 1, "type": "pred", "id": i}  # type: Dict[str, Any]
+        if form in ("logits", "probs"):
+            row = logits if form == "logits" else probs
+            row = [float(v) for v in (np.asarray(row).ravel() if np is not None else row)]
+            if len(row) < 2:
+                raise ValueError("%s: K >= 2 numbers" % form)
+            msg[form] = row
+        elif form == "p":
+            msg["p"] = float(p)
+        else:
+            msg["mean"], msg["var"] = float(mean), float(var)
+        if y is not None:
+            msg["y"] = _outcome(y)
+        if ts is not None:
+            msg["ts"] = float(ts)
+        self._send(topic, msg)
+        self.sent["predictions"] += 1
+        return 1
+
+    def label(self, model: str, ids, y, *, ts=None) -> int:
+        """Sends the outcomes of earlier predictions, by their ids: one (ids
+        a string or an integer, y one outcome) or n. y: the class index
+        (0 or 1 for a binary p), or the observed value of a regression.
+        Returns the number of labels sent."""
+        topic = _topic(model)
+        if isinstance(ids, (str, int)) or (np is not None and isinstance(ids, np.integer)):
+            msg = {"v": 1, "type": "label", "id": _id(ids), "y": _outcome(y)}
+            if ts is not None:
+                msg["ts"] = float(ts)
+            self._send(topic, msg)
+            self.sent["labels"] += 1
+            return 1
+        ids = [_id(i) for i in ids]
+        n = len(ids)
+        if len(y) != n:
+            raise ValueError("y: %d outcomes expected, not %d" % (n, len(y)))
+        for a in range(0, n, self.batch):
+            b = min(n, a + self.batch)
+            msg = {"v": 1, "type": "label", "n": b - a, "id": ids[a:b],
+                   "y": [_outcome(v) for v in y[a:b]]}
+            if ts is not None:
+                msg["ts"] = float(ts)
+            self._send(topic, msg)
+        self.sent["labels"] += n
+        return n

@@ -1,0 +1,144 @@
+"""The Follower's decoding and apply: the same results as libcalib's
+calib_recal_apply_* (through ctypes), the same validation as
+libcalib_client, and a real calibd's parameters followed."""
+import ctypes
+import math
+import random
+
+import msgpack
+import numpy as np
+import pytest
+
+from calibd import (BINARY, GAUSSIAN, LOGITS, PROBS, Follower, NotApplicable, Params, Producer,
+                    Reject, apply_params, apply_rows, decode_params)
+
+FORMS = {LOGITS: 0, PROBS: 1, BINARY: 2, GAUSSIAN: 3}
+
+
+def c_apply(lib, method, values, form, x):
+    fn = getattr(lib, "calib_recal_apply_" + method)
+    k = len(x) if form in (LOGITS, PROBS) else 2
+    arr = (ctypes.c_double * len(x))(*x)
+    out = (ctypes.c_double * len(x))()
+    par = (ctypes.c_double * len(values))(*values)
+    assert fn(par, FORMS[form], k, arr, out) == 0
+    return list(out)
+
+
+def vectors(seed=7, n=300):
+    """Random inputs of every form and parameters of every method."""
+    r = random.Random(seed)
+    for _ in range(n):
+        k = r.choice([2, 3, 10])
+        z = [r.gauss(0, 3) for _ in range(k)]
+        e = [math.exp(v - max(z)) for v in z]
+        probs = [v / sum(e) for v in e]
+        T = math.exp(r.uniform(-1.5, 1.5))
+        a, b = r.uniform(0.2, 3), r.uniform(-2, 2)
+        yield "temperature", [T], LOGITS, z
+        yield "temperature", [T], PROBS, probs
+        yield "temperature", [T], BINARY, [r.choice([0.0, 1.0, 1e-300, r.random()])]
+        if k == 2:
+            yield "platt", [a, b], LOGITS, z
+            yield "platt", [a, b], PROBS, probs
+        yield "platt", [a, b], BINARY, [r.choice([0.0, 1.0, r.random()])]
+        yield "variance", [a, abs(b)], GAUSSIAN, [r.gauss(0, 5), r.uniform(1e-3, 9)]
+    # logits whose difference overflows a double: kept finite by both
+    yield "platt", [0.0, 0.5], LOGITS, [-1.5e308, 1.5e308]
+    yield "platt", [2.0, 0.5], LOGITS, [1.5e308, -1.5e308]
+
+
+def test_apply_matches_libcalib(libcalib):
+    names = {"temperature": ("T",), "platt": ("a", "b"), "variance": ("w", "b")}
+    worst = 0.0
+    for method, values, form, x in vectors():
+        p = Params("m", 1, method, names[method], values)
+        got = apply_params(p, form, x)
+        want = c_apply(libcalib, method, values, form, x)
+        if form == BINARY:
+            want = want[:1]
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            worst = max(worst, abs(g - w) / max(1.0, abs(w)))
+    # libcalib sums the exponentials four lanes at a time with its own exp
+    # kernel (within 1 ulp of glibc's): an ulp apart at most
+    assert worst <= 1e-15, worst
+
+
+def test_apply_rows_and_numpy():
+    p = Params("m", 3, "temperature", ("T",), (2.0,))
+    z = np.array([[1.0, 2.0, 3.0], [0.0, -1.0, 5.0]])
+    out = apply_rows(p, LOGITS, z)
+    assert isinstance(out, np.ndarray) and out.shape == (2, 3)
+    for row, o in zip(z, out):
+        e = np.exp(row / 2 - max(row / 2))
+        assert np.allclose(o, e / e.sum(), rtol=1e-15, atol=0)
+    # a vector of binary p's is a batch
+    ps = apply_rows(p, BINARY, np.array([0.1, 0.5, 0.9]))
+    assert ps.shape == (3, 1) and abs(ps[1, 0] - 0.5) < 1e-15
+    # lists in, lists out; the identity returns softmax of logits
+    ident = Params("m")
+    assert apply_rows(ident, PROBS, [0.25, 0.75]) == [0.25, 0.75]
+    with pytest.raises(NotApplicable):
+        apply_rows(Params("m", 1, "variance", ("w", "b"), (2.0, 0.0)), LOGITS, [1.0, 2.0])
+    with pytest.raises(ValueError):
+        apply_rows(p, PROBS, [0.5, 0.6])  # does not sum to 1
+
+
+def params_msg(model, **kw):
+    m = {"v": 1, "type": "params", "model": model, "version": 2, "method": "temperature",
+         "params": {"T": 1.5}}
+    m.update(kw)
+    return msgpack.packb(m, use_bin_type=True)
+
+
+def test_decode_validates_like_libcalib_client():
+    p = decode_params(b"m", params_msg("m"))
+    assert (p.version, p.method, p.values) == (2, "temperature", (1.5,))
+    cases = {
+        "model_mismatch": params_msg("other"),
+        "bad_value": params_msg("m", params={"T": 0.0}),
+        "bad_params": params_msg("m", params={"a": 1.0}),
+        "bad_version": msgpack.packb({"v": 2, "type": "params"}),
+        "trailing_bytes": params_msg("m") + b"\x00",
+        "bad_msgpack": b"\xc1",
+    }
+    for reason, payload in cases.items():
+        with pytest.raises(Reject) as e:
+            decode_params(b"m", payload)
+        assert e.value.args[0] == reason
+
+
+def test_follows_a_real_calibd(make_calibd):
+    d = make_calibd()
+    with Producer(d.ep["ingest_pull"]) as prod, \
+            Follower(d.ep["publish"], ["m"]) as f:
+        f.start()
+        # overconfident logits: the labels come from softmax(z / 2)
+        rng = np.random.default_rng(5)
+
+        def draw(n):
+            z = rng.normal(0, 3, size=(n, 3))
+            q = np.exp(z / 2 - (z / 2).max(axis=1, keepdims=True))
+            q /= q.sum(axis=1, keepdims=True)
+            return z, np.array([rng.choice(3, p=row) for row in q])
+
+        z, y = draw(4000)
+        prod.predict("m", np.arange(4000), logits=z, y=y)
+        d.wait(lambda s: s["models"].get("m", {}).get("scored") == 4000)
+        d.ctl("refit", "m")
+        # the gate passes the candidate on fresh pairs: more of the stream
+        # until it is published
+        i = 4000
+        while not f.wait_version("m", 1, 0.2):
+            assert i < 400000, d.status()["models"]["m"]["loop"]
+            zz, yy = draw(2000)
+            prod.predict("m", np.arange(i, i + 2000), logits=zz, y=yy)
+            i += 2000
+        p = f.held("m")
+        assert p.method == "temperature" and 1.5 < p.values[0] < 2.6
+        version, out = f.apply("m", LOGITS, z[:5])
+        assert version == p.version and out.shape == (5, 3)
+        e = np.exp(z[:5] / p.values[0] - (z[:5] / p.values[0]).max(axis=1, keepdims=True))
+        assert np.allclose(out, e / e.sum(axis=1, keepdims=True), rtol=1e-13, atol=0)
+        assert f.counters["accepted"] >= 1 and not f.rejects

@@ -1,0 +1,131 @@
+"""The Producer: the messages it writes (read back off a PULL socket), and
+a real calibd that scores what it sends, of every output form, exactly as
+the scores' formulas (calibd-protocol(7), Scores) give them; nothing lost
+before calibd is up (PUSH); PUB waits for calibd's subscription."""
+import math
+
+import msgpack
+import numpy as np
+import pytest
+import zmq
+
+from calibd import MAX_BATCH, Producer
+
+from conftest import Calibd, free_port
+
+
+def brier(p, y):
+    onehot = np.zeros_like(p)
+    onehot[np.arange(len(y)), y] = 1
+    return float(np.mean(np.sum((p - onehot) ** 2, axis=1)))
+
+
+def softmax(z):
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_messages_on_the_wire():
+    ctx = zmq.Context()
+    pull = ctx.socket(zmq.PULL)
+    port = pull.bind_to_random_port("tcp://127.0.0.1")
+    with Producer("tcp://127.0.0.1:%d" % port, batch=1000, context=ctx) as p:
+        assert p.predict("m-1", "a", probs=[0.25, 0.75], ts=1.7e9) == 1
+        assert p.predict("m-1", np.arange(2500), logits=np.ones((2500, 3)), y=[1] * 2500) == 2500
+        assert p.label("m-1", [7, 8], np.array([0, 2])) == 2
+    msgs = [pull.recv_multipart() for _ in range(5)]
+    ctx.destroy(0)
+    bodies = [msgpack.unpackb(m[1], raw=False) for m in msgs]
+    assert all(m[0] == b"m-1" for m in msgs)
+    assert bodies[0] == {"v": 1, "type": "pred", "id": "a", "probs": [0.25, 0.75], "ts": 1.7e9}
+    assert [b.get("n") for b in bodies[1:4]] == [1000, 1000, 500]
+    b = bodies[3]
+    assert b["k"] == 3 and b["id"][0] == 2000 and len(b["logits"]) == 8 * 500 * 3
+    assert b["y"] == [1] * 500
+    assert bodies[4] == {"v": 1, "type": "label", "n": 2, "id": [7, 8], "y": [0, 2]}
+
+
+def test_shapes_and_ids_are_checked():
+    ctx = zmq.Context()
+    with Producer("tcp://127.0.0.1:1", linger=0, context=ctx) as p:
+        with pytest.raises(ValueError):
+            p.predict("m", [1, 2], logits=np.zeros((3, 2)))
+        with pytest.raises(ValueError):
+            p.predict("m", [1, 2], p=[0.5, 0.5], probs=[[0.5, 0.5]] * 2)
+        with pytest.raises(ValueError):
+            p.predict("m", -1, p=0.5)
+        with pytest.raises(ValueError):
+            p.predict("m", "x" * 65, p=0.5)
+        with pytest.raises(ValueError):
+            p.predict("bad topic", 1, p=0.5)
+        with pytest.raises(ValueError):
+            p.label("m", [1, 2], [1])
+        with pytest.raises(ValueError):
+            Producer("tcp://127.0.0.1:1", batch=MAX_BATCH + 1, context=ctx)
+    ctx.term()
+
+
+@pytest.mark.parametrize("float32", [False, True])
+def test_every_form_scored(calibd, float32):
+    rng = np.random.default_rng(11)
+    n = 3000
+    ids = np.arange(n)
+    z = rng.normal(0, 2, size=(n, 4))
+    q = softmax(rng.normal(0, 1, size=(n, 3)))
+    pb = rng.uniform(0.01, 0.99, size=n)
+    mean, var = rng.normal(0, 1, size=n), rng.uniform(0.5, 2, size=n)
+    y4, y3 = rng.integers(0, 4, size=n), rng.integers(0, 3, size=n)
+    yb, yg = rng.integers(0, 2, size=n), rng.normal(0, 1, size=n)
+    with Producer(calibd.ep["ingest_pull"], batch=700, float32=float32) as p:
+        p.predict("logits", ids, logits=z)
+        p.predict("probs", ids, probs=q.tolist())  # lists of rows
+        p.predict("binary", ids, p=pb)
+        p.predict("gauss", ids, mean=mean, var=var)
+        # the outcomes later, by id; a few rows one at a time
+        p.label("logits", ids, y4)
+        p.label("probs", ids[:-3], y3[:-3])
+        for i in range(n - 3, n):
+            p.label("probs", int(i), int(y3[i]))
+        p.label("binary", ids, yb)
+        p.label("gauss", ids, yg)
+    s = calibd.wait(lambda s: all(s["models"].get(m, {}).get("scored") == n
+                                  for m in ("logits", "probs", "binary", "gauss")))
+    m = s["models"]
+    cast = (lambda a: np.asarray(a, dtype=np.float32).astype(float)) if float32 else np.asarray
+    want = {
+        "logits": brier(softmax(cast(z)), y4),
+        "probs": brier(cast(q), y3),
+        "binary": brier(np.stack([1 - cast(pb), cast(pb)], axis=1), yb),
+    }
+    for name, w in want.items():
+        assert math.isclose(m[name]["raw"]["brier"]["mean"], w, rel_tol=1e-9), name
+    mu, v = cast(mean), cast(var)
+    dss = float(np.mean((yg - mu) ** 2 / v + np.log(v)))
+    assert math.isclose(m["gauss"]["raw"]["dss"]["mean"], dss, rel_tol=1e-9)
+    assert all(sum(m[k]["rejected"].values()) == 0 for k in want)
+
+
+def test_nothing_lost_before_calibd_is_up(make_calibd):
+    """PUSH queues what it sends until the connection is up: calibd started
+    after the sends scores every one."""
+    port = free_port()
+    rng = np.random.default_rng(3)
+    p = Producer("tcp://127.0.0.1:%d" % port, batch=100)
+    p.predict("early", np.arange(2000), p=rng.uniform(0, 1, 2000), y=rng.integers(0, 2, 2000))
+    d = make_calibd(ingest_pull="@tcp://127.0.0.1:%d" % port)
+    d.wait(lambda s: s["models"].get("early", {}).get("scored") == 2000)
+    p.close()
+
+
+def test_pub_waits_for_the_subscription(calibd):
+    with Producer(calibd.ep["ingest"], socket="pub") as p:
+        p.predict("pub", np.arange(1000), p=np.full(1000, 0.5), y=np.ones(1000, dtype=int))
+    calibd.wait(lambda s: s["models"].get("pub", {}).get("scored") == 1000)
+
+
+def test_pub_without_calibd_times_out():
+    port = free_port()
+    with Producer("tcp://127.0.0.1:%d" % port, socket="pub", subscription_wait=0.3,
+                  linger=0) as p:
+        with pytest.raises(TimeoutError):
+            p.predict("m", 1, p=0.5)
