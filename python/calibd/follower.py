@@ -10,11 +10,12 @@ import math
 import sys
 import threading
 import time
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Optional, Sequence, Union
 
 import msgpack
 import zmq
-import zmq.auth
+
+from . import _sockets
 
 try:  # numpy is optional here: lists work without it
     import numpy as np
@@ -398,40 +399,27 @@ class Follower:
         server_key: CURVE, this node's key pair file (NAME.key_secret) and
         calibd's public key file (NAME.key), as `calibctl keygen` writes
         them; both or neither."""
-        if isinstance(endpoints, str):
-            endpoints = [endpoints]
         if isinstance(models, str):
             models = [models]
-        if (key is None) != (server_key is None):
-            raise ValueError("CURVE needs both key and server_key")
         self._thread = None  # type: Optional[threading.Thread]
         self._stop = threading.Event()
         self.ctx = zmq.Context()
         self.sock = self.ctx.socket(zmq.SUB)
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.setsockopt(zmq.MAXMSGSIZE, MAX_MSG_SIZE)
-        if key:
-            # CURVE: our key pair (NAME.key_secret) and calibd's public key
-            # (NAME.key), certificate files as calibctl keygen writes them
-            public, secret = zmq.auth.load_certificate(key)
-            server_public, _ = zmq.auth.load_certificate(server_key)
-            if not secret:
-                raise ValueError("%s: no secret-key: give the key pair "
-                                 "(NAME.key_secret)" % key)
-            self.sock.curve_publickey = public
-            self.sock.curve_secretkey = secret
-            self.sock.curve_serverkey = server_public
         self.params = {}  # type: Dict[bytes, Params]
-        for m in models:
-            if not name_ok(m.encode("utf-8", "surrogateescape"), MODEL_MAX, TOPIC_CHARS):
-                raise ValueError("model %r: not 1..128 bytes of [A-Za-z0-9._:-]" % m)
-            self.params[m.encode()] = Params(m)
-            self.sock.setsockopt(zmq.SUBSCRIBE, m.encode())
-        for ep in endpoints:
-            if ep.startswith("@"):
-                self.sock.bind(ep[1:])
-            else:
-                self.sock.connect(ep[1:] if ep.startswith(">") else ep)
+        try:
+            _sockets.curve(self.sock, key, server_key)
+            for m in models:
+                if not name_ok(m.encode("utf-8", "surrogateescape"), MODEL_MAX, TOPIC_CHARS):
+                    raise ValueError("model %r: not 1..128 bytes of [A-Za-z0-9._:-]" % m)
+                self.params[m.encode()] = Params(m)
+                self.sock.setsockopt(zmq.SUBSCRIBE, m.encode())
+            _sockets.attach(self.sock, endpoints)
+        except Exception:
+            self.sock.close(0)
+            self.ctx.term()
+            raise
         self.on_params = on_params
         self.on_alert = on_alert
         self.counters = {"received": 0, "accepted": 0, "stale": 0, "alerts": 0,

@@ -19,11 +19,12 @@ Which socket loses what (calibd-protocol(7), INGEST):
 import math
 import struct
 import time
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Dict, Optional, Sequence, Union
 
 import msgpack
 import zmq
-import zmq.auth
+
+from . import _sockets
 
 try:
     import numpy as np
@@ -135,8 +136,6 @@ class Producer:
             raise ValueError("socket: \"push\" or \"pub\", not %r" % socket)
         if not 1 <= batch <= MAX_BATCH:
             raise ValueError("batch: 1 to %d rows" % MAX_BATCH)
-        if (key is None) != (server_key is None):
-            raise ValueError("CURVE needs both key and server_key")
         self.batch = batch
         self.float32 = float32
         self.subscription_wait = subscription_wait
@@ -145,20 +144,14 @@ class Producer:
         self.sock = self.ctx.socket(zmq.PUSH if socket == "push" else zmq.XPUB)
         self._subscribed = socket == "push"
         self.sock.setsockopt(zmq.LINGER, int(linger * 1000) if math.isfinite(linger) else -1)
-        if key:
-            public, secret = zmq.auth.load_certificate(key)
-            server_public, _ = zmq.auth.load_certificate(server_key)
-            if not secret:
-                raise ValueError("%s: no secret-key: give the key pair "
-                                 "(NAME.key_secret)" % key)
-            self.sock.curve_publickey = public
-            self.sock.curve_secretkey = secret
-            self.sock.curve_serverkey = server_public
-        for ep in [endpoint] if isinstance(endpoint, str) else endpoint:
-            if ep.startswith("@"):
-                self.sock.bind(ep[1:])
-            else:
-                self.sock.connect(ep[1:] if ep.startswith(">") else ep)
+        try:
+            _sockets.curve(self.sock, key, server_key)
+            _sockets.attach(self.sock, endpoint)
+        except Exception:
+            self.sock.close(0)
+            if self._own_ctx:
+                self.ctx.term()
+            raise
         self.sent = {"messages": 0, "predictions": 0, "labels": 0}  # type: Dict[str, int]
 
     def __enter__(self) -> "Producer":

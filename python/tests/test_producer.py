@@ -11,7 +11,7 @@ import zmq
 
 from calibd import MAX_BATCH, Producer
 
-from conftest import Calibd, free_port
+from conftest import free_port
 
 
 def brier(p, y):
