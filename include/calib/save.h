@@ -52,10 +52,17 @@ extern "C" {
 enum calib_load {
     CALIB_LOAD_FAILED = 0, /* the input is malformed: r says why */
     CALIB_LOAD_OK = 1,     /* read */
-    CALIB_LOAD_OTHER = 2,  /* of other settings (or a higher form): the
-                              structure is left as it was, r not failed */
+    CALIB_LOAD_OTHER = 2,  /* of other settings: the structure is left as
+                              it was, r not failed */
     CALIB_LOAD_NO_ROOM = 3, /* the store's budget refused the room: as it was */
+    CALIB_LOAD_LATER = 4,  /* of a later form than this libcalib reads: as
+                              it was */
+    CALIB_LOAD_REFUSED = 5, /* read, but a state the structure's own check
+                               refuses (a confidence sequence's: reset) */
 };
+
+/* Every section reader returns CALIB_LOAD_LATER for a section of a form
+ * above CALIB_SAVE_FORM, before it reads anything. */
 
 /* Accumulators: {"n", "sum", "sum_c", "sq", "sq_c"} (the compensated
  * sums of x and x^2, calib_accum(3)); an array of n of them. No sum may
@@ -113,9 +120,12 @@ int calib_join_load(calib_mpr *r, const msgpack_object *o, calib_join *j, double
                     double *x, size_t *lost);
 
 /* A drift detector, into d initialised with the running configuration:
- * CALIB_LOAD_OTHER when the stored one is not d's. */
+ * CALIB_LOAD_OTHER when the stored one is not d's. calib_drift_settings:
+ * 1 when the stored settings are d's, 0 when not or on failure (r says
+ * which). */
 void calib_drift_save(calib_mpw *w, const calib_drift *d);
 int calib_drift_load(calib_mpr *r, const msgpack_object *o, calib_drift *d);
+int calib_drift_settings(calib_mpr *r, const msgpack_object *o, const calib_drift *d);
 
 /* A shadow gate; the reader initialises g with the stored configuration
  * (the caller compares it with its own). */
@@ -123,8 +133,8 @@ void calib_gate_save(calib_mpw *w, const calib_gate *g);
 int calib_gate_load(calib_mpr *r, const msgpack_object *o, calib_gate *g);
 
 /* A confidence sequence, into cs initialised with the running settings:
- * CALIB_LOAD_OTHER for other settings, or a state calib_cs_restore
- * refuses (cs then reset). */
+ * CALIB_LOAD_OTHER for other settings, CALIB_LOAD_REFUSED for a state
+ * calib_cs_restore refuses (cs then reset). */
 void calib_cs_save(calib_mpw *w, const calib_cs *cs);
 int calib_cs_load(calib_mpr *r, const msgpack_object *o, calib_cs *cs);
 

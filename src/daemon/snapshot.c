@@ -491,7 +491,7 @@ static int gate_of(calib_mpr *r, const msgpack_object *o, calib_gate *g, const c
                    notes *skipped)
 {
     int rc = calib_gate_load(r, o, g);
-    if (rc == CALIB_LOAD_OTHER)
+    if (rc == CALIB_LOAD_LATER)
         note(skipped, "%s (its gate is of a later form)", what);
     return rc == CALIB_LOAD_OK;
 }
@@ -661,10 +661,15 @@ static int read_loop(calib_mpr *r, const msgpack_object *o, model *m, double shi
     }
     if (drift->type != MSGPACK_OBJECT_NIL && l->drift_on) {
         int rc = CALIB_LOAD_OTHER;
-        if (l->drift.cfg.kind == CALIB_DRIFT_MEAN && !calib_mpr_find(drift, "pair"))
-            note(skipped, "the drift detector (an older calibd's test)");
-        else if ((rc = calib_drift_load(r, drift, &l->drift)) == CALIB_LOAD_OTHER)
+        int same = calib_drift_settings(r, drift, &l->drift);
+        if (r->failed)
+            return 0;
+        if (!same)
             note(skipped, "the drift detector (its settings changed)");
+        else if (l->drift.cfg.kind == CALIB_DRIFT_MEAN && !calib_mpr_find(drift, "pair"))
+            note(skipped, "the drift detector (an older calibd's test)");
+        else if ((rc = calib_drift_load(r, drift, &l->drift)) == CALIB_LOAD_LATER)
+            note(skipped, "the drift detector (of a later form)");
         if (rc == CALIB_LOAD_FAILED)
             return 0;
         if (rc == CALIB_LOAD_OK) {
@@ -755,7 +760,11 @@ static int read_cs(calib_mpr *r, const msgpack_object *o, calib_cs *cs, notes *s
 {
     int rc = calib_cs_load(r, o, cs);
     if (rc == CALIB_LOAD_OTHER)
-        note(skipped, "a confidence sequence (of another cs_alpha, or inconsistent)");
+        note(skipped, "a confidence sequence (of another cs_alpha)");
+    else if (rc == CALIB_LOAD_REFUSED)
+        note(skipped, "a confidence sequence (its state is inconsistent)");
+    else if (rc == CALIB_LOAD_LATER)
+        note(skipped, "a confidence sequence (of a later form)");
     return rc != CALIB_LOAD_FAILED;
 }
 
@@ -878,28 +887,32 @@ static int read_shaped(calib_mpr *r, const msgpack_object *o, model *m, double s
     if (r->failed)
         return 0;
     const msgpack_object *m0 = bins ? calib_mpr_find(&top->via.array.ptr[0], "m") : NULL;
+    int later = 0; /* the views' bins are restored together or not at all */
+    for (int v = 0; bins && v < VIEWS; v++)
+        later |= calib_save_form(&top->via.array.ptr[v]) > CALIB_SAVE_FORM;
     if (bins && (!m0 || m0->type != MSGPACK_OBJECT_POSITIVE_INTEGER || m0->via.u64 != m->top[0].m)) {
         note(skipped, "the cumulative bins (bins changed)");
+    } else if (later) {
+        note(skipped, "the cumulative bins (of a later form)");
     } else {
-        for (int v = 0; bins && v < VIEWS; v++) {
-            int rc = calib_bins_load(r, &top->via.array.ptr[v], &m->top[v]);
-            if (rc == CALIB_LOAD_FAILED)
+        for (int v = 0; bins && v < VIEWS; v++)
+            if (calib_bins_load(r, &top->via.array.ptr[v], &m->top[v]) != CALIB_LOAD_OK)
                 return 0;
-            if (rc == CALIB_LOAD_OTHER)
-                note(skipped, "the cumulative bins of view %d (of a later form)", v);
-        }
         int rc = CALIB_LOAD_OTHER;
         if (m->cw.k && cw->type == MSGPACK_OBJECT_MAP &&
             (rc = calib_cwbins_load(r, cw, &m->cw)) == CALIB_LOAD_FAILED)
             return 0;
-        if (rc == CALIB_LOAD_OTHER && (m->cw.k || cw->type != MSGPACK_OBJECT_NIL))
-            note(skipped, "the class-wise bins");
+        if (rc != CALIB_LOAD_OK && (m->cw.k || cw->type != MSGPACK_OBJECT_NIL))
+            note(skipped, "the class-wise bins%s", rc == CALIB_LOAD_LATER ? " (of a later "
+                 "form)" : "");
     }
     int rc = calib_window_load(r, calib_mpr_map(r, o, "window"), &m->win);
     if (rc == CALIB_LOAD_FAILED)
         return 0;
     if (rc == CALIB_LOAD_OTHER)
         note(skipped, "the window (window, window_panes or bins changed)");
+    else if (rc == CALIB_LOAD_LATER)
+        note(skipped, "the window (of a later form)");
     const msgpack_object *res = calib_mpr_map(r, o, "reservoir"), *ring = calib_mpr_map(r, o, "ring");
     uint64_t rcap, rbound, gcap, gbound;
     calib_store_caps(r, res, &rcap, &rbound);
@@ -912,7 +925,7 @@ static int read_shaped(calib_mpr *r, const msgpack_object *o, model *m, double s
     else if ((rc = calib_reservoir_load(r, res, &m->reservoir, (size_t)rcap)) ==
              CALIB_LOAD_NO_ROOM)
         note(skipped, "the reservoir (no room under memory_limit)");
-    else if (rc == CALIB_LOAD_OTHER)
+    else if (rc == CALIB_LOAD_LATER)
         note(skipped, "the reservoir (of a later form)");
     else if (rc == CALIB_LOAD_FAILED)
         return 0;
@@ -982,7 +995,7 @@ int snapshot_restore_model(model *m, const msgpack_object *o, double shift, int 
                              m->shaped ? m->xcal : NULL, &lost);
     if (rc == CALIB_LOAD_FAILED || !read_events(&r, o, m) || !read_alerts(&r, o, m, shift))
         return -1;
-    if (rc == CALIB_LOAD_OTHER)
+    if (rc == CALIB_LOAD_LATER)
         note(&sk, "the join table (of a later form)");
     if (lost)
         note(&sk, "%zu waiting predictions of another width", lost);

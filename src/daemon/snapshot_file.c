@@ -2,6 +2,7 @@
  * snapshot.h): its header (the frame: format, version, clocks, counts,
  * the body's length and CRC-32), the header's slot, and the walk over the
  * body's model maps. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -163,7 +164,7 @@ int snapshot_open(const char *data, size_t len, snapshot_head *h, char *err, siz
                  "to %d, and later ones written to be read by it)", SNAPSHOT_VERSION);
         goto out;
     }
-    h->version = (unsigned)v->via.u64;
+    h->version = v->via.u64 > UINT_MAX ? UINT_MAX : (unsigned)v->via.u64;
     if (!bo || !calib_mpr_is_str(bo, "little")) {
         calib_mpr_fail(&r, "a snapshot of another byte order");
         goto out;

@@ -33,7 +33,7 @@ unsigned calib_save_form(const msgpack_object *o)
 }
 
 /* 1 when the section o is of a form this reader reads, 0 when higher
- * (the caller returns CALIB_LOAD_OTHER). */
+ * (the caller returns CALIB_LOAD_LATER). */
 static int form_known(const msgpack_object *o)
 {
     return calib_save_form(o) <= CALIB_SAVE_FORM;
@@ -196,6 +196,8 @@ int calib_accum_load(calib_mpr *r, const msgpack_object *o, calib_accum *a)
 {
     if (r->failed)
         return 0;
+    if (!o)
+        return calib_mpr_fail(r, "an accumulator is missing");
     calib_accum t;
     if (o->type == MSGPACK_OBJECT_BIN && o->via.bin.size == ACCUM_01) {
         accum_01(o->via.bin.ptr, &t);
@@ -293,6 +295,8 @@ int calib_eproc_load(calib_mpr *r, const msgpack_object *o, calib_eproc *e)
 {
     if (r->failed)
         return 0;
+    if (!o)
+        return calib_mpr_fail(r, "an e-process is missing");
     calib_eproc t;
     if (o->type == MSGPACK_OBJECT_BIN && o->via.bin.size == EPROC_01) {
         eproc_01(o->via.bin.ptr, &t);
@@ -338,7 +342,7 @@ int calib_bins_load(calib_mpr *r, const msgpack_object *o, calib_bins *b)
     if (!o || o->type != MSGPACK_OBJECT_MAP)
         return calib_mpr_fail(r, "bins: not a map");
     if (!form_known(o))
-        return CALIB_LOAD_OTHER;
+        return CALIB_LOAD_LATER;
     if (calib_mpr_uint(r, o, "m", 0, UINT32_MAX) != b->m && !r->failed)
         return calib_mpr_fail(r, "bins: %u bins expected", b->m);
     uint64_t n = calib_mpr_uint(r, o, "n", 0, UINT64_MAX);
@@ -355,7 +359,7 @@ int calib_bins_load(calib_mpr *r, const msgpack_object *o, calib_bins *b)
          calib_uints_load(r, o, "correct", count + m, m);
     uint64_t sum = 0;
     for (size_t i = 0; ok && i < m; i++) {
-        if (count[m + i] > count[i] || !isfinite(conf[i].sum))
+        if (count[m + i] > count[i] || !isfinite(conf[i].sum) || count[i] > UINT64_MAX - sum)
             ok = calib_mpr_fail(r, "bins: bin %zu is inconsistent", i);
         sum += count[i];
     }
@@ -398,7 +402,7 @@ int calib_cwbins_load(calib_mpr *r, const msgpack_object *o, calib_cwbins *b)
     if (!o || o->type != MSGPACK_OBJECT_MAP)
         return calib_mpr_fail(r, "class-wise bins: not a map");
     if (!form_known(o))
-        return CALIB_LOAD_OTHER;
+        return CALIB_LOAD_LATER;
     uint64_t k = calib_mpr_uint(r, o, "k", 0, UINT32_MAX),
              m = calib_mpr_uint(r, o, "m", 0, UINT32_MAX);
     if (!r->failed && (k != b->k || m != b->m))
@@ -508,7 +512,7 @@ int calib_window_load(calib_mpr *r, const msgpack_object *o, calib_window *win)
     if (!o || o->type != MSGPACK_OBJECT_MAP)
         return calib_mpr_fail(r, "window: not a map");
     if (!form_known(o))
-        return CALIB_LOAD_OTHER;
+        return CALIB_LOAD_LATER;
     int same = numbers_match(r, o, v);
     if (r->failed)
         return 0;
@@ -625,7 +629,7 @@ int calib_reservoir_load(calib_mpr *r, const msgpack_object *o, calib_reservoir 
                          size_t cap)
 {
     if (!form_known(o))
-        return CALIB_LOAD_OTHER;
+        return CALIB_LOAD_LATER;
     uint64_t seen = calib_mpr_uint(r, o, "seen", 0, UINT64_MAX);
     uint64_t skip = calib_mpr_uint(r, o, "skip", 0, UINT64_MAX);
     double w = calib_mpr_double(r, o, "w");
@@ -758,7 +762,7 @@ int calib_join_load(calib_mpr *r, const msgpack_object *o, calib_join *j, double
     if (!o || o->type != MSGPACK_OBJECT_MAP)
         return calib_mpr_fail(r, "join: not a map");
     if (!form_known(o))
-        return CALIB_LOAD_OTHER;
+        return CALIB_LOAD_LATER;
     uint64_t width = calib_mpr_uint(r, o, "width", 0, CALIB_PROTO_MAX_K + 1);
     const msgpack_object *items = calib_mpr_array(r, o, "items", UINT32_MAX);
     const msgpack_object *done = calib_mpr_array(r, o, "done", UINT32_MAX);
@@ -988,7 +992,7 @@ static int pairs_load(calib_mpr *r, const msgpack_object *o, calib_drift *t)
             return 0;
         for (unsigned i = 0; i < CALIB_DRIFT_BANK; i++) {
             pair_01(b + PAIR_01 * i, &t->pair[i]);
-            if (!accum_ok(r, &t->pair[i].ref))
+            if (i < t->npair && !accum_ok(r, &t->pair[i].ref))
                 return 0;
         }
         return 1;
@@ -1002,15 +1006,22 @@ static int pairs_load(calib_mpr *r, const msgpack_object *o, calib_drift *t)
     return 1;
 }
 
-int calib_drift_load(calib_mpr *r, const msgpack_object *o, calib_drift *d)
+int calib_drift_settings(calib_mpr *r, const msgpack_object *o, const calib_drift *d)
 {
     double v[CFG_NUMBERS];
     drift_numbers(&d->cfg, v);
     if (!o || o->type != MSGPACK_OBJECT_MAP)
         return calib_mpr_fail(r, "drift: not a map");
+    return numbers_match(r, o, v);
+}
+
+int calib_drift_load(calib_mpr *r, const msgpack_object *o, calib_drift *d)
+{
+    if (!o || o->type != MSGPACK_OBJECT_MAP)
+        return calib_mpr_fail(r, "drift: not a map");
     if (!form_known(o))
-        return CALIB_LOAD_OTHER;
-    int same = numbers_match(r, o, v);
+        return CALIB_LOAD_LATER;
+    int same = calib_drift_settings(r, o, d);
     if (r->failed)
         return 0;
     if (!same)
@@ -1083,7 +1094,7 @@ int calib_gate_load(calib_mpr *r, const msgpack_object *o, calib_gate *g)
     if (!o || o->type != MSGPACK_OBJECT_MAP)
         return calib_mpr_fail(r, "gate: not a map");
     if (!form_known(o))
-        return CALIB_LOAD_OTHER;
+        return CALIB_LOAD_LATER;
     calib_gate_cfg c = {.alpha = calib_mpr_finite(r, o, "alpha"),
                         .min_improvement = calib_mpr_finite(r, o, "min_improvement"),
                         .lo = calib_mpr_finite(r, o, "lo"), .hi = calib_mpr_finite(r, o, "hi"),
@@ -1144,7 +1155,7 @@ int calib_cs_load(calib_mpr *r, const msgpack_object *o, calib_cs *cs)
     if (!o || o->type != MSGPACK_OBJECT_MAP)
         return calib_mpr_fail(r, "a confidence sequence is not a map");
     if (!form_known(o))
-        return CALIB_LOAD_OTHER;
+        return CALIB_LOAD_LATER;
     double alpha = calib_mpr_finite(r, o, "alpha");
     uint64_t grid = calib_mpr_uint(r, o, "grid", 0, UINT32_MAX);
     const msgpack_object *cap = calib_mpr_array(r, o, "capital", 8);
@@ -1184,6 +1195,6 @@ int calib_cs_load(calib_mpr *r, const msgpack_object *o, calib_cs *cs)
         memcpy(arr[i] + t.first, cap->via.array.ptr[i].via.bin.ptr, len);
     *cs = t;
     if (calib_cs_restore(cs) != CALIB_OK) /* it has reset cs */
-        return CALIB_LOAD_OTHER;
+        return CALIB_LOAD_REFUSED;
     return CALIB_LOAD_OK;
 }
