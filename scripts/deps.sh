@@ -8,6 +8,7 @@ set -euo pipefail
 set_name=${1:-test}
 run=(build-essential autoconf automake libtool pkg-config
      libuv1-dev libzmq3-dev libmsgpack-dev libinih-dev libmicrohttpd-dev zlib1g-dev libcsv-dev
+     libjansson-dev
      python3) # scripts/live_status.py
 tests=(libcmocka-dev # the unit tests
        curl python3-zmq python3-msgpack # the integration tests' probes and senders

@@ -57,6 +57,8 @@ typedef struct calibd {
     http_server http;
     registry reg;       /* registry.c: the models */
     calib_msg msg;      /* the decoder's reusable state */
+    struct ingest_outcome *ingest_out; /* ingest.c: the message's outcome, for
+                                          a sender that waits (HTTP); NULL */
     double *x;          /* one record's outputs, CALIB_PROTO_MAX_K doubles */
     uint64_t messages;  /* ingest messages received */
     uint64_t publish_errors; /* PUB sends that failed */

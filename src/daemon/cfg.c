@@ -302,6 +302,7 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
                  : strcmp(key, "http_tls_key") == 0 ? &c->http_tls_key
                  : strcmp(key, "http_auth_token_file") == 0 ? &c->http_auth_token_file
                  : strcmp(key, "http_auth_basic_file") == 0 ? &c->http_auth_basic_file
+                 : strcmp(key, "http_ingest_token_file") == 0 ? &c->http_ingest_token_file
                  : strcmp(key, "curve_secret_key") == 0 ? &c->curve_secret_key
                  : strcmp(key, "curve_producers") == 0 ? &c->curve_producers
                  : strcmp(key, "curve_operators") == 0 ? &c->curve_operators
@@ -351,12 +352,12 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
         c->auto_models = b;
         return 0;
     }
-    if (strcmp(key, "http_auth_metrics") == 0) {
+    if (strcmp(key, "http_auth_metrics") == 0 || strcmp(key, "http_ingest") == 0) {
         if (parse_bool(value, &b) != 0) {
-            snprintf(err, errlen, "http_auth_metrics = '%s': expected yes or no", value);
+            snprintf(err, errlen, "%s = '%s': expected yes or no", key, value);
             return -1;
         }
-        c->http_auth_metrics = b;
+        *(key[5] == 'a' ? &c->http_auth_metrics : &c->http_ingest) = b;
         return 0;
     }
     if (strcmp(key, "params_interval") == 0 || strcmp(key, "alert_exec_timeout") == 0) {
@@ -525,8 +526,9 @@ void config_free(daemon_cfg *c)
     free(c->http_tls_key);
     free(c->http_auth_token_file);
     free(c->http_auth_basic_file);
+    free(c->http_ingest_token_file);
     c->http_tls_cert = c->http_tls_key = NULL;
-    c->http_auth_token_file = c->http_auth_basic_file = NULL;
+    c->http_auth_token_file = c->http_auth_basic_file = c->http_ingest_token_file = NULL;
     free(c->curve_secret_key);
     free(c->curve_producers);
     free(c->curve_operators);

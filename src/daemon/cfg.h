@@ -77,6 +77,8 @@ typedef struct daemon_cfg {
     char *http_auth_token_file;          /* a bearer token */
     char *http_auth_basic_file;          /* user:password lines */
     int http_auth_metrics;               /* /metrics needs credentials too */
+    int http_ingest;                     /* POST /v1/models/NAME/... (http_ingest.h) */
+    char *http_ingest_token_file;        /* the producers' bearer token, or NULL */
     double health_timeout;    /* /healthz fails when no tick for this long */
     uint64_t history;         /* points of each model's history (0: off) */
     double history_step;      /* seconds between two points of the history */

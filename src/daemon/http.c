@@ -226,8 +226,9 @@ static struct MHD_Response *text_response(const char *body);
 
 /* 401, with a challenge for each kind of credentials accepted; counted,
  * and noted for the log. */
-static enum MHD_Result refuse(http_server *h, struct MHD_Connection *c, const char *method,
-                              const char *url, enum http_verdict v, int bearer)
+static enum MHD_Result refuse(http_server *h, const http_auth *a, struct MHD_Connection *c,
+                              const char *method, const char *url, enum http_verdict v,
+                              int bearer)
 {
     char peer[INET6_ADDRSTRLEN + 1], what[LOG_ESCAPE_SIZE(64)], how[LOG_ESCAPE_SIZE(16)];
     peer_name(c, peer, sizeof peer);
@@ -242,30 +243,31 @@ static enum MHD_Result refuse(http_server *h, struct MHD_Connection *c, const ch
     if (!r)
         return MHD_NO;
     enum MHD_Result ret = MHD_YES;
-    if (h->auth.token)
+    if (a->token)
         ret = MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                       v == HTTP_AUTH_WRONG && bearer
                                           ? "Bearer realm=\"" HTTP_REALM "\", "
                                             "error=\"invalid_token\""
                                           : "Bearer realm=\"" HTTP_REALM "\"");
     if (ret == MHD_YES)
-        ret = h->auth.nusers ? MHD_queue_basic_auth_fail_response(c, HTTP_REALM, r)
-                             : MHD_queue_response(c, MHD_HTTP_UNAUTHORIZED, r);
+        ret = a->nusers ? MHD_queue_basic_auth_fail_response(c, HTTP_REALM, r)
+                        : MHD_queue_response(c, MHD_HTTP_UNAUTHORIZED, r);
     MHD_destroy_response(r);
     return ret;
 }
 
-/* The verdict on a request, with libmicrohttpd's decoding of basic auth. */
-static enum http_verdict authorize(http_server *h, struct MHD_Connection *c, int open,
+/* The verdict of credentials a on a request, with libmicrohttpd's
+ * decoding of basic auth. */
+static enum http_verdict authorize(const http_auth *a, struct MHD_Connection *c, int open,
                                    int *bearer)
 {
     const char *authz =
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     char *user = NULL, *pass = NULL;
     *bearer = authz && strncasecmp(authz, "Bearer ", 7) == 0;
-    if (h->auth.nusers && authz && strncasecmp(authz, "Basic ", 6) == 0)
+    if (a->nusers && authz && strncasecmp(authz, "Basic ", 6) == 0)
         user = MHD_basic_auth_get_username_password(c, &pass);
-    enum http_verdict v = http_auth_check(&h->auth, open, authz, user, pass);
+    enum http_verdict v = http_auth_check(a, open, authz, user, pass);
     if (pass) {
         http_secret_wipe(pass, strlen(pass));
         MHD_free(pass);
@@ -465,12 +467,16 @@ int http_route_open(const char *path)
     return i >= 0 && routes[i].open;
 }
 
-size_t http_routes_text(char *out, size_t len)
+size_t http_routes_text(char *out, size_t len, int ingest)
 {
     size_t n = (size_t)snprintf(out, len, "calibd: the paths served are");
     for (size_t i = 0; i < NROUTES; i++)
         n += (size_t)snprintf(out + (n < len ? n : len), n < len ? len - n : 0, "%s %s%s",
                               i ? "," : "", routes[i].path, routes[i].query);
+    if (ingest) /* http_ingest.h's, by pattern */
+        n += (size_t)snprintf(out + (n < len ? n : len), n < len ? len - n : 0,
+                              ", POST /v1/models/NAME/predictions, "
+                              "POST /v1/models/NAME/labels");
     n += (size_t)snprintf(out + (n < len ? n : len), n < len ? len - n : 0, "\n");
     return n;
 }
@@ -481,22 +487,33 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 {
     http_server *h = cls;
     (void)version;
-    (void)upload;
-    (void)upload_len;
-    (void)state;
+    char name[129];
+    size_t name_len;
+    int type;
+    if (h->ingest.on && http_ingest_route(url, name, &name_len, &type)) {
+        /* the producers' token where there is one, else the operators'
+         * credentials; checked with the headers, before any body */
+        const http_auth *a = h->ingest.auth.token ? &h->ingest.auth : &h->auth;
+        int bearer;
+        enum http_verdict v;
+        if (!*state && http_auth_required(a, 0) &&
+            (v = authorize(a, c, 0, &bearer)) != HTTP_AUTH_PASS)
+            return refuse(h, a, c, method, url, v, bearer);
+        return http_ingest_answer(&h->ingest, c, url, method, upload, upload_len, state);
+    }
     int i = route_of(url);
     /* credentials first: without them, not even which paths exist */
     if (http_auth_required(&h->auth, i >= 0 && routes[i].open)) {
         int bearer;
-        enum http_verdict v = authorize(h, c, i >= 0 && routes[i].open, &bearer);
+        enum http_verdict v = authorize(&h->auth, c, i >= 0 && routes[i].open, &bearer);
         if (v != HTTP_AUTH_PASS)
-            return refuse(h, c, method, url, v, bearer);
+            return refuse(h, &h->auth, c, method, url, v, bearer);
     }
     struct MHD_Response *r;
     unsigned code = MHD_HTTP_OK;
     if (i < 0) {
         char body[256];
-        http_routes_text(body, sizeof body);
+        http_routes_text(body, sizeof body, h->ingest.on);
         code = MHD_HTTP_NOT_FOUND;
         r = text_response(body);
     } else if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
@@ -555,8 +572,8 @@ static void on_request_done(void *cls, struct MHD_Connection *c, void **req_ctx,
                             enum MHD_RequestTerminationCode code)
 {
     http_server *h = cls;
-    (void)req_ctx;
     (void)code;
+    http_ingest_done(req_ctx); /* an ingest request's job, if it was one */
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     if (!info || !info->socket_context)
@@ -605,6 +622,14 @@ int http_start(http_server *h, const char *addr, const http_limits *lim,
     pthread_mutex_init(&h->note_lock, NULL);
     h->lim = *lim;
     history_init(&h->hist, lim->history, lim->history_step);
+    if (http_ingest_init(&h->ingest, acc && acc->ingest, acc ? acc->ingest_max_body : 0,
+                         acc ? acc->ingest_budget : 0, acc ? acc->ingest_token_file : NULL,
+                         err, errlen) != 0) {
+        history_free(&h->hist);
+        pthread_mutex_destroy(&h->note_lock);
+        pthread_mutex_destroy(&h->lock);
+        return -1;
+    }
     if (acc && access_start(h, acc, host, err, errlen) != 0)
         goto fail;
     unsigned idle = (unsigned)ceil(lim->timeout);
@@ -618,6 +643,7 @@ int http_start(http_server *h, const char *addr, const http_limits *lim,
     /* one polling thread (epoll where there is one): a slow client costs a
      * descriptor and a small memory pool, never a thread */
     h->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
+                                  MHD_ALLOW_SUSPEND_RESUME |
                                   MHD_USE_ERROR_LOG | (h->tls_cert ? MHD_USE_TLS : 0),
                               (uint16_t)port, NULL, NULL, answer, h,
                               /* first, so that every line of its start goes there */
@@ -653,6 +679,7 @@ int http_start(http_server *h, const char *addr, const http_limits *lim,
 fail:
     access_free(h);
     history_free(&h->hist);
+    http_ingest_free(&h->ingest);
     pthread_mutex_destroy(&h->note_lock);
     pthread_mutex_destroy(&h->lock);
     return -1;
@@ -783,7 +810,7 @@ static int rounds_init(http_server *h, calibd *d)
     h->d = d;
     calib_mpw_init(&h->round.st);
     if (slicer_init(&h->round.models, d->loop, models_now, round_model, round_rendered, h) ||
-        history_start(&h->hist, d))
+        history_start(&h->hist, d) || http_ingest_start(&h->ingest, d))
         return -1;
     return 0;
 }
@@ -818,6 +845,7 @@ void http_stop(http_server *h)
 {
     if (!h->mhd)
         return;
+    http_ingest_stop(&h->ingest); /* no connection may stay suspended */
     MHD_stop_daemon(h->mhd);
     h->mhd = NULL;
     slicer_close(&h->round.models);
@@ -831,6 +859,7 @@ void http_free(http_server *h)
         return;
     http_stop(h);
     access_free(h);
+    http_ingest_free(&h->ingest);
     pthread_mutex_destroy(&h->note_lock);
     pthread_mutex_destroy(&h->lock);
     blob_release(h->text);

@@ -13,6 +13,7 @@
 
 #include "calib/mpw.h"
 #include "history.h"
+#include "http_ingest.h"
 #include "http_auth.h"
 #include "log.h"
 #include "prom.h"
@@ -45,6 +46,10 @@ typedef struct http_access {
     const char *basic_file;         /* user:password lines (basic auth) */
     int auth_metrics;               /* /metrics needs credentials too */
     logger *log;                    /* warnings at start, or NULL */
+    int ingest;                     /* http_ingest: the POST routes */
+    const char *ingest_token_file;  /* the producers' bearer token, or NULL */
+    size_t ingest_max_body;         /* max_msg_size */
+    size_t ingest_budget;           /* ingest_memory */
 } http_access;
 
 /* A line for the log, from the server's thread, that the loop writes. */
@@ -93,6 +98,7 @@ typedef struct http_server {
     unsigned long long unauthorized[2]; /* 401s: credentials missing, wrong */
     /* set at start, then read-only */
     http_auth auth;
+    http_ingest ingest;     /* POST /v1/models/NAME/...: its own lock */
     char *tls_cert, *tls_key; /* PEM, NUL-terminated; NULL: plain HTTP */
     size_t tls_cert_len, tls_key_len;
     /* lines for the log (the logger is the loop's): its own lock, since
@@ -151,7 +157,7 @@ void http_free(http_server *h);
 int http_route_open(const char *path);
 /* The 404 text, made from the table of routes, into out (len bytes, cut
  * short if need be); its length whole, as snprintf's. */
-size_t http_routes_text(char *out, size_t len);
+size_t http_routes_text(char *out, size_t len, int ingest);
 
 /* With more models than this, /status and /metrics are rendered only
  * while asked for (within the last minute); the first request then answers

@@ -23,6 +23,14 @@ static void reject_topic(calibd *d, model *m, const void *topic, size_t topic_le
                          int reason, const char *key, const char *detail)
 {
     reason = reject_count(m ? m->rejected : d->rejected, reason);
+    ingest_outcome *o = d->ingest_out;
+    if (o)
+        o->rejected++;
+    if (o && !o->first) {
+        o->first = reason;
+        snprintf(o->key, sizeof o->key, "%s", key ? key : "");
+        snprintf(o->detail, sizeof o->detail, "%s", detail ? detail : "");
+    }
     char t[LOG_ESCAPE_SIZE(LOG_TOPIC_MAX)];
     log_escape(t, sizeof t, topic, topic_len, LOG_TOPIC_MAX);
     const char *name = reject_name(reason);
@@ -220,15 +228,14 @@ static const char *shape_key(const calib_msg *msg)
 /* Decodes frames (topic, payload) with the model's K as the hint for a
  * row-form bin, finding or creating the model; NULL when the message is
  * rejected (counted and logged). */
-static model *decode(calibd *d, zmq_msg_t *frames)
+static model *decode(calibd *d, const char *topic, size_t topic_len, const void *payload,
+                     size_t payload_len)
 {
-    const char *topic = zmq_msg_data(&frames[0]);
-    size_t topic_len = zmq_msg_size(&frames[0]);
     calib_msg *msg = &d->msg;
     int why = 0;
     model *m = registry_get(d, topic, topic_len, 0, &why);
-    int rc = calib_msg_decode_k(msg, topic, topic_len, zmq_msg_data(&frames[1]),
-                                zmq_msg_size(&frames[1]), m && m->shaped ? m->k : 0);
+    int rc = calib_msg_decode_k(msg, topic, topic_len, payload, payload_len,
+                                m && m->shaped ? m->k : 0);
     if (rc != CALIB_REJ_NONE) {
         char buf[400];
         reject_topic(d, m, topic, topic_len, rc, msg->fault.key,
@@ -255,23 +262,72 @@ void ingest_on_message(zsock *z, zmq_msg_t *frames, size_t nframes, void *arg)
 {
     calibd *d = arg;
     (void)z;
-    d->messages++;
     if (nframes != 2) {
+        d->messages++;
         reject_topic(d, NULL, zmq_msg_data(&frames[0]), zmq_msg_size(&frames[0]), CALIB_REJ_FRAMING,
                      NULL, nframes < 2 ? "one frame; a message is a topic and a payload"
                      : "more than two frames; a message is a topic and a payload");
         return;
     }
+    ingest_message(d, zmq_msg_data(&frames[0]), zmq_msg_size(&frames[0]),
+                   zmq_msg_data(&frames[1]), zmq_msg_size(&frames[1]), -1, NULL);
+}
+
+void ingest_reject(calibd *d, const void *topic, size_t topic_len, int reason,
+                   const char *why, ingest_outcome *out)
+{
+    d->messages++;
+    if (out)
+        *out = (ingest_outcome){0};
+    d->ingest_out = out;
+    int unused = 0;
+    model *m = registry_get(d, topic, topic_len, 0, &unused);
+    reject_topic(d, m, topic, topic_len, reason, NULL, why);
+    if (out)
+        out->reason = out->first;
+    d->ingest_out = NULL;
+}
+
+/* The records of a decoded message of model m. */
+static void ingest_records(calibd *d, model *m, ingest_outcome *out);
+
+void ingest_message(calibd *d, const void *topic, size_t topic_len, const void *payload,
+                    size_t payload_len, int want, ingest_outcome *out)
+{
+    d->messages++;
+    if (out)
+        *out = (ingest_outcome){0};
+    d->ingest_out = out;
     calib_msg *msg = &d->msg;
-    model *m = decode(d, frames);
-    if (!m)
-        return;
+    model *m = decode(d, topic, topic_len, payload, payload_len);
     char why[ERR_MAX];
     int rc;
-    if (msg->type == CALIB_MSG_PRED && (rc = check_shape(d, m, msg, why, sizeof why)) != 0) {
+    if (!m) {
+        if (out)
+            out->reason = out->first;
+    } else if (want >= 0 && msg->type != want) {
+        reject(d, m, CALIB_REJ_BAD_TYPE, "type", want == CALIB_MSG_PRED
+               ? "this endpoint takes predictions (\"type\": \"pred\")"
+               : "this endpoint takes labels (\"type\": \"label\")");
+        if (out)
+            out->reason = out->first;
+    } else if (msg->type == CALIB_MSG_PRED && (rc = check_shape(d, m, msg, why, sizeof why)) != 0) {
         reject(d, m, rc, rc == REJ_SHAPE ? shape_key(msg) : NULL, why);
-        return;
+        if (out)
+            out->reason = out->first;
+    } else {
+        ingest_records(d, m, out);
     }
+    d->ingest_out = NULL;
+}
+
+static void ingest_records(calibd *d, model *m, ingest_outcome *out)
+{
+    calib_msg *msg = &d->msg;
+    char why[ERR_MAX];
+    int rc;
+    if (out)
+        out->records = msg->n;
     ingest_time now = {steady_now(d), tick_now(d)};
     for (size_t i = 0; i < msg->n; i++) {
         calib_msg_rec r;

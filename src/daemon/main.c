@@ -258,7 +258,9 @@ static int open_sockets(calibd *d, char *err, size_t errlen)
                            (unsigned)c->http_max_per_address, (size_t)c->history,
                            c->history_step};
         http_access acc = {c->http_tls_cert, c->http_tls_key, c->http_auth_token_file,
-                           c->http_auth_basic_file, c->http_auth_metrics, &d->log};
+                           c->http_auth_basic_file, c->http_auth_metrics, &d->log,
+                           c->http_ingest, c->http_ingest_token_file,
+                           (size_t)c->max_msg_size, (size_t)c->ingest_memory};
         int port = http_start(&d->http, c->http, &lim, &acc, err, errlen);
         if (port < 0)
             return -1;
@@ -551,6 +553,7 @@ static int check_config(calibd *d, const char *path)
          readable("http_tls_key", c->http_tls_key, err, sizeof err) &&
          readable("http_auth_token_file", c->http_auth_token_file, err, sizeof err) &&
          readable("http_auth_basic_file", c->http_auth_basic_file, err, sizeof err) &&
+         readable("http_ingest_token_file", c->http_ingest_token_file, err, sizeof err) &&
          create_models(d, err, sizeof err) == 0;
     if (ok)
         printf("calibd: %s: ok\n", path);

@@ -17,6 +17,7 @@ const char *reject_name(int reason)
     case REJ_TOO_MANY_MODELS: return "too_many_models";
     case REJ_SHAPE: return "shape_mismatch";
     case REJ_MEMORY_LIMIT: return "memory_limit";
+    case REJ_BAD_JSON: return "bad_json";
     case REJ_INTERNAL: return "internal";
     }
     return calib_reject_name(reason);

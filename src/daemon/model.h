@@ -24,6 +24,7 @@ enum daemon_reject {
     REJ_TOO_MANY_MODELS,
     REJ_SHAPE,         /* K or output form differs from the model's */
     REJ_MEMORY_LIMIT,  /* the model would take the models past memory_limit */
+    REJ_BAD_JSON,      /* an HTTP body that is no JSON object (json_msg.h) */
     REJ_INTERNAL,      /* a code that is no reason: a bug, counted, not lost */
 };
 #define REJ_MAX 128 /* counters per model, indexed by reason */

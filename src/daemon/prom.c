@@ -609,6 +609,24 @@ static void http_counters(out *t, http_server *h)
          "HTTP requests refused (401) for credentials missing or wrong, by reason.");
     put(t, "calibd_http_unauthorized_total{reason=\"missing\"} %llu\n", missing);
     put(t, "calibd_http_unauthorized_total{reason=\"wrong\"} %llu\n", wrong);
+    if (h->ingest.on) {
+        http_ingest *g = &h->ingest;
+        pthread_mutex_lock(&g->lock);
+        unsigned long long msgs = g->messages, large = g->too_large, media = g->unsupported,
+                           busy = g->busy;
+        pthread_mutex_unlock(&g->lock);
+        help(t, "calibd_http_ingest_messages_total", "counter",
+             "Messages posted over HTTP that calibd ingested (or refused, counted in "
+             "calibd_rejected_total).");
+        put(t, "calibd_http_ingest_messages_total %llu\n", msgs);
+        help(t, "calibd_http_ingest_refused_total", "counter",
+             "HTTP ingest requests refused before the loop, by reason: a body past "
+             "max_msg_size (413), another content type (415), the loop behind (503).");
+        put(t, "calibd_http_ingest_refused_total{reason=\"too_large\"} %llu\n", large);
+        put(t, "calibd_http_ingest_refused_total{reason=\"unsupported_media_type\"} %llu\n",
+            media);
+        put(t, "calibd_http_ingest_refused_total{reason=\"busy\"} %llu\n", busy);
+    }
     if (h->round_seconds <= 0)
         return; /* no round done yet */
     help(t, "calibd_http_render_seconds", "gauge",

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fuzz.sh [TARGET...] — runs the libFuzzer targets of tests/fuzz (protocol,
-# pubmsg, control, cfg, csv, snapshot; all by default), each for
+# pubmsg, control, cfg, csv, snapshot, json; all by default), each for
 # FUZZ_SECONDS (20) over a fresh copy of its seeds (tests/fuzz/corpus/T).
 # One TAP check per target (tests/integ/tap.sh): ok when it ran its time
 # without a crash, a leak, a timeout or running out of memory; else not ok,
@@ -23,7 +23,7 @@ BUILDDIR=${BUILDDIR:-.}
 seconds=${FUZZ_SECONDS:-20}
 jobs=${FUZZ_JOBS:-1}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(protocol pubmsg control cfg csv snapshot)
+[ ${#targets[@]} -gt 0 ] || targets=(protocol pubmsg control cfg csv snapshot json)
 root="$BUILDDIR/tests/fuzz/work"
 mkdir -p "$root" || exit 1
 root=$(cd "$root" && pwd)

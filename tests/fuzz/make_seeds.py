@@ -361,6 +361,28 @@ def history():
     write("snapshot", "history", b"\x02" + pk(h))
 
 
+# ------------------------------------------------------------------ json
+
+def json_seeds():
+    """HTTP ingest bodies in JSON: a byte for the route (0 predictions, 1
+    labels), then the body."""
+    import json
+    seeds = {
+        "logits_batch": (0, {"v": 1, "type": "pred", "n": 2, "k": 3, "id": ["a", 7],
+                             "logits": [[0.1, -2, 3.25], [1e-9, 0, 2]], "y": [2, 0]}),
+        "probs_row": (0, {"v": 1, "type": "pred", "id": "p1", "probs": [0.2, 0.8], "ts": 1.7e9}),
+        "binary_batch": (0, {"v": 1, "type": "pred", "n": 3, "id": [1, 2, 3], "p": [0.1, 0.5, 1]}),
+        "gauss_row": (0, {"v": 1, "type": "pred", "id": 9, "mean": -1.5, "var": 0.25, "y": 0.3}),
+        "labels_batch": (1, {"v": 1, "type": "label", "n": 2, "id": ["a", 7], "y": [1, 0]}),
+        "label_row": (1, {"v": 1, "type": "label", "id": "p1", "y": 1}),
+        "wrong_route": (0, {"v": 1, "type": "label", "id": "x", "y": 1}),
+    }
+    for name, (route, body) in seeds.items():
+        write("json", name, bytes([route]) + json.dumps(body).encode())
+    write("json", "not_json", b"\x00{\"v\": 1, \"type\": ")
+    write("json", "duplicate_key", b"\x01{\"v\": 1, \"v\": 1}")
+
+
 # ------------------------------------------------------------------ corpus.am
 
 def corpus_am():
@@ -386,6 +408,7 @@ def main():
     cfg()
     csv()
     history()
+    json_seeds()
     if a.calibd:
         snapshot(os.path.abspath(a.calibd))
     corpus_am()

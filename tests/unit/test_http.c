@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -289,7 +291,7 @@ static void refusals(void **state)
     fixture *f = *state;
     int code;
     char routes[256];
-    size_t n = http_routes_text(routes, sizeof routes);
+    size_t n = http_routes_text(routes, sizeof routes, 0);
     assert_true(n < sizeof routes);
     assert_non_null(strstr(routes, " /history?model=NAME,"));
     const char *paths[] = {"/", "/metrics", "/status", "/history", "/healthz"};
@@ -310,7 +312,7 @@ static void refusals(void **state)
     free(r);
     /* a text cut short still says how long it is whole */
     char small[8];
-    assert_int_equal(http_routes_text(small, sizeof small), n);
+    assert_int_equal(http_routes_text(small, sizeof small, 0), n);
     assert_int_equal(strlen(small), sizeof small - 1);
 }
 
@@ -692,6 +694,113 @@ static void unauthorized_counted_and_logged(void **state)
     assert_null(strstr(f->logbuf, "nottheright")); /* no credentials in the log */
 }
 
+/* ------------------------------------------------------------ ingest */
+
+/* A POST of body (msgpack) to path, sent whole; the socket, unread. */
+static int post_msgpack(int port, const char *path, const char *body, size_t len)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    char head[256];
+    int n = snprintf(head, sizeof head, "POST %s HTTP/1.0\r\nHost: x\r\nContent-Type: "
+                     "application/msgpack\r\nContent-Length: %zu\r\n\r\n", path, len);
+    assert_int_equal(write(fd, head, (size_t)n), n);
+    assert_int_equal(write(fd, body, len), (ssize_t)len);
+    return fd;
+}
+
+/* The response on fd, read to its end, within ~30 s, the loop run in the
+ * meantime (it answers the queued bodies); its status. */
+static int response_of(fixture *f, int fd, char *buf, size_t cap)
+{
+    size_t len = 0;
+    double end = mono() + 30;
+    for (;;) {
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+        struct timeval tv = {0, 10000};
+        fd_set r;
+        FD_ZERO(&r);
+        FD_SET(fd, &r);
+        if (select(fd + 1, &r, NULL, NULL, &tv) > 0) {
+            ssize_t got = read(fd, buf + len, cap - 1 - len);
+            if (got <= 0)
+                break;
+            len += (size_t)got;
+        }
+        assert_true(mono() < end);
+    }
+    close(fd);
+    buf[len] = 0;
+    int status = 0;
+    assert_int_equal(sscanf(buf, "HTTP/1.%*d %d", &status), 1);
+    return status;
+}
+
+static int setup_ingest(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    /* room for one body of this test's size waiting, not two */
+    http_access acc = {.ingest = 1, .ingest_max_body = 65536, .ingest_budget = 12000};
+    return setup_access(state, f, &acc);
+}
+
+/* While the loop has not taken the first body, a second one past the
+ * budget is answered 503 with Retry-After at once; the first is answered
+ * 200 once the loop runs, its predictions counted on the model. */
+static void ingest_back_pressure(void **state)
+{
+    fixture *f = *state;
+    http_update(&f->d.http, &f->d); /* the first tick: the ingest's wake-up */
+    char body[5000];
+    /* {"v": 1, "type": "pred", "id": "a", "p": 0.5, "pad": bin} */
+    size_t n = 0;
+    const char head[] = "\x85\xa1v\x01\xa4type\xa4pred\xa2id\xa1" "a\xa1p\xcb\x3f\xe0\0\0\0\0\0\0"
+                        "\xa3pad\xc5";
+    memcpy(body, head, sizeof head - 1);
+    n = sizeof head - 1;
+    size_t pad = sizeof body - n - 2;
+    body[n++] = (char)(pad >> 8);
+    body[n++] = (char)(pad & 0xff);
+    memset(body + n, 0, pad);
+    n += pad;
+    int first = post_msgpack(f->port, "/v1/models/m/predictions", body, n);
+    /* the first waits for the loop, which does not run: once it is queued
+     * (the server's counters say so) the second finds no room */
+    double end = mono() + 30;
+    for (;;) {
+        pthread_mutex_lock(&f->d.http.ingest.lock);
+        size_t queued = f->d.http.ingest.queued;
+        pthread_mutex_unlock(&f->d.http.ingest.lock);
+        if (queued)
+            break;
+        assert_true(mono() < end);
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    int second = post_msgpack(f->port, "/v1/models/m/predictions", body, n);
+    char buf[4096];
+    struct timeval tv = {30, 0};
+    setsockopt(second, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ssize_t got = 0, r;
+    while ((r = read(second, buf + got, sizeof buf - 1 - (size_t)got)) > 0)
+        got += r;
+    close(second);
+    buf[got] = 0;
+    assert_non_null(strstr(buf, " 503 "));
+    assert_non_null(strstr(buf, "Retry-After: 1"));
+    assert_non_null(strstr(buf, "\"busy\""));
+    assert_int_equal(response_of(f, first, buf, sizeof buf), 200);
+    assert_non_null(strstr(buf, "\"records\":1"));
+    model *m = registry_find(&f->d, "m", 1);
+    assert_non_null(m);
+    assert_int_equal(m->predictions, 1);
+    assert_int_equal(f->d.http.ingest.busy, 1);
+    assert_int_equal(f->d.http.ingest.messages, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -708,6 +817,7 @@ int main(void)
         cmocka_unit_test(pem_files),
         cmocka_unit_test(start_refusals),
         cmocka_unit_test_setup_teardown(unauthorized_counted_and_logged, setup_auth, teardown),
+        cmocka_unit_test_setup_teardown(ingest_back_pressure, setup_ingest, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,384 @@
+/* http_ingest.c — protocol v1 messages over HTTP (see http_ingest.h). The
+ * server's thread reads a request's body and queues it; the loop takes
+ * the queue on its wake-up, ingests each body as a ZeroMQ message is
+ * ingested, writes the outcome into the request and resumes its
+ * connection, which the server's thread then answers. A request is the
+ * job: the loop touches it only between taking it and resuming it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "calib/protocol.h"
+#include "calibd.h"
+#include "http_ingest.h"
+#include "ingest.h"
+#include "json_msg.h"
+#include "textbuf.h"
+
+#define PREFIX "/v1/models/"
+#define RETRY_AFTER "1" /* seconds a busy answer asks the sender to wait */
+
+typedef struct http_ingest_job {
+    struct http_ingest_job *next;
+    struct MHD_Connection *conn;
+    int type;               /* CALIB_MSG_PRED or CALIB_MSG_LABEL: the route's */
+    int json;               /* the body is JSON, else msgpack */
+    char topic[129];
+    size_t topic_len;
+    char *body;             /* as read; once queued, msgpack */
+    size_t len, cap;
+    int too_large;          /* the body passed max_body: 413 */
+    int queued;             /* handed to the loop */
+    int answered;           /* the loop has ingested it (or refused its JSON) */
+    size_t bytes;           /* its share of the queue's budget */
+    char why[256];          /* the JSON's fault, when it is no JSON object */
+    ingest_outcome out;
+} http_ingest_job;
+
+int http_ingest_route(const char *url, char name[129], size_t *name_len, int *type)
+{
+    if (strncmp(url, PREFIX, sizeof PREFIX - 1) != 0)
+        return 0;
+    const char *n = url + sizeof PREFIX - 1, *slash = strchr(n, '/');
+    if (!slash || slash == n || (size_t)(slash - n) > 128)
+        return 0;
+    if (strcmp(slash, "/predictions") == 0)
+        *type = CALIB_MSG_PRED;
+    else if (strcmp(slash, "/labels") == 0)
+        *type = CALIB_MSG_LABEL;
+    else
+        return 0;
+    *name_len = (size_t)(slash - n);
+    memcpy(name, n, *name_len);
+    name[*name_len] = 0;
+    return 1;
+}
+
+/* ------------------------------------------------------------ the loop's side */
+
+/* Loop thread: one body ingested (or its JSON refused, counted as a
+ * rejection of its model), the outcome written, the connection resumed:
+ * the job is the server thread's again from the resume on. */
+static void take(http_ingest *g, http_ingest_job *j)
+{
+    calibd *d = g->d;
+    if (j->why[0])
+        ingest_reject(d, j->topic, j->topic_len, REJ_BAD_JSON, j->why, &j->out);
+    else
+        ingest_message(d, j->topic, j->topic_len, j->body, j->len, j->type, &j->out);
+    pthread_mutex_lock(&g->lock);
+    g->queued -= j->bytes;
+    g->messages++;
+    j->answered = 1;
+    struct MHD_Connection *c = j->conn;
+    pthread_mutex_unlock(&g->lock);
+    MHD_resume_connection(c);
+}
+
+/* Loop thread: every job queued, in order. */
+static void drain(http_ingest *g)
+{
+    for (;;) {
+        pthread_mutex_lock(&g->lock);
+        http_ingest_job *j = g->head;
+        if (j) {
+            g->head = j->next;
+            if (!g->head)
+                g->tail = NULL;
+        }
+        pthread_mutex_unlock(&g->lock);
+        if (!j)
+            return;
+        take(g, j);
+    }
+}
+
+static void on_async(uv_async_t *a)
+{
+    drain(a->data);
+}
+
+int http_ingest_init(http_ingest *g, int on, size_t max_body, size_t budget,
+                     const char *token_file, char *err, size_t errlen)
+{
+    g->on = on;
+    g->max_body = max_body;
+    g->budget = budget;
+    pthread_mutex_init(&g->lock, NULL);
+    if (on && token_file && http_auth_load(&g->auth, token_file, NULL, err, errlen) != 0) {
+        pthread_mutex_destroy(&g->lock);
+        return -1;
+    }
+    return 0;
+}
+
+int http_ingest_start(http_ingest *g, calibd *d)
+{
+    g->d = d;
+    if (!g->on)
+        return 0;
+    g->async.data = g;
+    if (uv_async_init(d->loop, &g->async, on_async) != 0)
+        return -1;
+    g->async_ready = 1;
+    return 0;
+}
+
+void http_ingest_stop(http_ingest *g)
+{
+    pthread_mutex_lock(&g->lock);
+    g->closed = 1; /* later requests: 503 */
+    pthread_mutex_unlock(&g->lock);
+    if (g->d)
+        drain(g);
+    if (g->async_ready) {
+        uv_close((uv_handle_t *)&g->async, NULL);
+        g->async_ready = 0;
+    }
+}
+
+void http_ingest_free(http_ingest *g)
+{
+    http_auth_free(&g->auth);
+    pthread_mutex_destroy(&g->lock);
+}
+
+/* ------------------------------------------------------------ the server's side */
+
+static struct MHD_Response *json_response(textbuf *t)
+{
+    if (t->failed) {
+        free(t->buf);
+        return NULL;
+    }
+    struct MHD_Response *r = MHD_create_response_from_buffer(t->len, t->buf,
+                                                             MHD_RESPMEM_MUST_FREE);
+    if (r)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    else
+        free(t->buf);
+    return r;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned code, textbuf *t,
+                                 const char *retry_after)
+{
+    struct MHD_Response *r = json_response(t);
+    if (!r)
+        return MHD_NO;
+    if (retry_after)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, retry_after);
+    enum MHD_Result ret = MHD_queue_response(c, code, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* {"ok": false, "error": what[, "detail": ...]} */
+static enum MHD_Result refuse(struct MHD_Connection *c, unsigned code, const char *what,
+                              const char *detail, const char *retry_after)
+{
+    textbuf t = {0};
+    textbuf_put(&t, "{\"ok\":false,\"error\":");
+    textbuf_json_str(&t, what);
+    if (detail) {
+        textbuf_put(&t, ",\"detail\":");
+        textbuf_json_str(&t, detail);
+    }
+    textbuf_put(&t, "}\n");
+    return send_json(c, code, &t, retry_after);
+}
+
+/* The loop's outcome: 200 when the message was taken and some record of
+ * it (or none had to be) was, 400 with the first reason otherwise. */
+static enum MHD_Result answer_outcome(struct MHD_Connection *c, const ingest_outcome *o)
+{
+    int rejected = o->reason != 0 || (o->records > 0 && o->rejected >= o->records);
+    textbuf t = {0};
+    textbuf_put(&t, "{\"ok\":%s,\"records\":%zu,\"rejected\":%zu", rejected ? "false" : "true",
+                o->reason ? 0 : o->records, o->reason ? 0 : o->rejected);
+    if (o->first) {
+        textbuf_put(&t, ",\"error\":");
+        textbuf_json_str(&t, reject_name(o->first));
+        if (o->key[0]) {
+            textbuf_put(&t, ",\"key\":");
+            textbuf_json_str(&t, o->key);
+        }
+        if (o->detail[0]) {
+            textbuf_put(&t, ",\"detail\":");
+            textbuf_json_str(&t, o->detail);
+        }
+    }
+    textbuf_put(&t, "}\n");
+    return send_json(c, rejected ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_OK, &t, NULL);
+}
+
+/* application/json or application/msgpack (parameters ignored): 1 JSON,
+ * 0 msgpack, -1 anything else. */
+static int content_kind(struct MHD_Connection *c)
+{
+    const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (!ct)
+        return -1;
+    size_t n = strcspn(ct, "; \t");
+    if (n == 16 && strncasecmp(ct, "application/json", n) == 0)
+        return 1;
+    if ((n == 19 && strncasecmp(ct, "application/msgpack", n) == 0) ||
+        (n == 21 && strncasecmp(ct, "application/x-msgpack", n) == 0))
+        return 0;
+    return -1;
+}
+
+static void count(http_ingest *g, unsigned long long *n)
+{
+    pthread_mutex_lock(&g->lock);
+    ++*n;
+    pthread_mutex_unlock(&g->lock);
+}
+
+/* The first call: the headers alone. A request refused now is answered at
+ * once (libmicrohttpd then discards its body). */
+static enum MHD_Result begin(http_ingest *g, struct MHD_Connection *c, const char *url,
+                             const char *method, void **state)
+{
+    if (strcmp(method, "POST") != 0) {
+        struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+        if (!r)
+            return MHD_NO;
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST");
+        enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_METHOD_NOT_ALLOWED, r);
+        MHD_destroy_response(r);
+        return ret;
+    }
+    int json = content_kind(c);
+    if (json < 0) {
+        count(g, &g->unsupported);
+        return refuse(c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
+                      "the body is one protocol v1 message map: Content-Type "
+                      "application/json or application/msgpack", NULL);
+    }
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl && strtoull(cl, NULL, 10) > g->max_body) {
+        count(g, &g->too_large);
+        return refuse(c, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
+                      "the body passes max_msg_size", NULL);
+    }
+    http_ingest_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return MHD_NO;
+    if (!http_ingest_route(url, j->topic, &j->topic_len, &j->type)) {
+        free(j);
+        return MHD_NO;
+    }
+    j->json = json;
+    j->conn = c;
+    *state = j;
+    return MHD_YES;
+}
+
+/* A chunk of the body; past max_body the rest is discarded. */
+static void append(http_ingest *g, http_ingest_job *j, const char *data, size_t len)
+{
+    if (j->too_large || len > g->max_body - j->len) {
+        j->too_large = 1;
+        return;
+    }
+    if (j->len + len > j->cap) {
+        size_t cap = j->cap ? j->cap : 4096;
+        while (cap < j->len + len)
+            cap *= 2;
+        if (cap > g->max_body)
+            cap = g->max_body;
+        char *b = realloc(j->body, cap);
+        if (!b) {
+            j->too_large = 1; /* answered as too large: nothing is half-read */
+            return;
+        }
+        j->body = b;
+        j->cap = cap;
+    }
+    memcpy(j->body + j->len, data, len);
+    j->len += len;
+}
+
+/* The whole body read: JSON made msgpack (or its fault kept for the loop
+ * to count), then queued unless the queue is full or closed. */
+static enum MHD_Result hand_over(http_ingest *g, struct MHD_Connection *c, http_ingest_job *j)
+{
+    if (j->too_large) {
+        count(g, &g->too_large);
+        return refuse(c, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
+                      "the body passes max_msg_size", NULL);
+    }
+    if (j->json) {
+        calib_mpw w;
+        calib_mpw_init(&w);
+        if (json_msg_to_msgpack(j->body ? j->body : "", j->len, &w, j->why, sizeof j->why) == 0) {
+            free(j->body);
+            j->body = w.sb.data; /* the writer's buffer, taken over */
+            j->len = j->cap = w.sb.size;
+            w.sb.data = NULL;
+            w.sb.size = w.sb.alloc = 0;
+        } else if (!j->why[0]) {
+            snprintf(j->why, sizeof j->why, "not JSON");
+        }
+        calib_mpw_destroy(&w);
+    }
+    j->bytes = j->cap + sizeof *j;
+    pthread_mutex_lock(&g->lock);
+    int busy = g->closed || !g->async_ready || g->queued + j->bytes > g->budget;
+    if (busy) {
+        g->busy++;
+    } else {
+        /* suspended before the loop can see it, so that its resume comes
+         * after */
+        MHD_suspend_connection(c);
+        j->queued = 1;
+        g->queued += j->bytes;
+        if (g->tail)
+            g->tail->next = j;
+        else
+            g->head = j;
+        g->tail = j;
+    }
+    pthread_mutex_unlock(&g->lock);
+    if (busy)
+        return refuse(c, MHD_HTTP_SERVICE_UNAVAILABLE, "busy",
+                      "calibd is behind (or stopping): send again later", RETRY_AFTER);
+    uv_async_send(&g->async);
+    return MHD_YES;
+}
+
+enum MHD_Result http_ingest_answer(http_ingest *g, struct MHD_Connection *c, const char *url,
+                                   const char *method, const char *upload,
+                                   size_t *upload_len, void **state)
+{
+    http_ingest_job *j = *state;
+    if (!j)
+        return begin(g, c, url, method, state);
+    if (*upload_len) {
+        append(g, j, upload, *upload_len);
+        *upload_len = 0;
+        return MHD_YES;
+    }
+    if (!j->queued)
+        return hand_over(g, c, j);
+    pthread_mutex_lock(&g->lock);
+    int answered = j->answered;
+    pthread_mutex_unlock(&g->lock);
+    if (!answered) /* a call before the loop resumed it: nothing to say yet */
+        return MHD_YES;
+    return answer_outcome(c, &j->out);
+}
+
+void http_ingest_done(void **state)
+{
+    http_ingest_job *j = *state;
+    if (!j)
+        return;
+    free(j->body);
+    free(j);
+    *state = NULL;
+}
