@@ -69,6 +69,8 @@ enum key_type {
     K_FORM,
     K_BOOL,
     K_METHOD,
+    K_TENSOR,   /* a tensor's name: 1..63 printable characters, or "auto" */
+    K_KSFORM,   /* auto, logits, probs or p */
 };
 
 static const struct model_key {
@@ -122,6 +124,9 @@ static const struct model_key {
     {"join_memory", K_UINT, F(join_memory), 1 << 16, (uint64_t)1 << 40, "65536..2^40 bytes"},
     {"sample_memory", K_UINT, F(sample_memory), 1 << 16, (uint64_t)1 << 40,
      "65536..2^40 bytes"},
+    {"kserve_output", K_TENSOR, F(kserve_output), 0, 0,
+     "auto or a tensor's name (1..63 printable characters)"},
+    {"kserve_form", K_KSFORM, F(kserve_form), 0, 0, "auto, logits, probs or p"},
 #undef F
 };
 enum { N_MODEL_KEYS = sizeof model_keys / sizeof model_keys[0] };
@@ -146,6 +151,28 @@ static int parse_method(const char *s, char *out)
     return 0;
 }
 
+/* "auto" is "" (the first usable output). */
+static int parse_tensor(const char *s, char *out)
+{
+    size_t len = strlen(s);
+    if (len == 0 || len > CFG_METHOD_MAX)
+        return -1;
+    for (size_t i = 0; i < len; i++)
+        if (s[i] <= ' ' || s[i] > '~')
+            return -1;
+    memcpy(out, strcmp(s, "auto") == 0 ? "" : s, strcmp(s, "auto") == 0 ? 1 : len + 1);
+    return 0;
+}
+
+static int parse_ksform(const char *s, int *out)
+{
+    if (strcmp(s, "p") == 0)
+        return *out = CALIB_FORM_BINARY, 0;
+    if (strcmp(s, "auto") == 0 || strcmp(s, "logits") == 0 || strcmp(s, "probs") == 0)
+        return parse_form(s, out);
+    return -1;
+}
+
 static int parse_key(const struct model_key *k, const char *value, void *field)
 {
     double v;
@@ -155,6 +182,8 @@ static int parse_key(const struct model_key *k, const char *value, void *field)
     case K_FORM: return parse_form(value, field);
     case K_BOOL: return parse_bool(value, field);
     case K_METHOD: return parse_method(value, field);
+    case K_TENSOR: return parse_tensor(value, field);
+    case K_KSFORM: return parse_ksform(value, field);
     case K_SECONDS0:
     case K_NONNEG:
     case K_PROB:
@@ -172,9 +201,11 @@ static size_t key_size(enum key_type t)
 {
     switch (t) {
     case K_FORM:
+    case K_KSFORM:
     case K_BOOL: return sizeof(int);
     case K_UINT: return sizeof(uint64_t);
-    case K_METHOD: return CFG_METHOD_MAX + 1;
+    case K_METHOD:
+    case K_TENSOR: return CFG_METHOD_MAX + 1;
     default: return sizeof(double);
     }
 }
@@ -220,6 +251,15 @@ const char *config_model_key(size_t i, const model_cfg *m, char *value, size_t l
     }
     case K_BOOL: snprintf(value, len, "%s", *(const int *)f ? "yes" : "no"); break;
     case K_METHOD: snprintf(value, len, "%s", (const char *)f); break;
+    case K_TENSOR:
+        snprintf(value, len, "%s", *(const char *)f ? (const char *)f : "auto");
+        break;
+    case K_KSFORM: {
+        int form = *(const int *)f;
+        snprintf(value, len, "%s", form < 0 ? "auto" : form == CALIB_FORM_BINARY ? "p"
+                                                      : calib_form_name(form));
+        break;
+    }
     default: snprintf(value, len, "%.17g", *(const double *)f); break;
     }
     return k->name;
@@ -493,6 +533,7 @@ int config_init(daemon_cfg *c)
         .gate_max_samples = 20000, .miscal_trigger = 1, .miscal_alpha = 0.01,
         .miscal_min_effect = 0.001, .miscal_period = 20000, .alert_min_samples = 1000,
         .alert_hysteresis = 0.1, .alert_cooldown = 300, .label_starvation = 0,
+        .kserve_output = "", .kserve_form = -1,
     };
     c->params_interval = 10;
     c->model_idle_ttl = 86400;

@@ -51,6 +51,11 @@ typedef struct model_cfg {
     double alert_brier, alert_rbs, alert_ece, alert_dss;
     uint64_t alert_min_samples;
     double alert_hysteresis, alert_cooldown, label_starvation;
+    /* KServe's payload logger (kserve.h): the output tensor read ("": the
+     * first of probability rows, or the first numeric one with a form),
+     * and its form (-1: probability rows, detected) */
+    char kserve_output[CFG_METHOD_MAX + 1];
+    int kserve_form;
     uint64_t set;           /* bit i: field i given in this section */
 } model_cfg;
 

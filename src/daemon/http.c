@@ -476,7 +476,7 @@ size_t http_routes_text(char *out, size_t len, int ingest)
     if (ingest) /* http_ingest.h's, by pattern */
         n += (size_t)snprintf(out + (n < len ? n : len), n < len ? len - n : 0,
                               ", POST /v1/models/NAME/predictions, "
-                              "POST /v1/models/NAME/labels");
+                              "POST /v1/models/NAME/labels, POST /v1/cloudevents");
     n += (size_t)snprintf(out + (n < len ? n : len), n < len ? len - n : 0, "\n");
     return n;
 }

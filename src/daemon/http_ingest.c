@@ -14,9 +14,13 @@
 #include "http_ingest.h"
 #include "ingest.h"
 #include "json_msg.h"
+#include "kserve.h"
 #include "textbuf.h"
 
 #define PREFIX "/v1/models/"
+#define CLOUDEVENTS "/v1/cloudevents"
+#define CE_REQUEST "org.kubeflow.serving.inference.request"
+#define CE_RESPONSE "org.kubeflow.serving.inference.response"
 #define RETRY_AFTER "1" /* seconds a busy answer asks the sender to wait */
 
 typedef struct http_ingest_job {
@@ -33,11 +37,22 @@ typedef struct http_ingest_job {
     int answered;           /* the loop has ingested it (or refused its JSON) */
     size_t bytes;           /* its share of the queue's budget */
     char why[256];          /* the JSON's fault, when it is no JSON object */
+    /* a CloudEvent of KServe's payload logger: its id, and whether it is
+     * the response (else the request, counted and ignored) */
+    int ce, ce_response;
+    char ce_id[KSERVE_ID_MAX + 1];
+    int ignored;            /* the loop ignored it: 1 a request, 2 no usable output */
     ingest_outcome out;
 } http_ingest_job;
 
 int http_ingest_route(const char *url, char name[129], size_t *name_len, int *type)
 {
+    if (strcmp(url, CLOUDEVENTS) == 0) { /* the model is the event's */
+        name[0] = 0;
+        *name_len = 0;
+        *type = CALIB_MSG_PRED;
+        return 1;
+    }
     if (strncmp(url, PREFIX, sizeof PREFIX - 1) != 0)
         return 0;
     const char *n = url + sizeof PREFIX - 1, *slash = strchr(n, '/');
@@ -60,16 +75,50 @@ int http_ingest_route(const char *url, char name[129], size_t *name_len, int *ty
 /* Loop thread: one body ingested (or its JSON refused, counted as a
  * rejection of its model), the outcome written, the connection resumed:
  * the job is the server thread's again from the resume on. */
+/* Loop thread: a KServe CloudEvent. A request is counted and ignored; a
+ * response's output is made a "pred" message as the model's kserve_output
+ * and kserve_form say, and ingested; one without a usable output is
+ * counted, logged at a limited rate and ignored. */
+static void take_event(http_ingest *g, http_ingest_job *j)
+{
+    calibd *d = g->d;
+    if (!j->ce_response) {
+        j->ignored = 1;
+        return;
+    }
+    model_cfg mc;
+    config_model_for(&d->cfg, j->topic, &mc);
+    kserve_opts o = {mc.kserve_output, mc.kserve_form};
+    calib_mpw w;
+    calib_mpw_init(&w);
+    int n = kserve_to_msg(j->body ? j->body : "", j->len, j->ce_id, &o, &w, j->why,
+                          sizeof j->why);
+    if (n > 0) {
+        ingest_message(d, j->topic, j->topic_len, w.sb.data, w.sb.size, CALIB_MSG_PRED, &j->out);
+    } else if (n == 0) {
+        j->ignored = 2;
+        log_rl_key(&d->log, "kserve_unusable", LOG_WARN, "http",
+                   "KServe event %s of %s: ignored: %s", j->ce_id, j->topic, j->why);
+    } else {
+        ingest_reject(d, j->topic, j->topic_len, REJ_BAD_JSON, j->why, &j->out);
+    }
+    calib_mpw_destroy(&w);
+}
+
 static void take(http_ingest *g, http_ingest_job *j)
 {
     calibd *d = g->d;
-    if (j->why[0])
+    if (j->ce)
+        take_event(g, j);
+    else if (j->why[0])
         ingest_reject(d, j->topic, j->topic_len, REJ_BAD_JSON, j->why, &j->out);
     else
         ingest_message(d, j->topic, j->topic_len, j->body, j->len, j->type, &j->out);
     pthread_mutex_lock(&g->lock);
     g->queued -= j->bytes;
     g->messages++;
+    g->kserve_requests += j->ignored == 1;
+    g->kserve_unusable += j->ignored == 2;
     j->answered = 1;
     struct MHD_Connection *c = j->conn;
     pthread_mutex_unlock(&g->lock);
@@ -190,9 +239,22 @@ static enum MHD_Result refuse(struct MHD_Connection *c, unsigned code, const cha
 }
 
 /* The loop's outcome: 200 when the message was taken and some record of
- * it (or none had to be) was, 400 with the first reason otherwise. */
-static enum MHD_Result answer_outcome(struct MHD_Connection *c, const ingest_outcome *o)
+ * it (or none had to be) was, or a KServe event was ignored; 400 with the
+ * first reason otherwise. */
+static enum MHD_Result answer_outcome(struct MHD_Connection *c, const http_ingest_job *j)
 {
+    const ingest_outcome *o = &j->out;
+    if (j->ignored) {
+        textbuf t = {0};
+        textbuf_put(&t, "{\"ok\":true,\"records\":0,\"ignored\":\"%s\"",
+                    j->ignored == 1 ? "request" : "unusable");
+        if (j->ignored == 2) {
+            textbuf_put(&t, ",\"detail\":");
+            textbuf_json_str(&t, j->why);
+        }
+        textbuf_put(&t, "}\n");
+        return send_json(c, MHD_HTTP_OK, &t, NULL);
+    }
     int rejected = o->reason != 0 || (o->records > 0 && o->rejected >= o->records);
     textbuf t = {0};
     textbuf_put(&t, "{\"ok\":%s,\"records\":%zu,\"rejected\":%zu", rejected ? "false" : "true",
@@ -237,6 +299,40 @@ static void count(http_ingest *g, unsigned long long *n)
     pthread_mutex_unlock(&g->lock);
 }
 
+static const char *header(struct MHD_Connection *c, const char *name)
+{
+    return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
+
+/* A binary-mode CloudEvent as KServe's payload logger sends it: its
+ * ce-specversion 1.x, ce-type, ce-id (the prediction ids), and the model,
+ * ce-inferenceservicename, or NAME:canary for the canary endpoint
+ * (ce-endpoint). 0, or -1 with why. Its body is JSON whatever its
+ * Content-Type (the logger copies the inference request's). */
+static int event_of(struct MHD_Connection *c, http_ingest_job *j, char *why, size_t len)
+{
+    const char *spec = header(c, "ce-specversion"), *type = header(c, "ce-type"),
+               *id = header(c, "ce-id"), *name = header(c, "ce-inferenceservicename"),
+               *endpoint = header(c, "ce-endpoint");
+    if (!spec || strncmp(spec, "1.", 2) != 0)
+        return snprintf(why, len, "not a CloudEvent of specversion 1.x (ce-specversion)"), -1;
+    if (!type || (strcmp(type, CE_RESPONSE) != 0 && strcmp(type, CE_REQUEST) != 0))
+        return snprintf(why, len, "ce-type is neither %s nor %s", CE_RESPONSE, CE_REQUEST), -1;
+    if (!id || !id[0] || strlen(id) > KSERVE_ID_MAX)
+        return snprintf(why, len, "ce-id: 1 to %d bytes", KSERVE_ID_MAX), -1;
+    int canary = endpoint && strcmp(endpoint, "canary") == 0;
+    size_t n = name ? strlen(name) : 0;
+    if (!n || n + (canary ? 7 : 0) > 128 || !calib_proto_topic_ok(name, n))
+        return snprintf(why, len, "ce-inferenceservicename: 1 to 121 bytes of "
+                        "[A-Za-z0-9._:-]"), -1;
+    j->ce = 1;
+    j->ce_response = strcmp(type, CE_RESPONSE) == 0;
+    memcpy(j->ce_id, id, strlen(id) + 1);
+    j->topic_len = (size_t)snprintf(j->topic, sizeof j->topic, "%s%s", name,
+                                    canary ? ":canary" : "");
+    return 0;
+}
+
 /* The first call: the headers alone. A request refused now is answered at
  * once (libmicrohttpd then discards its body). */
 static enum MHD_Result begin(http_ingest *g, struct MHD_Connection *c, const char *url,
@@ -251,7 +347,10 @@ static enum MHD_Result begin(http_ingest *g, struct MHD_Connection *c, const cha
         MHD_destroy_response(r);
         return ret;
     }
-    int json = content_kind(c);
+    /* KServe's logger gives its events the inference request's content
+     * type, whatever it was: an event's body is read as JSON regardless */
+    int event = strcmp(url, CLOUDEVENTS) == 0;
+    int json = event ? 1 : content_kind(c);
     if (json < 0) {
         count(g, &g->unsupported);
         return refuse(c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
@@ -271,6 +370,14 @@ static enum MHD_Result begin(http_ingest *g, struct MHD_Connection *c, const cha
     if (!http_ingest_route(url, j->topic, &j->topic_len, &j->type)) {
         free(j);
         return MHD_NO;
+    }
+    if (event) {
+        char why[160];
+        if (event_of(c, j, why, sizeof why) != 0) {
+            free(j);
+            count(g, &g->bad_event);
+            return refuse(c, MHD_HTTP_BAD_REQUEST, "bad_event", why, NULL);
+        }
     }
     j->json = json;
     j->conn = c;
@@ -312,7 +419,7 @@ static enum MHD_Result hand_over(http_ingest *g, struct MHD_Connection *c, http_
         return refuse(c, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
                       "the body passes max_msg_size", NULL);
     }
-    if (j->json) {
+    if (j->json && !j->ce) { /* an event's JSON is the loop's to read (kserve.h) */
         calib_mpw w;
         calib_mpw_init(&w);
         if (json_msg_to_msgpack(j->body ? j->body : "", j->len, &w, j->why, sizeof j->why) == 0) {
@@ -370,7 +477,7 @@ enum MHD_Result http_ingest_answer(http_ingest *g, struct MHD_Connection *c, con
     pthread_mutex_unlock(&g->lock);
     if (!answered) /* a call before the loop resumed it: nothing to say yet */
         return MHD_YES;
-    return answer_outcome(c, &j->out);
+    return answer_outcome(c, j);
 }
 
 void http_ingest_done(void **state)

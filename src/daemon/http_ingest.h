@@ -7,7 +7,8 @@
  * with the records taken, 400 with the reason when the message (or every
  * record of it) is rejected, counted like any rejection; 413 over
  * max_msg_size, 415 for another content type, 503 with Retry-After when
- * the bodies waiting for the loop would pass ingest_memory. */
+ * the bodies waiting for the loop would pass ingest_memory. And POST
+ * /v1/cloudevents: KServe's payload logger's CloudEvents (kserve.h). */
 #ifndef CALIBD_HTTP_INGEST_H
 #define CALIBD_HTTP_INGEST_H
 
@@ -37,7 +38,9 @@ typedef struct http_ingest {
     struct calibd *d;
     /* counters (calibd_http_ingest_*): messages answered by the loop, and
      * requests refused before it: too large, unsupported type, busy */
-    unsigned long long messages, too_large, unsupported, busy;
+    unsigned long long messages, too_large, unsupported, busy, bad_event;
+    /* KServe events ignored: requests, and responses without a usable output */
+    unsigned long long kserve_requests, kserve_unusable;
 } http_ingest;
 
 /* On the server's start: the settings and the producers' token file
@@ -52,8 +55,9 @@ void http_ingest_stop(http_ingest *g);
 void http_ingest_free(http_ingest *g);
 
 /* Whether url is an ingest route: the model's name (1..128 bytes, not
- * checked further here) into name, the message type (CALIB_MSG_PRED or
- * CALIB_MSG_LABEL) into *type. */
+ * checked further here; "" for POST /v1/cloudevents, whose events name it)
+ * into name, the message type (CALIB_MSG_PRED or CALIB_MSG_LABEL) into
+ * *type. */
 int http_ingest_route(const char *url, char name[129], size_t *name_len, int *type);
 
 /* libmicrohttpd's access handler for an ingest route (credentials already

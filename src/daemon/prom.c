@@ -613,7 +613,8 @@ static void http_counters(out *t, http_server *h)
         http_ingest *g = &h->ingest;
         pthread_mutex_lock(&g->lock);
         unsigned long long msgs = g->messages, large = g->too_large, media = g->unsupported,
-                           busy = g->busy;
+                           busy = g->busy, event = g->bad_event, kreq = g->kserve_requests,
+                           kunusable = g->kserve_unusable;
         pthread_mutex_unlock(&g->lock);
         help(t, "calibd_http_ingest_messages_total", "counter",
              "Messages posted over HTTP that calibd ingested (or refused, counted in "
@@ -621,11 +622,18 @@ static void http_counters(out *t, http_server *h)
         put(t, "calibd_http_ingest_messages_total %llu\n", msgs);
         help(t, "calibd_http_ingest_refused_total", "counter",
              "HTTP ingest requests refused before the loop, by reason: a body past "
-             "max_msg_size (413), another content type (415), the loop behind (503).");
+             "max_msg_size (413), another content type (415), the loop behind (503), a "
+             "CloudEvent without the headers of KServe's (400).");
         put(t, "calibd_http_ingest_refused_total{reason=\"too_large\"} %llu\n", large);
         put(t, "calibd_http_ingest_refused_total{reason=\"unsupported_media_type\"} %llu\n",
             media);
         put(t, "calibd_http_ingest_refused_total{reason=\"busy\"} %llu\n", busy);
+        put(t, "calibd_http_ingest_refused_total{reason=\"bad_event\"} %llu\n", event);
+        help(t, "calibd_kserve_ignored_total", "counter",
+             "KServe payload-logger events ignored: requests (their inputs), and responses "
+             "without a usable output (kserve_output, kserve_form).");
+        put(t, "calibd_kserve_ignored_total{reason=\"request\"} %llu\n", kreq);
+        put(t, "calibd_kserve_ignored_total{reason=\"unusable\"} %llu\n", kunusable);
     }
     if (h->round_seconds <= 0)
         return; /* no round done yet */

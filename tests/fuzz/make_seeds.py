@@ -379,6 +379,20 @@ def json_seeds():
     }
     for name, (route, body) in seeds.items():
         write("json", name, bytes([route]) + json.dumps(body).encode())
+    kserve = {
+        "kserve_v1_probs": (2, {"predictions": [[0.2, 0.8], [0.5, 0.5]]}),
+        "kserve_v1_classes": (2, {"predictions": [1, 0]}),
+        "kserve_v2_probs": (2, {"model_name": "m", "id": "1", "outputs": [
+            {"name": "label", "shape": [2], "datatype": "INT64", "data": [1, 0]},
+            {"name": "probabilities", "shape": [2, 3], "datatype": "FP32",
+             "data": [0.1, 0.2, 0.7, 0.3, 0.3, 0.4]}]}),
+        "kserve_v2_logits": (3, {"outputs": [{"name": "z", "shape": [1, 3], "datatype": "FP64",
+                                              "data": [1.5, -2, 0.25]}]}),
+        "kserve_v2_p_named": (3 | 12, {"outputs": [{"name": "y", "shape": [3], "datatype": "FP32",
+                                                    "data": [0.1, 0.9, 0.5]}]}),
+    }
+    for name, (route, body) in kserve.items():
+        write("json", name, bytes([route]) + json.dumps(body).encode())
     write("json", "not_json", b"\x00{\"v\": 1, \"type\": ")
     write("json", "duplicate_key", b"\x01{\"v\": 1, \"v\": 1}")
 

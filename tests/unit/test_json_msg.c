@@ -1,6 +1,9 @@
-/* test_json_msg.c — JSON messages to msgpack (json_msg.h): every JSON type
- * to its msgpack twin, the same message in JSON and in msgpack decoded to
- * the same records, and what is no JSON object refused with where. */
+/* test_json_msg.c — the JSON bodies of HTTP ingest. JSON messages to
+ * msgpack (json_msg.h): every JSON type to its msgpack twin, the same
+ * message in JSON and in msgpack decoded to the same records, and what is
+ * no JSON object refused with where. KServe responses (kserve.h): V1 and
+ * V2 outputs, one row and batches, to the records and ids they say; the
+ * output and form chosen; what holds no usable output, told apart. */
 #include "unit.h"
 
 #include <stdio.h>
@@ -10,6 +13,7 @@
 #include "calib/calib.h"
 #include "calib/protocol.h"
 #include "json_msg.h"
+#include "kserve.h"
 
 static int convert(const char *json, calib_mpw *w, char *err, size_t errlen)
 {
@@ -156,12 +160,112 @@ static void what_is_no_json_object_is_refused(void **state)
     calib_mpw_destroy(&w);
 }
 
+/* kserve_to_msg on body, decoded: the rows (or -1, 0 with why). */
+static int kserve(const char *body, const char *output, int form, calib_msg *m, char *why)
+{
+    calib_mpw w;
+    calib_mpw_init(&w);
+    kserve_opts o = {output, form};
+    int n = kserve_to_msg(body, strlen(body), "ev-1", &o, &w, why, 256);
+    if (n > 0)
+        assert_int_equal(calib_msg_decode(m, "m", 1, w.sb.data, w.sb.size), CALIB_REJ_NONE);
+    calib_mpw_destroy(&w);
+    return n;
+}
+
+static void record(calib_msg *m, size_t i, const char *id, const double *want, size_t k)
+{
+    calib_msg_rec r;
+    double x[8];
+    assert_int_equal(calib_msg_record(m, i, &r, x), CALIB_REJ_NONE);
+    assert_int_equal(r.id_kind, CALIB_MSG_ID_STR);
+    assert_int_equal(r.id_len, strlen(id));
+    assert_memory_equal(r.id, id, r.id_len);
+    for (size_t j = 0; j < k; j++)
+        assert_true(x[j] == want[j]);
+}
+
+static void kserve_outputs_to_records(void **state)
+{
+    (void)state;
+    calib_msg m;
+    calib_msg_init(&m);
+    char why[256];
+    /* V1, a batch of probability rows: ids ev-1/0, ev-1/1 */
+    assert_int_equal(kserve("{\"predictions\": [[0.25, 0.75], [1, 0]]}", NULL, -1, &m, why), 2);
+    assert_int_equal(m.form, CALIB_FORM_PROBS);
+    record(&m, 0, "ev-1/0", (const double[]){0.25, 0.75}, 2);
+    record(&m, 1, "ev-1/1", (const double[]){1, 0}, 2);
+    /* V1, one row: the id is ce-id itself */
+    assert_int_equal(kserve("{\"predictions\": [[0.5, 0.3, 0.2]]}", NULL, -1, &m, why), 1);
+    record(&m, 0, "ev-1", (const double[]){0.5, 0.3, 0.2}, 3);
+    /* V2: the class labels skipped, the probabilities read row-major */
+    const char *v2 = "{\"model_name\": \"m\", \"id\": \"ev-1\", \"outputs\": ["
+                     "{\"name\": \"label\", \"shape\": [2], \"datatype\": \"INT64\", "
+                     "\"data\": [1, 0]}, "
+                     "{\"name\": \"z\", \"shape\": [2, 3], \"datatype\": \"FP64\", "
+                     "\"data\": [1, -1, 0.5, 2, 0, -3]}, "
+                     "{\"name\": \"proba\", \"shape\": [2, 3], \"datatype\": \"FP32\", "
+                     "\"data\": [0.1, 0.2, 0.7, 0.6, 0.3, 0.1]}]}";
+    assert_int_equal(kserve(v2, NULL, -1, &m, why), 2);
+    assert_int_equal(m.form, CALIB_FORM_PROBS);
+    record(&m, 1, "ev-1/1", (const double[]){0.6, 0.3, 0.1}, 3);
+    /* kserve_output and kserve_form: the logits by name */
+    assert_int_equal(kserve(v2, "z", CALIB_FORM_LOGITS, &m, why), 2);
+    assert_int_equal(m.form, CALIB_FORM_LOGITS);
+    record(&m, 0, "ev-1/0", (const double[]){1, -1, 0.5}, 3);
+    /* p: one number a row */
+    assert_int_equal(kserve("{\"predictions\": [0.9, 0.2]}", NULL, CALIB_FORM_BINARY, &m, why),
+                     2);
+    assert_int_equal(m.form, CALIB_FORM_BINARY);
+    record(&m, 1, "ev-1/1", (const double[]){0.2}, 1);
+    calib_msg_destroy(&m);
+}
+
+static void kserve_without_a_usable_output(void **state)
+{
+    (void)state;
+    calib_msg m;
+    calib_msg_init(&m);
+    char why[256];
+    /* class labels, rows summing to 0.99, a name absent: none usable */
+    assert_int_equal(kserve("{\"predictions\": [1, 0, 2]}", NULL, -1, &m, why), 0);
+    assert_non_null(strstr(why, "probability rows"));
+    assert_int_equal(kserve("{\"predictions\": [[0.5, 0.49]]}", NULL, -1, &m, why), 0);
+    assert_int_equal(kserve("{\"outputs\": [{\"name\": \"a\", \"shape\": [1, 2], "
+                            "\"data\": [0.5, 0.5]}]}", "b", -1, &m, why), 0);
+    assert_non_null(strstr(why, "the output b is absent"));
+    /* shape and data that disagree, strings among the numbers */
+    assert_int_equal(kserve("{\"outputs\": [{\"name\": \"a\", \"shape\": [2, 2], "
+                            "\"data\": [0.5, 0.5]}]}", NULL, -1, &m, why), 0);
+    assert_int_equal(kserve("{\"predictions\": [[\"0.5\", 0.5]]}", NULL, -1, &m, why), 0);
+    /* no JSON: -1 */
+    assert_int_equal(kserve("{\"predictions\": ", NULL, -1, &m, why), -1);
+    assert_non_null(strstr(why, "not JSON"));
+    /* a ce-id that leaves no room for the row numbers: -1 */
+    calib_mpw w;
+    calib_mpw_init(&w);
+    kserve_opts o = {NULL, -1};
+    char id[KSERVE_ID_MAX + 1];
+    memset(id, 'a', KSERVE_ID_MAX);
+    id[KSERVE_ID_MAX] = 0;
+    const char *two = "{\"predictions\": [[1, 0], [0, 1]]}";
+    assert_int_equal(kserve_to_msg(two, strlen(two), id, &o, &w, why, sizeof why), -1);
+    assert_non_null(strstr(why, "ce-id"));
+    calib_mpw_reset(&w);
+    assert_int_equal(kserve_to_msg(two, strlen(two), "x", &o, &w, why, sizeof why), 2);
+    calib_mpw_destroy(&w);
+    calib_msg_destroy(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_type_has_its_twin),
         cmocka_unit_test(json_and_msgpack_decode_alike),
         cmocka_unit_test(what_is_no_json_object_is_refused),
+        cmocka_unit_test(kserve_outputs_to_records),
+        cmocka_unit_test(kserve_without_a_usable_output),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
