@@ -25,16 +25,23 @@
 #include "http.h"
 #include "registry.h"
 
-/* One request with one more header line (or NULL); returns the whole
- * response (malloc'ed) and its status. */
-static char *request_with(int port, const char *method, const char *path, const char *header,
-                          int *status)
+/* A connection to the server on port. */
+static int connect_local(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     assert_true(fd >= 0);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    return fd;
+}
+
+/* One request with one more header line (or NULL); returns the whole
+ * response (malloc'ed) and its status. */
+static char *request_with(int port, const char *method, const char *path, const char *header,
+                          int *status)
+{
+    int fd = connect_local(port);
     char req[512];
     int n = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: x\r\n%s%s\r\n", method, path,
                      header ? header : "", header ? "\r\n" : "");
@@ -699,11 +706,7 @@ static void unauthorized_counted_and_logged(void **state)
 /* A POST of body (msgpack) to path, sent whole; the socket, unread. */
 static int post_msgpack(int port, const char *path, const char *body, size_t len)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    int fd = connect_local(port);
     char head[256];
     int n = snprintf(head, sizeof head, "POST %s HTTP/1.0\r\nHost: x\r\nContent-Type: "
                      "application/msgpack\r\nContent-Length: %zu\r\n\r\n", path, len);
