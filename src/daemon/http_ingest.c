@@ -41,7 +41,7 @@ typedef struct http_ingest_job {
      * the response (else the request, counted and ignored) */
     int ce, ce_response;
     char ce_id[KSERVE_ID_MAX + 1];
-    int ignored;            /* the loop ignored it: 1 a request, 2 no usable output */
+    int ignored;            /* the loop ignored it: 2, no usable output */
     ingest_outcome out;
 } http_ingest_job;
 
@@ -75,17 +75,13 @@ int http_ingest_route(const char *url, char name[129], size_t *name_len, int *ty
 /* Loop thread: one body ingested (or its JSON refused, counted as a
  * rejection of its model), the outcome written, the connection resumed:
  * the job is the server thread's again from the resume on. */
-/* Loop thread: a KServe CloudEvent. A request is counted and ignored; a
- * response's output is made a "pred" message as the model's kserve_output
- * and kserve_form say, and ingested; one without a usable output is
- * counted, logged at a limited rate and ignored. */
+/* Loop thread: a KServe response event (a request's was answered by the
+ * server's thread, unread): its output made a "pred" message as the
+ * model's kserve_output and kserve_form say, and ingested; one without a
+ * usable output is counted, logged at a limited rate and ignored. */
 static void take_event(http_ingest *g, http_ingest_job *j)
 {
     calibd *d = g->d;
-    if (!j->ce_response) {
-        j->ignored = 1;
-        return;
-    }
     model_cfg mc;
     config_model_for(&d->cfg, j->topic, &mc);
     kserve_opts o = {mc.kserve_output, mc.kserve_form};
@@ -117,7 +113,6 @@ static void take(http_ingest *g, http_ingest_job *j)
     pthread_mutex_lock(&g->lock);
     g->queued -= j->bytes;
     g->messages++;
-    g->kserve_requests += j->ignored == 1;
     g->kserve_unusable += j->ignored == 2;
     j->answered = 1;
     struct MHD_Connection *c = j->conn;
@@ -246,12 +241,8 @@ static enum MHD_Result answer_outcome(struct MHD_Connection *c, const http_inges
     const ingest_outcome *o = &j->out;
     if (j->ignored) {
         textbuf t = {0};
-        textbuf_put(&t, "{\"ok\":true,\"records\":0,\"ignored\":\"%s\"",
-                    j->ignored == 1 ? "request" : "unusable");
-        if (j->ignored == 2) {
-            textbuf_put(&t, ",\"detail\":");
-            textbuf_json_str(&t, j->why);
-        }
+        textbuf_put(&t, "{\"ok\":true,\"records\":0,\"ignored\":\"unusable\",\"detail\":");
+        textbuf_json_str(&t, j->why);
         textbuf_put(&t, "}\n");
         return send_json(c, MHD_HTTP_OK, &t, NULL);
     }
@@ -357,13 +348,6 @@ static enum MHD_Result begin(http_ingest *g, struct MHD_Connection *c, const cha
                       "the body is one protocol v1 message map: Content-Type "
                       "application/json or application/msgpack", NULL);
     }
-    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl && strtoull(cl, NULL, 10) > g->max_body) {
-        count(g, &g->too_large);
-        return refuse(c, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
-                      "the body passes max_msg_size", NULL);
-    }
     http_ingest_job *j = calloc(1, sizeof *j);
     if (!j)
         return MHD_NO;
@@ -378,6 +362,21 @@ static enum MHD_Result begin(http_ingest *g, struct MHD_Connection *c, const cha
             count(g, &g->bad_event);
             return refuse(c, MHD_HTTP_BAD_REQUEST, "bad_event", why, NULL);
         }
+        if (!j->ce_response) { /* its inputs: answered now, its body unread */
+            free(j);
+            count(g, &g->kserve_requests);
+            textbuf t = {0};
+            textbuf_put(&t, "{\"ok\":true,\"records\":0,\"ignored\":\"request\"}\n");
+            return send_json(c, MHD_HTTP_OK, &t, NULL);
+        }
+    }
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl && strtoull(cl, NULL, 10) > g->max_body) {
+        free(j);
+        count(g, &g->too_large);
+        return refuse(c, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
+                      "the body passes max_msg_size", NULL);
     }
     j->json = json;
     j->conn = c;

@@ -16,6 +16,7 @@
 cat > "$work/calibd.conf" <<EOF2
 [daemon]
 http_ingest = yes
+max_msg_size = 65536
 [model iris-v2-logits]
 kserve_output = logits
 kserve_form = logits
@@ -136,16 +137,20 @@ r=$(ce response a2 iris-classes '{"outputs": [{"name": "y", "shape": [2], "datat
 check "class labels (V2): ignored, not usable ($r)" '[[ "$r" == 200\ *\"ignored\":\"unusable\"* ]]'
 r=$(ce response a3 iris-classes '{"predictions": ')
 check "a response that is no JSON: 400 bad_json, counted ($r)" '[[ "$r" == 400\ *bad_json* ]]'
+"$PY" -c 'import json; print(json.dumps({"instances": [[0.5] * 4] * 5000}))' > "$work/inputs.json"
+r=$(ce request a4 iris-classes "@$work/inputs.json")
+check "a request event past max_msg_size: answered 200 unread, ignored ($r)" \
+    '[[ "$r" == 200\ *\"ignored\":\"request\"* ]]'
 r=$(curl -sS -o /dev/null -w '%{http_code}' -X POST -H "Content-Type: application/json" \
     --data '{"predictions": [[0.5, 0.5]]}' "$base/v1/cloudevents")
 check "an event without KServe's headers: 400 ($r)" '[ "$r" = 400 ]'
 refusals() {
     curl -sS "$base/metrics" > "$work/metrics" &&
         grep -q '^calibd_kserve_ignored_total{reason="unusable"} 2$' "$work/metrics" &&
-        grep -q '^calibd_kserve_ignored_total{reason="request"} 240$' "$work/metrics" &&
+        grep -q '^calibd_kserve_ignored_total{reason="request"} 241$' "$work/metrics" &&
         grep -q '^calibd_http_ingest_refused_total{reason="bad_event"} 1$' "$work/metrics"
 }
-check "in /metrics: 240 requests and 2 unusable responses ignored, 1 event refused" \
+check "in /metrics: 241 requests and 2 unusable responses ignored, 1 event refused" \
     'wait_until refusals'
 check "calibd stops cleanly" stop_calibd
 finish
