@@ -93,8 +93,11 @@ static void take_event(http_ingest *g, http_ingest_job *j)
         ingest_message(d, j->topic, j->topic_len, w.sb.data, w.sb.size, CALIB_MSG_PRED, &j->out);
     } else if (n == 0) {
         j->ignored = 2;
+        char id[LOG_ESCAPE_SIZE(KSERVE_ID_MAX)], topic[LOG_ESCAPE_SIZE(128)];
+        log_escape(id, sizeof id, j->ce_id, strlen(j->ce_id), KSERVE_ID_MAX);
+        log_escape(topic, sizeof topic, j->topic, j->topic_len, 128);
         log_rl_key(&d->log, "kserve_unusable", LOG_WARN, "http",
-                   "KServe event %s of %s: ignored: %s", j->ce_id, j->topic, j->why);
+                   "KServe event %s of %s: ignored: %s", id, topic, j->why);
     } else {
         ingest_reject(d, j->topic, j->topic_len, REJ_BAD_JSON, j->why, &j->out);
     }
@@ -120,10 +123,21 @@ static void take(http_ingest *g, http_ingest_job *j)
     MHD_resume_connection(c);
 }
 
-/* Loop thread: every job queued, in order. */
-static void drain(http_ingest *g)
+/* Loop thread: the jobs queued, in order, for at most DRAIN_NS at once
+ * (the loop's other work goes on between): the rest at the next wake-up.
+ * all: every one, whatever it takes (at stop). */
+#define DRAIN_NS 5000000ull
+static void drain(http_ingest *g, int all)
 {
+    uint64_t start = uv_hrtime();
     for (;;) {
+        if (!all && uv_hrtime() - start >= DRAIN_NS) {
+            pthread_mutex_lock(&g->lock);
+            if (g->head && g->async_ready)
+                uv_async_send(&g->async);
+            pthread_mutex_unlock(&g->lock);
+            return;
+        }
         pthread_mutex_lock(&g->lock);
         http_ingest_job *j = g->head;
         if (j) {
@@ -140,7 +154,7 @@ static void drain(http_ingest *g)
 
 static void on_async(uv_async_t *a)
 {
-    drain(a->data);
+    drain(a->data, 0);
 }
 
 int http_ingest_init(http_ingest *g, int on, size_t max_body, size_t budget,
@@ -165,7 +179,9 @@ int http_ingest_start(http_ingest *g, calibd *d)
     g->async.data = g;
     if (uv_async_init(d->loop, &g->async, on_async) != 0)
         return -1;
+    pthread_mutex_lock(&g->lock);
     g->async_ready = 1;
+    pthread_mutex_unlock(&g->lock);
     return 0;
 }
 
@@ -175,11 +191,13 @@ void http_ingest_stop(http_ingest *g)
     g->closed = 1; /* later requests: 503 */
     pthread_mutex_unlock(&g->lock);
     if (g->d)
-        drain(g);
-    if (g->async_ready) {
+        drain(g, 1);
+    pthread_mutex_lock(&g->lock);
+    int ready = g->async_ready;
+    g->async_ready = 0;
+    pthread_mutex_unlock(&g->lock);
+    if (ready)
         uv_close((uv_handle_t *)&g->async, NULL);
-        g->async_ready = 0;
-    }
 }
 
 void http_ingest_free(http_ingest *g)
@@ -247,6 +265,14 @@ static enum MHD_Result answer_outcome(struct MHD_Connection *c, const http_inges
         return send_json(c, MHD_HTTP_OK, &t, NULL);
     }
     int rejected = o->reason != 0 || (o->records > 0 && o->rejected >= o->records);
+    /* calibd's own limits are no fault of the message: send again later
+     * (503), or configure the model (404) */
+    unsigned code = !rejected                            ? MHD_HTTP_OK
+                    : o->reason == REJ_UNKNOWN_MODEL     ? MHD_HTTP_NOT_FOUND
+                    : o->reason == REJ_TOO_MANY_MODELS || o->reason == REJ_MEMORY_LIMIT ||
+                              o->reason == CALIB_REJ_NO_MEMORY
+                                                         ? MHD_HTTP_SERVICE_UNAVAILABLE
+                                                         : MHD_HTTP_BAD_REQUEST;
     textbuf t = {0};
     textbuf_put(&t, "{\"ok\":%s,\"records\":%zu,\"rejected\":%zu", rejected ? "false" : "true",
                 o->reason ? 0 : o->records, o->reason ? 0 : o->rejected);
@@ -263,7 +289,7 @@ static enum MHD_Result answer_outcome(struct MHD_Connection *c, const http_inges
         }
     }
     textbuf_put(&t, "}\n");
-    return send_json(c, rejected ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_OK, &t, NULL);
+    return send_json(c, code, &t, code == MHD_HTTP_SERVICE_UNAVAILABLE ? RETRY_AFTER : NULL);
 }
 
 /* application/json or application/msgpack (parameters ignored): 1 JSON,
@@ -362,17 +388,10 @@ static enum MHD_Result begin(http_ingest *g, struct MHD_Connection *c, const cha
             count(g, &g->bad_event);
             return refuse(c, MHD_HTTP_BAD_REQUEST, "bad_event", why, NULL);
         }
-        if (!j->ce_response) { /* its inputs: answered now, its body unread */
-            free(j);
-            count(g, &g->kserve_requests);
-            textbuf t = {0};
-            textbuf_put(&t, "{\"ok\":true,\"records\":0,\"ignored\":\"request\"}\n");
-            return send_json(c, MHD_HTTP_OK, &t, NULL);
-        }
     }
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl && strtoull(cl, NULL, 10) > g->max_body) {
+    if (cl && strtoull(cl, NULL, 10) > g->max_body && !(j->ce && !j->ce_response)) {
         free(j);
         count(g, &g->too_large);
         return refuse(c, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
@@ -432,9 +451,11 @@ static enum MHD_Result hand_over(http_ingest *g, struct MHD_Connection *c, http_
         }
         calib_mpw_destroy(&w);
     }
-    j->bytes = j->cap + sizeof *j;
+    j->bytes = j->len + sizeof *j;
     pthread_mutex_lock(&g->lock);
-    int busy = g->closed || !g->async_ready || g->queued + j->bytes > g->budget;
+    /* a body alone always fits (max_msg_size <= ingest_memory is not
+     * required of the configuration): the budget bounds what waits */
+    int busy = g->closed || !g->async_ready || (g->queued && g->queued + j->bytes > g->budget);
     if (busy) {
         g->busy++;
     } else {
@@ -448,12 +469,12 @@ static enum MHD_Result hand_over(http_ingest *g, struct MHD_Connection *c, http_
         else
             g->head = j;
         g->tail = j;
+        uv_async_send(&g->async); /* under the lock: stop closes it under it too */
     }
     pthread_mutex_unlock(&g->lock);
     if (busy)
         return refuse(c, MHD_HTTP_SERVICE_UNAVAILABLE, "busy",
                       "calibd is behind (or stopping): send again later", RETRY_AFTER);
-    uv_async_send(&g->async);
     return MHD_YES;
 }
 
@@ -464,10 +485,20 @@ enum MHD_Result http_ingest_answer(http_ingest *g, struct MHD_Connection *c, con
     http_ingest_job *j = *state;
     if (!j)
         return begin(g, c, url, method, state);
+    int request = j->ce && !j->ce_response;
     if (*upload_len) {
-        append(g, j, upload, *upload_len);
+        if (!request) /* a request event's inputs: read, not kept */
+            append(g, j, upload, *upload_len);
         *upload_len = 0;
         return MHD_YES;
+    }
+    if (request) { /* counted and ignored; answered once read, so that the
+                      connection stays open (an answer before the body
+                      closes it) */
+        count(g, &g->kserve_requests);
+        textbuf t = {0};
+        textbuf_put(&t, "{\"ok\":true,\"records\":0,\"ignored\":\"request\"}\n");
+        return send_json(c, MHD_HTTP_OK, &t, NULL);
     }
     if (!j->queued)
         return hand_over(g, c, j);

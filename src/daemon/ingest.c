@@ -121,7 +121,13 @@ typedef struct ingest_time {
  * prediction and its y turns out not to fit the model's K. */
 static void score_pair(calibd *d, model *m, const double *x, double y, double now)
 {
-    if (check_y(d, m, y, "a label that waited for its prediction:") != 0)
+    /* the label's fault, of an earlier message: counted for the model, not
+     * held against this one's outcome */
+    ingest_outcome *out = d->ingest_out;
+    d->ingest_out = NULL;
+    int bad = check_y(d, m, y, "a label that waited for its prediction:") != 0;
+    d->ingest_out = out;
+    if (bad)
         return;
     model_observe(m, x, y, now);
 }

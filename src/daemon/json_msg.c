@@ -15,6 +15,8 @@ static int put(calib_mpw *w, const json_t *v)
         const char *key;
         json_t *val;
         calib_mpw_map(w);
+        if (w->err) /* nested deeper than the writer takes: no further */
+            return -1;
         json_object_foreach((json_t *)v, key, val) {
             calib_mpw_key(w, key);
             if (put(w, val) != 0)
@@ -27,6 +29,8 @@ static int put(calib_mpw *w, const json_t *v)
         size_t i;
         json_t *val;
         calib_mpw_array(w);
+        if (w->err)
+            return -1;
         json_array_foreach(v, i, val)
             if (put(w, val) != 0)
                 return -1;

@@ -93,8 +93,11 @@ static int v2_tensor(const json_t *out, tensor *t)
     json_int_t d[2] = {0, 1};
     for (size_t i = 0; i < dims; i++) {
         const json_t *x = json_array_get(shape, i);
+        /* rows and classes within the protocol's bounds: n * k cannot wrap */
         if (!json_is_integer(x) || json_integer_value(x) < 1 ||
-            json_integer_value(x) > CALIB_PROTO_MAX_N * (json_int_t)CALIB_PROTO_MAX_K)
+            json_integer_value(x) > (i == 0 && dims == 2 ? CALIB_PROTO_MAX_N
+                                     : dims == 1         ? CALIB_PROTO_MAX_N
+                                                         : CALIB_PROTO_MAX_K))
             return 0;
         d[i] = json_integer_value(x);
     }
