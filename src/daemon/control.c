@@ -56,8 +56,8 @@ static void reply_refit(calibd *d, calib_mpw *w, const msgpack_object *name)
     calib_mpw_map(w);
     calib_mpw_key(w, "ok");
     calib_mpw_bool(w, 1);
-    pack_counter(w, "refit", m->recalib.refits);
-    pack_counter(w, "samples", n);
+    calib_mpw_key_uint(w, "refit", m->recalib.refits);
+    calib_mpw_key_uint(w, "samples", n);
     calib_mpw_end(w);
 }
 
@@ -80,7 +80,7 @@ static void reply_forget(calibd *d, calib_mpw *w, const msgpack_object *name)
     calib_mpw_bool(w, 1);
     calib_mpw_key(w, "forgetting");
     calib_mpw_str(w, m->name);
-    pack_counter(w, "scored", m->scored);
+    calib_mpw_key_uint(w, "scored", m->scored);
     calib_mpw_end(w);
 }
 

@@ -15,8 +15,3 @@ void pack_estimate(calib_mpw *w, const calib_accum *a)
     calib_mpw_end(w);
 }
 
-void pack_counter(calib_mpw *w, const char *name, uint64_t v)
-{
-    calib_mpw_key(w, name);
-    calib_mpw_uint(w, v);
-}

@@ -10,7 +10,5 @@
 
 /* {"mean": m, "ci": [lo, hi] or nil, "n": n} */
 void pack_estimate(calib_mpw *w, const calib_accum *a);
-/* the key name, then v */
-void pack_counter(calib_mpw *w, const char *name, uint64_t v);
 
 #endif

@@ -52,8 +52,8 @@ static void pack_drift(calib_mpw *w, const model_recalib *l)
     calib_mpw_num(w, dr->state == CALIB_DRIFT_REFERENCE ? NAN : dr->null_mean);
     calib_mpw_key(w, "log_e");
     calib_mpw_num(w, calib_drift_log_e(dr));
-    pack_counter(w, "alarms", l->drift_alarms);
-    pack_counter(w, "resets", dr->resets);
+    calib_mpw_key_uint(w, "alarms", l->drift_alarms);
+    calib_mpw_key_uint(w, "resets", dr->resets);
     calib_mpw_end(w);
 }
 
@@ -130,7 +130,7 @@ static void pack_trigger(calib_mpw *w, const model *m)
         calib_mpw_nil(w);
     calib_mpw_key(w, "log_e");
     calib_mpw_num(w, l->trig_on ? calib_gate_log_e(&l->trig) : 0);
-    pack_counter(w, "alarms", l->miscal_alarms);
+    calib_mpw_key_uint(w, "alarms", l->miscal_alarms);
     calib_mpw_end(w);
 }
 
@@ -149,22 +149,22 @@ static void status_pack_loop(calib_mpw *w, const model *m)
         calib_mpw_str(w, refit_reason_or_none(l->refit.pending));
     else
         calib_mpw_nil(w);
-    pack_counter(w, "refits", l->refits);
-    pack_counter(w, "refit_errors", l->refit_errors);
-    pack_counter(w, "candidates", l->candidates);
-    pack_counter(w, "published", l->published);
-    pack_counter(w, "rejected", l->rejected);
-    pack_counter(w, "withheld", l->withheld);
-    pack_counter(w, "store_errors", l->store_errors);
-    pack_counter(w, "rollbacks", l->rollbacks);
-    pack_counter(w, "cancelled", l->cancelled);
+    calib_mpw_key_uint(w, "refits", l->refits);
+    calib_mpw_key_uint(w, "refit_errors", l->refit_errors);
+    calib_mpw_key_uint(w, "candidates", l->candidates);
+    calib_mpw_key_uint(w, "published", l->published);
+    calib_mpw_key_uint(w, "rejected", l->rejected);
+    calib_mpw_key_uint(w, "withheld", l->withheld);
+    calib_mpw_key_uint(w, "store_errors", l->store_errors);
+    calib_mpw_key_uint(w, "rollbacks", l->rollbacks);
+    calib_mpw_key_uint(w, "cancelled", l->cancelled);
     calib_mpw_key(w, "trigger");
     pack_trigger(w, m);
     calib_mpw_key(w, "shadow");
     pack_shadow(w, l);
     calib_mpw_key(w, "guard");
     pack_guard(w, l);
-    pack_counter(w, "alerts", m->alerts);
+    calib_mpw_key_uint(w, "alerts", m->alerts);
     calib_mpw_end(w);
 }
 
@@ -173,7 +173,7 @@ static void pack_rejected(calib_mpw *w, const uint64_t *counts)
     calib_mpw_map(w);
     for (int r = 0; r < REJ_MAX; r++)
         if (counts[r])
-            pack_counter(w, reject_name(r), counts[r]);
+            calib_mpw_key_uint(w, reject_name(r), counts[r]);
     calib_mpw_end(w);
 }
 
@@ -213,20 +213,20 @@ static void pack_join(calib_mpw *w, const calib_join *j)
     calib_mpw_map(w);
     calib_mpw_key(w, "ttl");
     calib_mpw_num(w, j->cfg.ttl);
-    pack_counter(w, "capacity", j->cfg.capacity);
-    pack_counter(w, "joined", j->joined);
-    pack_counter(w, "waiting_predictions", j->waiting_preds);
-    pack_counter(w, "waiting_labels", j->waiting_labels);
-    pack_counter(w, "expired_predictions", j->expired_preds);
-    pack_counter(w, "expired_labels", j->expired_labels);
-    pack_counter(w, "evicted", j->evicted);
-    pack_counter(w, "duplicate_predictions", j->duplicate_preds);
-    pack_counter(w, "duplicate_labels", j->duplicate_labels);
-    pack_counter(w, "forgotten_joined_ids", j->forgotten);
+    calib_mpw_key_uint(w, "capacity", j->cfg.capacity);
+    calib_mpw_key_uint(w, "joined", j->joined);
+    calib_mpw_key_uint(w, "waiting_predictions", j->waiting_preds);
+    calib_mpw_key_uint(w, "waiting_labels", j->waiting_labels);
+    calib_mpw_key_uint(w, "expired_predictions", j->expired_preds);
+    calib_mpw_key_uint(w, "expired_labels", j->expired_labels);
+    calib_mpw_key_uint(w, "evicted", j->evicted);
+    calib_mpw_key_uint(w, "duplicate_predictions", j->duplicate_preds);
+    calib_mpw_key_uint(w, "duplicate_labels", j->duplicate_labels);
+    calib_mpw_key_uint(w, "forgotten_joined_ids", j->forgotten);
     calib_mpw_key(w, "sample");
     calib_mpw_num(w, calib_join_sample_fraction(j));
-    pack_counter(w, "sampled_out_predictions", j->sampled_out_preds);
-    pack_counter(w, "sampled_out_labels", j->sampled_out_labels);
+    calib_mpw_key_uint(w, "sampled_out_predictions", j->sampled_out_preds);
+    calib_mpw_key_uint(w, "sampled_out_labels", j->sampled_out_labels);
     calib_mpw_end(w);
 }
 
@@ -235,7 +235,7 @@ static void pack_params(calib_mpw *w, const model_params *p)
     calib_mpw_map(w);
     calib_mpw_key(w, "method");
     calib_mpw_str(w, p->method);
-    pack_counter(w, "version", p->version);
+    calib_mpw_key_uint(w, "version", p->version);
     calib_mpw_key(w, "values");
     status_pack_values(w, p);
     calib_mpw_key(w, "published");
@@ -304,7 +304,7 @@ static void pack_period(calib_mpw *w, const model *m)
     calib_mpw_num(w, pd->running ? pd->since : NAN);
     calib_mpw_key(w, "until");
     calib_mpw_num(w, pd->running ? pd->end : NAN);
-    pack_counter(w, "scored", pd->running ? pd->cs[VIEW_RAW].n : 0);
+    calib_mpw_key_uint(w, "scored", pd->running ? pd->cs[VIEW_RAW].n : 0);
     pack_cs_views(w, m, CS_PERIOD, NULL);
     calib_mpw_key(w, "last");
     if (!pd->last.n) {
@@ -315,7 +315,7 @@ static void pack_period(calib_mpw *w, const model *m)
         calib_mpw_num(w, pd->last.since);
         calib_mpw_key(w, "until");
         calib_mpw_num(w, pd->last.until);
-        pack_counter(w, "scored", pd->last.n);
+        calib_mpw_key_uint(w, "scored", pd->last.n);
         pack_cs_views(w, m, CS_PERIOD, &pd->last);
         calib_mpw_end(w);
     }
@@ -327,10 +327,10 @@ static void pack_paired(calib_mpw *w, const model *m)
 {
     const model_paired *p = &m->paired;
     calib_mpw_map(w);
-    pack_counter(w, "version", p->version);
+    calib_mpw_key_uint(w, "version", p->version);
     calib_mpw_key(w, "since");
     calib_mpw_num(w, p->since);
-    pack_counter(w, "scored", p->view[VIEW_RAW][WS_MAIN].n);
+    calib_mpw_key_uint(w, "scored", p->view[VIEW_RAW][WS_MAIN].n);
     calib_mpw_key(w, "raw");
     pack_scores(w, m, p->view[VIEW_RAW]);
     calib_mpw_key(w, "calibrated");
@@ -430,7 +430,7 @@ static void pack_window(calib_mpw *w, const model *m)
     calib_mpw_num(w, m->cfg.window);
     calib_mpw_key(w, "at");
     calib_mpw_num(w, v->at);
-    pack_counter(w, "scored", v->w.stat[WS_MAIN].n);
+    calib_mpw_key_uint(w, "scored", v->w.stat[WS_MAIN].n);
     calib_mpw_key(w, "raw");
     pack_view(w, m, &v->w.stat[VIEW_RAW * WS_PER_VIEW], bins ? &v->w.top[VIEW_RAW] : NULL,
               NULL);
@@ -457,20 +457,20 @@ static void pack_model(calib_mpw *w, const model *m)
         calib_mpw_uint(w, m->k);
     else
         calib_mpw_nil(w);
-    pack_counter(w, "predictions", m->predictions);
-    pack_counter(w, "labels", m->labels);
-    pack_counter(w, "scored", m->scored);
-    pack_counter(w, "scored_inline", m->inline_scored);
+    calib_mpw_key_uint(w, "predictions", m->predictions);
+    calib_mpw_key_uint(w, "labels", m->labels);
+    calib_mpw_key_uint(w, "scored", m->scored);
+    calib_mpw_key_uint(w, "scored_inline", m->inline_scored);
     calib_mpw_key(w, "rejected");
     pack_rejected(w, m->rejected);
     calib_mpw_key(w, "params");
     pack_params(w, &m->params);
-    pack_counter(w, "alerts", m->alerts);
+    calib_mpw_key_uint(w, "alerts", m->alerts);
     calib_mpw_key(w, "memory");
     calib_mpw_map(w);
-    pack_counter(w, "bytes", m->mem.used);
-    pack_counter(w, "most", m->sizes.bytes);
-    pack_counter(w, "refused", m->mem.refused);
+    calib_mpw_key_uint(w, "bytes", m->mem.used);
+    calib_mpw_key_uint(w, "most", m->sizes.bytes);
+    calib_mpw_key_uint(w, "refused", m->mem.refused);
     calib_mpw_end(w);
     calib_mpw_key(w, "events");
     pack_events(w, m);
@@ -496,11 +496,11 @@ static void pack_model(calib_mpw *w, const model *m)
         }
         calib_mpw_key(w, "window");
         pack_window(w, m);
-        pack_counter(w, "stale_window_samples", m->stale);
+        calib_mpw_key_uint(w, "stale_window_samples", m->stale);
         calib_mpw_key(w, "samples");
         calib_mpw_map(w);
-        pack_counter(w, "reservoir", calib_reservoir_len(&m->reservoir));
-        pack_counter(w, "ring", calib_ring_len(&m->ring));
+        calib_mpw_key_uint(w, "reservoir", calib_reservoir_len(&m->reservoir));
+        calib_mpw_key_uint(w, "ring", calib_ring_len(&m->ring));
         calib_mpw_end(w);
     }
     calib_mpw_end(w);
@@ -517,29 +517,29 @@ void status_begin(calib_mpw *w, const status_daemon *s)
     calib_mpw_str(w, PACKAGE_VERSION);
     calib_mpw_key(w, "uptime");
     calib_mpw_num(w, s->uptime);
-    pack_counter(w, "messages", s->messages);
+    calib_mpw_key_uint(w, "messages", s->messages);
     calib_mpw_key(w, "rejected");
     pack_rejected(w, s->rejected);
-    pack_counter(w, "publish_errors", s->publish_errors);
-    pack_counter(w, "config_reloads", s->reloads);
-    pack_counter(w, "config_reloads_refused", s->reloads_refused);
-    pack_counter(w, "models_forgotten", s->models_forgotten);
-    pack_counter(w, "models_expired", s->models_expired);
+    calib_mpw_key_uint(w, "publish_errors", s->publish_errors);
+    calib_mpw_key_uint(w, "config_reloads", s->reloads);
+    calib_mpw_key_uint(w, "config_reloads_refused", s->reloads_refused);
+    calib_mpw_key_uint(w, "models_forgotten", s->models_forgotten);
+    calib_mpw_key_uint(w, "models_expired", s->models_expired);
     calib_mpw_key(w, "alerts");
     calib_mpw_map(w);
-    pack_counter(w, "sent", s->alerts_sent);
-    pack_counter(w, "suppressed", s->alerts_suppressed);
-    pack_counter(w, "sink_failed", s->sinks_failed);
-    pack_counter(w, "sink_killed", s->sinks_killed);
-    pack_counter(w, "sink_dropped", s->sinks_dropped);
+    calib_mpw_key_uint(w, "sent", s->alerts_sent);
+    calib_mpw_key_uint(w, "suppressed", s->alerts_suppressed);
+    calib_mpw_key_uint(w, "sink_failed", s->sinks_failed);
+    calib_mpw_key_uint(w, "sink_killed", s->sinks_killed);
+    calib_mpw_key_uint(w, "sink_dropped", s->sinks_dropped);
     calib_mpw_end(w);
     calib_mpw_key(w, "memory");
     calib_mpw_map(w);
-    pack_counter(w, "bytes", s->mem_bytes);
-    pack_counter(w, "limit", s->mem_limit);
-    pack_counter(w, "refused", s->mem_refused);
-    pack_counter(w, "models", s->models);
-    pack_counter(w, "max_models", s->max_models);
+    calib_mpw_key_uint(w, "bytes", s->mem_bytes);
+    calib_mpw_key_uint(w, "limit", s->mem_limit);
+    calib_mpw_key_uint(w, "refused", s->mem_refused);
+    calib_mpw_key_uint(w, "models", s->models);
+    calib_mpw_key_uint(w, "max_models", s->max_models);
     calib_mpw_end(w);
     calib_mpw_key(w, "models");
     calib_mpw_map(w);
