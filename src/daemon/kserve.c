@@ -19,12 +19,17 @@ typedef struct tensor {
     size_t n, k;
 } tensor;
 
+/* The value at row i, column j (NULL where there is none). */
+static const json_t *elem(const tensor *t, size_t i, size_t j)
+{
+    return t->flat     ? json_array_get(t->v, i * t->k + j)
+           : t->scalar ? json_array_get(t->v, i)
+                       : json_array_get(json_array_get(t->v, i), j);
+}
+
 static double at(const tensor *t, size_t i, size_t j)
 {
-    const json_t *x = t->flat     ? json_array_get(t->v, i * t->k + j)
-                      : t->scalar ? json_array_get(t->v, i)
-                                  : json_array_get(json_array_get(t->v, i), j);
-    return json_number_value(x);
+    return json_number_value(elem(t, i, j));
 }
 
 /* Every value a number, finite. */
@@ -32,9 +37,7 @@ static int numbers(const tensor *t)
 {
     for (size_t i = 0; i < t->n; i++)
         for (size_t j = 0; j < t->k; j++) {
-            const json_t *x = t->flat     ? json_array_get(t->v, i * t->k + j)
-                              : t->scalar ? json_array_get(t->v, i)
-                                          : json_array_get(json_array_get(t->v, i), j);
+            const json_t *x = elem(t, i, j);
             if (!json_is_number(x) || !isfinite(json_number_value(x)))
                 return 0;
         }
