@@ -1,0 +1,387 @@
+/* segment.c — calibration per segment: sketch, statistics, tests, e-BH.
+ * See segment.h for what it computes and why it is valid. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib/join.h"
+#include "segment.h"
+
+int seg_key_ok(const char *s, size_t len)
+{
+    if (!s || len < 1 || len > SEG_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+int seg_value_ok(const char *s, size_t len)
+{
+    if (!s || len < 1 || len > SEG_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] == 0x7f)
+            return 0;
+    return 1;
+}
+
+int seg_init(seg_table *t, const seg_cfg *cfg, calib_budget *budget)
+{
+    memset(t, 0, sizeof *t);
+    if (!cfg || cfg->keys > SEG_MAX_KEYS || (cfg->keys &&
+        (cfg->values < 1 || cfg->values > SEG_MAX_VALUES || !(cfg->alpha > 0 && cfg->alpha < 1) ||
+         !(cfg->min_effect >= 0 && cfg->min_effect < 1))))
+        return CALIB_EINVAL;
+    t->cfg = *cfg;
+    t->budget = budget;
+    return CALIB_OK;
+}
+
+static size_t nbuckets_for(size_t values)
+{
+    size_t n = 16;
+    while (n < 2 * values)
+        n *= 2;
+    return n;
+}
+
+size_t seg_key_bytes(const seg_cfg *c)
+{
+    size_t slots = c->values + 1, cells = slots * SEG_VIEWS * c->bins;
+    return slots * sizeof(seg_slot) + nbuckets_for(c->values) * sizeof(uint32_t) +
+           cells * (2 * sizeof(uint64_t) + sizeof(calib_ksum));
+}
+
+static void key_free(seg_key *k)
+{
+    free(k->slot);
+    free(k->bucket);
+    free(k->bin_count);
+    free(k->bin_correct);
+    free(k->bin_conf);
+    memset(k, 0, sizeof *k);
+}
+
+void seg_free(seg_table *t)
+{
+    for (size_t i = 0; i < t->nkeys; i++)
+        key_free(&t->key[i]);
+    if (t->nkeys)
+        calib_budget_give(t->budget, t->nkeys * seg_key_bytes(&t->cfg));
+    t->nkeys = 0;
+}
+
+/* A fresh occupant's statistics (the test's state is the slot's). */
+static void slot_clear_stats(seg_slot *s)
+{
+    for (int v = 0; v < SEG_VIEWS; v++) {
+        for (int i = 0; i < 2; i++)
+            calib_accum_init(&s->score[v][i]);
+        if (s->top[v].m)
+            calib_bins_reset(&s->top[v]);
+    }
+    calib_accum_init(&s->resid);
+}
+
+/* The two one-sided e-processes of a slot, betting from wealth
+ * min(W, 1): what an occupant inherits (1 at the start). */
+static void slot_restart_test(seg_slot *s, double min_effect)
+{
+    double lw[2] = {s->up.log_wealth, s->down.log_wealth};
+    calib_eproc *e[2] = {&s->up, &s->down};
+    for (int i = 0; i < 2; i++) {
+        (void)calib_eproc_init(e[i], -1, 1, min_effect); /* checked by seg_init */
+        e[i]->log_wealth = e[i]->min_log_wealth = lw[i] < 0 ? lw[i] : 0;
+    }
+}
+
+int seg_find_key(const seg_table *t, const char *name, size_t len)
+{
+    for (size_t i = 0; i < t->nkeys; i++)
+        if (strlen(t->key[i].name) == len && memcmp(t->key[i].name, name, len) == 0)
+            return (int)i;
+    return -1;
+}
+
+int seg_add_key(seg_table *t, const char *name, size_t len)
+{
+    int i = seg_find_key(t, name, len);
+    if (i >= 0)
+        return i;
+    if (t->nkeys >= t->cfg.keys || len > SEG_NAME_MAX) {
+        t->keys_full++;
+        return -1;
+    }
+    const seg_cfg *c = &t->cfg;
+    size_t bytes = seg_key_bytes(c), slots = c->values + 1, cells = slots * SEG_VIEWS * c->bins;
+    if (calib_budget_take(t->budget, bytes) != CALIB_OK) {
+        t->refused++;
+        return -1;
+    }
+    seg_key *k = &t->key[t->nkeys];
+    memset(k, 0, sizeof *k);
+    k->nbuckets = nbuckets_for(c->values);
+    k->slot = calloc(slots, sizeof *k->slot);
+    k->bucket = calloc(k->nbuckets, sizeof *k->bucket);
+    if (cells) {
+        k->bin_count = calloc(cells, sizeof *k->bin_count);
+        k->bin_correct = calloc(cells, sizeof *k->bin_correct);
+        k->bin_conf = calloc(cells, sizeof *k->bin_conf);
+    }
+    if (!k->slot || !k->bucket || (cells && (!k->bin_count || !k->bin_correct || !k->bin_conf))) {
+        key_free(k);
+        calib_budget_give(t->budget, bytes);
+        t->refused++;
+        return -1;
+    }
+    memcpy(k->name, name, len);
+    k->name[len] = 0;
+    for (size_t j = 0; j < slots; j++) {
+        seg_slot *s = &k->slot[j];
+        for (int v = 0; v < SEG_VIEWS && c->bins; v++) {
+            size_t off = (j * SEG_VIEWS + (size_t)v) * c->bins;
+            s->top[v] = (calib_bins){.m = c->bins, .count = k->bin_count + off,
+                                     .conf = k->bin_conf + off,
+                                     .correct = k->bin_correct + off};
+        }
+        slot_clear_stats(s);
+        slot_restart_test(s, c->min_effect);
+    }
+    snprintf(k->slot[c->values].name, sizeof k->slot[c->values].name, "other");
+    return (int)t->nkeys++;
+}
+
+static uint64_t value_hash(const seg_table *t, const char *v, size_t len)
+{
+    calib_id id;
+    if (calib_id_str(&id, v, len) != CALIB_OK)
+        return 0;
+    return calib_id_hash(&id, t->cfg.seed);
+}
+
+static size_t bucket_of(const seg_key *k, uint64_t h)
+{
+    return (size_t)(h & (k->nbuckets - 1));
+}
+
+static long find_value(const seg_table *t, const seg_key *k, const char *v, size_t len,
+                       uint64_t h)
+{
+    (void)t;
+    for (uint32_t i = k->bucket[bucket_of(k, h)]; i; i = k->slot[i - 1].hnext) {
+        const seg_slot *s = &k->slot[i - 1];
+        if (strlen(s->name) == len && memcmp(s->name, v, len) == 0)
+            return (long)i - 1;
+    }
+    return -1;
+}
+
+static void unlink_slot(const seg_table *t, seg_key *k, size_t j)
+{
+    seg_slot *s = &k->slot[j];
+    uint64_t h = value_hash(t, s->name, strlen(s->name));
+    uint32_t *p = &k->bucket[bucket_of(k, h)];
+    while (*p && *p != j + 1)
+        p = &k->slot[*p - 1].hnext;
+    if (*p)
+        *p = s->hnext;
+    s->hnext = 0;
+}
+
+static void link_slot(const seg_table *t, seg_key *k, size_t j, uint64_t h)
+{
+    (void)t;
+    uint32_t *b = &k->bucket[bucket_of(k, h)];
+    k->slot[j].hnext = *b;
+    *b = (uint32_t)(j + 1);
+}
+
+/* The slot for a value not tracked: a free one, else the unflagged one of
+ * least count (space-saving), whose occupant's pairs go to "other"; -1
+ * when every slot is flagged. */
+static long take_slot(seg_table *t, seg_key *k, const char *v, size_t len, uint64_t h,
+                      double now)
+{
+    const seg_cfg *c = &t->cfg;
+    long j = -1;
+    uint64_t inherit = 0;
+    if (k->used < c->values) {
+        j = (long)k->used++;
+    } else {
+        for (size_t i = 0; i < c->values; i++)
+            if (!k->slot[i].flagged && (j < 0 || k->slot[i].count < k->slot[j].count))
+                j = (long)i;
+        if (j < 0)
+            return -1;
+        seg_slot *s = &k->slot[j], *o = &k->slot[c->values];
+        for (int vw = 0; vw < SEG_VIEWS; vw++) {
+            for (int i = 0; i < 2; i++)
+                calib_accum_merge(&o->score[vw][i], &s->score[vw][i]);
+            if (s->top[vw].m)
+                (void)calib_bins_merge(&o->top[vw], &s->top[vw]);
+        }
+        calib_accum_merge(&o->resid, &s->resid);
+        unlink_slot(t, k, (size_t)j);
+        inherit = s->count;
+        k->evictions++;
+        slot_clear_stats(s);
+        slot_restart_test(s, c->min_effect);
+    }
+    seg_slot *s = &k->slot[j];
+    memcpy(s->name, v, len);
+    s->name[len] = 0;
+    s->gen++;
+    s->count = inherit;
+    s->err = inherit;
+    s->since = now;
+    link_slot(t, k, (size_t)j, h);
+    return j;
+}
+
+static double code_of(size_t slot, uint32_t gen)
+{
+    return (double)gen * (double)(1u << SEG_SLOT_BITS) + (double)slot + 1;
+}
+
+void seg_predict(seg_table *t, const seg_kv *kv, size_t n, double *codes, double now)
+{
+    for (size_t i = 0; i < t->cfg.keys; i++)
+        codes[i] = 0;
+    for (size_t i = 0; i < n; i++) {
+        int ki = seg_add_key(t, kv[i].key, kv[i].key_len);
+        if (ki < 0)
+            continue;
+        seg_key *k = &t->key[ki];
+        uint64_t h = value_hash(t, kv[i].val, kv[i].val_len);
+        long j = find_value(t, k, kv[i].val, kv[i].val_len, h);
+        if (j < 0)
+            j = take_slot(t, k, kv[i].val, kv[i].val_len, h, now);
+        if (j < 0) {
+            codes[ki] = code_of(t->cfg.values, 0); /* "other" */
+            continue;
+        }
+        k->slot[j].count++;
+        codes[ki] = code_of((size_t)j, k->slot[j].gen);
+    }
+}
+
+seg_slot *seg_route(seg_table *t, size_t key, double code)
+{
+    if (key >= t->nkeys || !(code >= 1) || !(code < 9007199254740992.0))
+        return NULL;
+    uint64_t c = (uint64_t)code - 1;
+    size_t j = (size_t)(c & ((1u << SEG_SLOT_BITS) - 1));
+    uint64_t gen = c >> SEG_SLOT_BITS;
+    seg_key *k = &t->key[key];
+    if (j > t->cfg.values)
+        return NULL;
+    if (j == t->cfg.values || k->slot[j].gen == gen)
+        return &k->slot[j];
+    t->late++;
+    return &k->slot[t->cfg.values];
+}
+
+double seg_log_e(const seg_slot *s)
+{
+    double a = s->up.log_wealth, b = s->down.log_wealth, hi = a > b ? a : b;
+    return hi + log1p(exp(-fabs(a - b))) - 0.69314718055994530942; /* ln 2 */
+}
+
+double seg_log_adjusted(const seg_slot *s)
+{
+    return log(SEG_KAPPA) + (1 - SEG_KAPPA) * s->log_sup;
+}
+
+static void slot_add(seg_table *t, seg_slot *s, const seg_obs *o, int test)
+{
+    for (int v = 0; v < SEG_VIEWS; v++) {
+        for (int i = 0; i < 2; i++)
+            if (!isnan(o->s[v][i]))
+                calib_accum_add(&s->score[v][i], o->s[v][i]);
+        if (s->top[v].m && !isnan(o->conf[v]))
+            calib_bins_add(&s->top[v], o->conf[v], o->correct[v]);
+    }
+    double conf = o->conf[1];
+    if (isnan(conf))
+        return;
+    double r = (o->correct[1] ? 1.0 : 0.0) - conf;
+    calib_accum_add(&s->resid, r);
+    if (!test)
+        return;
+    calib_eproc_add(&s->up, r);
+    calib_eproc_add(&s->down, -r);
+    double le = seg_log_e(s);
+    if (le > s->log_sup) {
+        s->log_sup = le;
+        if (s->peak_gen != s->gen) {
+            memcpy(s->peak, s->name, sizeof s->peak);
+            s->peak_gen = s->gen;
+        }
+    }
+    (void)t;
+}
+
+void seg_observe(seg_table *t, const double *codes, const seg_obs *o)
+{
+    for (size_t i = 0; i < t->nkeys; i++) {
+        seg_slot *s = seg_route(t, i, codes[i]);
+        if (s)
+            slot_add(t, s, o, s != seg_other(t, i));
+    }
+}
+
+double seg_log_threshold(const seg_table *t, size_t r)
+{
+    return log((double)t->cfg.values / (t->cfg.alpha * (double)r));
+}
+
+static int by_adjusted_desc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+size_t seg_decide(seg_table *t, double now, seg_flag_fn fn, void *arg)
+{
+    size_t flagged = 0;
+    double *e = t->nkeys ? malloc(t->cfg.values * sizeof *e) : NULL;
+    if (!e)
+        return 0; /* tried again at the next tick */
+    for (size_t i = 0; i < t->nkeys; i++) {
+        seg_key *k = &t->key[i];
+        size_t n = 0;
+        for (size_t j = 0; j < k->used; j++)
+            if (k->slot[j].log_sup > 0)
+                e[n++] = seg_log_adjusted(&k->slot[j]);
+        if (!n)
+            continue;
+        qsort(e, n, sizeof *e, by_adjusted_desc);
+        /* e-BH: the largest r with e_(r) >= K / (alpha r) */
+        size_t r = 0;
+        for (size_t q = n; q >= 1 && !r; q--)
+            if (e[q - 1] >= seg_log_threshold(t, q))
+                r = q;
+        if (!r)
+            continue;
+        double cut = e[r - 1];
+        for (size_t j = 0; j < k->used; j++) {
+            seg_slot *s = &k->slot[j];
+            if (s->flagged || s->log_sup <= 0 || seg_log_adjusted(s) < cut)
+                continue;
+            s->flagged = 1;
+            s->flagged_at = now;
+            k->flags++;
+            flagged++;
+            if (fn)
+                fn(arg, k, s);
+        }
+    }
+    free(e);
+    return flagged;
+}

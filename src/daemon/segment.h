@@ -1,0 +1,179 @@
+/*
+ * segment.h — calibration per segment of a model's traffic (calibd(8),
+ * SEGMENTS).
+ *
+ * A prediction may name its segments: up to SEG_MAX_KEYS keys ("country",
+ * "device") each with one value ("DE", "ios"). Per model and key, a
+ * space-saving sketch (Metwally et al. 2005) keeps the `values` most
+ * frequent values in slots, and one more slot, "other", takes every pair
+ * whose value is not tracked. A prediction's values are counted when it
+ * arrives; each is then written as a code (slot and occupant) that waits
+ * with the prediction in the join table and routes the pair when its label
+ * comes. A slot whose occupant changed meanwhile sends the pair to "other".
+ *
+ * Per slot: both views' scores (main and log), the calibrated view's
+ * top-label residual r = 1{argmax p = y} - max p, and both views' top-label
+ * bins. The test: H_j, "every value that held slot j had, given the past,
+ * E[r] within +-min_effect", by two betting e-processes (calib_eproc) on r
+ * and on -r, mixed: E = (W+ + W-) / 2. The slot keeps the running sup of E
+ * over its whole life: an occupant that replaces another starts from
+ * W = min(W, 1) on each side, which stays under the process that went on
+ * betting, so the sup stays that of a test supermartingale under H_j.
+ *
+ * False discoveries across a key's slots: the sup of an e-process is no
+ * e-value, but kappa * sup^(1 - kappa) is (an adjuster: Shafer, Shen,
+ * Vereshchagin and Vovk 2011; the integral of A(y) / y^2 over [1, inf) is
+ * 1), for kappa = SEG_KAPPA. seg_decide applies e-BH (Wang and Ramdas 2022)
+ * at level alpha to those adjusted e-values of a key's K = `values` slots
+ * and flags what it rejects; flags are never cleared. The flags up to any
+ * time, however chosen, form a self-consistent set for the adjusted
+ * e-values of the whole run (each is at most its final value), hence their
+ * false discovery rate is at most alpha, under any dependence.
+ *
+ * A flagged slot is never evicted: its value stays tracked.
+ *
+ * No I/O, no clock: the caller passes wall times. Memory: seg_key_bytes
+ * per key, taken from the budget when a key first appears.
+ */
+#ifndef CALIBD_SEGMENT_H
+#define CALIBD_SEGMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "calib/accum.h"
+#include "calib/bins.h"
+#include "calib/calib.h"
+#include "calib/drift.h"
+
+#define SEG_MAX_KEYS 8       /* keys in one prediction's seg map (protocol) */
+#define SEG_NAME_MAX 64      /* bytes of a key or a value */
+#define SEG_MAX_VALUES 4096  /* the most segment_values can be */
+#define SEG_KAPPA 0.1        /* the adjuster kappa * sup^(1 - kappa) */
+#define SEG_VIEWS 2          /* raw, calibrated (model.h: VIEW_RAW, VIEW_CAL) */
+
+typedef struct seg_cfg {
+    size_t keys;        /* keys tracked per model; 0: segments off */
+    size_t values;      /* values tracked per key, 1..SEG_MAX_VALUES */
+    uint32_t bins;      /* of the top-label bins; 0: none (regression) */
+    double alpha;       /* e-BH level per key, (0, 1) */
+    double min_effect;  /* the null's half-width for E[r], [0, 1) */
+    uint64_t seed;      /* of the values' hash */
+} seg_cfg;
+
+/* A key and a value as a message carries them: bytes, not NUL-terminated. */
+typedef struct seg_kv {
+    const char *key, *val;
+    size_t key_len, val_len;
+} seg_kv;
+
+/* 1 when the bytes make a segment key: 1..SEG_NAME_MAX of [A-Za-z0-9_.-]. */
+int seg_key_ok(const char *s, size_t len);
+/* 1 when the bytes make a value: 1..SEG_NAME_MAX bytes, none below 0x20
+ * nor 0x7f (UTF-8 passes). */
+int seg_value_ok(const char *s, size_t len);
+
+typedef struct seg_slot {
+    char name[SEG_NAME_MAX + 1]; /* the value, NUL-terminated; "" when free */
+    uint32_t gen;       /* occupants so far (a code names slot and gen) */
+    uint64_t count;     /* space-saving: predictions counted */
+    uint64_t err;       /* ... of which at most this many were others' */
+    double since;       /* wall clock when the occupant took the slot */
+    /* the occupant's pairs */
+    calib_accum score[SEG_VIEWS][2]; /* main (Brier or DSS), log */
+    calib_accum resid;  /* r, calibrated view */
+    calib_bins top[SEG_VIEWS];       /* point into the key's arrays */
+    /* the slot's test, over its whole life */
+    calib_eproc up, down; /* H0: E[r] <= min_effect; E[-r] <= min_effect */
+    double log_sup;     /* ln sup E (0 at the start: E_0 = 1) */
+    char peak[SEG_NAME_MAX + 1]; /* the occupant when log_sup was reached */
+    uint32_t peak_gen;
+    int flagged;        /* rejected by e-BH once */
+    double flagged_at;  /* wall clock */
+    uint32_t hnext;     /* private: next slot + 1 in the hash chain, 0: none */
+} seg_slot;
+
+typedef struct seg_key {
+    char name[SEG_NAME_MAX + 1];
+    size_t used;        /* slots that ever had an occupant (< values) */
+    seg_slot *slot;     /* values + 1: the last is "other" */
+    uint32_t *bucket;   /* nbuckets chain heads: slot + 1, 0: none */
+    size_t nbuckets;    /* power of two */
+    uint64_t *bin_count, *bin_correct; /* the bins' arrays */
+    calib_ksum *bin_conf;
+    uint64_t evictions; /* occupants replaced */
+    uint64_t flags;     /* slots flagged */
+} seg_key;
+
+typedef struct seg_table {
+    seg_cfg cfg;
+    size_t nkeys;
+    seg_key key[SEG_MAX_KEYS];
+    calib_budget *budget;
+    uint64_t keys_full;   /* values of keys beyond cfg.keys: not tracked */
+    uint64_t refused;     /* keys refused by the budget or malloc */
+    uint64_t late;        /* pairs whose slot changed occupant: to "other" */
+} seg_table;
+
+/* A slot index in a code. */
+#define SEG_SLOT_BITS 16
+
+/* CALIB_EINVAL for a bad cfg (keys > SEG_MAX_KEYS, values out of range,
+ * alpha or min_effect out of range); allocates nothing. */
+int seg_init(seg_table *t, const seg_cfg *cfg, calib_budget *budget);
+void seg_free(seg_table *t);
+/* Bytes one key takes (its slots, hash heads and bins). */
+size_t seg_key_bytes(const seg_cfg *cfg);
+/* The key named so, or -1 (never adds one). */
+int seg_find_key(const seg_table *t, const char *name, size_t len);
+/* The key named so, added if there is room (cfg.keys, budget): its index,
+ * or -1 (then counted in keys_full or refused). */
+int seg_add_key(seg_table *t, const char *name, size_t len);
+
+/*
+ * A prediction's segments, n of them (checked with seg_key_ok and
+ * seg_value_ok by the caller): counts each value in its key's sketch and
+ * writes, for each of the table's cfg.keys columns, the code its pair will
+ * carry (0: the prediction has no value of that key). Keys seen first here
+ * are added while there is room.
+ */
+void seg_predict(seg_table *t, const seg_kv *kv, size_t n, double *codes, double now);
+
+/* What a scored pair brings (model_observe): per view, the main and log
+ * scores (NaN: none) and the top-label confidence and correctness (conf
+ * NaN for a regression model). */
+typedef struct seg_obs {
+    double s[SEG_VIEWS][2];
+    double conf[SEG_VIEWS];
+    int correct[SEG_VIEWS];
+} seg_obs;
+
+/* Routes a pair by its codes (cfg.keys of them, from seg_predict) to its
+ * slots, or "other". */
+void seg_observe(seg_table *t, const double *codes, const seg_obs *o);
+
+/* The slot a code routes to now (the key's "other" when the occupant
+ * changed), or NULL for code 0 or a key not there. */
+seg_slot *seg_route(seg_table *t, size_t key, double code);
+
+/* ln E of a slot now: ln((W+ + W-) / 2); 0 before any pair. */
+double seg_log_e(const seg_slot *s);
+/* ln of the slot's adjusted e-value: ln kappa + (1 - kappa) log_sup. */
+double seg_log_adjusted(const seg_slot *s);
+
+/* Applies e-BH to each key's slots; calls fn for each slot newly flagged
+ * (at wall time now) and returns their number. fn may be NULL. */
+typedef void (*seg_flag_fn)(void *arg, const seg_key *k, const seg_slot *s);
+size_t seg_decide(seg_table *t, double now, seg_flag_fn fn, void *arg);
+
+/* The e-BH threshold of a key's adjusted e-values for r rejections:
+ * ln(K / (alpha r)). */
+double seg_log_threshold(const seg_table *t, size_t r);
+
+/* The "other" slot of key i. */
+static inline seg_slot *seg_other(const seg_table *t, size_t i)
+{
+    return &t->key[i].slot[t->cfg.values];
+}
+
+#endif

@@ -1,0 +1,308 @@
+/* test_segment.c — calibration per segment (segment.c): names, the
+ * space-saving sketch and its codes, routing of a pair whose slot changed
+ * occupant, flagged slots kept, the test's arithmetic (the mixture, the
+ * adjuster, the e-BH threshold), power against an overconfident segment,
+ * false discoveries over fixed seeds, the key limit and the budget. */
+#include "unit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib/calib.h"
+#include "segment.h"
+
+static seg_cfg cfg_of(size_t keys, size_t values)
+{
+    return (seg_cfg){.keys = keys, .values = values, .bins = 15, .alpha = 0.1,
+                     .min_effect = 0.02, .seed = 42};
+}
+
+/* One prediction with one segment key. */
+static double predict1(seg_table *t, const char *key, const char *val)
+{
+    double codes[SEG_MAX_KEYS];
+    seg_kv kv = {key, val, strlen(key), strlen(val)};
+    seg_predict(t, &kv, 1, codes, 0);
+    return codes[0];
+}
+
+/* A pair of calibrated-view confidence conf, correct or not. */
+static seg_obs obs_of(double conf, int correct)
+{
+    double b = (1 - conf) * (1 - conf) * (correct ? 1 : 0) + (correct ? 0 : conf * conf);
+    return (seg_obs){.s = {{b, -log(correct ? conf : 1 - conf)}, {b, -log(correct ? conf : 1 - conf)}},
+                     .conf = {conf, conf}, .correct = {correct, correct}};
+}
+
+static void test_names(void **state)
+{
+    (void)state;
+    assert_true(seg_key_ok("country", 7));
+    assert_true(seg_key_ok("a.b-c_9", 7));
+    assert_false(seg_key_ok("", 0));
+    assert_false(seg_key_ok("a b", 3));
+    assert_false(seg_key_ok("a=b", 3));
+    char long_key[SEG_NAME_MAX + 2];
+    memset(long_key, 'k', sizeof long_key);
+    assert_true(seg_key_ok(long_key, SEG_NAME_MAX));
+    assert_false(seg_key_ok(long_key, SEG_NAME_MAX + 1));
+    assert_true(seg_value_ok("S\xc3\xa3o Paulo", 10));
+    assert_false(seg_value_ok("a\nb", 3));
+    assert_false(seg_value_ok("a\x7f", 2));
+    assert_false(seg_value_ok("", 0));
+}
+
+static void test_bad_cfg(void **state)
+{
+    (void)state;
+    seg_table t;
+    seg_cfg c = cfg_of(SEG_MAX_KEYS + 1, 8);
+    assert_int_equal(seg_init(&t, &c, NULL), CALIB_EINVAL);
+    c = cfg_of(1, 0);
+    assert_int_equal(seg_init(&t, &c, NULL), CALIB_EINVAL);
+    c = cfg_of(1, SEG_MAX_VALUES + 1);
+    assert_int_equal(seg_init(&t, &c, NULL), CALIB_EINVAL);
+    c = cfg_of(1, 8);
+    c.alpha = 1;
+    assert_int_equal(seg_init(&t, &c, NULL), CALIB_EINVAL);
+    c = cfg_of(0, 0); /* off: nothing else is looked at */
+    assert_int_equal(seg_init(&t, &c, NULL), CALIB_OK);
+    assert_int_equal(predict1(&t, "country", "DE"), 0);
+    assert_int_equal(t.keys_full, 1);
+    seg_free(&t);
+}
+
+/* Values take free slots, then the least counted unflagged one; a code
+ * issued before its slot changed occupant routes to "other", with the
+ * evicted occupant's pairs. */
+static void test_sketch_and_codes(void **state)
+{
+    (void)state;
+    seg_table t;
+    seg_cfg c = cfg_of(2, 3);
+    assert_int_equal(seg_init(&t, &c, NULL), CALIB_OK);
+    double a = predict1(&t, "country", "DE");
+    assert_true(a > 0);
+    assert_true(predict1(&t, "country", "DE") == a); /* the same occupant, same code */
+    double b = predict1(&t, "country", "FR");
+    double cc = predict1(&t, "country", "IT");
+    (void)predict1(&t, "country", "IT");
+    (void)predict1(&t, "country", "IT");
+    (void)predict1(&t, "country", "FR");
+    seg_key *k = &t.key[0];
+    assert_string_equal(k->name, "country");
+    assert_int_equal(k->used, 3);
+    assert_int_equal(k->slot[0].count, 2);
+    assert_int_equal(k->slot[1].count, 2);
+    assert_int_equal(k->slot[2].count, 3);
+    /* FR's pair before the eviction */
+    seg_obs o = obs_of(0.9, 1);
+    seg_observe(&t, (double[]){b, 0}, &o);
+    assert_int_equal(k->slot[1].score[1][0].n, 1);
+    /* ES evicts the first least counted: DE (2) ties FR (2): DE, the first */
+    double es = predict1(&t, "country", "ES");
+    assert_int_equal(k->evictions, 1);
+    assert_string_equal(k->slot[0].name, "ES");
+    assert_int_equal(k->slot[0].count, 3);  /* inherits 2, counts 1 */
+    assert_int_equal(k->slot[0].err, 2);
+    assert_true(es != a);
+    /* DE's waiting prediction joins now: to "other" */
+    seg_observe(&t, (double[]){a, 0}, &o);
+    assert_int_equal(seg_other(&t, 0)->score[1][0].n, 1);
+    assert_int_equal(t.late, 1);
+    assert_int_equal(k->slot[0].score[1][0].n, 0);
+    /* FR is evicted next; its pair's statistics move to "other" */
+    (void)predict1(&t, "country", "PT");
+    assert_string_equal(k->slot[1].name, "PT");
+    assert_int_equal(seg_other(&t, 0)->score[1][0].n, 2);
+    assert_int_equal(seg_other(&t, 0)->top[1].n, 2);
+    /* DE comes back to a slot of its own */
+    double de2 = predict1(&t, "country", "DE");
+    assert_true(de2 != a);
+    assert_null(seg_route(&t, 0, 0));
+    assert_null(seg_route(&t, 5, a));
+    assert_null(seg_route(&t, 0, -1));
+    assert_null(seg_route(&t, 0, NAN));
+    (void)cc;
+    seg_free(&t);
+}
+
+/* A prediction without a key leaves its column 0; a second key gets the
+ * second column; keys past cfg.keys are counted, not tracked. */
+static void test_keys(void **state)
+{
+    (void)state;
+    seg_table t;
+    seg_cfg c = cfg_of(2, 4);
+    calib_budget budget;
+    calib_budget_init(&budget, SIZE_MAX, NULL);
+    assert_int_equal(seg_init(&t, &c, &budget), CALIB_OK);
+    double codes[SEG_MAX_KEYS];
+    seg_kv kv[3] = {{"device", "ios", 6, 3}, {"country", "DE", 7, 2}, {"tier", "gold", 4, 4}};
+    seg_predict(&t, kv, 3, codes, 0);
+    assert_int_equal(t.nkeys, 2);
+    assert_string_equal(t.key[0].name, "device");
+    assert_string_equal(t.key[1].name, "country");
+    assert_true(codes[0] > 0 && codes[1] > 0);
+    assert_int_equal(t.keys_full, 1);
+    assert_int_equal(budget.used, 2 * seg_key_bytes(&c));
+    seg_predict(&t, kv + 1, 1, codes, 0);
+    assert_true(codes[0] == 0 && codes[1] > 0);
+    seg_free(&t);
+    assert_int_equal(budget.used, 0);
+    /* a budget too small for one key: refused, counted */
+    calib_budget_init(&budget, seg_key_bytes(&c) - 1, NULL);
+    assert_int_equal(seg_init(&t, &c, &budget), CALIB_OK);
+    seg_predict(&t, kv, 1, codes, 0);
+    assert_int_equal(t.nkeys, 0);
+    assert_int_equal(t.refused, 1);
+    assert_true(codes[0] == 0);
+    seg_free(&t);
+}
+
+/* ln E is the log of the mean of both wealths; the adjusted e-value and
+ * the e-BH threshold are the stated formulas. */
+static void test_arithmetic(void **state)
+{
+    (void)state;
+    seg_table t;
+    seg_cfg c = cfg_of(1, 50);
+    assert_int_equal(seg_init(&t, &c, NULL), CALIB_OK);
+    double code = predict1(&t, "k", "v");
+    seg_slot *s = seg_route(&t, 0, code);
+    assert_non_null(s);
+    assert_close(seg_log_e(s), 0, 1e-15);
+    for (int i = 0; i < 50; i++) {
+        seg_obs o = obs_of(0.95, i % 2);
+        seg_observe(&t, &code, &o);
+    }
+    double e = 0.5 * (exp(s->up.log_wealth) + exp(s->down.log_wealth));
+    assert_close(seg_log_e(s), log(e), 1e-12);
+    assert_true(s->log_sup >= seg_log_e(s));
+    assert_close(seg_log_adjusted(s), log(SEG_KAPPA) + (1 - SEG_KAPPA) * s->log_sup, 1e-15);
+    assert_close(seg_log_threshold(&t, 4), log(50 / (0.1 * 4)), 1e-15);
+    assert_int_equal(s->resid.n, 50);
+    assert_close(calib_accum_mean(&s->resid), 0.5 - 0.95, 1e-12);
+    assert_string_equal(s->peak, "v");
+    seg_free(&t);
+}
+
+/* Draws conf in [0.5, 1) and correctness with probability
+ * conf - bias: bias 0 is a calibrated segment. */
+static seg_obs draw(calib_rng *r, double bias)
+{
+    double conf = 0.5 + 0.5 * calib_rng_uniform(r);
+    return obs_of(conf, calib_rng_uniform(r) < conf - bias);
+}
+
+/* nseg segments, the first `bad` overconfident by `bias`, n pairs each in
+ * turn; e-BH after every round of pairs. Returns the slots flagged, and
+ * how many of them were calibrated in *false_flags. */
+static size_t run(uint64_t seed, size_t nseg, size_t bad, double bias, size_t n,
+                  size_t *false_flags)
+{
+    seg_table t;
+    seg_cfg c = cfg_of(1, nseg);
+    c.seed = seed;
+    assert_int_equal(seg_init(&t, &c, NULL), CALIB_OK);
+    calib_rng r;
+    calib_rng_seed(&r, seed);
+    double *codes = malloc(nseg * sizeof *codes);
+    assert_non_null(codes);
+    char name[16];
+    for (size_t j = 0; j < nseg; j++) {
+        snprintf(name, sizeof name, "s%zu", j);
+        codes[j] = predict1(&t, "seg", name);
+    }
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < nseg; j++) {
+            seg_obs o = draw(&r, j < bad ? bias : 0);
+            seg_observe(&t, &codes[j], &o);
+        }
+        if (i % 10 == 9)
+            seg_decide(&t, (double)i, NULL, NULL);
+    }
+    size_t flags = 0;
+    *false_flags = 0;
+    for (size_t j = 0; j < nseg; j++) {
+        const seg_slot *s = seg_route(&t, 0, codes[j]);
+        if (s->flagged) {
+            flags++;
+            *false_flags += j >= bad;
+        }
+    }
+    free(codes);
+    seg_free(&t);
+    return flags;
+}
+
+/* Overconfident by 0.2 among calibrated ones: found within 300 pairs
+ * each; none of the calibrated flagged in this seed. */
+static void test_power(void **state)
+{
+    (void)state;
+    size_t fp;
+    assert_int_equal(run(1, 40, 3, 0.2, 300, &fp), 3);
+    assert_int_equal(fp, 0);
+}
+
+/* No segment miscalibrated: over 200 seeds, the seeds with any flag are
+ * at most what alpha = 0.1 allows (e-BH's FDR is the family-wise rate
+ * under the global null), with a binomial margin. */
+static void test_null_level(void **state)
+{
+    (void)state;
+    size_t any = 0;
+    for (uint64_t seed = 1; seed <= 200; seed++) {
+        size_t fp;
+        any += run(seed, 20, 0, 0, 300, &fp) > 0;
+    }
+    print_message("seeds with a flag under the null: %zu of 200\n", any);
+    assert_true(any <= 30); /* P(Binomial(200, 0.1) > 30) < 0.02; in fact far fewer */
+}
+
+/* A flagged slot keeps its value when new values come: the least counted
+ * unflagged slot goes instead. */
+static void test_flagged_kept(void **state)
+{
+    (void)state;
+    seg_table t;
+    seg_cfg c = cfg_of(1, 2);
+    assert_int_equal(seg_init(&t, &c, NULL), CALIB_OK);
+    double bad = predict1(&t, "k", "bad");
+    (void)predict1(&t, "k", "good");
+    (void)predict1(&t, "k", "good");
+    calib_rng r;
+    calib_rng_seed(&r, 3);
+    size_t flagged = 0;
+    for (int i = 0; i < 2000 && !flagged; i++) {
+        seg_obs o = draw(&r, 0.4);
+        seg_observe(&t, &bad, &o);
+        flagged = seg_decide(&t, i, NULL, NULL);
+    }
+    assert_int_equal(flagged, 1);
+    assert_true(t.key[0].slot[0].flagged);
+    (void)predict1(&t, "k", "new");  /* "bad" has the lower count, but is flagged */
+    assert_string_equal(t.key[0].slot[0].name, "bad");
+    assert_string_equal(t.key[0].slot[1].name, "new");
+    (void)predict1(&t, "k", "newer");
+    assert_string_equal(t.key[0].slot[1].name, "newer");
+    assert_int_equal(t.key[0].flags, 1);
+    seg_free(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_bad_cfg),
+        cmocka_unit_test(test_sketch_and_codes),
+        cmocka_unit_test(test_keys),
+        cmocka_unit_test(test_arithmetic),
+        cmocka_unit_test(test_power),
+        cmocka_unit_test(test_null_level),
+        cmocka_unit_test(test_flagged_kept),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
