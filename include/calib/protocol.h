@@ -33,6 +33,8 @@ extern "C" {
 #define CALIB_PROTO_MAX_N 65536    /* records in a batch */
 #define CALIB_PROTO_MAX_K 65536    /* classes of logits / probs */
 #define CALIB_PROTO_MAX_DEPTH 32   /* nested arrays and maps, as msgpack-c */
+#define CALIB_PROTO_MAX_SEG 8      /* segment keys of a prediction ("seg") */
+#define CALIB_PROTO_MAX_SEG_NAME 64 /* bytes of a segment key or value */
 
 enum calib_msg_type {
     CALIB_MSG_PRED = 1,
@@ -52,6 +54,14 @@ typedef struct calib_msg_col {
     const unsigned char *bin;   /* bins: little-endian elements */
     const msgpack_object *obj;  /* objects, one per value (or per row) */
 } calib_msg_col;
+
+/* Private: one segment key of a prediction and where its values are. */
+typedef struct calib_msg_segcol {
+    const char *key;
+    size_t key_len;
+    const msgpack_object *val; /* one string, or (batch form) n of them */
+    int per_record;            /* val is an array of n strings */
+} calib_msg_segcol;
 
 /* What a rejected message had wrong, beyond the reason: for a log line
  * that tells the producer what to fix. */
@@ -81,6 +91,8 @@ typedef struct calib_msg {
     calib_msg_fault fault;
     /* private */
     calib_msg_col id, ts_col, y, out[2];
+    calib_msg_segcol seg[CALIB_PROTO_MAX_SEG];
+    size_t nseg;              /* segment keys of a pred ("seg"), read-only */
     msgpack_zone zone;        /* the decoded objects: cleared, never freed,
                                  between messages (no allocation per message
                                  below CALIB_MSG_ZONE bytes of objects) */
@@ -138,6 +150,21 @@ int calib_msg_decode_k(calib_msg *m, const void *topic, size_t topic_len,
  */
 int calib_msg_record(const calib_msg *m, size_t i, calib_msg_rec *out,
                      double *x);
+
+/*
+ * Segment j < m->nseg of record i < m->n of a decoded prediction: its key
+ * and value (into the payload, not NUL-terminated), both checked at
+ * decoding. CALIB_OK, or CALIB_EINVAL for an index out of range.
+ */
+int calib_msg_seg(const calib_msg *m, size_t i, size_t j, const char **key, size_t *key_len,
+                  const char **val, size_t *val_len);
+
+/* 1 when the bytes make a segment key: 1..CALIB_PROTO_MAX_SEG_NAME bytes
+ * of [A-Za-z0-9_.-]; else 0. */
+int calib_proto_seg_key_ok(const void *s, size_t len);
+/* 1 when the bytes make a segment value: 1..CALIB_PROTO_MAX_SEG_NAME
+ * bytes, none below 0x20 nor 0x7f (UTF-8 passes); else 0. */
+int calib_proto_seg_value_ok(const void *s, size_t len);
 
 /*
  * Checks an outcome against a model of form `form` and k classes: an integer

@@ -62,6 +62,11 @@ enum calib_reject {
     CALIB_REJ_BAD_VALUE,        /* a parameter non-finite or outside its
                                    method's domain (T <= 0; variance w <= 0
                                    or b < 0); "ts" non-finite */
+    /* the whole message again: a prediction's "seg" not a map of at most
+       CALIB_PROTO_MAX_SEG segment keys (1..64 bytes of [A-Za-z0-9_.-]) to
+       values (1..64 bytes, none a control character; in the batch form
+       also an array of n of them), or a key twice */
+    CALIB_REJ_BAD_SEGMENT,
     CALIB_REJ_COUNT
 };
 

@@ -6,30 +6,11 @@
 #include <string.h>
 
 #include "calib/join.h"
+#include "calib/protocol.h"
 #include "segment.h"
 
-int seg_key_ok(const char *s, size_t len)
-{
-    if (!s || len < 1 || len > SEG_NAME_MAX)
-        return 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '.' || c == '-'))
-            return 0;
-    }
-    return 1;
-}
-
-int seg_value_ok(const char *s, size_t len)
-{
-    if (!s || len < 1 || len > SEG_NAME_MAX)
-        return 0;
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] == 0x7f)
-            return 0;
-    return 1;
-}
+_Static_assert(SEG_MAX_KEYS == CALIB_PROTO_MAX_SEG && SEG_NAME_MAX == CALIB_PROTO_MAX_SEG_NAME,
+               "a table holds what the protocol carries");
 
 int seg_init(seg_table *t, const seg_cfg *cfg, calib_budget *budget)
 {

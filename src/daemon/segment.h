@@ -67,12 +67,6 @@ typedef struct seg_kv {
     size_t key_len, val_len;
 } seg_kv;
 
-/* 1 when the bytes make a segment key: 1..SEG_NAME_MAX of [A-Za-z0-9_.-]. */
-int seg_key_ok(const char *s, size_t len);
-/* 1 when the bytes make a value: 1..SEG_NAME_MAX bytes, none below 0x20
- * nor 0x7f (UTF-8 passes). */
-int seg_value_ok(const char *s, size_t len);
-
 typedef struct seg_slot {
     char name[SEG_NAME_MAX + 1]; /* the value, NUL-terminated; "" when free */
     uint32_t gen;       /* occupants so far (a code names slot and gen) */
@@ -131,8 +125,8 @@ int seg_find_key(const seg_table *t, const char *name, size_t len);
 int seg_add_key(seg_table *t, const char *name, size_t len);
 
 /*
- * A prediction's segments, n of them (checked with seg_key_ok and
- * seg_value_ok by the caller): counts each value in its key's sketch and
+ * A prediction's segments, n of them (checked by the decoder:
+ * calib_proto_seg_key_ok, calib_proto_seg_value_ok): counts each value in its key's sketch and
  * writes, for each of the table's cfg.keys columns, the code its pair will
  * carry (0: the prediction has no value of that key). Keys seen first here
  * are added while there is room.

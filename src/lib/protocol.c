@@ -63,6 +63,7 @@ static const char *const reject_names[CALIB_REJ_COUNT] = {
     [CALIB_REJ_BAD_METHOD] = "bad_method",
     [CALIB_REJ_BAD_PARAMS] = "bad_params",
     [CALIB_REJ_BAD_VALUE] = "bad_value",
+    [CALIB_REJ_BAD_SEGMENT] = "bad_segment",
 };
 
 const char *calib_reject_name(int reason)
@@ -268,7 +269,7 @@ int calib_proto_topic_ok(const void *topic, size_t len)
 
 enum proto_key {
     KEY_V, KEY_TYPE, KEY_ID, KEY_TS, KEY_LOGITS, KEY_PROBS, KEY_P, KEY_MEAN,
-    KEY_VAR, KEY_Y, KEY_N, KEY_K, KEY_COUNT
+    KEY_VAR, KEY_Y, KEY_N, KEY_K, KEY_SEG, KEY_COUNT
 };
 
 #define KEY(s) {s, (uint8_t)(sizeof(s) - 1)}
@@ -277,7 +278,7 @@ static const struct {
     uint8_t len;
 } keys[KEY_COUNT] = {
     KEY("v"), KEY("type"), KEY("id"), KEY("ts"), KEY("logits"), KEY("probs"), KEY("p"),
-    KEY("mean"), KEY("var"), KEY("y"), KEY("n"), KEY("k"),
+    KEY("mean"), KEY("var"), KEY("y"), KEY("n"), KEY("k"), KEY("seg"),
 };
 
 int calib_proto_str_is(const msgpack_object_str *s, const char *lit)
@@ -601,10 +602,91 @@ static int decode_id(calib_msg *m, const msgpack_object *id)
     return CALIB_REJ_NONE;
 }
 
+int calib_proto_seg_key_ok(const void *s, size_t len)
+{
+    const unsigned char *b = s;
+    if (!b || len < 1 || len > CALIB_PROTO_MAX_SEG_NAME)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (!((b[i] >= 'a' && b[i] <= 'z') || (b[i] >= 'A' && b[i] <= 'Z') ||
+              (b[i] >= '0' && b[i] <= '9') || b[i] == '_' || b[i] == '.' || b[i] == '-'))
+            return 0;
+    return 1;
+}
+
+int calib_proto_seg_value_ok(const void *s, size_t len)
+{
+    const unsigned char *b = s;
+    if (!b || len < 1 || len > CALIB_PROTO_MAX_SEG_NAME)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (b[i] < 0x20 || b[i] == 0x7f)
+            return 0;
+    return 1;
+}
+
+static int seg_value(const msgpack_object *o)
+{
+    return o->type == MSGPACK_OBJECT_STR && calib_proto_seg_value_ok(o->via.str.ptr, o->via.str.size);
+}
+
+/* "seg": a map of segment keys to a value, or in the batch form to one
+ * value or an array of n; every key and value is checked here, so that a
+ * record never fails for its segments. */
+static int decode_seg(calib_msg *m, const msgpack_object *seg)
+{
+    if (seg == NULL)
+        return CALIB_REJ_NONE;
+    if (seg->type != MSGPACK_OBJECT_MAP || seg->via.map.size > CALIB_PROTO_MAX_SEG)
+        return blame(m, KEY_SEG, CALIB_REJ_BAD_SEGMENT);
+    for (uint32_t i = 0; i < seg->via.map.size; i++) {
+        const msgpack_object_kv *kv = &seg->via.map.ptr[i];
+        if (kv->key.type != MSGPACK_OBJECT_STR ||
+            !calib_proto_seg_key_ok(kv->key.via.str.ptr, kv->key.via.str.size))
+            return blame(m, KEY_SEG, CALIB_REJ_BAD_SEGMENT);
+        for (uint32_t j = 0; j < i; j++)
+            if (m->seg[j].key_len == kv->key.via.str.size &&
+                memcmp(m->seg[j].key, kv->key.via.str.ptr, m->seg[j].key_len) == 0)
+                return blame(m, KEY_SEG, CALIB_REJ_BAD_SEGMENT);
+        calib_msg_segcol *c = &m->seg[i];
+        *c = (calib_msg_segcol){.key = kv->key.via.str.ptr, .key_len = kv->key.via.str.size,
+                                .val = &kv->val};
+        if (m->batch && kv->val.type == MSGPACK_OBJECT_ARRAY) {
+            if (kv->val.via.array.size != m->n)
+                return blame(m, KEY_SEG, CALIB_REJ_BAD_SEGMENT);
+            for (size_t r = 0; r < m->n; r++)
+                if (!seg_value(&kv->val.via.array.ptr[r]))
+                    return blame(m, KEY_SEG, CALIB_REJ_BAD_SEGMENT);
+            c->per_record = 1;
+            c->val = kv->val.via.array.ptr;
+        } else if (!seg_value(&kv->val)) {
+            return blame(m, KEY_SEG, CALIB_REJ_BAD_SEGMENT);
+        }
+        m->nseg = i + 1;
+    }
+    return CALIB_REJ_NONE;
+}
+
+int calib_msg_seg(const calib_msg *m, size_t i, size_t j, const char **key, size_t *key_len,
+                  const char **val, size_t *val_len)
+{
+    if (!m || m->type != CALIB_MSG_PRED || i >= m->n || j >= m->nseg)
+        return CALIB_EINVAL;
+    const calib_msg_segcol *c = &m->seg[j];
+    const msgpack_object *o = c->per_record ? &c->val[i] : c->val;
+    *key = c->key;
+    *key_len = c->key_len;
+    *val = o->via.str.ptr;
+    *val_len = o->via.str.size;
+    return CALIB_OK;
+}
+
 static int decode_pred(calib_msg *m, const msgpack_object *const val[KEY_COUNT])
 {
     int r = decode_outputs(m, val);
     if (r)
+        return r;
+    if ((r = decode_seg(m, val[KEY_SEG])))
         return r;
     if (val[KEY_Y] != NULL && (r = num_col(m, KEY_Y, &m->y, val[KEY_Y], 0)))
         return r;

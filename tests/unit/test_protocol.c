@@ -316,6 +316,102 @@ static void batch_binary_and_gaussian(void **state)
     pl_free(&p);
 }
 
+/* Segment j of record i is key=val. */
+static void check_seg(const calib_msg *m, size_t i, size_t j, const char *key, const char *val)
+{
+    const char *k, *v;
+    size_t kl, vl;
+    assert_int_equal(calib_msg_seg(m, i, j, &k, &kl, &v, &vl), CALIB_OK);
+    assert_int_equal(kl, strlen(key));
+    assert_memory_equal(k, key, kl);
+    assert_int_equal(vl, strlen(val));
+    assert_memory_equal(v, val, vl);
+}
+
+/* "seg": a map of keys to a value, in the batch form also to an array of
+ * n values; checked whole at decoding; a label's is ignored. */
+static void segments(void **state)
+{
+    (void)state;
+    payload p;
+    calib_msg m;
+    calib_msg_init(&m);
+    pl_init(&p);
+    mp(&p, HF "s d s u s M s s s s", 5, HA("pred"), "p", 0.7, "id", 9, "seg", 2,
+       "country", "DE", "device", "S\xc3\xa3o ios");
+    assert_int_equal(decode(&m, &p), CALIB_REJ_NONE);
+    assert_int_equal(m.nseg, 2);
+    check_seg(&m, 0, 0, "country", "DE");
+    check_seg(&m, 0, 1, "device", "S\xc3\xa3o ios");
+    const char *k, *v;
+    size_t kl, vl;
+    assert_int_equal(calib_msg_seg(&m, 0, 2, &k, &kl, &v, &vl), CALIB_EINVAL);
+    assert_int_equal(calib_msg_seg(&m, 1, 0, &k, &kl, &v, &vl), CALIB_EINVAL);
+    pl_free(&p);
+
+    /* batch: one key per record, one for all */
+    pl_init(&p);
+    mp(&p, HF "s u s A d d d s A u u u s M s A s s s s s", 6, HA("pred"), "n", 3, "p", 3,
+       0.1, 0.2, 0.3, "id", 3, 1, 2, 3, "seg", 2, "country", 3, "DE", "FR", "DE",
+       "tier", "gold");
+    assert_int_equal(decode(&m, &p), CALIB_REJ_NONE);
+    check_seg(&m, 1, 0, "country", "FR");
+    check_seg(&m, 2, 0, "country", "DE");
+    check_seg(&m, 2, 1, "tier", "gold");
+    pl_free(&p);
+
+    /* none: nseg 0 */
+    pl_init(&p);
+    mp(&p, HF "s d s u", 4, HA("pred"), "p", 0.7, "id", 9);
+    assert_int_equal(decode(&m, &p), CALIB_REJ_NONE);
+    assert_int_equal(m.nseg, 0);
+    pl_free(&p);
+
+    /* a label's seg is not read (a bad one too) */
+    pl_init(&p);
+    mp(&p, HF "s u s u s u", 5, HA("label"), "id", 9, "y", 1, "seg", 3);
+    assert_int_equal(decode(&m, &p), CALIB_REJ_NONE);
+    assert_int_equal(m.nseg, 0);
+    pl_free(&p);
+    calib_msg_destroy(&m);
+
+    /* rejects */
+    REJECTS(CALIB_REJ_BAD_SEGMENT, HF "s d s u s u", 5, HA("pred"), "p", 0.7, "id", 9, "seg", 3);
+    REJECTS(CALIB_REJ_BAD_SEGMENT, HF "s d s u s M s s", 5, HA("pred"), "p", 0.7, "id", 9,
+            "seg", 1, "a b", "x");
+    REJECTS(CALIB_REJ_BAD_SEGMENT, HF "s d s u s M s s", 5, HA("pred"), "p", 0.7, "id", 9,
+            "seg", 1, "a", "");
+    REJECTS(CALIB_REJ_BAD_SEGMENT, HF "s d s u s M s s", 5, HA("pred"), "p", 0.7, "id", 9,
+            "seg", 1, "a", "x\ny");
+    REJECTS(CALIB_REJ_BAD_SEGMENT, HF "s d s u s M s u", 5, HA("pred"), "p", 0.7, "id", 9,
+            "seg", 1, "a", 5);
+    REJECTS(CALIB_REJ_BAD_SEGMENT, HF "s d s u s M s s s s", 5, HA("pred"), "p", 0.7, "id", 9,
+            "seg", 2, "a", "x", "a", "y");
+    /* an array in the row form */
+    REJECTS(CALIB_REJ_BAD_SEGMENT, HF "s d s u s M s A s", 5, HA("pred"), "p", 0.7, "id", 9,
+            "seg", 1, "a", 1, "x");
+    /* an array of the wrong length, or with a bad value */
+    REJECTS(CALIB_REJ_BAD_SEGMENT, HF "s u s A d d s A u u s M s A s", 6, HA("pred"), "n", 2,
+            "p", 2, 0.1, 0.2, "id", 2, 1, 2, "seg", 1, "a", 1, "x");
+    REJECTS(CALIB_REJ_BAD_SEGMENT, HF "s u s A d d s A u u s M s A s u", 6, HA("pred"), "n", 2,
+            "p", 2, 0.1, 0.2, "id", 2, 1, 2, "seg", 1, "a", 2, "x", 3);
+    /* nine keys */
+    REJECTS(CALIB_REJ_BAD_SEGMENT, HF "s d s u s M s s s s s s s s s s s s s s s s s s", 5,
+            HA("pred"), "p", 0.7, "id", 9, "seg", 9, "a", "x", "b", "x", "c", "x", "d", "x",
+            "e", "x", "f", "x", "g", "x", "h", "x", "i", "x");
+    char long_val[CALIB_PROTO_MAX_SEG_NAME + 2];
+    memset(long_val, 'v', sizeof long_val - 1);
+    long_val[sizeof long_val - 1] = 0;
+    REJECTS(CALIB_REJ_BAD_SEGMENT, HF "s d s u s M s s", 5, HA("pred"), "p", 0.7, "id", 9,
+            "seg", 1, "a", long_val);
+    long_val[CALIB_PROTO_MAX_SEG_NAME] = 0;
+    assert_true(calib_proto_seg_value_ok(long_val, CALIB_PROTO_MAX_SEG_NAME));
+    assert_true(calib_proto_seg_key_ok(long_val, CALIB_PROTO_MAX_SEG_NAME));
+    assert_false(calib_proto_seg_key_ok("a=b", 3));
+    assert_false(calib_proto_seg_key_ok("", 0));
+    assert_false(calib_proto_seg_value_ok("a\x7f", 2));
+}
+
 static void labels(void **state)
 {
     payload p;
@@ -1191,6 +1287,7 @@ int main(void)
         cmocka_unit_test(batch_probs_nested),
         cmocka_unit_test(batch_binary_and_gaussian),
         cmocka_unit_test(labels),
+        cmocka_unit_test(segments),
         cmocka_unit_test(topics),
         cmocka_unit_test(structural_rejects),
         cmocka_unit_test(record_rejects),

@@ -1,4 +1,4 @@
-/* test_segment.c — calibration per segment (segment.c): names, the
+/* test_segment.c — calibration per segment (segment.c): the
  * space-saving sketch and its codes, routing of a pair whose slot changed
  * occupant, flagged slots kept, the test's arithmetic (the mixture, the
  * adjuster, the e-BH threshold), power against an overconfident segment,
@@ -33,24 +33,6 @@ static seg_obs obs_of(double conf, int correct)
     double b = (1 - conf) * (1 - conf) * (correct ? 1 : 0) + (correct ? 0 : conf * conf);
     return (seg_obs){.s = {{b, -log(correct ? conf : 1 - conf)}, {b, -log(correct ? conf : 1 - conf)}},
                      .conf = {conf, conf}, .correct = {correct, correct}};
-}
-
-static void test_names(void **state)
-{
-    (void)state;
-    assert_true(seg_key_ok("country", 7));
-    assert_true(seg_key_ok("a.b-c_9", 7));
-    assert_false(seg_key_ok("", 0));
-    assert_false(seg_key_ok("a b", 3));
-    assert_false(seg_key_ok("a=b", 3));
-    char long_key[SEG_NAME_MAX + 2];
-    memset(long_key, 'k', sizeof long_key);
-    assert_true(seg_key_ok(long_key, SEG_NAME_MAX));
-    assert_false(seg_key_ok(long_key, SEG_NAME_MAX + 1));
-    assert_true(seg_value_ok("S\xc3\xa3o Paulo", 10));
-    assert_false(seg_value_ok("a\nb", 3));
-    assert_false(seg_value_ok("a\x7f", 2));
-    assert_false(seg_value_ok("", 0));
 }
 
 static void test_bad_cfg(void **state)
@@ -295,7 +277,6 @@ static void test_flagged_kept(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_names),
         cmocka_unit_test(test_bad_cfg),
         cmocka_unit_test(test_sketch_and_codes),
         cmocka_unit_test(test_keys),
