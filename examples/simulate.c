@@ -65,6 +65,9 @@ typedef struct sim_opts {
     int linger_ms, sndhwm, warmup_ms;
     const char *key, *server_key; /* CURVE: our key pair, calibd's public key */
     int flush_now;
+    uint64_t segments;       /* values v0.. of segment key "segment"; 0: none */
+    uint64_t miscal_segments; /* the first ones, labelled with seg_temp */
+    double seg_temp;
 } sim_opts;
 
 /* ------------------------------------------------------------ packing */
@@ -128,6 +131,7 @@ typedef struct sim {
     double *x;           /* batch * width outputs, as sent */
     double *y;           /* batch outcomes */
     uint64_t *seq;       /* batch ids */
+    uint64_t *segv;      /* batch segment values (--segments) */
     double *z, *q;       /* k scratch */
     unsigned char *bin;  /* batch * width * 8 bytes */
     pending_label *lab;  /* batch labels of one label message */
@@ -181,15 +185,19 @@ static double sigmoid(double s)
 }
 
 /* A class drawn from probabilities q (summing to 1 up to rounding). */
-static double true_temperature(const sim *s, uint64_t seq)
+static double true_temperature(const sim *s, uint64_t seq, uint64_t seg)
 {
+    if (seg < s->o.miscal_segments)
+        return s->o.seg_temp;
     return s->o.drift && seq >= s->o.switch_after ? s->o.temp_after : s->o.temp;
 }
 
-/* One prediction into x (width outputs, as they will be sent) and its y. */
-static void simulate_one(sim *s, uint64_t seq, double *x, double *y)
+/* One prediction into x (width outputs, as they will be sent) and its y;
+ * its segment value (uniform over --segments) into *seg. */
+static void simulate_one(sim *s, uint64_t seq, double *x, double *y, uint64_t *seg)
 {
-    double t = true_temperature(s, seq);
+    *seg = s->o.segments ? calib_rng_next(&s->rng) % s->o.segments : UINT64_MAX;
+    double t = true_temperature(s, seq, *seg);
     switch (s->o.form) {
     case CALIB_FORM_LOGITS:
     case CALIB_FORM_PROBS:
@@ -239,10 +247,12 @@ static void dump_header(sim *s)
     else
         for (size_t j = 0; j < s->k; j++)
             fprintf(s->dump, ",%s%zu", output_prefix[s->o.form], j);
+    if (s->o.segments)
+        fputs(",segment", s->dump);
     fputc('\n', s->dump);
 }
 
-static void dump_row(sim *s, const double *x, double y)
+static void dump_row(sim *s, const double *x, double y, uint64_t seg)
 {
     /* 9 significant digits round-trip a float32, 17 a double */
     int digits = s->o.enc == ENC_F32 ? 9 : 17;
@@ -252,6 +262,8 @@ static void dump_row(sim *s, const double *x, double y)
         fprintf(s->dump, "%lu", (unsigned long)y);
     for (size_t j = 0; j < s->width; j++)
         fprintf(s->dump, ",%.*g", digits, x[j]);
+    if (s->o.segments)
+        fprintf(s->dump, ",v%" PRIu64, seg);
     fputc('\n', s->dump);
 }
 
@@ -393,6 +405,21 @@ static void pack_pred(sim *s, calib_mpw *w, size_t n, double ts)
     }
     if (s->inline_y)
         pack_ys(s, w, batch, n);
+    if (s->o.segments) { /* "seg": {"segment": "vI"}, or an array of n */
+        calib_mpw_key(w, "seg");
+        calib_mpw_map(w);
+        calib_mpw_key(w, "segment");
+        if (batch)
+            calib_mpw_array(w);
+        for (size_t i = 0; i < n; i++) {
+            char v[32];
+            int len = snprintf(v, sizeof v, "v%" PRIu64, s->segv[i]);
+            calib_mpw_strn(w, v, (size_t)len);
+        }
+        if (batch)
+            calib_mpw_end(w);
+        calib_mpw_end(w);
+    }
     calib_mpw_end(w);
 }
 
@@ -460,12 +487,12 @@ static int send_predictions(sim *s, size_t n)
 
     for (size_t i = 0; i < n; i++) {
         s->seq[i] = s->made + i;
-        simulate_one(s, s->seq[i], s->x + i * s->width, &s->y[i]);
+        simulate_one(s, s->seq[i], s->x + i * s->width, &s->y[i], &s->segv[i]);
         int sent = 1;
         if (!s->inline_y && (sent = queue_label(s, s->seq[i], s->y[i], due)) < 0)
             return -1;
         if (s->dump && sent)
-            dump_row(s, s->x + i * s->width, s->y[i]);
+            dump_row(s, s->x + i * s->width, s->y[i], s->segv[i]);
     }
     calib_mpw_reset(&s->w);
     pack_pred(s, &s->w, n, wall_now());
@@ -583,11 +610,12 @@ static int sim_alloc(sim *s)
     s->x = malloc(b * w * sizeof *s->x);
     s->y = malloc(b * sizeof *s->y);
     s->seq = malloc(b * sizeof *s->seq);
+    s->segv = malloc(b * sizeof *s->segv);
     s->z = malloc(kk * sizeof *s->z);
     s->q = malloc(kk * sizeof *s->q);
     s->bin = malloc(b * w * 8);
     s->lab = malloc(b * sizeof *s->lab);
-    if (!s->x || !s->y || !s->seq || !s->z || !s->q || !s->bin || !s->lab) {
+    if (!s->x || !s->y || !s->seq || !s->segv || !s->z || !s->q || !s->bin || !s->lab) {
         fprintf(stderr, PROG ": out of memory\n");
         return -1;
     }
@@ -599,6 +627,7 @@ static void sim_free(sim *s)
     free(s->x);
     free(s->y);
     free(s->seq);
+    free(s->segv);
     free(s->z);
     free(s->q);
     free(s->bin);
@@ -641,6 +670,11 @@ static void usage(FILE *f)
 "      --label-dup FRAC       fraction of labels sent twice (default 0)\n"
 "      --label-drop FRAC      fraction of labels never sent (default 0)\n"
 "      --flush-labels-now     at the end, send pending labels at once\n"
+"      --segments N           each prediction carries segment key \"segment\"\n"
+"                             with a value v0..v(N-1), uniform (default 0: none)\n"
+"      --miscal-segments M    the first M values' labels come from\n"
+"                             softmax(z / T_seg) instead (default 0)\n"
+"      --segment-temperature T_seg  (default 2)\n"
 "  -s, --seed S               random seed (default 1)\n"
 "  -d, --dump FILE            write the pairs whose label is sent as\n"
 "                             calibctl CSV ('-' is stdout)\n"
@@ -706,7 +740,8 @@ static int parse_choice(const char *opt, const char *s, const char *const *names
 enum {
     OPT_PUSH = 256, OPT_SIGMA, OPT_TEMP_AFTER, OPT_SWITCH_AFTER, OPT_ENCODING,
     OPT_IDS, OPT_DELAY, OPT_SHUFFLE, OPT_DUP, OPT_DROP, OPT_FLUSH_NOW,
-    OPT_WARMUP, OPT_LINGER, OPT_SNDHWM, OPT_KEY, OPT_SERVER_KEY,
+    OPT_WARMUP, OPT_LINGER, OPT_SNDHWM, OPT_KEY, OPT_SERVER_KEY, OPT_SEGMENTS,
+    OPT_MISCAL_SEGMENTS, OPT_SEG_TEMP,
 };
 
 static const struct option long_opts[] = {
@@ -736,6 +771,9 @@ static const struct option long_opts[] = {
     {"sndhwm", required_argument, NULL, OPT_SNDHWM},
     {"key", required_argument, NULL, OPT_KEY},
     {"server-key", required_argument, NULL, OPT_SERVER_KEY},
+    {"segments", required_argument, NULL, OPT_SEGMENTS},
+    {"miscal-segments", required_argument, NULL, OPT_MISCAL_SEGMENTS},
+    {"segment-temperature", required_argument, NULL, OPT_SEG_TEMP},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -801,6 +839,10 @@ static int parse_one(sim_opts *o, int c, const char *a, int *have_after,
     case OPT_SERVER_KEY: o->server_key = a; return 0;
     case OPT_LINGER: return parse_int("linger-ms", a, 0, 3600000, &o->linger_ms);
     case OPT_SNDHWM: return parse_int("sndhwm", a, 0, 100000000, &o->sndhwm);
+    case OPT_SEGMENTS: return parse_u64("segments", a, 0, 1000000, &o->segments);
+    case OPT_MISCAL_SEGMENTS:
+        return parse_u64("miscal-segments", a, 0, 1000000, &o->miscal_segments);
+    case OPT_SEG_TEMP: return parse_double("segment-temperature", a, 0, inf, 1, &o->seg_temp);
     }
     return -1;
 }
@@ -813,7 +855,7 @@ static int parse_options(sim_opts *o, int argc, char **argv)
         .endpoint = ">tcp://127.0.0.1:7450", .model = "sim", .k = 10,
         .sigma = 1.5, .temp = 1, .count = 1000, .batch = 1,
         .form = CALIB_FORM_LOGITS, .enc = ENC_F32, .seed = 1,
-        .linger_ms = 2000, .sndhwm = 100000, .warmup_ms = 10000,
+        .linger_ms = 2000, .sndhwm = 100000, .warmup_ms = 10000, .seg_temp = 2,
     };
     while ((c = getopt_long(argc, argv, "e:m:k:t:r:n:b:f:s:d:h", long_opts, NULL)) != -1) {
         if (c == 'h') {
@@ -832,6 +874,10 @@ static int parse_options(sim_opts *o, int argc, char **argv)
         return -1;
     }
     o->drift = have_after;
+    if (o->miscal_segments > o->segments) {
+        fprintf(stderr, PROG ": --miscal-segments is more than --segments\n");
+        return -1;
+    }
     size_t width = calib_form_width(o->form, o->k);
     if (o->batch > MAX_BATCH_VALUES / width) {
         fprintf(stderr, PROG ": --batch %zu times %zu outputs is over %zu values "

@@ -172,9 +172,9 @@ void alert_send(calibd *d, model *m, const char *kind, const char *severity,
     m->alerts++;
     d->alert.sent++;
     log_msg(&d->log, LOG_WARN, "alert", "%s: %s %s: %s", m->name, severity, kind, message);
-    /* refit results, drift and miscalibration are events of their own (recalib.c) */
+    /* refit results, drift, miscalibration and segments are events of their own */
     if (strcmp(kind, "refit") != 0 && strcmp(kind, "drift") != 0 &&
-        strcmp(kind, "miscalibration") != 0)
+        strcmp(kind, "miscalibration") != 0 && strcmp(kind, "segment_miscalibrated") != 0)
         model_event_add(m, a.ts, "alert", "%s %s: %s", severity, kind, message);
     calib_mpw w;
     calib_mpw_init(&w);
@@ -274,9 +274,39 @@ static void starvation_rule(calibd *d, model *m)
                    msg, v, 2);
 }
 
+typedef struct seg_alert_ctx {
+    calibd *d;
+    model *m;
+} seg_alert_ctx;
+
+/* A segment e-BH flagged: one alert each (a discovery is an event, flags
+ * are never cleared), named after the value whose pairs made the
+ * evidence. */
+static void segment_flagged(void *arg, const seg_key *k, const seg_slot *s)
+{
+    seg_alert_ctx *c = arg;
+    double ci[2], gap = -calib_accum_mean(&s->resid);
+    calib_accum_ci95(&s->resid, ci);
+    const char *value = s->peak[0] ? s->peak : s->name;
+    char msg[400];
+    snprintf(msg, sizeof msg, "segment %s=%s is miscalibrated: confidence minus accuracy "
+             "%.4f (95%% interval %.4f to %.4f) over %llu pairs; adjusted e-value %.4g",
+             k->name, value, gap, -ci[1], -ci[0], (unsigned long long)s->resid.n,
+             exp(seg_log_adjusted(s)));
+    alert_value v[] = {{"gap", gap}, {"gap_lo", -ci[1]}, {"gap_hi", -ci[0]},
+                       {"pairs", (double)s->resid.n},
+                       {"brier", calib_accum_mean(&s->score[VIEW_CAL][0])},
+                       {"e_adjusted", exp(seg_log_adjusted(s))}};
+    model_event_add(c->m, wall_now(), "segment", "%s=%s flagged: gap %.4f over %llu pairs",
+                    k->name, value, gap, (unsigned long long)s->resid.n);
+    alert_send(c->d, c->m, "segment_miscalibrated", "warning", msg, v, 6);
+}
+
 void alert_check(calibd *d, model *m)
 {
     starvation_rule(d, m);
+    seg_alert_ctx sc = {d, m};
+    seg_decide(&m->seg, wall_now(), segment_flagged, &sc);
     const model_cfg *c = &m->cfg;
     if (c->alert_brier <= 0 && c->alert_rbs <= 0 && c->alert_ece <= 0 && c->alert_dss <= 0)
         return;

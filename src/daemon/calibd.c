@@ -14,7 +14,7 @@ int calibd_init(calibd *d, uv_loop_t *loop, uint64_t hash_seed)
     d->hash_seed = hash_seed;
     calib_msg_init(&d->msg);
     calib_plugin_registry_init(&d->plugins);
-    d->x = malloc(CALIB_PROTO_MAX_K * sizeof *d->x);
+    d->x = malloc((CALIB_PROTO_MAX_K + SEG_MAX_KEYS) * sizeof *d->x); /* + codes */
     return d->x ? 0 : -1;
 }
 

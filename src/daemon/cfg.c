@@ -10,6 +10,7 @@
 #include "calib/calib.h"
 #include "calib/plugin.h"
 #include "calib/protocol.h"
+#include "segment.h"
 #include "calib/pubmsg.h"
 #include "cfg.h"
 #include "log.h"
@@ -66,6 +67,7 @@ enum key_type {
     K_SECONDS0, /* >= 0; 0 turns the feature off */
     K_NONNEG,   /* a finite number >= 0 */
     K_PROB,     /* in (0, 1) */
+    K_FRAC,     /* in [0, 1) */
     K_FORM,
     K_BOOL,
     K_METHOD,
@@ -127,6 +129,10 @@ static const struct model_key {
     {"kserve_output", K_TENSOR, F(kserve_output), 0, 0,
      "auto or a tensor's name (1..63 printable characters)"},
     {"kserve_form", K_KSFORM, F(kserve_form), 0, 0, "auto, logits, probs or p"},
+    {"segment_keys", K_UINT, F(segment_keys), 0, SEG_MAX_KEYS, "0 (off) .. 8"},
+    {"segment_values", K_UINT, F(segment_values), 1, SEG_MAX_VALUES, "1..4096"},
+    {"segment_alpha", K_PROB, F(segment_alpha), 0, 0, "a level in (0, 1)"},
+    {"segment_min_effect", K_FRAC, F(segment_min_effect), 0, 0, "a number in [0, 1)"},
 #undef F
 };
 enum { N_MODEL_KEYS = sizeof model_keys / sizeof model_keys[0] };
@@ -187,7 +193,9 @@ static int parse_key(const struct model_key *k, const char *value, void *field)
     case K_SECONDS0:
     case K_NONNEG:
     case K_PROB:
-        if (parse_number(value, &v) != 0 || v < 0 || (k->type == K_PROB && (v <= 0 || v >= 1)))
+    case K_FRAC:
+        if (parse_number(value, &v) != 0 || v < 0 || (k->type == K_PROB && (v <= 0 || v >= 1)) ||
+            (k->type == K_FRAC && v >= 1))
             return -1;
         if (k->max && v > (double)k->max) /* an upper bound for this key */
             return -1;
@@ -467,6 +475,7 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
         {"http_max_connections", offsetof(daemon_cfg, http_max_connections), 1, 100000},
         {"http_max_per_address", offsetof(daemon_cfg, http_max_per_address), 1, 100000},
         {"history", offsetof(daemon_cfg, history), 0, 100000},
+        {"segment_metrics", offsetof(daemon_cfg, segment_metrics), 0, 10000},
     };
     for (size_t i = 0; i < sizeof uints / sizeof uints[0]; i++) {
         if (strcmp(key, uints[i].name) != 0)
@@ -513,6 +522,7 @@ int config_init(daemon_cfg *c)
     c->health_timeout = 10;
     c->history = 1440;
     c->history_step = 60;
+    c->segment_metrics = 10;
     c->snapshot_interval = 30;
     c->http_max_connections = 256;
     c->http_max_per_address = 16;
@@ -534,6 +544,8 @@ int config_init(daemon_cfg *c)
         .miscal_min_effect = 0.001, .miscal_period = 20000, .alert_min_samples = 1000,
         .alert_hysteresis = 0.1, .alert_cooldown = 300, .label_starvation = 0,
         .kserve_output = "", .kserve_form = -1,
+        .segment_keys = 4, .segment_values = 64, .segment_alpha = 0.05,
+        .segment_min_effect = 0.02,
     };
     c->params_interval = 10;
     c->model_idle_ttl = 86400;

@@ -121,6 +121,7 @@ typedef struct ingest_time {
  * prediction and its y turns out not to fit the model's K. */
 static void score_pair(calibd *d, model *m, const double *x, double y, double now)
 {
+    /* x: the outputs, then the segment codes */
     /* the label's fault, of an earlier message: counted for the model, not
      * held against this one's outcome */
     ingest_outcome *out = d->ingest_out;
@@ -129,12 +130,26 @@ static void score_pair(calibd *d, model *m, const double *x, double y, double no
     d->ingest_out = out;
     if (bad)
         return;
-    model_observe(m, x, y, now);
+    model_observe(m, x, y, now, x + m->width);
 }
 
-static void pred_record(calibd *d, model *m, int form, const calib_msg_rec *r,
-                        const ingest_time *t)
+/* Record i's segments, counted, as codes after its outputs in d->x. */
+static void pred_segments(calibd *d, model *m, const calib_msg *msg, size_t i, double now)
 {
+    if (!m->seg.cfg.keys)
+        return;
+    seg_kv kv[CALIB_PROTO_MAX_SEG];
+    for (size_t j = 0; j < msg->nseg; j++)
+        if (calib_msg_seg(msg, i, j, &kv[j].key, &kv[j].key_len, &kv[j].val,
+                          &kv[j].val_len) != CALIB_OK)
+            return; /* cannot be: the decoder checked them */
+    model_segments(m, kv, msg->nseg, d->x + m->width, now);
+}
+
+static void pred_record(calibd *d, model *m, const calib_msg *msg, size_t i,
+                        const calib_msg_rec *r, const ingest_time *t)
+{
+    int form = msg->form;
     double now = t->steady;
     m->last_prediction_mono = tick_now(d);
     if (m->predictions++ == 0)
@@ -143,10 +158,11 @@ static void pred_record(calibd *d, model *m, int form, const calib_msg_rec *r,
         model_canonical(m, form, d->x, m->xcal);
         memcpy(d->x, m->xcal, m->width * sizeof *d->x);
     }
+    pred_segments(d, m, msg, i, wall_now());
     if (r->has_y) {
         if (check_y(d, m, r->y, "inline") != 0)
             return;
-        model_observe(m, d->x, r->y, now);
+        model_observe(m, d->x, r->y, now, d->x + m->width);
         m->inline_scored++;
         note_label(d, m); /* an inline outcome is a label too */
         return;
@@ -180,7 +196,7 @@ static void label_record(calibd *d, model *m, const calib_msg_rec *r, const inge
         return;
     }
     if (jr.status == CALIB_JOIN_JOINED)
-        model_observe(m, jr.x, r->y, now); /* shaped: y checked above */
+        model_observe(m, jr.x, r->y, now, jr.x + m->width); /* shaped: y checked above */
 }
 
 /* "logits with K = 10", "gaussian", "probs with any K", "any form". */
@@ -344,7 +360,7 @@ static void ingest_records(calibd *d, model *m, ingest_outcome *out)
             continue;
         }
         if (msg->type == CALIB_MSG_PRED)
-            pred_record(d, m, msg->form, &r, &now);
+            pred_record(d, m, msg, i, &r, &now);
         else
             label_record(d, m, &r, &now);
     }

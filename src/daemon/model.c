@@ -58,6 +58,14 @@ static void drift_cfg_of(const model_cfg *c, int form, calib_drift_cfg *dc)
                             .reference = c->drift_reference, .restart = c->drift_reference};
 }
 
+void model_seg_cfg(const model_cfg *c, int form, seg_cfg *sc)
+{
+    *sc = (seg_cfg){.keys = (size_t)c->segment_keys, .values = (size_t)c->segment_values,
+                    .bins = form == CALIB_FORM_GAUSSIAN ? 0 : (uint32_t)c->bins,
+                    .alpha = c->segment_alpha, .min_effect = c->segment_min_effect,
+                    .seed = c->seed ^ 0x5e65e65e65e65e6ULL};
+}
+
 void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
 {
     calib_join_cfg jc = {.ttl = c->label_ttl, .capacity = (size_t)c->max_pending,
@@ -68,15 +76,16 @@ void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
         return;
     }
     size_t width = calib_form_width(form, k), pk = form == CALIB_FORM_GAUSSIAN ? 1 : k;
+    size_t jwidth = width + (size_t)c->segment_keys; /* the outputs, then segment codes */
     /* a waiting item: its entry, its outputs, at most two bucket heads */
-    size_t item = sizeof(calib_join_entry) + width * sizeof(double) + 2 * sizeof(uint32_t);
+    size_t item = sizeof(calib_join_entry) + jwidth * sizeof(double) + 2 * sizeof(uint32_t);
     size_t rec = calib_store_bytes(width, 1);
     if (!rec)
         return;
     s->pending = jc.capacity = min_size(c->max_pending, (size_t)c->join_memory / item);
     s->ring = min_size(c->ring, (size_t)c->sample_memory / 2 / rec);
     s->reservoir = min_size(c->reservoir, (size_t)c->sample_memory / 2 / rec);
-    jc.width = width;
+    jc.width = jwidth;
     calib_window_cfg wc = window_cfg(c, form);
     size_t fixed = calib_window_bytes(&wc);
     wc.panes = 1; /* the view: one pane like the window's */
@@ -85,8 +94,8 @@ void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
         fixed = add_bytes(fixed, VIEWS * calib_bins_bytes((uint32_t)c->bins));
     if (form != CALIB_FORM_GAUSSIAN && k * c->bins <= MODEL_CW_MAX_CELLS)
         fixed = add_bytes(fixed, calib_cwbins_bytes((uint32_t)k, (uint32_t)c->bins));
-    /* p, pcal; xcal, xcand; the drift reference */
-    fixed = add_bytes(fixed, (2 * pk + 2 * width) * sizeof(double));
+    /* p, pcal; xcal (with room for the codes), xcand; the drift reference */
+    fixed = add_bytes(fixed, (2 * pk + width + jwidth) * sizeof(double));
     if (c->drift) { /* its ring (classification) or reference sample (DSS) */
         calib_drift_cfg dc;
         drift_cfg_of(c, form, &dc);
@@ -95,6 +104,11 @@ void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
     if (c->cs_alpha > 0 && form != CALIB_FORM_GAUSSIAN) /* both views' sequences, */
         fixed = add_bytes(fixed, 2 * VIEWS * calib_cs_bytes(MODEL_CS_GRID)); /* 2 scopes */
     size_t bytes = add_bytes(sizeof(model), fixed);
+    if (c->segment_keys) { /* taken as keys appear (segment.h) */
+        seg_cfg sc;
+        model_seg_cfg(c, form, &sc);
+        bytes = add_bytes(bytes, sc.keys * seg_key_bytes(&sc));
+    }
     bytes = add_bytes(bytes, calib_join_bytes(&jc));
     bytes = add_bytes(bytes, calib_store_bytes(width, s->ring));
     bytes = add_bytes(bytes, calib_store_bytes(width, s->reservoir));
@@ -200,7 +214,8 @@ int model_shape(model *m, int form, size_t k)
         goto err;
     m->p = calloc(pk, sizeof *m->p);
     m->pcal = calloc(pk, sizeof *m->pcal);
-    m->xcal = calloc(m->width, sizeof *m->xcal);
+    size_t jwidth = m->width + (size_t)c->segment_keys;
+    m->xcal = calloc(jwidth, sizeof *m->xcal);
     m->recalib.xcand = calloc(m->width, sizeof *m->recalib.xcand);
     if (!m->p || !m->pcal || !m->xcal || !m->recalib.xcand) {
         rc = CALIB_ENOMEM;
@@ -212,8 +227,12 @@ int model_shape(model *m, int form, size_t k)
         if ((rc = calib_cs_init(&m->cs[v], 0, 2, c->cs_alpha, MODEL_CS_GRID)) != CALIB_OK ||
             (rc = calib_cs_init(&m->period.cs[v], 0, 2, c->cs_alpha, MODEL_CS_GRID)) != CALIB_OK)
             goto err;
+    seg_cfg sc;
+    model_seg_cfg(c, form, &sc);
+    if ((rc = seg_init(&m->seg, &sc, &m->mem)) != CALIB_OK)
+        goto err;
     /* last: the one step that changes the join table */
-    if ((rc = calib_join_set_width(&m->join, m->width, sz.pending)) != CALIB_OK)
+    if ((rc = calib_join_set_width(&m->join, jwidth, sz.pending)) != CALIB_OK)
         goto err;
     m->sizes = sz;
     m->shaped = 1;
@@ -234,6 +253,7 @@ static void free_shaped(model *m)
     for (int v = 0; v < VIEWS; v++)
         calib_bins_free(&m->top[v]);
     calib_cwbins_free(&m->cw);
+    seg_free(&m->seg);
     free(m->p);
     free(m->pcal);
     free(m->xcal);
@@ -472,7 +492,31 @@ static void trigger_observe(model *m, const double *x, double y, const double cu
     calib_gate_add(&l->trig, cur[WS_MAIN], s[WS_MAIN]);
 }
 
-void model_observe(model *m, const double *x, double y, double now)
+void model_segments(model *m, const seg_kv *kv, size_t n, double *codes, double now)
+{
+    seg_predict(&m->seg, kv, n, codes, now);
+}
+
+/* A pair's figures to its segments. */
+static void observe_segments(model *m, const double *codes, const double s[VIEWS][WS_PER_VIEW],
+                             double *const p[VIEWS], double y)
+{
+    seg_obs o;
+    for (int v = 0; v < VIEWS; v++) {
+        o.s[v][0] = s[v][WS_MAIN];
+        o.s[v][1] = s[v][WS_LOG];
+        o.conf[v] = NAN;
+        o.correct[v] = 0;
+        if (m->form != CALIB_FORM_GAUSSIAN) {
+            size_t top = calib_argmax(p[v], m->k);
+            o.conf[v] = p[v][top];
+            o.correct[v] = top == (size_t)y;
+        }
+    }
+    seg_observe(&m->seg, codes, &o);
+}
+
+void model_observe(model *m, const double *x, double y, double now, const double *codes)
 {
     double s[VIEWS][WS_PER_VIEW];
     double *p[VIEWS] = {m->p, m->pcal};
@@ -522,6 +566,8 @@ void model_observe(model *m, const double *x, double y, double now)
                 calib_cs_add(&cs[i][VIEW_CAL], s[VIEW_CAL][WS_MAIN]);
         }
     }
+    if (codes && m->seg.nkeys)
+        observe_segments(m, codes, s, p, y);
     calib_reservoir_offer(&m->reservoir, x, y, now);
     model_ring_push(m, x, y, now, s[VIEW_CAL][WS_MAIN]);
     m->scored++;

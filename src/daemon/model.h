@@ -15,6 +15,7 @@
 #include "alert.h"
 #include "cfg.h"
 #include "refit.h"
+#include "segment.h"
 
 /* Reasons the daemon adds to the decoders' (calib_reject, which has
  * CALIB_REJ_FRAMING and CALIB_REJ_NO_MEMORY: a model's state that could
@@ -121,7 +122,8 @@ typedef struct model_event {
     double t;       /* wall clock */
     char kind[16];  /* drift, miscalibration, refit, refit_error, cancelled,
                        shadow_start, shadow_pass, shadow_fail, withheld,
-                       publish, store_error, rollback, guard, alert, start */
+                       publish, store_error, rollback, guard, alert, start,
+                       segment */
     char text[240];
 } model_event;
 
@@ -203,7 +205,9 @@ typedef struct model {
     int form;         /* enum calib_form */
     size_t k, width;
     calib_join join;  /* from the model's creation: labels only (width 0)
-                         until the shape is known */
+                         until the shape is known; then each prediction's
+                         width outputs and its seg.cfg.keys segment codes */
+    seg_table seg;    /* calibration per segment (segment.h), once shaped */
     calib_accum cum[VIEWS][WS_PER_VIEW];
     model_sums sums[VIEWS][WS_PER_VIEW]; /* beside cum: the counters */
     model_paired paired;    /* both views since the current parameters */
@@ -268,6 +272,8 @@ void model_counters_set(model *m, const size_t *at, size_t n, const uint64_t *v)
  * form < 0: a model without shape yet (its labels-only join table).
  */
 void model_size(const model_cfg *c, int form, size_t k, model_sizes *s);
+/* The segment table's settings for a model of these settings and form. */
+void model_seg_cfg(const model_cfg *c, int form, seg_cfg *sc);
 
 /* Sums a shaped model's window at now (wall clock) into m->view. */
 void model_view_fill(model *m, double now);
@@ -306,8 +312,12 @@ void model_canonical(model *m, int form, const double *x, double *out);
 
 /* Scores one joined pair (x raw outputs, y outcome) observed at now: both
  * views, the drift detector and, while a candidate is in shadow, the
- * candidate too. */
-void model_observe(model *m, const double *x, double y, double now);
+ * candidate too; with its segment codes (seg.cfg.keys of them, from
+ * model_segments; NULL: none), its segments. */
+void model_observe(model *m, const double *x, double y, double now, const double *codes);
+/* The segment codes of a prediction (seg_predict) into codes[seg.cfg.keys];
+ * n segments, at wall time now. */
+void model_segments(model *m, const seg_kv *kv, size_t n, double *codes, double now);
 
 /* The drift detector's configuration for the model's settings and form. */
 void model_drift_cfg(const model *m, calib_drift_cfg *dc);

@@ -366,3 +366,59 @@ size_t seg_decide(seg_table *t, double now, seg_flag_fn fn, void *arg)
     free(e);
     return flagged;
 }
+
+void seg_figures_of(const seg_slot *s, seg_figures *f)
+{
+    f->pairs = s->score[1][0].n;
+    f->gap = -calib_accum_mean(&s->resid);
+    double ci[2];
+    calib_accum_ci95(&s->resid, ci);
+    f->gap_ci[0] = -ci[1];
+    f->gap_ci[1] = -ci[0];
+    f->gap_lo = isnan(ci[0]) ? 0 : f->gap_ci[0] > 0 ? f->gap_ci[0]
+              : f->gap_ci[1] < 0 ? -f->gap_ci[1] : 0;
+    for (int v = 0; v < SEG_VIEWS; v++) {
+        f->brier[v] = calib_accum_mean(&s->score[v][0]);
+        f->log[v] = calib_accum_mean(&s->score[v][1]);
+        f->ece[v] = s->top[v].m ? calib_bins_ece(&s->top[v]) : NAN;
+    }
+    f->log_e = seg_log_e(s);
+    f->log_adjusted = seg_log_adjusted(s);
+}
+
+typedef struct ranked {
+    double gap_lo;
+    uint64_t pairs;
+    size_t slot;
+} ranked;
+
+static int worst_first(const void *a, const void *b)
+{
+    const ranked *x = a, *y = b;
+    if (x->gap_lo != y->gap_lo)
+        return x->gap_lo < y->gap_lo ? 1 : -1;
+    if (x->pairs != y->pairs)
+        return x->pairs < y->pairs ? 1 : -1;
+    return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+size_t seg_rank(const seg_table *t, size_t key, size_t *idx, size_t max)
+{
+    if (key >= t->nkeys || !max)
+        return 0;
+    const seg_key *k = &t->key[key];
+    ranked *r = malloc((k->used ? k->used : 1) * sizeof *r);
+    if (!r)
+        return 0;
+    for (size_t j = 0; j < k->used; j++) {
+        seg_figures f;
+        seg_figures_of(&k->slot[j], &f);
+        r[j] = (ranked){f.gap_lo, f.pairs, j};
+    }
+    qsort(r, k->used, sizeof *r, worst_first);
+    size_t n = k->used < max ? k->used : max;
+    for (size_t j = 0; j < n; j++)
+        idx[j] = r[j].slot;
+    free(r);
+    return n;
+}

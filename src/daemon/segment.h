@@ -164,6 +164,24 @@ size_t seg_decide(seg_table *t, double now, seg_flag_fn fn, void *arg);
  * ln(K / (alpha r)). */
 double seg_log_threshold(const seg_table *t, size_t r);
 
+/* What status, /metrics, alerts and calibctl show of a slot. */
+typedef struct seg_figures {
+    uint64_t pairs;
+    double gap;        /* mean confidence - accuracy, calibrated view
+                          (-mean r); NaN without pairs */
+    double gap_ci[2];  /* its 95% interval (normal); NaN below 2 pairs */
+    double gap_lo;     /* the lower end of the interval of |gap|: 0 when
+                          the interval holds 0; what ranks the worst */
+    double brier[SEG_VIEWS], log[SEG_VIEWS]; /* means (main score, log) */
+    double ece[SEG_VIEWS]; /* top-label ECE; NaN for regression */
+    double log_e, log_adjusted; /* seg_log_e, seg_log_adjusted */
+} seg_figures;
+void seg_figures_of(const seg_slot *s, seg_figures *f);
+
+/* The occupied slots of key i (not "other"), worst first: by gap_lo, then
+ * by pairs. Writes at most max slot indices to idx; returns how many. */
+size_t seg_rank(const seg_table *t, size_t key, size_t *idx, size_t max);
+
 /* The "other" slot of key i. */
 static inline seg_slot *seg_other(const seg_table *t, size_t i)
 {

@@ -991,8 +991,9 @@ int snapshot_restore_model(model *m, const msgpack_object *o, double shift, int 
             *mono[i] = last[i] + shift;
     /* a waiting prediction's outputs pass through the model's scratch */
     size_t lost = 0;
-    int rc = calib_join_load(&r, calib_mpr_map(&r, o, "join"), &m->join, shift,
-                             m->shaped ? m->xcal : NULL, &lost);
+    /* the outputs are kept whatever the number of segment codes after them */
+    int rc = calib_join_load_tags(&r, calib_mpr_map(&r, o, "join"), &m->join, shift,
+                                  m->shaped ? m->xcal : NULL, m->width, &lost);
     if (rc == CALIB_LOAD_FAILED || !read_events(&r, o, m) || !read_alerts(&r, o, m, shift))
         return -1;
     if (rc == CALIB_LOAD_LATER)

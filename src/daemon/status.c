@@ -398,6 +398,100 @@ static void pack_reliability(calib_mpw *w, const model *m)
     calib_mpw_end(w);
 }
 
+/* One tracked value (or "other") of a segment key. */
+static void pack_segment(calib_mpw *w, const model *m, const seg_slot *sl, int other)
+{
+    seg_figures f;
+    seg_figures_of(sl, &f);
+    int bins = m->form != CALIB_FORM_GAUSSIAN;
+    calib_mpw_map(w);
+    calib_mpw_key(w, "value");
+    calib_mpw_str(w, sl->name);
+    if (!other) {
+        calib_mpw_key_uint(w, "count", sl->count);
+        calib_mpw_key_uint(w, "count_error", sl->err);
+        calib_mpw_key(w, "since");
+        calib_mpw_num(w, sl->since);
+    }
+    calib_mpw_key_uint(w, "pairs", f.pairs);
+    calib_mpw_key(w, "raw");
+    pack_scores(w, m, sl->score[VIEW_RAW]);
+    calib_mpw_key(w, "calibrated");
+    pack_scores(w, m, sl->score[VIEW_CAL]);
+    if (bins) {
+        calib_mpw_key(w, "ece");
+        calib_mpw_num(w, f.ece[VIEW_CAL]);
+        calib_mpw_key(w, "gap");
+        calib_mpw_num(w, f.gap);
+        calib_mpw_key(w, "gap_ci");
+        calib_mpw_pair(w, f.gap_ci);
+        calib_mpw_key(w, "gap_lo");
+        calib_mpw_num(w, f.gap_lo);
+    }
+    if (bins && !other) {
+        calib_mpw_key(w, "e");
+        calib_mpw_num(w, exp(f.log_e));
+        calib_mpw_key(w, "e_adjusted");
+        calib_mpw_num(w, exp(f.log_adjusted));
+        calib_mpw_key(w, "flagged");
+        calib_mpw_bool(w, sl->flagged);
+        calib_mpw_key(w, "flagged_at");
+        calib_mpw_num(w, sl->flagged ? sl->flagged_at : NAN);
+        calib_mpw_key(w, "evidence_from");
+        calib_mpw_str(w, sl->peak);
+    }
+    if (bins) {
+        calib_mpw_key(w, "reliability");
+        calib_mpw_map(w);
+        calib_mpw_key(w, "raw");
+        pack_bins(w, &sl->top[VIEW_RAW]);
+        calib_mpw_key(w, "calibrated");
+        pack_bins(w, &sl->top[VIEW_CAL]);
+        calib_mpw_end(w);
+    }
+    calib_mpw_end(w);
+}
+
+/* Per segment key its tracked values, worst first, then "other". */
+static void pack_segments(calib_mpw *w, const model *m)
+{
+    const seg_table *t = &m->seg;
+    calib_mpw_map(w);
+    calib_mpw_key_uint(w, "keys", t->cfg.keys);
+    calib_mpw_key_uint(w, "values", t->cfg.values);
+    calib_mpw_key(w, "alpha");
+    calib_mpw_num(w, t->cfg.alpha);
+    calib_mpw_key(w, "min_effect");
+    calib_mpw_num(w, t->cfg.min_effect);
+    calib_mpw_key_uint(w, "keys_full", t->keys_full);
+    calib_mpw_key_uint(w, "refused", t->refused);
+    calib_mpw_key_uint(w, "late", t->late);
+    calib_mpw_key(w, "by_key");
+    calib_mpw_map(w);
+    size_t *idx = t->nkeys ? malloc(t->cfg.values * sizeof *idx) : NULL;
+    for (size_t i = 0; i < t->nkeys && idx; i++) {
+        const seg_key *k = &t->key[i];
+        calib_mpw_key(w, k->name);
+        calib_mpw_map(w);
+        calib_mpw_key_uint(w, "tracked", k->used);
+        calib_mpw_key_uint(w, "evictions", k->evictions);
+        calib_mpw_key_uint(w, "flagged", k->flags);
+        calib_mpw_key(w, "threshold");
+        calib_mpw_num(w, exp(seg_log_threshold(t, 1))); /* flags a value alone */
+        calib_mpw_key(w, "segments");
+        calib_mpw_array(w);
+        size_t n = seg_rank(t, i, idx, t->cfg.values);
+        for (size_t j = 0; j < n; j++)
+            pack_segment(w, m, &k->slot[idx[j]], 0);
+        pack_segment(w, m, seg_other(t, i), 1);
+        calib_mpw_end(w);
+        calib_mpw_end(w);
+    }
+    free(idx);
+    calib_mpw_end(w);
+    calib_mpw_end(w);
+}
+
 /* The newest events, oldest first. */
 static void pack_events(calib_mpw *w, const model *m)
 {
@@ -497,6 +591,8 @@ static void pack_model(calib_mpw *w, const model *m)
         calib_mpw_key(w, "window");
         pack_window(w, m);
         calib_mpw_key_uint(w, "stale_window_samples", m->stale);
+        calib_mpw_key(w, "segments");
+        pack_segments(w, m);
         calib_mpw_key(w, "samples");
         calib_mpw_map(w);
         calib_mpw_key_uint(w, "reservoir", calib_reservoir_len(&m->reservoir));

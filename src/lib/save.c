@@ -758,6 +758,12 @@ static int read_id(calib_mpr *r, const msgpack_object *o, calib_id *id)
 int calib_join_load(calib_mpr *r, const msgpack_object *o, calib_join *j, double shift,
                     double *x, size_t *lost)
 {
+    return calib_join_load_tags(r, o, j, shift, x, j->cfg.width, lost);
+}
+
+int calib_join_load_tags(calib_mpr *r, const msgpack_object *o, calib_join *j, double shift,
+                         double *x, size_t keep, size_t *lost)
+{
     *lost = 0;
     if (!o || o->type != MSGPACK_OBJECT_MAP)
         return calib_mpr_fail(r, "join: not a map");
@@ -793,11 +799,16 @@ int calib_join_load(calib_mpr *r, const msgpack_object *o, calib_join *j, double
             if (f[4].type != MSGPACK_OBJECT_BIN || f[4].via.bin.size != width * sizeof(double))
                 return calib_mpr_fail(r, "join: prediction %u has not %llu outputs", i,
                                       (unsigned long long)width);
-            if (width != j->cfg.width || !x) { /* another shape: these cannot be kept */
-                ++*lost;
+            size_t have = j->cfg.width;
+            if (!x || (width != have && (width < keep || have < keep))) {
+                ++*lost; /* another shape: these cannot be kept */
                 continue;
             }
-            memcpy(x, f[4].via.bin.ptr, f[4].via.bin.size);
+            /* the outputs, then as many of the tags as both have, 0 beyond */
+            size_t copy = width < have ? (size_t)width : have;
+            memcpy(x, f[4].via.bin.ptr, copy * sizeof *x);
+            for (size_t t = copy; t < have; t++)
+                x[t] = 0;
             it.x = x;
         }
         if (calib_join_put(j, &it) != CALIB_OK)

@@ -47,7 +47,7 @@ static void add_model(const char *name, int form, size_t k, int n)
             x[1] = 0.5 + u;
         double y = form == CALIB_FORM_GAUSSIAN ? u : (double)(calib_rng_next(&r) % (k ? k : 2));
         if (i < n) {
-            model_observe(m, x, y, t + i);
+            model_observe(m, x, y, t + i, NULL);
         } else {
             calib_id id;
             calib_join_result jr;

@@ -100,7 +100,7 @@ static void use(model *m)
             x[j] = m->form == CALIB_FORM_PROBS ? 1.0 / (double)w
                    : m->form == CALIB_FORM_BINARY ? 0.25 : 1;
         for (int i = 0; i < 20; i++)
-            model_observe(m, x, i % 2, 1.7e9 + i);
+            model_observe(m, x, i % 2, 1.7e9 + i, NULL);
     }
     model_join_tick(m, tick_now(d) + 1e7);
 }

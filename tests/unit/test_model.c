@@ -93,9 +93,9 @@ static void shape_and_observe(void **state)
     assert_int_equal(model_init(m, &c, 7, NULL), CALIB_OK);
     assert_int_equal(model_shape(m, CALIB_FORM_BINARY, 2), CALIB_OK);
     double x = 0.8;
-    model_observe(m, &x, 1, 1000);
+    model_observe(m, &x, 1, 1000, NULL);
     x = 0.4;
-    model_observe(m, &x, 0, 1001);
+    model_observe(m, &x, 0, 1001, NULL);
     /* Brier of a binary p: 2 (p - y)^2 -> 0.08 and 0.32 */
     assert_int_equal(m->scored, 2);
     assert_close(calib_accum_mean(&m->cum[VIEW_RAW][WS_MAIN]), 0.2, 1e-15);
@@ -129,7 +129,7 @@ static void feed10_at(model *m, int n, uint64_t seed, double t0)
     for (int i = 0; i < n; i++) {
         double x[10], p[10];
         draw10(&rng, x, p);
-        model_observe(m, x, (double)calib_rng_categorical(&rng, p, 10), t0 + i * 0.01);
+        model_observe(m, x, (double)calib_rng_categorical(&rng, p, 10), t0 + i * 0.01, NULL);
     }
 }
 
@@ -289,7 +289,7 @@ static void paired_and_counter_sums(void **state)
     static const double xs[] = {0.9, 0.95, 0.2, 0.7, 0.99, 0.6};
     static const double ys[] = {1, 0, 0, 1, 1, 0};
     for (int i = 0; i < 6; i++)
-        model_observe(m, &xs[i], ys[i], 1000 + i);
+        model_observe(m, &xs[i], ys[i], 1000 + i, NULL);
     const model_paired *pr = &m->paired;
     assert_true(pr->version == 3 && pr->since == 500);
     for (int k = 0; k < WS_PER_VIEW; k++) {
@@ -320,7 +320,7 @@ static void paired_and_counter_sums(void **state)
     double g[3][2] = {{0, 0.01}, {1, 4}, {2, 0.5}};
     double gy[3] = {0.05, 3, 2.1};
     for (int i = 0; i < 3; i++)
-        model_observe(m, g[i], gy[i], 1000);
+        model_observe(m, g[i], gy[i], 1000, NULL);
     const model_sums *sum = &m->sums[VIEW_RAW][WS_MAIN];
     assert_true(sum->neg > 0 && sum->pos > 0);
     assert_close(sum->pos - sum->neg, calib_ksum_value(&m->cum[VIEW_RAW][WS_MAIN].s1), 1e-12);
@@ -354,7 +354,7 @@ static void feed10_tempered(model *m, int n, uint64_t seed, double t)
             z += p[c] = exp(x[c] / t);
         for (int c = 0; c < 10; c++)
             p[c] /= z;
-        model_observe(m, x, (double)calib_rng_categorical(&rng, p, 10), 1000 + i * 0.01);
+        model_observe(m, x, (double)calib_rng_categorical(&rng, p, 10), 1000 + i * 0.01, NULL);
     }
 }
 
@@ -526,7 +526,7 @@ static void window_period_coverage(void **state)
         for (int i = 0; i < PER; i++) {
             draw10(&rng, x, p);
             double y = (double)calib_rng_categorical(&rng, p, 10), lo, hi, ci[2];
-            model_observe(m, x, y, 2000 + k + (i + 0.5) / PER);
+            model_observe(m, x, y, 2000 + k + (i + 0.5) / PER, NULL);
             assert_int_equal(m->period.since, 2000 + k);
             assert_int_equal(model_cs(m, CS_PERIOD, VIEW_RAW, &lo, &hi), 1);
             miss |= !(lo <= mu && mu <= hi);

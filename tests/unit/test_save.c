@@ -349,6 +349,38 @@ static void joins_round_trip_and_other_widths_are_counted(void **state)
     assert_int_equal(calib_join_load(&sv.r, &sv.u.data, &c, 0, x4, &lost), CALIB_LOAD_OK);
     assert_true(lost > 0);
     saved_end(&sv);
+
+    /* outputs 2 and tags: one more tag than stored comes in as 0, one
+     * fewer is dropped, and none are lost; keeping 3 outputs loses them
+     * from the table of width 2 */
+    for (size_t w = 2; w <= 4; w += 2) {
+        calib_join t;
+        calib_join_cfg tc = cfg;
+        tc.width = w;
+        assert_int_equal(calib_join_init(&t, &tc), CALIB_OK);
+        SAVED(sv, calib_join_save, &a);
+        lost = 0;
+        assert_int_equal(calib_join_load_tags(&sv.r, &sv.u.data, &t, 0, x4, 2, &lost),
+                         CALIB_LOAD_OK);
+        assert_int_equal(lost, 0);
+        assert_int_equal(t.waiting_preds, a.waiting_preds);
+        calib_id id;
+        calib_id_u64(&id, 36); /* waiting: 36 % 3 != 2, 36 % 2 == 0 */
+        assert_int_equal(calib_join_label(&t, &id, 1, 0, 36, &out), CALIB_OK);
+        assert_int_equal(out.status, CALIB_JOIN_JOINED);
+        assert_true(out.x[0] == 36 && out.x[1] == 1);
+        if (w == 4)
+            assert_true(out.x[2] == 2 && out.x[3] == 0);
+        saved_end(&sv);
+        calib_join_free(&t);
+        SAVED(sv, calib_join_save, &a);
+        assert_int_equal(calib_join_init(&t, &tc), CALIB_OK);
+        assert_int_equal(calib_join_load_tags(&sv.r, &sv.u.data, &t, 0, x4, 3, &lost),
+                         CALIB_LOAD_OK);
+        assert_true(w == 2 ? lost > 0 : lost == 0);
+        saved_end(&sv);
+        calib_join_free(&t);
+    }
     calib_join_free(&a);
     calib_join_free(&b);
     calib_join_free(&c);

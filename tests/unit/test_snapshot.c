@@ -98,7 +98,7 @@ static void feed(model *m, uint64_t seed, int n, double t0)
         for (int j = 0; j < K; j++)
             x[j] = 2 * calib_rng_normal(&r);
         double y = (double)(calib_rng_next(&r) % K);
-        model_observe(m, x, y, t0 + 0.05 * i);
+        model_observe(m, x, y, t0 + 0.05 * i, NULL);
         m->predictions++, m->labels++;
     }
     for (int i = 0; i < 5; i++) {
