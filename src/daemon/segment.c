@@ -7,6 +7,7 @@
 
 #include "calib/join.h"
 #include "calib/protocol.h"
+#include "calib/save.h"
 #include "segment.h"
 
 _Static_assert(SEG_MAX_KEYS == CALIB_PROTO_MAX_SEG && SEG_NAME_MAX == CALIB_PROTO_MAX_SEG_NAME,
@@ -421,4 +422,207 @@ size_t seg_rank(const seg_table *t, size_t key, size_t *idx, size_t max)
         idx[j] = r[j].slot;
     free(r);
     return n;
+}
+
+/* ------------------------------------------------------------------ snapshots */
+
+static void slot_save(calib_mpw *w, const seg_slot *s, int bins)
+{
+    calib_mpw_map(w);
+    calib_mpw_key(w, "name");
+    calib_mpw_str(w, s->name);
+    calib_mpw_key_uint(w, "gen", s->gen);
+    calib_mpw_key_uint(w, "count", s->count);
+    calib_mpw_key_uint(w, "err", s->err);
+    calib_mpw_key_double(w, "since", s->since);
+    calib_mpw_key(w, "score");
+    calib_accums_save(w, &s->score[0][0], SEG_VIEWS * 2);
+    calib_mpw_key(w, "resid");
+    calib_accum_save(w, &s->resid);
+    if (bins) {
+        calib_mpw_key(w, "top");
+        calib_mpw_array(w);
+        for (int v = 0; v < SEG_VIEWS; v++)
+            calib_bins_save(w, &s->top[v]);
+        calib_mpw_end(w);
+    }
+    calib_mpw_key(w, "up");
+    calib_eproc_save(w, &s->up);
+    calib_mpw_key(w, "down");
+    calib_eproc_save(w, &s->down);
+    calib_mpw_key_double(w, "log_sup", s->log_sup);
+    calib_mpw_key(w, "peak");
+    calib_mpw_str(w, s->peak);
+    calib_mpw_key_uint(w, "peak_gen", s->peak_gen);
+    calib_mpw_key_uint(w, "flagged", (uint64_t)s->flagged);
+    calib_mpw_key_double(w, "flagged_at", s->flagged_at);
+    calib_mpw_end(w);
+}
+
+void seg_save(calib_mpw *w, const seg_table *t)
+{
+    const seg_cfg *c = &t->cfg;
+    calib_mpw_map(w);
+    calib_mpw_key_uint(w, "v", SEG_SAVE_FORM);
+    calib_mpw_key_uint(w, "values", c->values);
+    calib_mpw_key_uint(w, "bins", c->bins);
+    calib_mpw_key_double(w, "min_effect", c->min_effect);
+    calib_mpw_key_uint(w, "keys_full", t->keys_full);
+    calib_mpw_key_uint(w, "refused", t->refused);
+    calib_mpw_key_uint(w, "late", t->late);
+    calib_mpw_key(w, "keys");
+    calib_mpw_array(w);
+    for (size_t i = 0; i < t->nkeys; i++) {
+        const seg_key *k = &t->key[i];
+        calib_mpw_map(w);
+        calib_mpw_key(w, "name");
+        calib_mpw_str(w, k->name);
+        calib_mpw_key_uint(w, "evictions", k->evictions);
+        calib_mpw_key_uint(w, "flags", k->flags);
+        calib_mpw_key(w, "slots"); /* the occupied ones, then "other" */
+        calib_mpw_array(w);
+        for (size_t j = 0; j <= k->used; j++)
+            slot_save(w, j < k->used ? &k->slot[j] : &k->slot[c->values], c->bins > 0);
+        calib_mpw_end(w);
+        calib_mpw_end(w);
+    }
+    calib_mpw_end(w);
+    calib_mpw_end(w);
+}
+
+#define KEYS_NO_ROOM (-1)
+
+/* A string key of 1..SEG_NAME_MAX bytes that passes ok; "" allowed when
+ * empty_ok. */
+static int name_load(calib_mpr *r, const msgpack_object *o, const char *key, char *dst,
+                     int (*ok)(const void *, size_t), int empty_ok)
+{
+    const msgpack_object *v = calib_mpr_get(r, o, key);
+    if (!v)
+        return 0;
+    if (v->type != MSGPACK_OBJECT_STR || v->via.str.size > SEG_NAME_MAX ||
+        (!(empty_ok && v->via.str.size == 0) && !ok(v->via.str.ptr, v->via.str.size)))
+        return calib_mpr_fail(r, "segments: %s is no segment name", key);
+    memcpy(dst, v->via.str.ptr, v->via.str.size);
+    dst[v->via.str.size] = 0;
+    return 1;
+}
+
+static int slot_load(calib_mpr *r, const msgpack_object *o, seg_slot *s, int bins, int other)
+{
+    if (o->type != MSGPACK_OBJECT_MAP)
+        return calib_mpr_fail(r, "segments: a slot is not a map");
+    char name[SEG_NAME_MAX + 1];
+    if (!name_load(r, o, "name", name, calib_proto_seg_value_ok, 0) ||
+        !name_load(r, o, "peak", s->peak, calib_proto_seg_value_ok, 1))
+        return 0;
+    if (other && strcmp(name, "other") != 0)
+        return calib_mpr_fail(r, "segments: the last slot is not \"other\"");
+    memcpy(s->name, name, sizeof name);
+    s->gen = (uint32_t)calib_mpr_uint(r, o, "gen", other ? 0 : 1, UINT32_MAX);
+    s->count = calib_mpr_uint(r, o, "count", 0, UINT64_MAX);
+    s->err = calib_mpr_uint(r, o, "err", 0, s->count);
+    s->since = calib_mpr_double(r, o, "since");
+    s->peak_gen = (uint32_t)calib_mpr_uint(r, o, "peak_gen", 0, s->gen);
+    s->flagged = (int)calib_mpr_uint(r, o, "flagged", 0, 1);
+    s->flagged_at = calib_mpr_double(r, o, "flagged_at");
+    s->log_sup = calib_mpr_finite(r, o, "log_sup");
+    if (r->failed || !calib_accums_load(r, o, "score", &s->score[0][0], SEG_VIEWS * 2) ||
+        calib_accum_load(r, calib_mpr_get(r, o, "resid"), &s->resid) != CALIB_LOAD_OK)
+        return 0;
+    if (s->log_sup < 0)
+        return calib_mpr_fail(r, "segments: log_sup below 0");
+    if (bins) {
+        const msgpack_object *top = calib_mpr_array(r, o, "top", SEG_VIEWS);
+        for (int v = 0; top && v < SEG_VIEWS; v++)
+            if (calib_bins_load(r, &top->via.array.ptr[v], &s->top[v]) != CALIB_LOAD_OK)
+                return r->failed ? 0 : calib_mpr_fail(r, "segments: bins of a later form");
+        if (!top)
+            return 0;
+    }
+    calib_eproc up = s->up, down = s->down;
+    if (calib_eproc_load(r, calib_mpr_get(r, o, "up"), &up) != CALIB_LOAD_OK ||
+        calib_eproc_load(r, calib_mpr_get(r, o, "down"), &down) != CALIB_LOAD_OK)
+        return r->failed ? 0 : calib_mpr_fail(r, "segments: an e-process of a later form");
+    if (up.lo != s->up.lo || up.hi != s->up.hi || up.m != s->up.m || down.m != s->down.m ||
+        down.lo != s->down.lo || down.hi != s->down.hi)
+        return calib_mpr_fail(r, "segments: an e-process of other settings");
+    s->up = up;
+    s->down = down;
+    return 1;
+}
+
+static int keys_load(calib_mpr *r, const msgpack_object *keys, seg_table *t)
+{
+    const seg_cfg *c = &t->cfg;
+    for (uint32_t i = 0; i < keys->via.array.size; i++) {
+        const msgpack_object *ko = &keys->via.array.ptr[i];
+        char name[SEG_NAME_MAX + 1];
+        if (ko->type != MSGPACK_OBJECT_MAP)
+            return calib_mpr_fail(r, "segments: key %u is not a map", i);
+        if (!name_load(r, ko, "name", name, calib_proto_seg_key_ok, 0))
+            return 0;
+        if (seg_find_key(t, name, strlen(name)) >= 0)
+            return calib_mpr_fail(r, "segments: key %s twice", name);
+        int ki = seg_add_key(t, name, strlen(name));
+        if (ki < 0)
+            return KEYS_NO_ROOM; /* the budget (the number of keys is checked) */
+        seg_key *k = &t->key[ki];
+        k->evictions = calib_mpr_uint(r, ko, "evictions", 0, UINT64_MAX);
+        k->flags = calib_mpr_uint(r, ko, "flags", 0, c->values);
+        const msgpack_object *slots = calib_mpr_array(r, ko, "slots", UINT32_MAX);
+        if (r->failed)
+            return 0;
+        uint32_t n = slots->via.array.size;
+        if (n < 1 || n - 1 > c->values)
+            return calib_mpr_fail(r, "segments: key %s has %u slots for %zu values", name,
+                                  n, c->values);
+        k->used = n - 1;
+        for (uint32_t j = 0; j < n; j++) {
+            int other = j == n - 1;
+            seg_slot *s = other ? &k->slot[c->values] : &k->slot[j];
+            if (!slot_load(r, &slots->via.array.ptr[j], s, c->bins > 0, other))
+                return 0;
+            if (other)
+                continue;
+            uint64_t h = value_hash(t, s->name, strlen(s->name));
+            if (find_value(t, k, s->name, strlen(s->name), h) >= 0)
+                return calib_mpr_fail(r, "segments: value %s of %s twice", s->name, name);
+            link_slot(t, k, j, h);
+        }
+    }
+    return 1;
+}
+
+int seg_load(calib_mpr *r, const msgpack_object *o, seg_table *t)
+{
+    if (!o || o->type != MSGPACK_OBJECT_MAP)
+        return calib_mpr_fail(r, "segments: not a map");
+    if (calib_save_form(o) > SEG_SAVE_FORM)
+        return CALIB_LOAD_LATER;
+    const seg_cfg *c = &t->cfg;
+    uint64_t values = calib_mpr_uint(r, o, "values", 1, SEG_MAX_VALUES);
+    uint64_t bins = calib_mpr_uint(r, o, "bins", 0, UINT32_MAX);
+    double min_effect = calib_mpr_finite(r, o, "min_effect");
+    const msgpack_object *keys = calib_mpr_array(r, o, "keys", UINT32_MAX);
+    if (r->failed)
+        return CALIB_LOAD_FAILED;
+    if (values != c->values || bins != c->bins || min_effect != c->min_effect ||
+        keys->via.array.size > c->keys)
+        return CALIB_LOAD_OTHER;
+    /* into a table of its own, put in place once all of it read */
+    seg_table fresh;
+    if (seg_init(&fresh, c, t->budget) != CALIB_OK)
+        return calib_mpr_fail(r, "segments: bad settings");
+    fresh.keys_full = calib_mpr_uint(r, o, "keys_full", 0, UINT64_MAX);
+    fresh.refused = calib_mpr_uint(r, o, "refused", 0, UINT64_MAX);
+    fresh.late = calib_mpr_uint(r, o, "late", 0, UINT64_MAX);
+    int rc = r->failed ? 0 : keys_load(r, keys, &fresh);
+    if (rc != 1) {
+        seg_free(&fresh);
+        return rc == KEYS_NO_ROOM ? CALIB_LOAD_NO_ROOM : CALIB_LOAD_FAILED;
+    }
+    seg_free(t);
+    *t = fresh;
+    return CALIB_LOAD_OK;
 }

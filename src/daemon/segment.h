@@ -45,6 +45,7 @@
 #include "calib/bins.h"
 #include "calib/calib.h"
 #include "calib/drift.h"
+#include "calib/protocol.h"
 
 #define SEG_MAX_KEYS 8       /* keys in one prediction's seg map (protocol) */
 #define SEG_NAME_MAX 64      /* bytes of a key or a value */
@@ -181,6 +182,20 @@ void seg_figures_of(const seg_slot *s, seg_figures *f);
 /* The occupied slots of key i (not "other"), worst first: by gap_lo, then
  * by pairs. Writes at most max slot indices to idx; returns how many. */
 size_t seg_rank(const seg_table *t, size_t key, size_t *idx, size_t max);
+
+/* Snapshots: the table as one map of form SEG_SAVE_FORM ("v"); the
+ * reader restores into a table initialised with the running settings,
+ * keys in their order (a code's column is its key's index) and every
+ * slot's occupant and generation (a code names them). CALIB_LOAD_OK;
+ * CALIB_LOAD_OTHER (left as it was) for a table of other values, bins or
+ * min_effect, or more keys than cfg.keys; CALIB_LOAD_NO_ROOM (as it
+ * was) when the budget refuses a key; CALIB_LOAD_LATER; or
+ * CALIB_LOAD_FAILED with r saying why. */
+#define SEG_SAVE_FORM 1
+struct calib_mpw;
+struct calib_mpr;
+void seg_save(struct calib_mpw *w, const seg_table *t);
+int seg_load(struct calib_mpr *r, const msgpack_object *o, seg_table *t);
 
 /* The "other" slot of key i. */
 static inline seg_slot *seg_other(const seg_table *t, size_t i)

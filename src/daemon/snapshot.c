@@ -305,6 +305,8 @@ void snapshot_pack_model(calib_mpw *w, const model *m)
         pack_ring(w, m);
         calib_mpw_key(w, "loop");
         pack_loop(w, m);
+        calib_mpw_key(w, "segments"); /* optional: absent before them */
+        seg_save(w, &m->seg);
     }
     calib_mpw_end(w);
 }
@@ -906,7 +908,15 @@ static int read_shaped(calib_mpr *r, const msgpack_object *o, model *m, double s
             note(skipped, "the class-wise bins%s", rc == CALIB_LOAD_LATER ? " (of a later "
                  "form)" : "");
     }
-    int rc = calib_window_load(r, calib_mpr_map(r, o, "window"), &m->win);
+    const msgpack_object *seg = calib_mpr_find(o, "segments");
+    int rc = seg ? seg_load(r, seg, &m->seg) : CALIB_LOAD_OK;
+    if (rc == CALIB_LOAD_FAILED)
+        return 0;
+    if (rc != CALIB_LOAD_OK)
+        note(skipped, "the segments (%s)", rc == CALIB_LOAD_LATER ? "of a later form"
+             : rc == CALIB_LOAD_NO_ROOM ? "no room under memory_limit"
+             : "segment_values, bins, segment_min_effect or segment_keys changed");
+    rc = calib_window_load(r, calib_mpr_map(r, o, "window"), &m->win);
     if (rc == CALIB_LOAD_FAILED)
         return 0;
     if (rc == CALIB_LOAD_OTHER)

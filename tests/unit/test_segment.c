@@ -10,6 +10,9 @@
 #include <string.h>
 
 #include "calib/calib.h"
+#include "calib/mpr.h"
+#include "calib/mpw.h"
+#include "calib/save.h"
 #include "segment.h"
 
 static seg_cfg cfg_of(size_t keys, size_t values)
@@ -274,6 +277,127 @@ static void test_flagged_kept(void **state)
     seg_free(&t);
 }
 
+/* Saves a to msgpack and loads it into b; returns the load's code. */
+static int round_trip(const seg_table *a, seg_table *b, char *err, size_t errlen)
+{
+    calib_mpw w;
+    calib_mpw_init(&w);
+    seg_save(&w, a);
+    assert_int_equal(calib_mpw_error(&w), CALIB_OK);
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    size_t off = 0;
+    assert_int_equal(msgpack_unpack_next(&u, w.sb.data, w.sb.size, &off), MSGPACK_UNPACK_SUCCESS);
+    calib_mpr r;
+    calib_mpr_init(&r, err, errlen);
+    int rc = seg_load(&r, &u.data, b);
+    msgpack_unpacked_destroy(&u);
+    calib_mpw_destroy(&w);
+    return rc;
+}
+
+/* A table saved and loaded routes the codes issued before as the original
+ * does, with the same figures, flags and sketch; other settings leave the
+ * table as it was. */
+static void test_save_load(void **state)
+{
+    (void)state;
+    seg_table a, b;
+    seg_cfg c = cfg_of(2, 3);
+    assert_int_equal(seg_init(&a, &c, NULL), CALIB_OK);
+    calib_rng r;
+    calib_rng_seed(&r, 5);
+    double codes[4][SEG_MAX_KEYS];
+    const char *vals[4] = {"DE", "FR", "IT", "ES"};
+    for (int i = 0; i < 4; i++) {
+        seg_kv kv[2] = {{"country", vals[i], 7, 2}, {"device", i % 2 ? "ios" : "web", 6, 3}};
+        seg_predict(&a, kv, 2, codes[i], 100 + i);
+    }
+    for (int i = 0; i < 400; i++) {
+        seg_obs o = draw(&r, i % 4 == 1 ? 0.4 : 0);
+        seg_observe(&a, codes[i % 4], &o);
+    }
+    assert_true(seg_decide(&a, 500, NULL, NULL) >= 1);
+    char err[200] = "";
+    assert_int_equal(seg_init(&b, &c, NULL), CALIB_OK);
+    assert_int_equal(round_trip(&a, &b, err, sizeof err), CALIB_LOAD_OK);
+    assert_int_equal(b.nkeys, 2);
+    for (size_t i = 0; i < 2; i++) {
+        assert_string_equal(b.key[i].name, a.key[i].name);
+        assert_int_equal(b.key[i].used, a.key[i].used);
+        assert_int_equal(b.key[i].flags, a.key[i].flags);
+        for (size_t j = 0; j <= c.values; j++) {
+            const seg_slot *x = &a.key[i].slot[j], *y = &b.key[i].slot[j];
+            if (j < c.values && j >= a.key[i].used)
+                continue;
+            assert_string_equal(x->name, y->name);
+            assert_int_equal(x->gen, y->gen);
+            assert_int_equal(x->count, y->count);
+            assert_int_equal(x->flagged, y->flagged);
+            assert_true(x->log_sup == y->log_sup);
+            assert_true(seg_log_e(x) == seg_log_e(y));
+            assert_int_equal(x->resid.n, y->resid.n);
+            assert_true(calib_accum_mean(&x->score[1][0]) == calib_accum_mean(&y->score[1][0]) ||
+                        (isnan(calib_accum_mean(&x->score[1][0])) &&
+                         isnan(calib_accum_mean(&y->score[1][0]))));
+            assert_int_equal(x->top[1].n, y->top[1].n);
+        }
+    }
+    /* the codes of waiting predictions route alike, and the sketch goes on
+     * alike: a new value evicts the same slot in both */
+    for (int i = 0; i < 4; i++)
+        for (size_t k = 0; k < 2; k++)
+            assert_ptr_equal(seg_route(&b, k, codes[i][k]) - b.key[k].slot,
+                             seg_route(&a, k, codes[i][k]) - a.key[k].slot);
+    assert_true(predict1(&a, "country", "PT") == predict1(&b, "country", "PT"));
+    seg_free(&b);
+
+    /* other values: left as it was */
+    seg_cfg c2 = cfg_of(2, 4);
+    assert_int_equal(seg_init(&b, &c2, NULL), CALIB_OK);
+    assert_int_equal(round_trip(&a, &b, err, sizeof err), CALIB_LOAD_OTHER);
+    assert_int_equal(b.nkeys, 0);
+    seg_free(&b);
+    /* fewer keys than saved: other settings too */
+    seg_cfg c3 = cfg_of(1, 3);
+    assert_int_equal(seg_init(&b, &c3, NULL), CALIB_OK);
+    assert_int_equal(round_trip(&a, &b, err, sizeof err), CALIB_LOAD_OTHER);
+    seg_free(&b);
+    /* no room: refused, as it was */
+    calib_budget tight;
+    calib_budget_init(&tight, seg_key_bytes(&c), NULL);
+    assert_int_equal(seg_init(&b, &c, &tight), CALIB_OK);
+    assert_int_equal(round_trip(&a, &b, err, sizeof err), CALIB_LOAD_NO_ROOM);
+    assert_int_equal(b.nkeys, 0);
+    assert_int_equal(tight.used, 0);
+    seg_free(&b);
+    seg_free(&a);
+}
+
+/* A saved table whose slot holds a value twice, or a control character,
+ * fails with a reason and leaves the table as it was. */
+static void test_load_rejects(void **state)
+{
+    (void)state;
+    seg_table a, b;
+    seg_cfg c = cfg_of(1, 3);
+    assert_int_equal(seg_init(&a, &c, NULL), CALIB_OK);
+    (void)predict1(&a, "k", "x");
+    (void)predict1(&a, "k", "y");
+    memcpy(a.key[0].slot[1].name, "x", 2); /* a value twice */
+    char err[200] = "";
+    assert_int_equal(seg_init(&b, &c, NULL), CALIB_OK);
+    assert_int_equal(round_trip(&a, &b, err, sizeof err), CALIB_LOAD_FAILED);
+    assert_non_null(strstr(err, "twice"));
+    assert_int_equal(b.nkeys, 0);
+    memcpy(a.key[0].slot[1].name, "\x01", 2);
+    err[0] = 0;
+    assert_int_equal(round_trip(&a, &b, err, sizeof err), CALIB_LOAD_FAILED);
+    assert_non_null(strstr(err, "segment name"));
+    seg_free(&b);
+    seg_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -284,6 +408,8 @@ int main(void)
         cmocka_unit_test(test_power),
         cmocka_unit_test(test_null_level),
         cmocka_unit_test(test_flagged_kept),
+        cmocka_unit_test(test_save_load),
+        cmocka_unit_test(test_load_rejects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
