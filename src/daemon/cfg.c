@@ -133,6 +133,7 @@ static const struct model_key {
     {"segment_values", K_UINT, F(segment_values), 1, SEG_MAX_VALUES, "1..4096"},
     {"segment_alpha", K_PROB, F(segment_alpha), 0, 0, "a level in (0, 1)"},
     {"segment_min_effect", K_FRAC, F(segment_min_effect), 0, 0, "a number in [0, 1)"},
+    {"segment_metrics", K_UINT, F(segment_metrics), 0, SEG_MAX_VALUES, "0..4096"},
 #undef F
 };
 enum { N_MODEL_KEYS = sizeof model_keys / sizeof model_keys[0] };
@@ -475,7 +476,6 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
         {"http_max_connections", offsetof(daemon_cfg, http_max_connections), 1, 100000},
         {"http_max_per_address", offsetof(daemon_cfg, http_max_per_address), 1, 100000},
         {"history", offsetof(daemon_cfg, history), 0, 100000},
-        {"segment_metrics", offsetof(daemon_cfg, segment_metrics), 0, 10000},
     };
     for (size_t i = 0; i < sizeof uints / sizeof uints[0]; i++) {
         if (strcmp(key, uints[i].name) != 0)
@@ -522,7 +522,6 @@ int config_init(daemon_cfg *c)
     c->health_timeout = 10;
     c->history = 1440;
     c->history_step = 60;
-    c->segment_metrics = 10;
     c->snapshot_interval = 30;
     c->http_max_connections = 256;
     c->http_max_per_address = 16;
@@ -545,7 +544,7 @@ int config_init(daemon_cfg *c)
         .alert_hysteresis = 0.1, .alert_cooldown = 300, .label_starvation = 0,
         .kserve_output = "", .kserve_form = -1,
         .segment_keys = 4, .segment_values = 64, .segment_alpha = 0.05,
-        .segment_min_effect = 0.02,
+        .segment_min_effect = 0.02, .segment_metrics = 10,
     };
     c->params_interval = 10;
     c->model_idle_ttl = 86400;

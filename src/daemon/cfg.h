@@ -60,6 +60,7 @@ typedef struct model_cfg {
      * e-BH level per key and the null's half-width */
     uint64_t segment_keys, segment_values;
     double segment_alpha, segment_min_effect;
+    uint64_t segment_metrics; /* values per key /metrics exports, worst first */
     uint64_t set;           /* bit i: field i given in this section */
 } model_cfg;
 
@@ -91,7 +92,6 @@ typedef struct daemon_cfg {
     double health_timeout;    /* /healthz fails when no tick for this long */
     uint64_t history;         /* points of each model's history (0: off) */
     double history_step;      /* seconds between two points of the history */
-    uint64_t segment_metrics; /* a model's segments /metrics exports at most */
     double snapshot_interval; /* seconds between two snapshots (0: at exit only) */
     double tick;
     double params_interval;   /* seconds between republished parameters */

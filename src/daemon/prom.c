@@ -266,6 +266,130 @@ static void ece_family(out *t, const snap *s, size_t n)
 
 static const char *const view_names[VIEWS] = {"raw", "calibrated"};
 
+/* ------------------------------------------------------------ segments */
+
+/* A label value with \ and " escaped (segment values have no newline). */
+static void label_escape(char *dst, size_t cap, const char *s)
+{
+    size_t j = 0;
+    for (; *s && j + 2 < cap; s++) {
+        if (*s == '\\' || *s == '"')
+            dst[j++] = '\\';
+        dst[j++] = *s;
+    }
+    dst[j] = 0;
+}
+
+/* What one segment family shows of a slot in view v (NaN: no sample). */
+typedef double (*seg_value_fn)(const seg_slot *sl, const seg_figures *f, int v);
+static double seg_pairs(const seg_slot *sl, const seg_figures *f, int v)
+{
+    (void)sl, (void)v;
+    return (double)f->pairs;
+}
+static double seg_brier(const seg_slot *sl, const seg_figures *f, int v)
+{
+    (void)sl;
+    return f->brier[v];
+}
+static double seg_gap(const seg_slot *sl, const seg_figures *f, int v)
+{
+    (void)sl, (void)v;
+    return f->gap;
+}
+static double seg_gap_lo(const seg_slot *sl, const seg_figures *f, int v)
+{
+    (void)sl, (void)v;
+    return f->gap_lo;
+}
+static double seg_e(const seg_slot *sl, const seg_figures *f, int v)
+{
+    (void)v;
+    return sl->top[VIEW_CAL].m ? exp(f->log_adjusted) : NAN; /* no test for regression */
+}
+static double seg_flag(const seg_slot *sl, const seg_figures *f, int v)
+{
+    (void)f, (void)v;
+    return sl->top[VIEW_CAL].m ? sl->flagged : NAN;
+}
+
+/* One family over the top segment_metrics values of each key (worst
+ * first) and, with other, the "(other)" bucket; with views, a sample per
+ * view (label view). */
+static void seg_family(out *t, const snap *s, size_t n, const char *name, const char *what,
+                       seg_value_fn fn, int views, int other)
+{
+    help(t, name, "gauge", what);
+    for (size_t i = 0; i < n; i++) {
+        const model *m = s[i].m;
+        const seg_table *tb = &m->seg;
+        size_t top = (size_t)m->cfg.segment_metrics;
+        if (!m->shaped || !tb->nkeys || (!top && !other))
+            continue;
+        size_t *idx = top ? malloc(top * sizeof *idx) : NULL;
+        if (top && !idx) {
+            t->t.failed = 1;
+            return;
+        }
+        for (size_t k = 0; k < tb->nkeys; k++) {
+            const seg_key *key = &tb->key[k];
+            size_t r = top ? seg_rank(tb, k, idx, top) : 0;
+            for (size_t j = 0; j < r + (other ? 1 : 0); j++) {
+                const seg_slot *sl = j < r ? &key->slot[idx[j]] : seg_other(tb, k);
+                seg_figures f;
+                seg_figures_of(sl, &f);
+                char v[2 * SEG_NAME_MAX + 1];
+                label_escape(v, sizeof v, j < r ? sl->name : "(other)");
+                for (int vw = 0; vw < (views ? VIEWS : 1); vw++)
+                    sample(t, fn(sl, &f, views ? vw : VIEW_CAL),
+                           "%s{model=\"%s\",key=\"%s\",value=\"%s\"%s%s%s}", name, m->name,
+                           key->name, v, views ? ",view=\"" : "", views ? view_names[vw] : "",
+                           views ? "\"" : "");
+            }
+        }
+        free(idx);
+    }
+}
+
+/* Per key: values tracked, flags and evictions. */
+static void seg_key_family(out *t, const snap *s, size_t n, const char *name, const char *type,
+                           const char *what, int which)
+{
+    help(t, name, type, what);
+    for (size_t i = 0; i < n; i++) {
+        const model *m = s[i].m;
+        for (size_t k = 0; m->shaped && k < m->seg.nkeys; k++) {
+            const seg_key *key = &m->seg.key[k];
+            double v = which == 0 ? (double)key->used : which == 1 ? (double)key->flags
+                                                                   : (double)key->evictions;
+            sample(t, v, "%s{model=\"%s\",key=\"%s\"}", name, m->name, key->name);
+        }
+    }
+}
+
+static void segment_metrics(out *t, const snap *s, size_t n)
+{
+    seg_key_family(t, s, n, "calibd_segment_tracked", "gauge",
+                   "Values of a segment key tracked (segment_values at most).", 0);
+    seg_key_family(t, s, n, "calibd_segment_flagged_total", "counter",
+                   "Segments found miscalibrated (e-BH at segment_alpha per key).", 1);
+    seg_key_family(t, s, n, "calibd_segment_evictions_total", "counter",
+                   "Tracked values replaced by more frequent ones.", 2);
+    seg_family(t, s, n, "calibd_segment_pairs", "Pairs scored of a segment since its value "
+               "is tracked (the segment_metrics worst values of each key, and (other)).",
+               seg_pairs, 0, 1);
+    seg_family(t, s, n, "calibd_segment_brier", "Mean Brier score (or DSS) of a segment.",
+               seg_brier, 1, 1);
+    seg_family(t, s, n, "calibd_segment_gap", "Mean top-label confidence minus accuracy of a "
+               "segment, calibrated outputs.", seg_gap, 0, 1);
+    seg_family(t, s, n, "calibd_segment_gap_low", "Lower end of the 95% interval of "
+               "|confidence - accuracy| of a segment (0: it holds 0).", seg_gap_lo, 0, 1);
+    seg_family(t, s, n, "calibd_segment_e_value", "Adjusted e-value of a segment's test of "
+               "calibration (e-BH flags at segment_values / (segment_alpha r)).", seg_e, 0, 0);
+    seg_family(t, s, n, "calibd_segment_flagged", "1 once a segment was found miscalibrated.",
+               seg_flag, 0, 0);
+}
+
 /* The name of score i (WS_MAIN, WS_LOG) of model m. */
 static const char *score_name(const model *m, int i)
 {
@@ -715,6 +839,7 @@ static void render_models(out *t, const calibd *d, const snap *s, size_t n)
     estimator_gauges(t, s, n);
     params_gauges(t, s, n);
     loop_gauges(t, s, n);
+    segment_metrics(t, s, n);
 }
 
 int prom_daemon(textbuf *t, calibd *d)
