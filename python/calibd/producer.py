@@ -31,7 +31,7 @@ try:
 except ImportError:  # pragma: no cover - the package depends on numpy
     np = None
 
-__all__ = ["Producer", "MAX_BATCH"]
+__all__ = ["Producer", "MAX_BATCH", "MAX_SEG"]
 
 MAX_BATCH = 65536      # rows of one batch message (protocol v1)
 _ID_MAX = 64           # bytes of a string id
@@ -40,6 +40,42 @@ _TOPIC_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                          b"0123456789._-:")
 
 Id = Union[str, int]
+
+MAX_SEG = 8            # segment keys of a prediction
+_SEG_NAME_MAX = 64     # bytes of a segment key or value
+_SEG_KEY_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                           b"0123456789._-")
+
+
+def _seg_value(v: Any, key: str) -> str:
+    """A segment value: 1..64 bytes of UTF-8, no control character."""
+    if not isinstance(v, str):
+        raise ValueError("seg[%r]: a string, not %r" % (key, v))
+    b = v.encode()
+    if not 1 <= len(b) <= _SEG_NAME_MAX or any(c < 0x20 or c == 0x7f for c in b):
+        raise ValueError("seg[%r]: %r is not 1..64 bytes without control characters"
+                         % (key, v))
+    return str(v)  # numpy's str_ too
+
+
+def _seg(seg: Any, n: Optional[int]) -> Dict[str, Any]:
+    """A checked seg map: keys of [A-Za-z0-9_.-], each to one value or, for
+    n predictions (n not None), to one value for all or a sequence of n."""
+    if not isinstance(seg, dict) or len(seg) > MAX_SEG:
+        raise ValueError("seg: a dict of at most %d segment keys" % MAX_SEG)
+    out = {}  # type: Dict[str, Any]
+    for key, v in seg.items():
+        kb = key.encode() if isinstance(key, str) else b""
+        if not 1 <= len(kb) <= _SEG_NAME_MAX or not set(kb) <= _SEG_KEY_CHARS:
+            raise ValueError("seg: key %r is not 1..64 of [A-Za-z0-9_.-]" % (key,))
+        if n is not None and not isinstance(v, str):
+            vals = [_seg_value(x, key) for x in v]
+            if len(vals) != n:
+                raise ValueError("seg[%r]: one value, or %d" % (key, n))
+            out[key] = vals
+        else:
+            out[key] = _seg_value(v, key)
+    return out
 
 
 def _topic(model: str) -> bytes:
@@ -187,14 +223,17 @@ class Producer:
         self.sent["messages"] += 1
 
     def predict(self, model: str, ids, *, logits=None, probs=None, p=None, mean=None,
-                var=None, y=None, ts=None) -> int:
+                var=None, y=None, ts=None, seg=None) -> int:
         """Sends predictions of model: one (ids a string or an integer) or n
         (ids a sequence or array). Exactly one output form: logits or probs
         (K numbers a prediction), p (a binary classifier's probability of
         class 1), or mean and var (a Gaussian). y: the outcomes when already
         known (scored at once, no label needed). ts: seconds since the epoch
         (one for all, or one a prediction); calibd's receive time when None.
-        Returns the number of predictions sent."""
+        seg: the predictions' segments, a dict of up to 8 keys ("country")
+        to a value ("DE") or, for n predictions, also to a sequence of n
+        values; calibd then watches each segment's calibration
+        (calibd(8), SEGMENTS). Returns the number of predictions sent."""
         topic = _topic(model)
         forms = [f for f, v in (("logits", logits), ("probs", probs), ("p", p),
                                 ("mean", mean)) if v is not None]
@@ -202,9 +241,11 @@ class Producer:
             raise ValueError("exactly one of logits, probs, p, or mean with var")
         form = forms[0]
         if isinstance(ids, (str, int)) or (np is not None and isinstance(ids, np.integer)):
-            return self._predict_row(topic, _id(ids), form, logits, probs, p, mean, var, y, ts)
+            return self._predict_row(topic, _id(ids), form, logits, probs, p, mean, var, y, ts,
+                                     None if seg is None else _seg(seg, None))
         ids = [_id(i) for i in ids]
         n = len(ids)
+        segs = None if seg is None else _seg(seg, n)
         if form in ("logits", "probs"):
             rows, k = _matrix(logits if form == "logits" else probs, n, form)
             cols = {form: rows}  # type: Dict[str, Any]
@@ -230,11 +271,13 @@ class Producer:
                 msg["y"] = [_outcome(v) for v in y[a:b]]
             if ts is not None:
                 msg["ts"] = [float(t) for t in ts[a:b]] if ts_many else float(ts)
+            if segs:
+                msg["seg"] = {key: v if isinstance(v, str) else v[a:b] for key, v in segs.items()}
             self._send(topic, msg)
         self.sent["predictions"] += n
         return n
 
-    def _predict_row(self, topic, i, form, logits, probs, p, mean, var, y, ts) -> int:
+    def _predict_row(self, topic, i, form, logits, probs, p, mean, var, y, ts, seg) -> int:
         msg = {"v": 1, "type": "pred", "id": i}  # type: Dict[str, Any]
         if form in ("logits", "probs"):
             row = logits if form == "logits" else probs
@@ -250,6 +293,8 @@ class Producer:
             msg["y"] = _outcome(y)
         if ts is not None:
             msg["ts"] = float(ts)
+        if seg:
+            msg["seg"] = seg
         self._send(topic, msg)
         self.sent["predictions"] += 1
         return 1

@@ -129,3 +129,44 @@ def test_pub_without_calibd_times_out():
                   linger=0) as p:
         with pytest.raises(TimeoutError):
             p.predict("m", 1, p=0.5)
+
+
+def test_segments_on_the_wire_and_checked():
+    ctx = zmq.Context()
+    pull = ctx.socket(zmq.PULL)
+    port = pull.bind_to_random_port("tcp://127.0.0.1")
+    with Producer("tcp://127.0.0.1:%d" % port, batch=2, context=ctx) as p:
+        p.predict("m", "a", p=0.5, seg={"country": "DE"})
+        p.predict("m", [1, 2, 3], p=[0.1, 0.2, 0.3],
+                  seg={"country": np.array(["DE", "FR", "S\u00e3o"]), "tier": "gold"})
+        for bad in ({"a b": "x"}, {"a": ""}, {"a": "x\ny"}, {"a": 5}, {"k%d" % i: "x" for i in range(9)}):
+            with pytest.raises(ValueError):
+                p.predict("m", "b", p=0.5, seg=bad)
+        with pytest.raises(ValueError):
+            p.predict("m", [1, 2], p=[0.1, 0.2], seg={"a": ["x"]})
+    bodies = [msgpack.unpackb(pull.recv_multipart()[1], raw=False) for _ in range(3)]
+    ctx.destroy(0)
+    assert bodies[0]["seg"] == {"country": "DE"}
+    assert bodies[1]["seg"] == {"country": ["DE", "FR"], "tier": "gold"}
+    assert bodies[2]["seg"] == {"country": ["S\u00e3o"], "tier": "gold"}
+
+
+def test_segments_scored_per_value(calibd):
+    """calibd splits the pairs by the segments the producer sent."""
+    rng = np.random.default_rng(5)
+    n = 4000
+    z = rng.normal(0, 2, size=(n, 3))
+    y = rng.integers(0, 3, size=n)
+    country = np.where(np.arange(n) % 4 == 0, "DE", "FR")
+    with Producer(calibd.ep["ingest_pull"], batch=500) as p:
+        p.predict("segs", np.arange(n), logits=z, seg={"country": country})
+        p.label("segs", np.arange(n), y)
+    s = calibd.wait(lambda s: s["models"].get("segs", {}).get("scored") == n)
+    segs = s["models"]["segs"]["segments"]["by_key"]["country"]["segments"]
+    got = {v["value"]: v for v in segs}
+    for c in ("DE", "FR"):
+        sel = country == c
+        assert got[c]["pairs"] == int(sel.sum())
+        assert math.isclose(got[c]["raw"]["brier"]["mean"], brier(softmax(z[sel]), y[sel]),
+                            rel_tol=1e-9)
+    assert got["other"]["pairs"] == 0
