@@ -280,23 +280,22 @@ typedef struct seg_alert_ctx {
 } seg_alert_ctx;
 
 /* A segment e-BH flagged: one alert each (a discovery is an event, flags
- * are never cleared), named after the value whose pairs made the
- * evidence. */
+ * are never cleared). */
 static void segment_flagged(void *arg, const seg_key *k, const seg_slot *s)
 {
     seg_alert_ctx *c = arg;
     double ci[2], gap = -calib_accum_mean(&s->resid);
     calib_accum_ci95(&s->resid, ci);
-    const char *value = s->peak[0] ? s->peak : s->name;
+    const char *value = s->name;
     char msg[400];
     snprintf(msg, sizeof msg, "segment %s=%s is miscalibrated: confidence minus accuracy "
-             "%.4f (95%% interval %.4f to %.4f) over %llu pairs; adjusted e-value %.4g",
+             "%.4f (95%% interval %.4f to %.4f) over %llu pairs; e-value %.4g",
              k->name, value, gap, -ci[1], -ci[0], (unsigned long long)s->resid.n,
-             exp(seg_log_adjusted(s)));
+             exp(s->log_e_flag));
     alert_value v[] = {{"gap", gap}, {"gap_lo", -ci[1]}, {"gap_hi", -ci[0]},
                        {"pairs", (double)s->resid.n},
                        {"brier", calib_accum_mean(&s->score[VIEW_CAL][0])},
-                       {"e_adjusted", exp(seg_log_adjusted(s))}};
+                       {"e_value", exp(s->log_e_flag)}};
     model_event_add(c->m, wall_now(), "segment", "%s=%s flagged: gap %.4f over %llu pairs",
                     k->name, value, gap, (unsigned long long)s->resid.n);
     alert_send(c->d, c->m, "segment_miscalibrated", "warning", msg, v, 6);

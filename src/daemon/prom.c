@@ -305,7 +305,7 @@ static double seg_gap_lo(const seg_slot *sl, const seg_figures *f, int v)
 static double seg_e(const seg_slot *sl, const seg_figures *f, int v)
 {
     (void)v;
-    return sl->top[VIEW_CAL].m ? exp(f->log_adjusted) : NAN; /* no test for regression */
+    return sl->top[VIEW_CAL].m ? exp(f->log_e) : NAN; /* no test for regression */
 }
 static double seg_flag(const seg_slot *sl, const seg_figures *f, int v)
 {
@@ -384,8 +384,8 @@ static void segment_metrics(out *t, const snap *s, size_t n)
                "segment, calibrated outputs.", seg_gap, 0, 1);
     seg_family(t, s, n, "calibd_segment_gap_low", "Lower end of the 95% interval of "
                "|confidence - accuracy| of a segment (0: it holds 0).", seg_gap_lo, 0, 1);
-    seg_family(t, s, n, "calibd_segment_e_value", "Adjusted e-value of a segment's test of "
-               "calibration (e-BH flags at segment_values / (segment_alpha r)).", seg_e, 0, 0);
+    seg_family(t, s, n, "calibd_segment_e_value", "E-value of a segment's test of calibration "
+               "now (e-BH flags at segment_values / (segment_alpha r)).", seg_e, 0, 0);
     seg_family(t, s, n, "calibd_segment_flagged", "1 once a segment was found miscalibrated.",
                seg_flag, 0, 0);
 }

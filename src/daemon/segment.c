@@ -71,16 +71,15 @@ static void slot_clear_stats(seg_slot *s)
     calib_accum_init(&s->resid);
 }
 
-/* The two one-sided e-processes of a slot, betting from wealth
- * min(W, 1): what an occupant inherits (1 at the start). */
-static void slot_restart_test(seg_slot *s, double min_effect)
+static const double bets[SEG_BETS] = SEG_BET_VALUES;
+
+/* Each bet's product from min(product, 1): what an occupant inherits (1 at
+ * the start). */
+static void slot_restart_test(seg_slot *s)
 {
-    double lw[2] = {s->up.log_wealth, s->down.log_wealth};
-    calib_eproc *e[2] = {&s->up, &s->down};
-    for (int i = 0; i < 2; i++) {
-        (void)calib_eproc_init(e[i], -1, 1, min_effect); /* checked by seg_init */
-        e[i]->log_wealth = e[i]->min_log_wealth = lw[i] < 0 ? lw[i] : 0;
-    }
+    for (int i = 0; i < 2; i++)
+        for (int b = 0; b < SEG_BETS; b++)
+            s->lw[i][b] = s->lw[i][b] < 0 ? s->lw[i][b] : 0;
 }
 
 int seg_find_key(const seg_table *t, const char *name, size_t len)
@@ -133,7 +132,7 @@ int seg_add_key(seg_table *t, const char *name, size_t len)
                                      .correct = k->bin_correct + off};
         }
         slot_clear_stats(s);
-        slot_restart_test(s, c->min_effect);
+        slot_restart_test(s);
     }
     snprintf(k->slot[c->values].name, sizeof k->slot[c->values].name, "other");
     return (int)t->nkeys++;
@@ -213,7 +212,7 @@ static long take_slot(seg_table *t, seg_key *k, const char *v, size_t len, uint6
         inherit = s->count;
         k->evictions++;
         slot_clear_stats(s);
-        slot_restart_test(s, c->min_effect);
+        slot_restart_test(s);
     }
     seg_slot *s = &k->slot[j];
     memcpy(s->name, v, len);
@@ -271,13 +270,18 @@ seg_slot *seg_route(seg_table *t, size_t key, double code)
 
 double seg_log_e(const seg_slot *s)
 {
-    double a = s->up.log_wealth, b = s->down.log_wealth, hi = a > b ? a : b;
-    return hi + log1p(exp(-fabs(a - b))) - 0.69314718055994530942; /* ln 2 */
+    const double *lw = &s->lw[0][0];
+    double hi = lw[0], sum = 0;
+    for (int i = 1; i < 2 * SEG_BETS; i++)
+        hi = lw[i] > hi ? lw[i] : hi;
+    for (int i = 0; i < 2 * SEG_BETS; i++)
+        sum += exp(lw[i] - hi);
+    return hi + log(sum / (2 * SEG_BETS));
 }
 
-double seg_log_adjusted(const seg_slot *s)
+double seg_log_e_decide(const seg_slot *s)
 {
-    return log(SEG_KAPPA) + (1 - SEG_KAPPA) * s->log_sup;
+    return s->flagged ? s->log_e_flag : seg_log_e(s);
 }
 
 static void slot_add(seg_table *t, seg_slot *s, const seg_obs *o, int test)
@@ -296,17 +300,10 @@ static void slot_add(seg_table *t, seg_slot *s, const seg_obs *o, int test)
     calib_accum_add(&s->resid, r);
     if (!test)
         return;
-    calib_eproc_add(&s->up, r);
-    calib_eproc_add(&s->down, -r);
-    double le = seg_log_e(s);
-    if (le > s->log_sup) {
-        s->log_sup = le;
-        if (s->peak_gen != s->gen) {
-            memcpy(s->peak, s->name, sizeof s->peak);
-            s->peak_gen = s->gen;
-        }
-    }
-    (void)t;
+    double d = t->cfg.min_effect, u[2] = {(r - d) / (1 + d), (-r - d) / (1 + d)};
+    for (int i = 0; i < 2; i++)
+        for (int b = 0; b < SEG_BETS; b++)
+            s->lw[i][b] += log1p(bets[b] * u[i]); /* u >= -1, bet < 1 */
 }
 
 void seg_observe(seg_table *t, const double *codes, const seg_obs *o)
@@ -323,7 +320,7 @@ double seg_log_threshold(const seg_table *t, size_t r)
     return log((double)t->cfg.values / (t->cfg.alpha * (double)r));
 }
 
-static int by_adjusted_desc(const void *a, const void *b)
+static int by_value_desc(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? 1 : x > y ? -1 : 0;
@@ -339,11 +336,10 @@ size_t seg_decide(seg_table *t, double now, seg_flag_fn fn, void *arg)
         seg_key *k = &t->key[i];
         size_t n = 0;
         for (size_t j = 0; j < k->used; j++)
-            if (k->slot[j].log_sup > 0)
-                e[n++] = seg_log_adjusted(&k->slot[j]);
+            e[n++] = seg_log_e_decide(&k->slot[j]);
         if (!n)
             continue;
-        qsort(e, n, sizeof *e, by_adjusted_desc);
+        qsort(e, n, sizeof *e, by_value_desc);
         /* e-BH: the largest r with e_(r) >= K / (alpha r) */
         size_t r = 0;
         for (size_t q = n; q >= 1 && !r; q--)
@@ -354,10 +350,11 @@ size_t seg_decide(seg_table *t, double now, seg_flag_fn fn, void *arg)
         double cut = e[r - 1];
         for (size_t j = 0; j < k->used; j++) {
             seg_slot *s = &k->slot[j];
-            if (s->flagged || s->log_sup <= 0 || seg_log_adjusted(s) < cut)
+            if (s->flagged || seg_log_e(s) < cut)
                 continue;
             s->flagged = 1;
             s->flagged_at = now;
+            s->log_e_flag = seg_log_e(s); /* its e-value from now on */
             k->flags++;
             flagged++;
             if (fn)
@@ -384,7 +381,7 @@ void seg_figures_of(const seg_slot *s, seg_figures *f)
         f->ece[v] = s->top[v].m ? calib_bins_ece(&s->top[v]) : NAN;
     }
     f->log_e = seg_log_e(s);
-    f->log_adjusted = seg_log_adjusted(s);
+    f->log_e_flag = s->flagged ? s->log_e_flag : NAN;
 }
 
 typedef struct ranked {
@@ -446,16 +443,11 @@ static void slot_save(calib_mpw *w, const seg_slot *s, int bins)
             calib_bins_save(w, &s->top[v]);
         calib_mpw_end(w);
     }
-    calib_mpw_key(w, "up");
-    calib_eproc_save(w, &s->up);
-    calib_mpw_key(w, "down");
-    calib_eproc_save(w, &s->down);
-    calib_mpw_key_double(w, "log_sup", s->log_sup);
-    calib_mpw_key(w, "peak");
-    calib_mpw_str(w, s->peak);
-    calib_mpw_key_uint(w, "peak_gen", s->peak_gen);
+    calib_mpw_key(w, "lw"); /* the bets' ln products, u+ then u- */
+    calib_doubles_save(w, &s->lw[0][0], 2 * SEG_BETS);
     calib_mpw_key_uint(w, "flagged", (uint64_t)s->flagged);
     calib_mpw_key_double(w, "flagged_at", s->flagged_at);
+    calib_mpw_key_double(w, "log_e_flag", s->log_e_flag);
     calib_mpw_end(w);
 }
 
@@ -467,6 +459,8 @@ void seg_save(calib_mpw *w, const seg_table *t)
     calib_mpw_key_uint(w, "values", c->values);
     calib_mpw_key_uint(w, "bins", c->bins);
     calib_mpw_key_double(w, "min_effect", c->min_effect);
+    calib_mpw_key(w, "bets");
+    calib_doubles_save(w, bets, SEG_BETS);
     calib_mpw_key_uint(w, "keys_full", t->keys_full);
     calib_mpw_key_uint(w, "refused", t->refused);
     calib_mpw_key_uint(w, "late", t->late);
@@ -495,13 +489,13 @@ void seg_save(calib_mpw *w, const seg_table *t)
 /* A string key of 1..SEG_NAME_MAX bytes that passes ok; "" allowed when
  * empty_ok. */
 static int name_load(calib_mpr *r, const msgpack_object *o, const char *key, char *dst,
-                     int (*ok)(const void *, size_t), int empty_ok)
+                     int (*ok)(const void *, size_t))
 {
     const msgpack_object *v = calib_mpr_get(r, o, key);
     if (!v)
         return 0;
     if (v->type != MSGPACK_OBJECT_STR || v->via.str.size > SEG_NAME_MAX ||
-        (!(empty_ok && v->via.str.size == 0) && !ok(v->via.str.ptr, v->via.str.size)))
+        !ok(v->via.str.ptr, v->via.str.size))
         return calib_mpr_fail(r, "segments: %s is no segment name", key);
     memcpy(dst, v->via.str.ptr, v->via.str.size);
     dst[v->via.str.size] = 0;
@@ -513,8 +507,7 @@ static int slot_load(calib_mpr *r, const msgpack_object *o, seg_slot *s, int bin
     if (o->type != MSGPACK_OBJECT_MAP)
         return calib_mpr_fail(r, "segments: a slot is not a map");
     char name[SEG_NAME_MAX + 1];
-    if (!name_load(r, o, "name", name, calib_proto_seg_value_ok, 0) ||
-        !name_load(r, o, "peak", s->peak, calib_proto_seg_value_ok, 1))
+    if (!name_load(r, o, "name", name, calib_proto_seg_value_ok))
         return 0;
     if (other && strcmp(name, "other") != 0)
         return calib_mpr_fail(r, "segments: the last slot is not \"other\"");
@@ -523,15 +516,18 @@ static int slot_load(calib_mpr *r, const msgpack_object *o, seg_slot *s, int bin
     s->count = calib_mpr_uint(r, o, "count", 0, UINT64_MAX);
     s->err = calib_mpr_uint(r, o, "err", 0, s->count);
     s->since = calib_mpr_double(r, o, "since");
-    s->peak_gen = (uint32_t)calib_mpr_uint(r, o, "peak_gen", 0, s->gen);
     s->flagged = (int)calib_mpr_uint(r, o, "flagged", 0, 1);
     s->flagged_at = calib_mpr_double(r, o, "flagged_at");
-    s->log_sup = calib_mpr_finite(r, o, "log_sup");
+    s->log_e_flag = calib_mpr_double(r, o, "log_e_flag");
     if (r->failed || !calib_accums_load(r, o, "score", &s->score[0][0], SEG_VIEWS * 2) ||
-        calib_accum_load(r, calib_mpr_get(r, o, "resid"), &s->resid) != CALIB_LOAD_OK)
+        calib_accum_load(r, calib_mpr_get(r, o, "resid"), &s->resid) != CALIB_LOAD_OK ||
+        !calib_doubles_load(r, o, "lw", &s->lw[0][0], 2 * SEG_BETS))
         return 0;
-    if (s->log_sup < 0)
-        return calib_mpr_fail(r, "segments: log_sup below 0");
+    for (int i = 0; i < 2 * SEG_BETS; i++)
+        if (!isfinite((&s->lw[0][0])[i])) /* each factor is >= 1 - max bet */
+            return calib_mpr_fail(r, "segments: a bet's wealth is not a number");
+    if (s->flagged && !isfinite(s->log_e_flag))
+        return calib_mpr_fail(r, "segments: a flag without its e-value");
     if (bins) {
         const msgpack_object *top = calib_mpr_array(r, o, "top", SEG_VIEWS);
         for (int v = 0; top && v < SEG_VIEWS; v++)
@@ -540,15 +536,6 @@ static int slot_load(calib_mpr *r, const msgpack_object *o, seg_slot *s, int bin
         if (!top)
             return 0;
     }
-    calib_eproc up = s->up, down = s->down;
-    if (calib_eproc_load(r, calib_mpr_get(r, o, "up"), &up) != CALIB_LOAD_OK ||
-        calib_eproc_load(r, calib_mpr_get(r, o, "down"), &down) != CALIB_LOAD_OK)
-        return r->failed ? 0 : calib_mpr_fail(r, "segments: an e-process of a later form");
-    if (up.lo != s->up.lo || up.hi != s->up.hi || up.m != s->up.m || down.m != s->down.m ||
-        down.lo != s->down.lo || down.hi != s->down.hi)
-        return calib_mpr_fail(r, "segments: an e-process of other settings");
-    s->up = up;
-    s->down = down;
     return 1;
 }
 
@@ -560,7 +547,7 @@ static int keys_load(calib_mpr *r, const msgpack_object *keys, seg_table *t)
         char name[SEG_NAME_MAX + 1];
         if (ko->type != MSGPACK_OBJECT_MAP)
             return calib_mpr_fail(r, "segments: key %u is not a map", i);
-        if (!name_load(r, ko, "name", name, calib_proto_seg_key_ok, 0))
+        if (!name_load(r, ko, "name", name, calib_proto_seg_key_ok))
             return 0;
         if (seg_find_key(t, name, strlen(name)) >= 0)
             return calib_mpr_fail(r, "segments: key %s twice", name);
@@ -603,12 +590,19 @@ int seg_load(calib_mpr *r, const msgpack_object *o, seg_table *t)
     const seg_cfg *c = &t->cfg;
     uint64_t values = calib_mpr_uint(r, o, "values", 1, SEG_MAX_VALUES);
     uint64_t bins = calib_mpr_uint(r, o, "bins", 0, UINT32_MAX);
-    double min_effect = calib_mpr_finite(r, o, "min_effect");
+    double min_effect = calib_mpr_finite(r, o, "min_effect"), saved_bets[SEG_BETS];
     const msgpack_object *keys = calib_mpr_array(r, o, "keys", UINT32_MAX);
+    const msgpack_object *bo = calib_mpr_get(r, o, "bets");
+    if (r->failed)
+        return CALIB_LOAD_FAILED;
+    /* bets of another number or value: a test of other settings */
+    int same_bets = bo->type == MSGPACK_OBJECT_ARRAY && bo->via.array.size == SEG_BETS &&
+                    calib_doubles_load(r, o, "bets", saved_bets, SEG_BETS) &&
+                    memcmp(saved_bets, bets, sizeof bets) == 0;
     if (r->failed)
         return CALIB_LOAD_FAILED;
     if (values != c->values || bins != c->bins || min_effect != c->min_effect ||
-        keys->via.array.size > c->keys)
+        keys->via.array.size > c->keys || !same_bets)
         return CALIB_LOAD_OTHER;
     /* into a table of its own, put in place once all of it read */
     seg_table fresh;

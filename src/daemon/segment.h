@@ -13,22 +13,27 @@
  *
  * Per slot: both views' scores (main and log), the calibrated view's
  * top-label residual r = 1{argmax p = y} - max p, and both views' top-label
- * bins. The test: H_j, "every value that held slot j had, given the past,
- * E[r] within +-min_effect", by two betting e-processes (calib_eproc) on r
- * and on -r, mixed: E = (W+ + W-) / 2. The slot keeps the running sup of E
- * over its whole life: an occupant that replaces another starts from
- * W = min(W, 1) on each side, which stays under the process that went on
- * betting, so the sup stays that of a test supermartingale under H_j.
+ * bins. The test: H_j, "every value that held slot j had, given the whole
+ * past of the stream, E[r] within +-min_effect". Its e-process is a
+ * mixture of constant bets, each a test supermartingale under H_j: with
+ * u+ = (r - min_effect) / (1 + min_effect) and u- = (-r - min_effect) /
+ * (1 + min_effect), both >= -1 and of mean <= 0 under H_j,
+ * E = mean over the SEG_BETS bets l and both sides of prod (1 + l u).
+ * An occupant that replaces another starts each product from
+ * min(product, 1), which stays under the product that went on betting.
  *
- * False discoveries across a key's slots: the sup of an e-process is no
- * e-value, but kappa * sup^(1 - kappa) is (an adjuster: Shafer, Shen,
- * Vereshchagin and Vovk 2011; the integral of A(y) / y^2 over [1, inf) is
- * 1), for kappa = SEG_KAPPA. seg_decide applies e-BH (Wang and Ramdas 2022)
- * at level alpha to those adjusted e-values of a key's K = `values` slots
- * and flags what it rejects; flags are never cleared. The flags up to any
- * time, however chosen, form a self-consistent set for the adjusted
- * e-values of the whole run (each is at most its final value), hence their
- * false discovery rate is at most alpha, under any dependence.
+ * False discoveries across a key's slots: seg_decide applies e-BH (Wang
+ * and Ramdas 2022) at level alpha to the key's K = `values` slots, each
+ * taken at its e-value now, or, once flagged, at the e-value it had when
+ * it was flagged (frozen). Why the flags accumulated over time keep the
+ * false discovery rate at alpha, under any dependence between slots: a
+ * slot's flag time tau_j is a stopping time of the stream, so E_j at
+ * tau_j is an e-value (optional stopping; for a slot never flagged take
+ * the limit of E_j), and the set F of the slots flagged up to any time,
+ * however chosen, is self-consistent for those e-values: slot j was
+ * flagged with E_j(tau_j) >= K / (alpha r) for r <= |F| rejections. Any
+ * self-consistent set has FDR <= alpha K0 / K. (The sup of an e-process
+ * over time is no e-value; the e-value at a stopping time is.)
  *
  * A flagged slot is never evicted: its value stays tracked.
  *
@@ -50,7 +55,8 @@
 #define SEG_MAX_KEYS 8       /* keys in one prediction's seg map (protocol) */
 #define SEG_NAME_MAX 64      /* bytes of a key or a value */
 #define SEG_MAX_VALUES 4096  /* the most segment_values can be */
-#define SEG_KAPPA 0.1        /* the adjuster kappa * sup^(1 - kappa) */
+#define SEG_BETS 3           /* constant bets of the mixture: SEG_BET_VALUES */
+#define SEG_BET_VALUES {0.2, 0.5, 0.8}
 #define SEG_VIEWS 2          /* raw, calibrated (model.h: VIEW_RAW, VIEW_CAL) */
 
 typedef struct seg_cfg {
@@ -78,13 +84,12 @@ typedef struct seg_slot {
     calib_accum score[SEG_VIEWS][2]; /* main (Brier or DSS), log */
     calib_accum resid;  /* r, calibrated view */
     calib_bins top[SEG_VIEWS];       /* point into the key's arrays */
-    /* the slot's test, over its whole life */
-    calib_eproc up, down; /* H0: E[r] <= min_effect; E[-r] <= min_effect */
-    double log_sup;     /* ln sup E (0 at the start: E_0 = 1) */
-    char peak[SEG_NAME_MAX + 1]; /* the occupant when log_sup was reached */
-    uint32_t peak_gen;
+    /* the slot's test, over its whole life: ln of each bet's product on
+     * u+ ([0]) and u- ([1]) */
+    double lw[2][SEG_BETS];
     int flagged;        /* rejected by e-BH once */
     double flagged_at;  /* wall clock */
+    double log_e_flag;  /* ln E when flagged: what e-BH takes from then on */
     uint32_t hnext;     /* private: next slot + 1 in the hash chain, 0: none */
 } seg_slot;
 
@@ -151,17 +156,17 @@ void seg_observe(seg_table *t, const double *codes, const seg_obs *o);
  * changed), or NULL for code 0 or a key not there. */
 seg_slot *seg_route(seg_table *t, size_t key, double code);
 
-/* ln E of a slot now: ln((W+ + W-) / 2); 0 before any pair. */
+/* ln E of a slot now (0 before any pair). */
 double seg_log_e(const seg_slot *s);
-/* ln of the slot's adjusted e-value: ln kappa + (1 - kappa) log_sup. */
-double seg_log_adjusted(const seg_slot *s);
+/* ln of the e-value e-BH takes for the slot: ln E now, or when flagged. */
+double seg_log_e_decide(const seg_slot *s);
 
 /* Applies e-BH to each key's slots; calls fn for each slot newly flagged
  * (at wall time now) and returns their number. fn may be NULL. */
 typedef void (*seg_flag_fn)(void *arg, const seg_key *k, const seg_slot *s);
 size_t seg_decide(seg_table *t, double now, seg_flag_fn fn, void *arg);
 
-/* The e-BH threshold of a key's adjusted e-values for r rejections:
+/* The e-BH threshold of a key's e-values for r rejections:
  * ln(K / (alpha r)). */
 double seg_log_threshold(const seg_table *t, size_t r);
 
@@ -175,7 +180,7 @@ typedef struct seg_figures {
                           the interval holds 0; what ranks the worst */
     double brier[SEG_VIEWS], log[SEG_VIEWS]; /* means (main score, log) */
     double ece[SEG_VIEWS]; /* top-label ECE; NaN for regression */
-    double log_e, log_adjusted; /* seg_log_e, seg_log_adjusted */
+    double log_e, log_e_flag; /* seg_log_e; ln E when flagged, NaN if not */
 } seg_figures;
 void seg_figures_of(const seg_slot *s, seg_figures *f);
 

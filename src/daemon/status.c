@@ -431,14 +431,12 @@ static void pack_segment(calib_mpw *w, const model *m, const seg_slot *sl, int o
     if (bins && !other) {
         calib_mpw_key(w, "e");
         calib_mpw_num(w, exp(f.log_e));
-        calib_mpw_key(w, "e_adjusted");
-        calib_mpw_num(w, exp(f.log_adjusted));
         calib_mpw_key(w, "flagged");
         calib_mpw_bool(w, sl->flagged);
         calib_mpw_key(w, "flagged_at");
         calib_mpw_num(w, sl->flagged ? sl->flagged_at : NAN);
-        calib_mpw_key(w, "evidence_from");
-        calib_mpw_str(w, sl->peak);
+        calib_mpw_key(w, "e_flagged"); /* the e-value it was flagged with */
+        calib_mpw_num(w, exp(f.log_e_flag));
     }
     if (bins) {
         calib_mpw_key(w, "reliability");

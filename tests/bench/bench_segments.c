@@ -1,0 +1,201 @@
+/*
+ * bench_segments.c — calibd's calibration per segment (calibd(8),
+ * SEGMENTS) on the issue's scenario, through the model layer calibd runs
+ * (model_segments, model_observe, the tick's seg_decide), without sockets.
+ *
+ *     scripts/build.sh plain && cd build/plain && \
+ *         make tests/bench/bench_segments && ./tests/bench/bench_segments
+ *
+ * Options: --seeds N (100), --pairs N (50000), --values V (200), --bad B
+ * (3), --sigma S (1.5), --t T (2), --alpha A (0.05), --every N (pairs
+ * between two ticks' e-BH, 100), --csv (one line per seed).
+ *
+ * The stream: a K = 10 classifier reports softmax(z), z ~ N(0, sigma^2)
+ * per class, as examples/simulate.c; each pair carries segment key
+ * "segment" with one of V values, uniform; the labels of the first B
+ * values come from softmax(z / T) (overconfident reports), the others'
+ * from softmax(z) (calibrated). The model has segment_values = 256 (every
+ * value tracked: V <= 256) and the other defaults of calibd.conf(5). Per
+ * seed: the pair at which each bad value is flagged, the flags of
+ * calibrated values (false discoveries), the false discovery proportion
+ * of the flags at the end. Then the same seeds with no bad value: the
+ * seeds that raise any flag.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib/calib.h"
+#include "calib/sample.h"
+#include "cfg.h"
+#include "model.h"
+#include "segment.h"
+
+#define K 10
+
+typedef struct opts {
+    unsigned seeds;
+    uint64_t pairs;
+    unsigned values, bad;
+    double sigma, t, alpha;
+    uint64_t every;
+    int csv;
+} opts;
+
+typedef struct outcome {
+    uint64_t found_at[64]; /* per bad value: the pair flagged at, 0: never */
+    unsigned true_flags, false_flags;
+} outcome;
+
+static void softmax(const double *z, double t, double *p)
+{
+    double m = z[0], s = 0;
+    for (int i = 1; i < K; i++)
+        m = z[i] > m ? z[i] : m;
+    for (int i = 0; i < K; i++)
+        s += p[i] = exp((z[i] - m) / t);
+    for (int i = 0; i < K; i++)
+        p[i] /= s;
+}
+
+static int run(const opts *o, uint64_t seed, unsigned bad, outcome *out)
+{
+    daemon_cfg dc;
+    if (config_init(&dc) != 0)
+        return -1;
+    model_cfg c = dc.defaults;
+    config_free(&dc);
+    snprintf(c.name, sizeof c.name, "bench");
+    c.segment_values = 256;
+    c.segment_alpha = o->alpha;
+    c.seed = seed;
+    model *m = calloc(1, sizeof *m);
+    if (!m || model_init(m, &c, seed, NULL) != CALIB_OK ||
+        model_shape(m, CALIB_FORM_LOGITS, K) != CALIB_OK) {
+        free(m);
+        return -1;
+    }
+    memset(out, 0, sizeof *out);
+    calib_rng rng;
+    calib_rng_seed(&rng, seed * 7919 + bad);
+    double z[K], q[K], codes[SEG_MAX_KEYS];
+    char name[16];
+    for (uint64_t i = 1; i <= o->pairs; i++) {
+        unsigned v = (unsigned)(calib_rng_next(&rng) % o->values);
+        for (int j = 0; j < K; j++)
+            z[j] = o->sigma * calib_rng_normal(&rng);
+        softmax(z, v < bad ? o->t : 1, q);
+        double y = (double)calib_rng_categorical(&rng, q, K);
+        int len = snprintf(name, sizeof name, "v%u", v);
+        seg_kv kv = {"segment", name, 7, (size_t)len};
+        model_segments(m, &kv, 1, codes, 0);
+        model_observe(m, z, y, 1e9 + (double)i * 1e-4, codes);
+        if (i % o->every == 0 || i == o->pairs)
+            seg_decide(&m->seg, (double)i, NULL, NULL);
+        if (i % o->every == 0 || i == o->pairs) {
+            const seg_key *k = &m->seg.key[0];
+            for (size_t s = 0; s < k->used; s++) {
+                unsigned val = (unsigned)strtoul(k->slot[s].name + 1, NULL, 10);
+                if (k->slot[s].flagged && val < bad && val < 64 && !out->found_at[val])
+                    out->found_at[val] = i;
+            }
+        }
+    }
+    const seg_key *k = &m->seg.key[0];
+    for (size_t s = 0; s < k->used; s++) {
+        unsigned val = (unsigned)strtoul(k->slot[s].name + 1, NULL, 10);
+        if (k->slot[s].flagged)
+            val < bad ? out->true_flags++ : out->false_flags++;
+    }
+    model_free(m);
+    free(m);
+    return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    opts o = {.seeds = 100, .pairs = 50000, .values = 200, .bad = 3, .sigma = 1.5, .t = 2,
+              .alpha = 0.05, .every = 100};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--csv") == 0) {
+            o.csv = 1;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "bench_segments: %s needs a value\n", a);
+            return 2;
+        }
+        i++;
+        if (strcmp(a, "--seeds") == 0) o.seeds = (unsigned)atoi(v);
+        else if (strcmp(a, "--pairs") == 0) o.pairs = strtoull(v, NULL, 10);
+        else if (strcmp(a, "--values") == 0) o.values = (unsigned)atoi(v);
+        else if (strcmp(a, "--bad") == 0) o.bad = (unsigned)atoi(v);
+        else if (strcmp(a, "--sigma") == 0) o.sigma = atof(v);
+        else if (strcmp(a, "--t") == 0) o.t = atof(v);
+        else if (strcmp(a, "--alpha") == 0) o.alpha = atof(v);
+        else if (strcmp(a, "--every") == 0) o.every = strtoull(v, NULL, 10);
+        else {
+            fprintf(stderr, "bench_segments: unknown option %s\n", a);
+            return 2;
+        }
+    }
+    if (!o.seeds || !o.pairs || !o.values || o.values > 256 || o.bad > o.values || o.bad > 64 ||
+        !o.every || !(o.sigma > 0) || !(o.t > 0) || !(o.alpha > 0 && o.alpha < 1)) {
+        fprintf(stderr, "bench_segments: bad options\n");
+        return 2;
+    }
+    unsigned all_found = 0, null_any = 0;
+    double fdp_sum = 0;
+    uint64_t *delays = calloc((size_t)o.seeds * o.bad + 1, sizeof *delays);
+    size_t nd = 0;
+    if (!delays)
+        return 1;
+    if (o.csv)
+        printf("seed,found,true_flags,false_flags,last_found_at,null_flags\n");
+    for (unsigned s = 1; s <= o.seeds; s++) {
+        outcome w, n;
+        if (run(&o, s, o.bad, &w) || run(&o, s, 0, &n)) {
+            fprintf(stderr, "bench_segments: out of memory\n");
+            return 1;
+        }
+        unsigned found = 0;
+        uint64_t last = 0;
+        for (unsigned b = 0; b < o.bad; b++)
+            if (w.found_at[b]) {
+                found++;
+                delays[nd++] = w.found_at[b];
+                last = w.found_at[b] > last ? w.found_at[b] : last;
+            }
+        all_found += found == o.bad;
+        unsigned flags = w.true_flags + w.false_flags;
+        fdp_sum += flags ? (double)w.false_flags / flags : 0;
+        null_any += n.false_flags > 0;
+        if (o.csv)
+            printf("%u,%u,%u,%u,%llu,%u\n", s, found, w.true_flags, w.false_flags,
+                   (unsigned long long)last, n.false_flags);
+    }
+    qsort(delays, nd, sizeof *delays, cmp_u64);
+    printf("# K = %d, %u values, %u overconfident (T = %g), sigma = %g, %llu pairs, "
+           "segment_alpha = %g, e-BH every %llu pairs, %u seeds\n", K, o.values, o.bad, o.t,
+           o.sigma, (unsigned long long)o.pairs, o.alpha, (unsigned long long)o.every, o.seeds);
+    printf("seeds with all %u flagged within %llu pairs: %u of %u\n", o.bad,
+           (unsigned long long)o.pairs, all_found, o.seeds);
+    if (nd)
+        printf("pairs until a bad value is flagged: median %llu, 90th percentile %llu "
+               "(%zu of %u found)\n", (unsigned long long)delays[nd / 2],
+               (unsigned long long)delays[(nd * 9) / 10 < nd ? (nd * 9) / 10 : nd - 1], nd,
+               o.seeds * o.bad);
+    printf("false discovery proportion, mean over seeds: %.4f (level %g)\n",
+           fdp_sum / o.seeds, o.alpha);
+    printf("no bad value: seeds with any flag: %u of %u\n", null_any, o.seeds);
+    free(delays);
+    return 0;
+}
