@@ -147,15 +147,33 @@ static int done_by_arrival(const void *a, const void *b)
 /* Both tables' waiting items and joined ids, in arrival order, into a
  * fresh table like dst's (the outputs are copied by each put). An id in
  * both is kept once (counted as a duplicate). */
-static int merge_join(model *dst, const model *src, uint64_t *dups)
+static int merge_join(model *dst, const model *src, const seg_map *map, uint64_t *dups)
 {
     item_list l = {0};
     calib_join fresh;
+    double *xs = NULL; /* src's predictions with their codes made dst's */
     int rc = -1;
-    if (calib_join_each(&dst->join, collect_item, collect_done, &l) ||
-        calib_join_each(&src->join, collect_item, collect_done, &l) || l.nomem ||
+    if (calib_join_each(&dst->join, collect_item, collect_done, &l))
+        goto out;
+    size_t from = l.n;
+    if (calib_join_each(&src->join, collect_item, collect_done, &l) || l.nomem ||
         calib_join_init(&fresh, &dst->join.cfg) != CALIB_OK)
         goto out;
+    size_t w = dst->join.cfg.width, sw = src->join.cfg.width;
+    if (l.n > from && w && !(xs = calloc((l.n - from) * w, sizeof *xs))) {
+        calib_join_free(&fresh);
+        goto out;
+    }
+    for (size_t i = from; i < l.n; i++) {
+        if (!l.it[i].x)
+            continue;
+        double *x = xs + (i - from) * w;
+        memcpy(x, l.it[i].x, dst->width * sizeof *x);
+        if (map)
+            seg_merge_codes(&dst->seg, &src->seg, map, l.it[i].x + src->width, x + dst->width);
+        l.it[i].x = x;
+    }
+    (void)sw;
     if (l.n) /* qsort takes no NULL, even for nothing */
         qsort(l.it, l.n, sizeof *l.it, item_by_arrival);
     if (l.nd)
@@ -186,6 +204,7 @@ static int merge_join(model *dst, const model *src, uint64_t *dups)
     dst->join = fresh;
     rc = 0;
 out:
+    free(xs);
     free(l.it);
     free(l.done);
     return rc;
@@ -285,7 +304,14 @@ int model_merge(model *dst, const model *src, char *why, size_t len)
         return -1;
     }
     uint64_t dups = 0;
-    if (merge_join(dst, src, &dups) != 0)
+    seg_map map = {0};
+    /* segments of other settings: src's are left out (its waiting
+     * predictions keep their outputs, not their segments) */
+    int seg_rc = dst->shaped ? seg_merge(&dst->seg, &src->seg, &map) : CALIB_EINVAL;
+    int rc = seg_rc == CALIB_ENOMEM ? -1
+           : merge_join(dst, src, seg_rc == CALIB_OK ? &map : NULL, &dups);
+    seg_map_free(&map);
+    if (rc != 0)
         goto nomem;
     add_counters(dst, src, model_counters, MODEL_COUNTERS);
     add_counters(dst, src, recalib_counters, RECALIB_COUNTERS);

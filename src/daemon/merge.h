@@ -10,6 +10,9 @@
  * weighted by their counts (calib_reservoir_merge); the ring keeps the
  * newest records of both by time; the join table keeps both tables' waiting
  * items and joined ids (an id in both once); the events the newest of both.
+ * Segments (seg_merge) match by key and value names: their statistics add,
+ * a flag of either stays, and src's waiting predictions keep their
+ * segments (their codes made dst's); the tests start again.
  * The closed loop's detectors and runs belong to one daemon: the merged
  * model's start afresh (its counters add), and the parameters are those of
  * the newest version.

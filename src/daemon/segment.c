@@ -421,6 +421,120 @@ size_t seg_rank(const seg_table *t, size_t key, size_t *idx, size_t max)
     return n;
 }
 
+/* ------------------------------------------------------------------ merge */
+
+/* src's figures into dst's; the test restarts (see seg_merge). */
+static void slot_merge(seg_slot *d, const seg_slot *s)
+{
+    for (int v = 0; v < SEG_VIEWS; v++) {
+        for (int i = 0; i < 2; i++)
+            calib_accum_merge(&d->score[v][i], &s->score[v][i]);
+        if (d->top[v].m)
+            (void)calib_bins_merge(&d->top[v], &s->top[v]); /* the same m */
+    }
+    calib_accum_merge(&d->resid, &s->resid);
+    d->count += s->count;
+    d->err += s->err;
+    slot_restart_test(d);
+    if (s->flagged && (!d->flagged || s->log_e_flag > d->log_e_flag)) {
+        d->log_e_flag = s->log_e_flag;
+        d->flagged_at = d->flagged ? d->flagged_at : s->flagged_at;
+    }
+    d->flagged |= s->flagged;
+}
+
+void seg_map_free(seg_map *map)
+{
+    for (int i = 0; i < SEG_MAX_KEYS; i++) {
+        free(map->slot[i]);
+        map->slot[i] = NULL;
+    }
+}
+
+int seg_merge(seg_table *dst, const seg_table *src, seg_map *map)
+{
+    const seg_cfg *c = &dst->cfg;
+    if (c->values != src->cfg.values || c->bins != src->cfg.bins ||
+        c->min_effect != src->cfg.min_effect)
+        return CALIB_EINVAL;
+    if (map)
+        for (int i = 0; i < SEG_MAX_KEYS; i++)
+            map->key[i] = -1, map->slot[i] = NULL;
+    dst->keys_full += src->keys_full;
+    dst->refused += src->refused;
+    dst->late += src->late;
+    for (size_t i = 0; i < src->nkeys; i++) {
+        const seg_key *sk = &src->key[i];
+        int di = seg_add_key(dst, sk->name, strlen(sk->name));
+        if (di < 0)
+            continue;
+        seg_key *dk = &dst->key[di];
+        dk->evictions += sk->evictions;
+        uint32_t *to = map ? calloc(c->values + 1, sizeof *to) : NULL;
+        if (map && !to)
+            return CALIB_ENOMEM;
+        if (map) {
+            map->key[i] = di;
+            map->slot[i] = to;
+        }
+        for (size_t j = 0; j < sk->used; j++) {
+            const seg_slot *ss = &sk->slot[j];
+            size_t len = strlen(ss->name);
+            uint64_t h = value_hash(dst, ss->name, len);
+            long dj = find_value(dst, dk, ss->name, len, h);
+            if (dj < 0 && dk->used < c->values) {
+                dj = (long)dk->used++;
+                seg_slot *ds = &dk->slot[dj];
+                memcpy(ds->name, ss->name, len + 1);
+                ds->gen++;
+                ds->since = ss->since;
+                link_slot(dst, dk, (size_t)dj, h);
+            }
+            size_t target = dj < 0 ? c->values : (size_t)dj;
+            int was = dk->slot[target].flagged;
+            slot_merge(&dk->slot[target], ss);
+            if (target == c->values)
+                dk->slot[target].flagged = 0; /* "other" is no hypothesis */
+            else if (dk->slot[target].flagged && !was)
+                dk->flags++;
+            if (to)
+                to[j] = (uint32_t)target;
+        }
+        slot_merge(&dk->slot[c->values], &sk->slot[c->values]);
+        dk->slot[c->values].flagged = 0;
+        if (to)
+            to[c->values] = (uint32_t)c->values;
+    }
+    return CALIB_OK;
+}
+
+static double merge_code(const seg_table *dst, const seg_table *src, const seg_map *map,
+                         size_t i, double code)
+{
+    if (i >= src->nkeys || !(code >= 1) || !(code < 9007199254740992.0) || map->key[i] < 0 ||
+        !map->slot[i])
+        return 0;
+    uint64_t cd = (uint64_t)code - 1;
+    size_t j = (size_t)(cd & ((1u << SEG_SLOT_BITS) - 1));
+    if (j > src->cfg.values)
+        return 0;
+    int di = map->key[i];
+    /* a code of an occupant src had replaced routed to src's "other" */
+    int stale = j < src->cfg.values && src->key[i].slot[j].gen != cd >> SEG_SLOT_BITS;
+    size_t dj = stale ? dst->cfg.values : map->slot[i][j];
+    return code_of(dj, dj == dst->cfg.values ? 0 : dst->key[di].slot[dj].gen);
+}
+
+void seg_merge_codes(const seg_table *dst, const seg_table *src, const seg_map *map,
+                     const double *from, double *to)
+{
+    for (size_t i = 0; i < dst->cfg.keys; i++)
+        to[i] = 0;
+    for (size_t i = 0; i < src->nkeys && i < src->cfg.keys; i++)
+        if (map->key[i] >= 0 && (size_t)map->key[i] < dst->cfg.keys)
+            to[map->key[i]] = merge_code(dst, src, map, i, from[i]);
+}
+
 /* ------------------------------------------------------------------ snapshots */
 
 static void slot_save(calib_mpw *w, const seg_slot *s, int bins)

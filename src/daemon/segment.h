@@ -202,6 +202,27 @@ struct calib_mpr;
 void seg_save(struct calib_mpw *w, const seg_table *t);
 int seg_load(struct calib_mpr *r, const msgpack_object *o, seg_table *t);
 
+/* calibctl merge: src's segments into dst (the same values, bins and
+ * min_effect; else CALIB_EINVAL, dst unchanged). Keys match by name (a
+ * key dst lacks is added while there is room, else its pairs go nowhere
+ * and its values' are counted in keys_full), values by name (a value dst
+ * does not track takes a free slot, else goes to dst's "other"). The
+ * statistics, sketch counts and errors add; a flag of either stays, with
+ * the larger e-value; the tests belonged to one daemon each, and a merged
+ * slot's bets start again from 1 (min(product, 1) for dst's). map (may be
+ * NULL) receives where src's slots went, for seg_merge_code. CALIB_OK or
+ * CALIB_ENOMEM (dst then partly merged). */
+typedef struct seg_map {
+    int key[SEG_MAX_KEYS];       /* dst's key index of src's key i, or -1 */
+    uint32_t *slot[SEG_MAX_KEYS]; /* src slot j -> dst slot (values + 1 each) */
+} seg_map;
+int seg_merge(seg_table *dst, const seg_table *src, seg_map *map);
+/* A waiting prediction's codes as src issued them (src's cfg.keys
+ * columns) into the codes that route it alike in dst (dst's cfg.keys). */
+void seg_merge_codes(const seg_table *dst, const seg_table *src, const seg_map *map,
+                     const double *from, double *to);
+void seg_map_free(seg_map *map);
+
 /* The "other" slot of key i. */
 static inline seg_slot *seg_other(const seg_table *t, size_t i)
 {

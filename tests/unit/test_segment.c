@@ -408,6 +408,64 @@ static void test_load_rejects(void **state)
     seg_free(&a);
 }
 
+/* Two shards' tables: values match by name, figures and counts add, a
+ * value past dst's room goes to its "other", flags stay, and a code src
+ * issued routes in dst to the same value. */
+static void test_merge(void **state)
+{
+    (void)state;
+    seg_table a, b;
+    seg_cfg c = cfg_of(2, 3);
+    assert_int_equal(seg_init(&a, &c, NULL), CALIB_OK);
+    assert_int_equal(seg_init(&b, &c, NULL), CALIB_OK);
+    double ca = predict1(&a, "country", "DE");
+    (void)predict1(&a, "country", "FR");
+    (void)predict1(&a, "country", "IT");
+    /* b: another key first, then the country key with DE, ES */
+    (void)predict1(&b, "device", "ios");
+    double codes[SEG_MAX_KEYS];
+    seg_kv kv[2] = {{"country", "ES", 7, 2}, {"device", "web", 6, 3}};
+    seg_predict(&b, kv, 2, codes, 0);
+    kv[0].val = "DE";
+    double cb[SEG_MAX_KEYS];
+    seg_predict(&b, kv, 1, cb, 0);
+    seg_obs o = obs_of(0.9, 1);
+    seg_observe(&a, (double[]){ca, 0}, &o);
+    seg_observe(&b, cb, &o);
+    seg_observe(&b, cb, &o);
+    b.key[1].slot[1].flagged = 1; /* DE flagged in b */
+    b.key[1].slot[1].log_e_flag = 9;
+    seg_map map;
+    assert_int_equal(seg_merge(&a, &b, &map), CALIB_OK);
+    assert_int_equal(a.nkeys, 2);
+    assert_string_equal(a.key[1].name, "device");
+    assert_int_equal(map.key[0], 1);
+    assert_int_equal(map.key[1], 0);
+    seg_slot *de = seg_route(&a, 0, ca);
+    assert_string_equal(de->name, "DE");
+    assert_int_equal(de->count, 2);
+    assert_int_equal(de->score[1][0].n, 3);
+    assert_true(de->flagged);
+    assert_true(de->log_e_flag == 9);
+    assert_int_equal(a.key[0].flags, 1);
+    /* ES found no room: its figures in "other" */
+    assert_int_equal(seg_other(&a, 0)->count, 1);
+    /* b's code for DE routes to a's DE */
+    double to[SEG_MAX_KEYS];
+    seg_merge_codes(&a, &b, &map, cb, to);
+    assert_ptr_equal(seg_route(&a, 0, to[0]), de);
+    assert_true(to[1] == 0);
+    seg_map_free(&map);
+    /* other settings: refused, a unchanged */
+    seg_cfg c2 = cfg_of(2, 4);
+    seg_table x;
+    assert_int_equal(seg_init(&x, &c2, NULL), CALIB_OK);
+    assert_int_equal(seg_merge(&a, &x, NULL), CALIB_EINVAL);
+    seg_free(&x);
+    seg_free(&a);
+    seg_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -420,6 +478,7 @@ int main(void)
         cmocka_unit_test(test_flagged_kept),
         cmocka_unit_test(test_save_load),
         cmocka_unit_test(test_load_rejects),
+        cmocka_unit_test(test_merge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
