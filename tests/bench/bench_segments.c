@@ -7,7 +7,9 @@
  *         make tests/bench/bench_segments && ./tests/bench/bench_segments
  *
  * Options: --seeds N (100), --pairs N (50000), --values V (200), --bad B
- * (3), --sigma S (1.5), --t T (2), --alpha A (0.05), --every N (pairs
+ * (3), --sigma S (1.5), --t T (2), --alpha A (0.05), --min-effect D
+ * (0.02, calibd's segment_min_effect; at 0 the calibrated values lie on
+ * the null's boundary, where the level is tight), --every N (pairs
  * between two ticks' e-BH, 100), --csv (one line per seed).
  *
  * The stream: a K = 10 classifier reports softmax(z), z ~ N(0, sigma^2)
@@ -38,7 +40,7 @@ typedef struct opts {
     unsigned seeds;
     uint64_t pairs;
     unsigned values, bad;
-    double sigma, t, alpha;
+    double sigma, t, alpha, min_effect;
     uint64_t every;
     int csv;
 } opts;
@@ -69,6 +71,7 @@ static int run(const opts *o, uint64_t seed, unsigned bad, outcome *out)
     snprintf(c.name, sizeof c.name, "bench");
     c.segment_values = 256;
     c.segment_alpha = o->alpha;
+    c.segment_min_effect = o->min_effect;
     c.seed = seed;
     model *m = calloc(1, sizeof *m);
     if (!m || model_init(m, &c, seed, NULL) != CALIB_OK ||
@@ -122,7 +125,7 @@ static int cmp_u64(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     opts o = {.seeds = 100, .pairs = 50000, .values = 200, .bad = 3, .sigma = 1.5, .t = 2,
-              .alpha = 0.05, .every = 100};
+              .alpha = 0.05, .min_effect = 0.02, .every = 100};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--csv") == 0) {
@@ -142,13 +145,15 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--t") == 0) o.t = atof(v);
         else if (strcmp(a, "--alpha") == 0) o.alpha = atof(v);
         else if (strcmp(a, "--every") == 0) o.every = strtoull(v, NULL, 10);
+        else if (strcmp(a, "--min-effect") == 0) o.min_effect = atof(v);
         else {
             fprintf(stderr, "bench_segments: unknown option %s\n", a);
             return 2;
         }
     }
     if (!o.seeds || !o.pairs || !o.values || o.values > 256 || o.bad > o.values || o.bad > 64 ||
-        !o.every || !(o.sigma > 0) || !(o.t > 0) || !(o.alpha > 0 && o.alpha < 1)) {
+        !o.every || !(o.sigma > 0) || !(o.t > 0) || !(o.alpha > 0 && o.alpha < 1) ||
+        !(o.min_effect >= 0 && o.min_effect < 1)) {
         fprintf(stderr, "bench_segments: bad options\n");
         return 2;
     }
@@ -184,8 +189,9 @@ int main(int argc, char **argv)
     }
     qsort(delays, nd, sizeof *delays, cmp_u64);
     printf("# K = %d, %u values, %u overconfident (T = %g), sigma = %g, %llu pairs, "
-           "segment_alpha = %g, e-BH every %llu pairs, %u seeds\n", K, o.values, o.bad, o.t,
-           o.sigma, (unsigned long long)o.pairs, o.alpha, (unsigned long long)o.every, o.seeds);
+           "segment_alpha = %g, segment_min_effect = %g, e-BH every %llu pairs, %u seeds\n", K,
+           o.values, o.bad, o.t, o.sigma, (unsigned long long)o.pairs, o.alpha, o.min_effect,
+           (unsigned long long)o.every, o.seeds);
     printf("seeds with all %u flagged within %llu pairs: %u of %u\n", o.bad,
            (unsigned long long)o.pairs, all_found, o.seeds);
     if (nd)
