@@ -164,6 +164,23 @@ int calib_client_apply(calib_client *c, const char *model, int form, size_t k,
 int calib_client_params_apply(const calib_client_params *p, int form, size_t k,
                               const double *x, double *out);
 
+/*
+ * As calib_client_apply for a prediction of known segments, keys[i] =
+ * values[i] for i < nseg (NUL-terminated strings, as the producer sends
+ * them in "seg"): the held version's parameters for the first of its
+ * segments ("segments" of the params message) that the prediction has,
+ * else the model's own. nseg 0 is calib_client_apply. A model with
+ * segment parameters is read under a mutex (the lock-free path stays for
+ * the others). Returns as calib_client_apply.
+ */
+int calib_client_apply_seg(calib_client *c, const char *model, int form, size_t k,
+                           const double *x, double *out, const char *const *keys,
+                           const char *const *values, size_t nseg, uint64_t *version);
+/* The same with parameters the caller holds. */
+int calib_client_params_apply_seg(const calib_client_params *p, int form, size_t k,
+                                  const double *x, double *out, const char *const *keys,
+                                  const char *const *values, size_t nseg);
+
 /* Copies the parameters held for model. CALIB_OK or CALIB_ECLIENT_MODEL. */
 int calib_client_get(calib_client *c, const char *model,
                      calib_client_params *out);

@@ -27,9 +27,11 @@ extern "C" {
 #define CALIB_PUBMSG_PARAM_NAME_MAX 31 /* bytes of a parameter's name */
 #define CALIB_PUBMSG_MAX_VALUES 16     /* an alert's "values" */
 #define CALIB_PUBMSG_VALUE_NAME_MAX 31 /* bytes of a value's name */
+#define CALIB_PUBMSG_MAX_SEGMENTS 16   /* a params message's "segments" */
+#define CALIB_PUBMSG_SEG_NAME_MAX 64   /* bytes of a segment key or value */
 /* The most bytes a message written here takes, its topic frame included:
  * every field is bounded (tests/unit/test_pubmsg.c writes the largest) */
-#define CALIB_PUBMSG_MAX_BYTES 2048
+#define CALIB_PUBMSG_MAX_BYTES 10240
 
 enum calib_pubmsg_type {
     CALIB_PUBMSG_OTHER = 0,  /* well formed, of a type not decoded here */
@@ -42,6 +44,14 @@ enum calib_pubmsg_type {
 typedef struct calib_pubmsg_scores {
     double brier, log, dss;
 } calib_pubmsg_scores;
+
+/* One segment's own parameters (the extension "segments" of a params
+ * message): for predictions whose segment `key` has `value`. */
+typedef struct calib_params_segment {
+    char key[CALIB_PUBMSG_SEG_NAME_MAX + 1];
+    char value[CALIB_PUBMSG_SEG_NAME_MAX + 1];
+    double values[CALIB_RECAL_MAX_PARAMS]; /* in the order of names[] */
+} calib_params_segment;
 
 /* A "params" message. */
 typedef struct calib_params_msg {
@@ -64,7 +74,20 @@ typedef struct calib_params_msg {
     calib_pubmsg_scores before, after;
     double improvement;    /* "improvement" (or its "mean") */
     double ci[2];          /* "ci" (or improvement's "ci") */
+    /* "segments": per segment, parameters of the same method that apply
+     * instead of values[] to the predictions of that segment; where a
+     * prediction has several, the first in this order. Written only when
+     * nsegments > 0. */
+    unsigned nsegments;
+    calib_params_segment segments[CALIB_PUBMSG_MAX_SEGMENTS];
 } calib_params_msg;
+
+/* The segment parameters of p that apply to a prediction whose segments
+ * are keys[i] = values[i], i < n (NUL-terminated strings): the first of
+ * p->segments whose key and value the prediction has, or NULL. */
+const calib_params_segment *calib_params_segment_find(const calib_params_msg *p,
+                                                      const char *const *keys,
+                                                      const char *const *values, size_t n);
 
 /* An "alert" message; strings are NUL-terminated ("" when absent),
  * truncated when decoded. */

@@ -179,6 +179,40 @@ int calib_client_apply(calib_client *c, const char *model, int form, size_t k,
     return apply_checked(s.version, s.desc, s.values, form, k, x, out);
 }
 
+int calib_client_apply_seg(calib_client *c, const char *model, int form, size_t k,
+                           const double *x, double *out, const char *const *keys,
+                           const char *const *values, size_t nseg, uint64_t *version)
+{
+    if (!c || !x || !out || (nseg && (!keys || !values)))
+        return CALIB_EINVAL;
+    pstore *m = find_model(c, model);
+    if (!m)
+        return CALIB_ECLIENT_MODEL;
+    if (!nseg || !atomic_load_explicit(&m->nsegments, memory_order_relaxed))
+        return calib_client_apply(c, model, form, k, x, out, version);
+    int rc = check_input(form, &k, x);
+    if (rc)
+        return rc;
+    pstore_snapshot s;
+    (void)pstore_segment(m, keys, values, nseg, &s);
+    if (version)
+        *version = s.version;
+    return apply_checked(s.version, s.desc, s.values, form, k, x, out);
+}
+
+int calib_client_params_apply_seg(const calib_client_params *p, int form, size_t k,
+                                  const double *x, double *out, const char *const *keys,
+                                  const char *const *values, size_t nseg)
+{
+    if (!p || !x || !out || (nseg && (!keys || !values)))
+        return CALIB_EINVAL;
+    int rc = check_input(form, &k, x);
+    if (rc)
+        return rc;
+    const calib_params_segment *sg = calib_params_segment_find(p, keys, values, nseg);
+    return apply_checked(p->version, p->desc, sg ? sg->values : p->values, form, k, x, out);
+}
+
 int calib_client_get(calib_client *c, const char *model,
                      calib_client_params *out)
 {

@@ -47,6 +47,7 @@ static void snap_store(pstore *s, const calib_params_msg *p)
             memcpy(&b, &p->values[j], sizeof b);
         atomic_store_explicit(&s->bits[j], b, memory_order_relaxed);
     }
+    atomic_store_explicit(&s->nsegments, p->nsegments, memory_order_relaxed);
     atomic_store_explicit(&s->seq, q + 2, memory_order_release);
 }
 
@@ -82,6 +83,19 @@ void pstore_load(pstore *s, pstore_snapshot *out)
         if (spins >= 16)
             sched_yield();
     }
+}
+
+int pstore_segment(pstore *s, const char *const *keys, const char *const *values, size_t n,
+                   pstore_snapshot *out)
+{
+    pthread_mutex_lock(&s->lock);
+    const calib_params_msg *p = &s->full;
+    const calib_params_segment *sg = calib_params_segment_find(p, keys, values, n);
+    out->version = p->version;
+    out->desc = p->desc;
+    memcpy(out->values, sg ? sg->values : p->values, sizeof out->values);
+    pthread_mutex_unlock(&s->lock);
+    return sg != NULL;
 }
 
 void pstore_get(pstore *s, calib_params_msg *out)

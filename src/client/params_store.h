@@ -37,6 +37,8 @@ typedef struct pstore {
     _Atomic uint64_t version;
     _Atomic(const calib_plugin *) desc;
     _Atomic uint64_t bits[CALIB_RECAL_MAX_PARAMS]; /* values, as bits */
+    _Atomic unsigned nsegments; /* segment parameters of the version held:
+                                   pstore_segment reads them under the mutex */
     /* private: the full record, for pstore_get */
     pthread_mutex_t lock;
     calib_params_msg full;
@@ -67,5 +69,11 @@ void pstore_get(pstore *s, calib_params_msg *out);
 
 /* The version held. */
 uint64_t pstore_version(pstore *s);
+
+/* What applies to a prediction with segments keys[i] = values[i], i < n:
+ * the first segment parameters of the version held that match (1), or
+ * the model's own (0), with the version and method; under the mutex. */
+int pstore_segment(pstore *s, const char *const *keys, const char *const *values, size_t n,
+                   pstore_snapshot *out);
 
 #endif

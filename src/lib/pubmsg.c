@@ -1,6 +1,7 @@
 /* pubmsg.c — the messages calibd publishes (params, alert): one key table,
  * the writer and the decoder. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <msgpack.h>
@@ -15,7 +16,7 @@ enum key {
     K_V, K_TYPE, K_MODEL, K_TS,
     /* params */
     K_VERSION, K_METHOD, K_PARAMS, K_PUBLISHED, K_N, K_SHADOW_N, K_BEFORE,
-    K_AFTER, K_IMPROVEMENT, K_CI,
+    K_AFTER, K_IMPROVEMENT, K_CI, K_SEGMENTS,
     /* alert */
     K_SEVERITY, K_KIND, K_MESSAGE, K_VALUES,
     K_COUNT
@@ -26,7 +27,7 @@ static const char *const key_names[K_COUNT] = {
     [K_VERSION] = "version", [K_METHOD] = "method", [K_PARAMS] = "params",
     [K_PUBLISHED] = "published", [K_N] = "n", [K_SHADOW_N] = "shadow_n",
     [K_BEFORE] = "before", [K_AFTER] = "after",
-    [K_IMPROVEMENT] = "improvement", [K_CI] = "ci",
+    [K_IMPROVEMENT] = "improvement", [K_CI] = "ci", [K_SEGMENTS] = "segments",
     [K_SEVERITY] = "severity", [K_KIND] = "kind", [K_MESSAGE] = "message",
     [K_VALUES] = "values",
 };
@@ -146,8 +147,37 @@ int calib_params_msg_write(calib_mpw *w, const calib_params_msg *m)
     calib_mpw_num(w, m->improvement);
     calib_mpw_key(w, key_names[K_CI]);
     write_ci(w, m->ci);
+    if (m->nsegments) { /* "key=value": {name: value, ...} */
+        calib_mpw_key(w, key_names[K_SEGMENTS]);
+        calib_mpw_map(w);
+        for (unsigned i = 0; i < m->nsegments && i < CALIB_PUBMSG_MAX_SEGMENTS; i++) {
+            const calib_params_segment *sg = &m->segments[i];
+            char kv[2 * CALIB_PUBMSG_SEG_NAME_MAX + 2];
+            snprintf(kv, sizeof kv, "%s=%s", sg->key, sg->value);
+            calib_mpw_key(w, kv);
+            calib_mpw_map(w);
+            for (unsigned j = 0; j < m->nparams && j < CALIB_RECAL_MAX_PARAMS; j++) {
+                calib_mpw_key(w, m->names[j]);
+                calib_mpw_num(w, sg->values[j]);
+            }
+            calib_mpw_end(w);
+        }
+        calib_mpw_end(w);
+    }
     calib_mpw_end(w);
     return calib_mpw_error(w);
+}
+
+const calib_params_segment *calib_params_segment_find(const calib_params_msg *p,
+                                                      const char *const *keys,
+                                                      const char *const *values, size_t n)
+{
+    for (unsigned i = 0; p && i < p->nsegments; i++)
+        for (size_t j = 0; j < n; j++)
+            if (keys[j] && values[j] && strcmp(p->segments[i].key, keys[j]) == 0 &&
+                strcmp(p->segments[i].value, values[j]) == 0)
+                return &p->segments[i];
+    return NULL;
 }
 
 int calib_alert_msg_write(calib_mpw *w, const calib_alert_msg *a)
@@ -432,6 +462,71 @@ static int read_unknown_params(const msgpack_object_map *map, calib_params_msg *
     return CALIB_REJ_NONE;
 }
 
+/* One segment's parameters: a map holding exactly the message's parameter
+ * names (its method's), each once, numbers in the method's domain. */
+static int read_segment_params(const msgpack_object *o, const calib_params_msg *p,
+                               double *values)
+{
+    if (o->type != MSGPACK_OBJECT_MAP || o->via.map.size != p->nparams)
+        return CALIB_REJ_BAD_PARAMS;
+    unsigned seen = 0;
+    for (uint32_t i = 0; i < o->via.map.size; i++) {
+        const msgpack_object_kv *kv = &o->via.map.ptr[i];
+        unsigned j = 0;
+        while (j < p->nparams && !(kv->key.type == MSGPACK_OBJECT_STR &&
+                                   calib_proto_str_is(&kv->key.via.str, p->names[j])))
+            j++;
+        if (j == p->nparams || (seen & (1u << j)))
+            return CALIB_REJ_BAD_PARAMS;
+        seen |= 1u << j;
+        if (!calib_proto_number(&kv->val, &values[j]))
+            return CALIB_REJ_KEY_TYPE;
+        if (!isfinite(values[j]))
+            return CALIB_REJ_BAD_VALUE;
+    }
+    if (p->desc && !params_in_domain(p->method, values))
+        return CALIB_REJ_BAD_VALUE;
+    return CALIB_REJ_NONE;
+}
+
+/* "segments": at most CALIB_PUBMSG_MAX_SEGMENTS "key=value" names (a
+ * segment key and value as calib_proto_seg_key_ok and _value_ok take
+ * them), each once, to the segment's parameters. */
+static int read_segments(const msgpack_object *o, calib_params_msg *p)
+{
+    p->nsegments = 0;
+    if (!o)
+        return CALIB_REJ_NONE;
+    if (o->type != MSGPACK_OBJECT_MAP || o->via.map.size > CALIB_PUBMSG_MAX_SEGMENTS ||
+        (o->via.map.size && !p->nparams))
+        return CALIB_REJ_BAD_PARAMS;
+    for (uint32_t i = 0; i < o->via.map.size; i++) {
+        const msgpack_object_kv *kv = &o->via.map.ptr[i];
+        if (kv->key.type != MSGPACK_OBJECT_STR)
+            return CALIB_REJ_BAD_PARAMS;
+        const char *k = kv->key.via.str.ptr;
+        size_t len = kv->key.via.str.size;
+        const char *eq = len ? memchr(k, '=', len) : NULL;
+        if (!eq || !calib_proto_seg_key_ok(k, (size_t)(eq - k)) ||
+            !calib_proto_seg_value_ok(eq + 1, len - (size_t)(eq - k) - 1))
+            return CALIB_REJ_BAD_PARAMS;
+        for (uint32_t j = 0; j < i; j++)
+            if (o->via.map.ptr[j].key.via.str.size == len &&
+                memcmp(o->via.map.ptr[j].key.via.str.ptr, k, len) == 0)
+                return CALIB_REJ_DUPLICATE_KEY;
+        calib_params_segment *sg = &p->segments[i];
+        memcpy(sg->key, k, (size_t)(eq - k));
+        sg->key[eq - k] = 0;
+        memcpy(sg->value, eq + 1, len - (size_t)(eq - k) - 1);
+        sg->value[len - (size_t)(eq - k) - 1] = 0;
+        int r = read_segment_params(&kv->val, p, sg->values);
+        if (r)
+            return r;
+    }
+    p->nsegments = o->via.map.size;
+    return CALIB_REJ_NONE;
+}
+
 static int decode_params(const envelope *e, const calib_plugin_registry *reg,
                          calib_params_msg *p)
 {
@@ -475,7 +570,7 @@ static int decode_params(const envelope *e, const calib_plugin_registry *reg,
             return CALIB_REJ_BAD_VALUE;
     if (p->desc && !params_in_domain(p->method, p->values))
         return CALIB_REJ_BAD_VALUE;
-    return CALIB_REJ_NONE;
+    return read_segments(val[K_SEGMENTS], p);
 }
 
 /* An optional string of an alert: absent, or a string. */

@@ -402,6 +402,74 @@ static void version_ordering(void **state)
     rig_close(&g);
 }
 
+/* A version with segment parameters: a prediction of a listed segment gets
+ * them, the first listed where it has several, any other the model's;
+ * a later version without segments drops them. */
+static void segment_parameters(void **state)
+{
+    (void)state;
+    rig g;
+    rig_open(&g, "m1", NULL);
+    rig_handshake(&g, "m1", 1, "temperature", 1, T_NAMES, (double[]){2.0});
+    calib_params_msg m;
+    calib_params_msg_init(&m, "m1");
+    m.version = 2;
+    strcpy(m.method, "temperature");
+    m.nparams = 1;
+    strcpy(m.names[0], "T");
+    m.values[0] = 1.5;
+    m.nsegments = 2;
+    m.segments[0] = (calib_params_segment){"country", "DE", {3.0}};
+    m.segments[1] = (calib_params_segment){"device", "ios", {0.5}};
+    calib_mpw w;
+    calib_mpw_init(&w);
+    assert_int_equal(calib_params_msg_write(&w, &m), CALIB_OK);
+    uint64_t base = received(g.c);
+    send_frames(g.pub, "m1", 2, w.sb.data, w.sb.size);
+    calib_mpw_destroy(&w);
+    poll_until_received(g.c, base + 1);
+    double x[] = {0.9}, out[1], want[1];
+    uint64_t v = 0;
+    const char *keys[] = {"device", "country"}, *de[] = {"ios", "DE"}, *fr[] = {"web", "FR"};
+    /* both listed: the first in the message's order, DE's */
+    assert_int_equal(calib_client_apply_seg(g.c, "m1", CALIB_FORM_BINARY, 2, x, out, keys, de,
+                                            2, &v), CALIB_OK);
+    calib_recal_apply_temperature((double[]){3.0}, CALIB_FORM_BINARY, 2, x, want);
+    assert_true(v == 2 && out[0] == want[0]);
+    /* ios alone */
+    assert_int_equal(calib_client_apply_seg(g.c, "m1", CALIB_FORM_BINARY, 2, x, out, keys, de,
+                                            1, &v), CALIB_OK);
+    calib_recal_apply_temperature((double[]){0.5}, CALIB_FORM_BINARY, 2, x, want);
+    assert_true(out[0] == want[0]);
+    /* none listed, or no segments: the model's */
+    calib_recal_apply_temperature((double[]){1.5}, CALIB_FORM_BINARY, 2, x, want);
+    assert_int_equal(calib_client_apply_seg(g.c, "m1", CALIB_FORM_BINARY, 2, x, out, keys, fr,
+                                            2, &v), CALIB_OK);
+    assert_true(out[0] == want[0]);
+    assert_int_equal(calib_client_apply_seg(g.c, "m1", CALIB_FORM_BINARY, 2, x, out, NULL, NULL,
+                                            0, &v), CALIB_OK);
+    assert_true(out[0] == want[0]);
+    assert_int_equal(calib_client_apply_seg(g.c, "m1", CALIB_FORM_BINARY, 2, x, out, NULL, NULL,
+                                            1, &v), CALIB_EINVAL);
+    /* the same through parameters held by the caller */
+    calib_client_params p;
+    assert_int_equal(calib_client_get(g.c, "m1", &p), CALIB_OK);
+    assert_int_equal(p.nsegments, 2);
+    assert_int_equal(calib_client_params_apply_seg(&p, CALIB_FORM_BINARY, 2, x, out, keys, de, 2),
+                     CALIB_OK);
+    calib_recal_apply_temperature((double[]){3.0}, CALIB_FORM_BINARY, 2, x, want);
+    assert_true(out[0] == want[0]);
+    /* version 3 without segments */
+    base = received(g.c);
+    send_params(g.pub, "m1", 3, "temperature", 1, T_NAMES, (double[]){1.25});
+    poll_until_received(g.c, base + 1);
+    assert_int_equal(calib_client_apply_seg(g.c, "m1", CALIB_FORM_BINARY, 2, x, out, keys, de,
+                                            2, &v), CALIB_OK);
+    calib_recal_apply_temperature((double[]){1.25}, CALIB_FORM_BINARY, 2, x, want);
+    assert_true(v == 3 && out[0] == want[0]);
+    rig_close(&g);
+}
+
 /* What arrives on the socket is checked: exact topic, framing, payloads. */
 static void socket_hostile_and_topics(void **state)
 {
@@ -708,6 +776,7 @@ int main(void)
         cmocka_unit_test(client_errors),
         cmocka_unit_test(apply_matches_recal),
         cmocka_unit_test(version_ordering),
+        cmocka_unit_test(segment_parameters),
         cmocka_unit_test(socket_hostile_and_topics),
         cmocka_unit_test(api_misuse),
         cmocka_unit_test(end_to_end_background),

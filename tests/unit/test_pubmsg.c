@@ -287,6 +287,13 @@ static void round_trip_params(const calib_params_msg *m, const calib_plugin *des
     same_num(got.improvement, m->improvement);
     same_num(got.ci[0], m->ci[0]);
     same_num(got.ci[1], m->ci[1]);
+    assert_int_equal(got.nsegments, m->nsegments);
+    for (unsigned i = 0; i < m->nsegments; i++) {
+        assert_string_equal(got.segments[i].key, m->segments[i].key);
+        assert_string_equal(got.segments[i].value, m->segments[i].value);
+        for (unsigned j = 0; j < m->nparams; j++)
+            assert_true(got.segments[i].values[j] == m->segments[i].values[j]);
+    }
 }
 
 static void round_trips_params(void **state)
@@ -382,6 +389,15 @@ static void largest_messages_fit_the_bound(void **state)
     m.ts = m.published = m.improvement = m.ci[0] = m.ci[1] = 1.7e9 + 0.123456789;
     m.n = m.shadow_n = UINT64_MAX;
     m.before = m.after = (calib_pubmsg_scores){0.123456789, 2.123456789, -3.123456789};
+    m.nsegments = CALIB_PUBMSG_MAX_SEGMENTS;
+    for (unsigned i = 0; i < m.nsegments; i++) {
+        memset(m.segments[i].key, 'a' + (int)i, CALIB_PUBMSG_SEG_NAME_MAX);
+        m.segments[i].key[CALIB_PUBMSG_SEG_NAME_MAX] = 0;
+        memset(m.segments[i].value, 'A' + (int)i, CALIB_PUBMSG_SEG_NAME_MAX);
+        m.segments[i].value[CALIB_PUBMSG_SEG_NAME_MAX] = 0;
+        for (unsigned j = 0; j < m.nparams; j++)
+            m.segments[i].values[j] = -1.2345678901234567e-300;
+    }
     calib_alert_msg a;
     calib_alert_msg_init(&a, model);
     snprintf(a.severity, sizeof a.severity, "critical");
@@ -404,6 +420,31 @@ static void largest_messages_fit_the_bound(void **state)
     print_message("alert: %zu bytes + topic %zu\n", w.sb.size, strlen(model));
     assert_true(w.sb.size + strlen(model) <= CALIB_PUBMSG_MAX_BYTES);
     calib_mpw_destroy(&w);
+}
+
+/* "segments": written after the figures as "key=value" maps of the
+ * method's names, read back whole; the first match applies. */
+static void round_trips_segments(void **state)
+{
+    (void)state;
+    calib_params_msg m;
+    calib_params_msg_init(&m, "m1");
+    m.version = 3;
+    strcpy(m.method, "platt");
+    m.nparams = 2;
+    strcpy(m.names[0], "a");
+    strcpy(m.names[1], "b");
+    m.values[0] = 1;
+    m.values[1] = 0;
+    m.nsegments = 2;
+    m.segments[0] = (calib_params_segment){"country", "DE", {0.5, 0.1}};
+    m.segments[1] = (calib_params_segment){"device", "S\xc3\xa3o=x", {0.7, -0.2}};
+    round_trip_params(&m, calib_plugin_builtin("platt"));
+    const char *keys[] = {"tier", "device", "country"}, *vals[] = {"gold", "S\xc3\xa3o=x", "DE"};
+    assert_ptr_equal(calib_params_segment_find(&m, keys, vals, 3), &m.segments[0]);
+    assert_ptr_equal(calib_params_segment_find(&m, keys, vals, 2), &m.segments[1]);
+    assert_null(calib_params_segment_find(&m, keys, vals, 1));
+    assert_null(calib_params_segment_find(NULL, keys, vals, 3));
 }
 
 static void round_trips_alerts(void **state)
@@ -635,6 +676,27 @@ static void decode_plugin_methods(void **state)
 /* The head of a params map with count entries: v, type, model. */
 #define HF "M s u s s s s "
 #define HA(count) (count), "v", 1, "type", "params", "model", "m1"
+
+/* A bad "segments" rejects the message. */
+static void decode_segment_rejects(void **state)
+{
+    (void)state;
+#define TH HF "s u s s s M s d "
+#define TA(count) HA(count), "version", 1, "method", "temperature", "params", 1, "T", 1.5
+    REJECTS(CALIB_REJ_NONE, TH "s M s M s d", TA(7), "segments", 1, "country=DE", 1, "T", 2.0);
+    REJECTS(CALIB_REJ_BAD_PARAMS, TH "s u", TA(7), "segments", 3);
+    REJECTS(CALIB_REJ_BAD_PARAMS, TH "s M s M s d", TA(7), "segments", 1, "countryDE", 1, "T", 2.0);
+    REJECTS(CALIB_REJ_BAD_PARAMS, TH "s M s M s d", TA(7), "segments", 1, "a b=DE", 1, "T", 2.0);
+    REJECTS(CALIB_REJ_BAD_PARAMS, TH "s M s M s d", TA(7), "segments", 1, "a=", 1, "T", 2.0);
+    REJECTS(CALIB_REJ_BAD_PARAMS, TH "s M s M s d", TA(7), "segments", 1, "a=x", 1, "U", 2.0);
+    REJECTS(CALIB_REJ_BAD_PARAMS, TH "s M s M", TA(7), "segments", 1, "a=x", 0);
+    REJECTS(CALIB_REJ_BAD_VALUE, TH "s M s M s d", TA(7), "segments", 1, "a=x", 1, "T", -1.0);
+    REJECTS(CALIB_REJ_KEY_TYPE, TH "s M s M s s", TA(7), "segments", 1, "a=x", 1, "T", "x");
+    REJECTS(CALIB_REJ_DUPLICATE_KEY, TH "s M s M s d s M s d", TA(7), "segments", 2,
+            "a=x", 1, "T", 2.0, "a=x", 1, "T", 3.0);
+#undef TH
+#undef TA
+}
 
 static void decode_rejects(void **state)
 {
@@ -943,12 +1005,14 @@ int main(void)
         cmocka_unit_test(writer_numbers),
         cmocka_unit_test(round_trips_params),
         cmocka_unit_test(round_trips_alerts),
+        cmocka_unit_test(round_trips_segments),
         cmocka_unit_test(largest_messages_fit_the_bound),
         cmocka_unit_test(decode_each_method),
         cmocka_unit_test(decode_nil_figures),
         cmocka_unit_test(decode_number_types),
         cmocka_unit_test(decode_plugin_methods),
         cmocka_unit_test(decode_rejects),
+        cmocka_unit_test(decode_segment_rejects),
         cmocka_unit_test(decode_bad_topics),
         cmocka_unit_test(decode_truncated_and_trailing),
         cmocka_unit_test(decode_huge_counts),
