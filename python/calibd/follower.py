@@ -61,14 +61,27 @@ class Params:
     """One immutable set of parameters; swapped whole, so a reader that took
     a reference sees one version from start to end."""
 
-    __slots__ = ("model", "version", "method", "names", "values")
+    __slots__ = ("model", "version", "method", "names", "values", "segments")
 
-    def __init__(self, model, version=0, method="", names=(), values=()):
+    def __init__(self, model, version=0, method="", names=(), values=(), segments=()):
         self.model = model
         self.version = version
         self.method = method
         self.names = tuple(names)
         self.values = tuple(values)
+        # ((key, value, values), ...): a segment's own parameters, in the
+        # message's order (the first a prediction has applies)
+        self.segments = tuple(segments)
+
+    def for_segments(self, seg) -> "Params":
+        """The parameters that apply to a prediction of segments seg (a dict
+        of key to value, or None): those of the first listed segment it
+        has, else these."""
+        if seg:
+            for key, value, values in self.segments:
+                if seg.get(key) == value:
+                    return Params(self.model, self.version, self.method, self.names, values)
+        return self
 
     def line(self):
         kv = "".join(" %s=%.17g" % (n, v) for n, v in zip(self.names, self.values))
@@ -134,7 +147,7 @@ def unpack(payload):
 
 ENVELOPE_KEYS = ("v", "type", "model", "version", "method", "params", "ts", "n",
                  "before", "after", "improvement", "ci", "severity", "kind",
-                 "message")
+                 "message", "segments")
 
 
 def envelope(topic, payload):
@@ -264,7 +277,53 @@ def decode_params(topic, payload):
         raise Reject("bad_value")
     if method == "variance" and not (values[0] > 0 and values[1] >= 0):
         raise Reject("bad_value")
-    return Params(val["model"], version, method, names, values)
+    return Params(val["model"], version, method, names, values,
+                  decode_segments(val.get("segments"), method, names))
+
+
+SEG_MAX = 16           # CALIB_PUBMSG_MAX_SEGMENTS
+SEG_NAME_MAX = 64
+SEG_KEY_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                          b"0123456789._-")
+
+
+def decode_segments(smap, method, names):
+    """"segments": {"key=value": {name: value}} in the message's method, as
+    libcalib's calib_pubmsg_decode checks it."""
+    if smap is None:
+        return ()
+    if not is_map(smap) or len(smap) > SEG_MAX or (len(smap) and not names):
+        raise Reject("bad_params")
+    out, seen = [], set()
+    for kv, pm in smap:
+        if not isinstance(kv, str) or "=" not in kv:
+            raise Reject("bad_params")
+        key, value = kv.split("=", 1)
+        kb, vb = key.encode(), value.encode()
+        if (not 1 <= len(kb) <= SEG_NAME_MAX or not set(kb) <= SEG_KEY_CHARS or
+                not 1 <= len(vb) <= SEG_NAME_MAX or any(c < 0x20 or c == 0x7f for c in vb)):
+            raise Reject("bad_params")
+        if kv in seen:
+            raise Reject("duplicate_key")
+        seen.add(kv)
+        if not is_map(pm) or len(pm) != len(names):
+            raise Reject("bad_params")
+        found = {}
+        for k, v in pm:
+            if k not in names or k in found:
+                raise Reject("bad_params")
+            if not is_number(v):
+                raise Reject("key_type")
+            found[k] = float(v)
+        values = [found[n] for n in names]
+        if not all(math.isfinite(v) for v in values):
+            raise Reject("bad_value")
+        if method == "temperature" and not values[0] > 0:
+            raise Reject("bad_value")
+        if method == "variance" and not (values[0] > 0 and values[1] >= 0):
+            raise Reject("bad_value")
+        out.append((key, value, tuple(values)))
+    return tuple(out)
 
 
 # ---------------------------------------------------------------- applying
@@ -475,17 +534,20 @@ class Follower:
                 time.sleep(min(left, 0.01))
         return True
 
-    def apply(self, model: str, form: str, x):
+    def apply(self, model: str, form: str, x, seg=None):
         """(version, output): the parameters held for model applied to x, one
         prediction (a sequence or a 1-D numpy array) or, as a 2-D numpy array
-        or a list of rows, one per row. form: "logits", "probs", "binary"
+        or a list of rows, one per row. seg: the prediction's segments (a
+        dict of key to value, as the producer sends them): the parameters
+        calibd published for the first listed segment it has apply instead
+        of the model's (for every row of a batch). form: "logits", "probs", "binary"
         (x = [p]) or "gaussian" (x = [mean, var]). The output is
         probabilities for logits and probs, [p] for binary, [mean, var] for
         gaussian; a numpy array when x is one. Raises ValueError for an
         input libcalib refuses, NotApplicable for a method that does not
         take the form (or is a plugin's, unknown here)."""
         # one reference, one version: the swap replaces the object whole
-        p = self.params[model.encode()]
+        p = self.params[model.encode()].for_segments(seg)
         return p.version, apply_rows(p, form, x)
 
     def _reject(self, reason):

@@ -109,6 +109,32 @@ def test_decode_validates_like_libcalib_client():
         assert e.value.args[0] == reason
 
 
+def test_segment_parameters():
+    """"segments" decoded as libcalib reads them; the first listed segment a
+    prediction has applies, else the model's parameters."""
+    p = decode_params(b"m", params_msg("m", segments={"country=DE": {"T": 3.0},
+                                                       "device=S\u00e3o=x": {"T": 0.5}}))
+    assert p.segments == (("country", "DE", (3.0,)), ("device", "S\u00e3o=x", (0.5,)))
+    assert p.for_segments({"device": "S\u00e3o=x", "country": "DE"}).values == (3.0,)
+    assert p.for_segments({"device": "S\u00e3o=x"}).values == (0.5,)
+    assert p.for_segments({"country": "FR"}) is p and p.for_segments(None) is p
+    z = [2.0, 0.5, -1.0]
+    want = apply_params(Params("m", 2, "temperature", ["T"], [3.0]), LOGITS, z)
+    assert apply_params(p.for_segments({"country": "DE"}), LOGITS, z) == want
+    cases = {
+        "bad_params": [{"countryDE": {"T": 1.0}}, {"a b=x": {"T": 1.0}}, {"a=": {"T": 1.0}},
+                       {"a=x": {"U": 1.0}}, {"a=x": {}}, 3,
+                       {"k%d=x" % i: {"T": 1.0} for i in range(17)}],
+        "bad_value": [{"a=x": {"T": -1.0}}],
+        "key_type": [{"a=x": {"T": "x"}}],
+    }
+    for reason, segs in cases.items():
+        for seg in segs:
+            with pytest.raises(Reject) as e:
+                decode_params(b"m", params_msg("m", segments=seg))
+            assert e.value.args[0] == reason, seg
+
+
 def test_follows_a_real_calibd(make_calibd):
     d = make_calibd()
     with Producer(d.ep["ingest_pull"]) as prod, \
