@@ -5,7 +5,11 @@
 # host; loaded while a simulator is sending, it draws the model's
 # reliability diagram and U over time, polls /status by itself (the scored
 # count it shows grows) and logs no error; a screenshot is left in
-# $BUILDDIR/tests/integ/page.png for a human to look at.
+# $BUILDDIR/tests/integ/page.png for a human to look at. Then, driven over
+# the DevTools protocol, the segments view: per segment key the worst values
+# with the flagged ones marked and every value escaped; a click on a row
+# draws that segment's reliability diagram, still selected after the next
+# polls ($BUILDDIR/tests/integ/page-segments.png shows it).
 . "$(dirname "$0")/lib.sh"
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 [ -x "$CHROMIUM" ] || skip_all "no $CHROMIUM (scripts/deps.sh installs chromium)"
@@ -25,6 +29,7 @@ cat > "$work/calibd.conf" <<CONF
 [daemon]
 tick = 0.2
 history_step = 0.2
+ingest_pull = tcp://127.0.0.1:*
 CONF
 start_calibd -c "$work/calibd.conf" --http 127.0.0.1:0
 base=${HTTP%/metrics}
@@ -162,6 +167,168 @@ check "a screenshot of the page is produced ($(stat -c %s "$work/page.png" 2> /d
     '[ -s "$work/page.png" ] && [ "$(head -c 8 "$work/page.png" | od -An -tx1 | tr -d " \n")" = 89504e470d0a1a0a ]'
 mkdir -p "$BUILDDIR/tests/integ" && cp "$work/page.png" "$BUILDDIR/tests/integ/page.png" 2> /dev/null &&
     echo "# the screenshot: $BUILDDIR/tests/integ/page.png"
+
+# --- d) the segments view, clicked
+# model seg: values v0..v39 of key "segment", v0..v2 overconfident (flagged
+# after the tick), and a key "tenant" with one value that is markup
+"$SIMULATE" --endpoint ">$INGEST" --model seg --count 20000 --batch 100 --sigma 3 --segments 40 \
+    --miscal-segments 3 --label-delay 0.2 --linger-ms "$LINGER_MS" 2> "$work/sim3.err"
+odd='<b>x</b> & "q" '\''é'\'
+ODD=$odd send_py "$PULL" <<'PY'
+import os
+send("seg", {"v": 1, "type": "pred", "id": "odd", "seg": {"tenant": os.environ["ODD"]},
+             "logits": [0.0] * 10, "y": 3})
+PY
+seg() { echo "r['models']['seg']['segments']['by_key']"; }
+check "model seg is scored and its three overconfident values are flagged" \
+    'wait_for "$work/s4.json" "r[\"models\"][\"seg\"][\"scored\"] == 20001 and $(seg)[\"segment\"][\"flagged\"] >= 3 and \"tenant\" in $(seg)"'
+
+# Chromium with the DevTools protocol on a pipe (its fds 3 and 4: fifos
+# here), which the python below drives: it loads the page, waits for what
+# it expects (the page polls /status every 2 s in real time), clicks, and
+# writes what it saw to $work/cdp.json
+mkfifo "$work/cdp.in" "$work/cdp.out"
+log_from=$(( $(stat -c %s "$work/chromium.log") + 1 ))
+chrome --remote-debugging-pipe 3< "$work/cdp.in" 4> "$work/cdp.out" &
+browser=$!
+track $browser
+python3 - "$work/cdp.in" "$work/cdp.out" "$base/" "$(scaled "$WAIT_CEILING")" "$odd" \
+    "$work/cdp.json" "$work/segments.png" <<'PY'
+import base64, json, os, sys, time
+fifo_in, fifo_out, url, ceiling, odd, out_json, png = sys.argv[1:]
+cmd = open(fifo_in, "wb", buffering=0)  # in this order: Chromium opens fd 3 first
+ans = open(fifo_out, "rb", buffering=0)
+buf, n, out = b"", 0, {"sent": odd}
+
+class CDPError(Exception):
+    pass
+
+# call METHOD [SESSION] PARAMS: its result; messages are JSON ended by NUL,
+# events are skipped
+def call(method, session=None, **params):
+    global buf, n
+    n += 1
+    msg = {"id": n, "method": method, "params": params}
+    if session:
+        msg["sessionId"] = session
+    cmd.write(json.dumps(msg).encode() + b"\0")
+    while True:
+        while b"\0" not in buf:
+            chunk = os.read(ans.fileno(), 1 << 16)
+            if not chunk:
+                raise SystemExit("# Chromium closed the DevTools pipe")
+            buf += chunk
+        line, buf = buf.split(b"\0", 1)
+        m = json.loads(line)
+        if m.get("id") == n:
+            if "error" in m:
+                raise CDPError(f"{method}: {m['error']}")
+            return m["result"]
+
+def js(expr):
+    return call("Runtime.evaluate", session, expression=expr, returnByValue=True)["result"].get("value")
+
+# what the page shows of model seg's segments (null before it renders them)
+PROBE = """(() => {
+  const sec = document.querySelector('section[data-model="seg"]');
+  const svg = sec && sec.querySelector(".segrel svg.reliability");
+  return sec && {
+    updates: +document.body.dataset.updates,
+    rows: [...sec.querySelectorAll("table.segments tr[data-key]")].map(tr => ({
+      key: tr.dataset.key, value: "value" in tr.dataset ? tr.dataset.value : null,
+      text: tr.cells[0].textContent, elements: tr.cells[0].children.length,
+      flagged: tr.classList.contains("flagged") && tr.cells[tr.cells.length - 1].textContent.includes("flagged"),
+      on: tr.classList.contains("on") })),
+    title: sec.querySelector(".segsel").textContent,
+    points: svg ? +svg.getAttribute("data-points") : -1 };
+})()"""
+
+# until WHAT OK: the page's state once OK holds of it, or the last after
+# the ceiling
+def until(what, ok):
+    end = time.monotonic() + float(ceiling)
+    while True:
+        try:
+            p = js(PROBE)
+        except CDPError:  # between documents
+            p = None
+        if p and ok(p):
+            return p
+        if time.monotonic() > end:
+            print(f"# waited {ceiling} s in vain for {what}; the page shows {json.dumps(p)}")
+            return p or {"rows": [], "title": "", "points": -1, "updates": 0}
+        time.sleep(0.05)
+
+def rows(p, key):
+    return [r for r in p["rows"] if r["key"] == key]
+
+def selected(p):
+    return [[r["key"], r["value"]] for r in p["rows"] if r["on"]]
+
+# click KEY VALUE: a click on the first cell of that row
+def click(key, value):
+    js(f"""[...document.querySelectorAll('section[data-model="seg"] table.segments tr[data-key]')]
+        .find(tr => tr.dataset.key === {json.dumps(key)} && tr.dataset.value === {json.dumps(value)})?.cells[0].click()""")
+
+try:
+    target = call("Target.createTarget", url="about:blank")["targetId"]
+    session = call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+    call("Emulation.setDeviceMetricsOverride", session, width=1280, height=1000, deviceScaleFactor=1, mobile=False)
+    call("Page.navigate", session, url=url)
+    p = until("the flagged rows and the tenant row",
+              lambda p: sum(r["flagged"] for r in p["rows"]) >= 3 and rows(p, "tenant"))
+    seg = rows(p, "segment")
+    out["rows"] = len(seg)
+    out["other"] = bool(seg) and seg[-1]["value"] is None and seg[-1]["text"] == "(other)"
+    out["flagged"] = " ".join(sorted(r["value"] for r in seg if r["flagged"]))
+    out["worst"] = " ".join(sorted(r["value"] for r in seg[:3]))
+    out["odd"] = [[r["value"], r["text"], r["elements"]] for r in rows(p, "tenant") if r["value"] is not None]
+    out["points_before"] = p["points"]
+    v = out["clicked"] = next((r["value"] for r in seg if r["flagged"]), None)
+    click("segment", v)
+    p = until(f"segment = {v} selected and drawn", lambda p: selected(p) == [["segment", v]] and p["points"] > 0)
+    out["selected"], out["points"], out["title"] = selected(p), p["points"], p["title"]
+    u = p["updates"]
+    p = until("two polls of /status", lambda p: p["updates"] >= u + 2)
+    out["polls"], out["kept"], out["kept_points"] = p["updates"] - u, selected(p), p["points"]
+    click("tenant", odd)
+    p = until("the tenant row selected", lambda p: selected(p) == [["tenant", odd]] and p["points"] > 0)
+    out["odd_selected"], out["odd_title"] = selected(p) == [["tenant", odd]], p["title"]
+    box = js("""(e => { e.scrollIntoView(); const r = e.getBoundingClientRect();
+      return { x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height, scale: 1 }; })(
+      document.querySelector('section[data-model="seg"] .segs'))""")
+    shot = call("Page.captureScreenshot", session, format="png", clip=box)
+    with open(png, "wb") as f:
+        f.write(base64.b64decode(shot["data"]))
+    call("Browser.close")
+finally:
+    with open(out_json, "w") as f:
+        json.dump(out, f)
+PY
+rc=$?
+ends_within $browser "$(scaled 30)" && wait $browser
+crc=$?
+echo "# the page over DevTools (python exit $rc, Chromium exit $crc): $(cat "$work/cdp.json" 2> /dev/null)"
+cdp() { json_get "$work/cdp.json" "$1" 2> /dev/null; }
+check "the segments view: key segment's 10 worst values, then (other)" \
+    '[ "$(cdp "r[\"rows\"] == 11 and r[\"other\"]")" = True ]'
+check "the three flagged values are marked flagged, ranked first ($(cdp "r['flagged']"))" \
+    '[ "$(cdp "r[\"flagged\"] == r[\"worst\"] == \"v0 v1 v2\"")" = True ]'
+check "a value that is markup ($odd) is shown as text" \
+    '[ "$(cdp "r[\"odd\"] == [[r[\"sent\"], r[\"sent\"], 0]]")" = True ]'
+check "before a click no segment's diagram is drawn (data-points $(cdp "r['points_before']"))" \
+    '[ "$(cdp "r[\"points_before\"]")" = 0 ]'
+check "a click on flagged row $(cdp "r['clicked']") selects it and draws its reliability diagram ($(cdp "r['points']") points)" \
+    '[ "$(cdp "r[\"selected\"] == [[\"segment\", r[\"clicked\"]]] and r[\"points\"] > 0 and r[\"title\"].startswith(\"Reliability of segment = \" + r[\"clicked\"])")" = True ]'
+check "the selection and its diagram stay through $(cdp "r['polls']") polls of /status" \
+    '[ "$(cdp "r[\"polls\"] >= 2 and r[\"kept\"] == r[\"selected\"] and r[\"kept_points\"] == r[\"points\"]")" = True ]'
+check "selecting the markup value titles its diagram with it as text" \
+    '[ "$(cdp "r[\"odd_selected\"] and r[\"odd_title\"].startswith(\"Reliability of tenant = \" + r[\"sent\"] + \" (since\")")" = True ]'
+check "Chromium closes (exit $crc) and logged no uncaught script error meanwhile
+$(tail -c +"$log_from" "$work/chromium.log" | grep -E 'CONSOLE.*(Uncaught|Refused|Content Security Policy)' | head -5)" \
+    '[ $crc -eq 0 ] && ! tail -c +"$log_from" "$work/chromium.log" | grep -qE "CONSOLE.*(Uncaught|Refused|Content Security Policy)"'
+cp "$work/segments.png" "$BUILDDIR/tests/integ/page-segments.png" 2> /dev/null &&
+    echo "# the segments view: $BUILDDIR/tests/integ/page-segments.png"
 
 kill $sim 2> /dev/null
 wait $sim 2> /dev/null
