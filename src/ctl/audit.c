@@ -61,6 +61,11 @@ int audit_add(audit *a, const double *p, size_t y, const calib_score *sc)
     return CALIB_OK;
 }
 
+calib_toplabel audit_last(const audit *a)
+{
+    return a->est.v[a->est.n - 1]; /* in order of addition until finish sorts */
+}
+
 int audit_finish(audit *a, audit_figures *f)
 {
     int rc = calib_estimator_finish(&a->est, &f->e);

@@ -38,6 +38,9 @@ void audit_reset(audit *a);
 /* One sample: p from audit_classify, y < k, its scores; the store doubles
  * when full. CALIB_OK or a CALIB_E* code. */
 int audit_add(audit *a, const double *p, size_t y, const calib_score *sc);
+/* The top-label confidence and correctness of the sample added last, as
+ * the binned estimators took them (argmax ties to the lowest index). */
+calib_toplabel audit_last(const audit *a);
 /* CALIB_EEMPTY without samples. */
 int audit_finish(audit *a, audit_figures *f);
 

@@ -13,7 +13,7 @@ static const struct command {
     int (*run)(int argc, char **argv);
     const char *summary;
 } commands[] = {
-    {"score", cmd_score, "score FILE                    audit a CSV of predictions and outcomes"},
+    {"score", cmd_score, "score [--segment COL] FILE    audit a CSV of predictions and outcomes"},
     {"sizes", cmd_sizes, "sizes [OPTIONS] FILE          estimators against the test-set size (subsamples)"},
     {"fit", cmd_fit, "fit --method M FILE [--test F2] fit a recalibration map"},
     {"status", cmd_status, "status [--control EP] [MODEL] a running calibd's statistics, as JSON"},

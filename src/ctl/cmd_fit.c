@@ -28,18 +28,18 @@ typedef struct table {
     calib_dataset ds;
 } table;
 
-static int on_header(void *ctx, char *const *names, size_t ncol, char *err,
-                     size_t errlen)
+static int on_header(void *ctx, char *const *names, size_t ncol, unsigned char *text,
+                     char *err, size_t errlen)
 {
     table *t = ctx;
-    if (pred_layout_init(&t->layout, t->path, names, ncol, err, errlen) != 0)
+    if (pred_layout_init(&t->layout, t->path, names, ncol, NULL, err, errlen) != 0)
         return -1;
     t->have_layout = 1;
     return 0;
 }
 
-static int on_row(void *ctx, const double *v, size_t ncol, unsigned long line,
-                  char *err, size_t errlen)
+static int on_row(void *ctx, const double *v, const csv_text *text, size_t ncol,
+                  unsigned long line, char *err, size_t errlen)
 {
     table *t = ctx;
     size_t stride = t->layout.width + 1;

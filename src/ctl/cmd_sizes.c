@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -78,11 +77,11 @@ typedef struct sizes_data {
     double *g;       /* regression: [cap * 2] DSS and squared error */
 } sizes_data;
 
-static int on_header(void *ctx, char *const *names, size_t ncol, char *err,
-                     size_t errlen)
+static int on_header(void *ctx, char *const *names, size_t ncol, unsigned char *text,
+                     char *err, size_t errlen)
 {
     sizes_data *d = ctx;
-    if (pred_layout_init(&d->layout, d->path, names, ncol, err, errlen) != 0)
+    if (pred_layout_init(&d->layout, d->path, names, ncol, NULL, err, errlen) != 0)
         return -1;
     d->have_layout = 1;
     if (!(d->x = calloc(d->layout.width, sizeof *d->x))) {
@@ -128,8 +127,8 @@ static int reserve(sizes_data *d, size_t cap)
     return 0;
 }
 
-static int on_row(void *ctx, const double *v, size_t ncol, unsigned long line,
-                  char *err, size_t errlen)
+static int on_row(void *ctx, const double *v, const csv_text *text, size_t ncol,
+                  unsigned long line, char *err, size_t errlen)
 {
     sizes_data *d = ctx;
     double y;
@@ -401,27 +400,6 @@ static int write_svg(const sizes_result *r, const char *path)
 
 /* ------------------------------------------------------------ arguments */
 
-/* A decimal integer in [lo, hi], nothing else (no sign, no blanks). */
-static int parse_uint(const char *s, size_t len, unsigned long long lo,
-                      unsigned long long hi, unsigned long long *out)
-{
-    unsigned long long v = 0;
-    if (len == 0)
-        return -1;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        unsigned d = (unsigned)(s[i] - '0');
-        if (v > (ULLONG_MAX - d) / 10)
-            return -1;
-        v = v * 10 + d;
-    }
-    if (v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 /* "50,100,200" into size[], sorted, duplicates removed. */
 static int parse_sizes(const char *arg, size_t *size, size_t *nsizes)
 {
@@ -431,7 +409,7 @@ static int parse_sizes(const char *arg, size_t *size, size_t *nsizes)
         const char *end = strchr(s, ',');
         size_t len = end ? (size_t)(end - s) : strlen(s);
         unsigned long long v;
-        if (parse_uint(s, len, 1, SIZE_MAX, &v) != 0) {
+        if (ctl_parse_uint(s, len, 1, SIZE_MAX, &v) != 0) {
             ctl_error(NULL, 0, "--sizes: '%.*s' is not a positive integer "
                       "(give a list such as 50,100,1000)", (int)(len > 40 ? 40 : len), s);
             return -1;
@@ -543,14 +521,14 @@ int cmd_sizes(int argc, char **argv)
                 return CTL_BADINPUT;
             break;
         case 'r':
-            if (parse_uint(optarg, strlen(optarg), 1, SIZES_MAX_REPS, &reps) != 0) {
+            if (ctl_parse_uint(optarg, strlen(optarg), 1, SIZES_MAX_REPS, &reps) != 0) {
                 ctl_error(NULL, 0, "--reps: '%s' is not an integer in [1, %lu]", optarg,
                           SIZES_MAX_REPS);
                 return CTL_BADINPUT;
             }
             break;
         case 's':
-            if (parse_uint(optarg, strlen(optarg), 0, UINT64_MAX, &seed) != 0) {
+            if (ctl_parse_uint(optarg, strlen(optarg), 0, UINT64_MAX, &seed) != 0) {
                 ctl_error(NULL, 0, "--seed: '%s' is not an integer in [0, 2^64)", optarg);
                 return CTL_BADINPUT;
             }

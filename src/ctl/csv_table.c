@@ -1,8 +1,10 @@
-/* csv_table.c — numeric CSV through libcsv, with exact line numbers. */
+/* csv_table.c — numeric CSV through libcsv, with exact line numbers; text
+ * columns where the header callback asks for them. */
 #include <csv.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,11 @@ typedef struct reader {
     size_t cap;
     double *v;           /* current row's numbers */
     size_t nfield;       /* fields seen in the current record */
+    unsigned char *is_text; /* [ncol] the header callback's marks */
+    csv_text *text;      /* [ncol] the current row's text fields */
+    char *tb;            /* their bytes, each NUL-terminated, one after another */
+    size_t tb_len, tb_cap;
+    size_t *toff;        /* [ncol] a text field's offset in tb */
 } reader;
 
 __attribute__((format(printf, 2, 3)))
@@ -83,6 +90,35 @@ static void add_name(reader *r, size_t col, const char *s, size_t len)
     r->ncol = col + 1;
 }
 
+/* A text column's field to tb; its pointer is set at the record's end (tb
+ * may move meanwhile). */
+static void keep_text(reader *r, size_t col, const char *s, size_t len)
+{
+    if (len >= r->tb_cap - r->tb_len) {
+        size_t cap = r->tb_cap ? r->tb_cap : 256;
+        while (cap - r->tb_len <= len) {
+            if (cap > SIZE_MAX / 2) {
+                fail_oom(r);
+                return;
+            }
+            cap *= 2;
+        }
+        char *tb = realloc(r->tb, cap);
+        if (!tb) {
+            fail_oom(r);
+            return;
+        }
+        r->tb = tb;
+        r->tb_cap = cap;
+    }
+    r->toff[col] = r->tb_len;
+    if (len)
+        memcpy(r->tb + r->tb_len, s, len);
+    r->tb[r->tb_len + len] = 0;
+    r->text[col].len = len;
+    r->tb_len += len + 1;
+}
+
 static void on_field(void *s, size_t len, void *data)
 {
     reader *r = data;
@@ -95,6 +131,10 @@ static void on_field(void *s, size_t len, void *data)
     }
     if (col >= r->ncol)
         return; /* counted; reported at the end of the record */
+    if (r->is_text[col]) {
+        keep_text(r, col, s, len);
+        return;
+    }
     if (parse_number(s, len, &r->v[col]) != 0) {
         char text[48];
         size_t n = len < sizeof text - 1 ? len : sizeof text - 1;
@@ -107,14 +147,32 @@ static void on_field(void *s, size_t len, void *data)
 static void end_header(reader *r)
 {
     r->have_header = 1;
-    if (!(r->v = calloc(r->ncol, sizeof *r->v))) {
+    if (!(r->v = calloc(r->ncol, sizeof *r->v)) ||
+        !(r->is_text = calloc(r->ncol, sizeof *r->is_text)) ||
+        !(r->text = calloc(r->ncol, sizeof *r->text)) ||
+        !(r->toff = calloc(r->ncol, sizeof *r->toff))) {
         fail_oom(r);
         return;
     }
-    if (r->header(r->ctx, r->names, r->ncol, r->err, r->errlen) != 0) {
+    if (r->header(r->ctx, r->names, r->ncol, r->is_text, r->err, r->errlen) != 0) {
         r->failed = 1;
         r->bad_line = r->line;
+        return;
     }
+    for (size_t c = 0; c < r->ncol; c++)
+        if (r->is_text[c])
+            r->v[c] = NAN;
+}
+
+/* The row to the callback, text fields pointing into tb. */
+static int call_row(reader *r)
+{
+    for (size_t c = 0; c < r->ncol; c++)
+        if (r->is_text[c])
+            r->text[c].s = r->tb + r->toff[c];
+    int rc = r->row(r->ctx, r->v, r->text, r->ncol, r->line, r->err, r->errlen);
+    r->tb_len = 0;
+    return rc;
 }
 
 /* libcsv calls this at each line feed: c is '\n' after a record and -1 for
@@ -129,7 +187,7 @@ static void on_record(int c, void *data)
             end_header(r);
         else if (nfield != r->ncol)
             fail(r, "row has %zu fields, the header has %zu", nfield, r->ncol);
-        else if (r->row(r->ctx, r->v, r->ncol, r->line, r->err, r->errlen) != 0) {
+        else if (call_row(r) != 0) {
             r->failed = 1;
             r->bad_line = r->line;
         }
@@ -201,5 +259,9 @@ close:
         free(r.names[i]);
     free(r.names);
     free(r.v);
+    free(r.is_text);
+    free(r.text);
+    free(r.tb);
+    free(r.toff);
     return rc;
 }

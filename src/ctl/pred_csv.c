@@ -103,13 +103,16 @@ static int duplicate_name(char *const *names, size_t ncol, const char **dup)
     return 0;
 }
 
-/* One warning line for all unknown columns, naming the first three. */
-static void warn_unknown(const char *path, char *const *names, size_t ncol)
+/* One warning line for all unknown columns but own, naming the first
+ * three. */
+static void warn_unknown(const char *path, char *const *names, size_t ncol,
+                         const char *own)
 {
     const char *first[3];
     size_t unknown = 0;
     for (size_t c = 0; c < ncol; c++)
-        if (!known_name(names[c]) && unknown++ < 3)
+        if (!known_name(names[c]) && !(own && strcmp(names[c], own) == 0) &&
+            unknown++ < 3)
             first[unknown - 1] = names[c];
     if (unknown == 1)
         ctl_error(path, 1, "warning: ignoring unknown column '%s'", first[0]);
@@ -121,7 +124,7 @@ static void warn_unknown(const char *path, char *const *names, size_t ncol)
 }
 
 int pred_layout_init(pred_layout *l, const char *path, char *const *names,
-                     size_t ncol, char *err, size_t errlen)
+                     size_t ncol, const char *own, char *err, size_t errlen)
 {
     *l = (pred_layout){.col_y = NONE};
     const char *dup;
@@ -133,7 +136,7 @@ int pred_layout_init(pred_layout *l, const char *path, char *const *names,
         snprintf(err, errlen, "column '%s' appears twice", dup);
         return -1;
     }
-    warn_unknown(path, names, ncol);
+    warn_unknown(path, names, ncol, own);
     if ((l->col_y = column(names, ncol, "y")) == NONE) {
         snprintf(err, errlen, "no column 'y' (the outcome)");
         return -1;
@@ -189,6 +192,16 @@ err:
     free(cp);
     l->col_x = NULL;
     return -1;
+}
+
+int pred_layout_uses(const pred_layout *l, size_t c)
+{
+    if (c == l->col_y)
+        return 1;
+    for (size_t i = 0; i < l->width; i++)
+        if (l->col_x[i] == c)
+            return 1;
+    return 0;
 }
 
 void pred_layout_free(pred_layout *l)

@@ -17,10 +17,13 @@ typedef struct pred_layout {
     size_t *col_x; /* [width] column of each output */
 } pred_layout;
 
-/* Maps the header. Unknown columns are warned about on stderr and ignored.
+/* Maps the header. Unknown columns are warned about on stderr and ignored,
+ * but for the column named `own` (NULL: none), which the caller reads.
  * Returns 0, or -1 with err set. */
 int pred_layout_init(pred_layout *l, const char *path, char *const *names,
-                     size_t ncol, char *err, size_t errlen);
+                     size_t ncol, const char *own, char *err, size_t errlen);
+/* 1 when column c is one pred_row reads (y or an output). */
+int pred_layout_uses(const pred_layout *l, size_t c);
 void pred_layout_free(pred_layout *l);
 
 /* Extracts and checks one row's outputs x[width] and outcome y. Returns 0,

@@ -8,11 +8,12 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/../integ/tap.sh"
 
-# expect_reject NAME LINE PATTERN CONTENT: exit 2, message on LINE, no stdout
+# expect_reject NAME LINE PATTERN CONTENT [OPTION...]: exit 2, message on
+# LINE, no stdout
 expect_reject() {
     local name=$1 line=$2 pattern=$3 f="$tmp/$1.csv"
     printf '%b' "$4" > "$f"
-    "$CALIBCTL" score "$f" > "$tmp/out" 2> "$tmp/err"
+    "$CALIBCTL" score "${@:5}" "$f" > "$tmp/out" 2> "$tmp/err"
     local rc=$?
     if [ $rc -eq 2 ] && [ ! -s "$tmp/out" ] &&
        grep -q "^calibctl: $f:$line: .*$pattern" "$tmp/err"; then
@@ -131,5 +132,182 @@ assert close(r['mse'], 0.125) and close(r['mean_var'], 1.5)
 
 # standard input
 printf 'y,p\n1,0.5\n' | "$CALIBCTL" score - | grep -q '"n": 1' && ok stdin || bad stdin
+
+# ------------------------------------------------------------ --segment
+# The bad cells and columns of a segment column: exit 2, FILE:LINE, as above
+seg_msg="is not a segment value (1 to 64 bytes, no control characters)"
+expect_reject segment_no_column 1 "no column 'region' (named by --segment)" \
+    'y,p,segment\n1,0.5,a\n' --segment region
+expect_reject segment_is_output 1 "column 'p' is the outcome or an output" \
+    'y,p,segment\n1,0.5,a\n' --segment p
+expect_reject segment_empty_cell 3 "'' in column 3 $seg_msg" \
+    'y,p,segment\n1,0.5,a\n0,0.5,\n' --segment segment
+expect_reject segment_control_cell 2 "'a\\\\x09b' in column 1 $seg_msg" \
+    'segment,y,p\n"a\tb",1,0.5\n' --segment segment
+expect_reject segment_long_cell 2 "'a\\{32\\}\\.\\.\\.' (too long) in column 3" \
+    "y,p,segment\n1,0.5,$(printf 'a%.0s' {1..65})\n" --segment segment
+expect_reject segment_number_still_checked 2 "'x' in column 2 is not a finite number" \
+    'y,p,segment\n1,x,a\n' --segment segment
+# without --segment, a text column is a bad number as before
+expect_reject segment_column_without_option 2 "'a' in column 3 is not a finite number" \
+    'y,p,segment\n1,0.5,a\n'
+
+# bad options: exit 2, the option named
+expect_usage() {
+    local name=$1 pattern=$2
+    shift 2
+    "$CALIBCTL" score "$@" > "$tmp/out" 2> "$tmp/err"
+    local rc=$?
+    if [ $rc -eq 2 ] && [ ! -s "$tmp/out" ] && grep -q "^calibctl: $pattern" "$tmp/err"; then
+        ok "$name"
+    else
+        bad "$name (rc $rc, stderr: $(cat "$tmp/err"))"
+    fi
+}
+printf 'y,p,segment\n1,0.5,a\n' > "$tmp/seg1.csv"
+expect_usage segment_values_zero "--segment-values: '0' is not an integer in \\[1, 4096\\]" \
+    --segment segment --segment-values 0 "$tmp/seg1.csv"
+expect_usage segment_values_big "--segment-values: '4097'" \
+    --segment segment --segment-values 4097 "$tmp/seg1.csv"
+expect_usage segment_alpha_one "--segment-alpha: '1' is not a number in (0, 1)" \
+    --segment segment --segment-alpha 1 "$tmp/seg1.csv"
+expect_usage segment_min_effect_negative "--segment-min-effect: '-0.1' is not a number in \\[0, 1)" \
+    --segment segment --segment-min-effect -0.1 "$tmp/seg1.csv"
+expect_usage segment_option_alone "--segment-alpha needs --segment COLUMN" \
+    --segment-alpha 0.1 "$tmp/seg1.csv"
+expect_usage segment_empty_name "--segment: '' is not a column name" \
+    --segment '' "$tmp/seg1.csv"
+
+# Regression: each value's DSS, no test (as calibd)
+expect_json_opts() {
+    local name=$1 f="$tmp/$1.csv"
+    printf '%b' "$3" > "$f"
+    if "$CALIBCTL" score "${@:4}" "$f" > "$tmp/out" 2> "$tmp/err" && [ ! -s "$tmp/err" ] &&
+       python3 -c "
+import json, math, sys
+r = json.load(open(sys.argv[1]))
+close = lambda a, b: abs(a - b) <= 1e-12 * max(1, abs(b))
+$2" "$tmp/out"; then
+        ok "$name"
+    else
+        bad "$name ($(cat "$tmp/err") $(head -c 600 "$tmp/out"))"
+    fi
+}
+expect_json_opts segment_gaussian "
+s = r['segments']
+assert s['key'] == 'g' and s['tracked'] == 2 and s['values'] == 4096 and s['flagged'] == 0
+a, b, other = s['segments']
+assert (a['value'], a['pairs'], b['value'], b['pairs']) == ('a', 2, 'b', 1), s
+assert close(a['dss']['mean'], ((1 - 0.5)**2 / 2 + math.log(2) + 1) / 2)
+assert other['value'] == 'other' and other['pairs'] == 0 and other['dss']['mean'] is None
+assert all(set(x) == {'value', 'pairs', 'dss'} for x in s['segments'])
+assert close(r['dss'], ((1 - 0.5)**2 / 2 + math.log(2) + 0 + 1) / 3)
+" 'y,mean,var,g\n1,0.5,2,a\n3,3,1,b\n1,0,1,a\n' --segment g
+
+# The simulator's scenario (tests/integ/segments.sh, without a daemon: the
+# PUB socket binds in-process and nobody listens): 40 values, labels of
+# v0 v1 v2 drawn at temperature 2, the model calibrated elsewhere
+SIMULATE=${SIMULATE:-${BUILDDIR:-.}/examples/simulate}
+dump=$tmp/segments.csv
+"$SIMULATE" --endpoint '@inproc://score_cli' --warmup-ms 0 --linger-ms 0 --batch 100 \
+    --count 20000 --sigma 3 --segments 40 --miscal-segments 3 --seed 1 \
+    --dump "$dump" 2> "$tmp/sim.err"
+rc=$?
+check "simulator dump: 20000 rows with a segment column
+$SIMULATE: $(cat "$tmp/sim.err")" \
+    '[ $rc -eq 0 ] && [ "$(wc -l < "$dump")" -eq 20001 ] && head -1 "$dump" | grep -q ",segment$"'
+"$CALIBCTL" score --segment segment "$dump" > "$tmp/seg.json" 2> "$tmp/err"
+rc=$?
+check "score --segment on it: exit 0, no warning (the column is read)
+$(cat "$tmp/err")" '[ $rc -eq 0 ] && [ ! -s "$tmp/err" ]'
+
+# pycheck NAME [ARG...] < PYTHON: a check by the assertions of PYTHON, run
+# with seg.json's path and ARGs in sys.argv[1:]; what it prints (and a
+# failed assertion) follows as diagnostics
+pycheck() {
+    local name=$1 out
+    shift
+    out=$(python3 - "$tmp/seg.json" "$@" 2>&1)
+    local rc=$?
+    if [ $rc -eq 0 ]; then
+        ok "$name${out:+
+$out}"
+    else
+        bad "$name
+$out"
+    fi
+}
+pycheck "exactly v0 v1 v2 are flagged, and they rank first" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r['segments']
+flagged = sorted(x['value'] for x in s['segments'] if x.get('flagged'))
+first = [x['value'] for x in s['segments'][:5]]
+print('flagged', flagged, 'first', first)
+assert flagged == ['v0', 'v1', 'v2'] and s['flagged'] == 3
+assert sorted(first[:3]) == flagged
+PY
+pycheck "all 40 values tracked, every pair in one, \"other\" last and empty; flags at ticks" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r['segments']
+v = s['segments']
+assert (s['key'], s['values'], s['tracked'], s['evictions']) == ('segment', 4096, 40, 0), s
+assert (s['alpha'], s['min_effect']) == (0.05, 0.02)
+assert abs(s['threshold'] - 4096 / 0.05) < 1e-9 * 81920
+assert len(v) == 41 and v[-1]['value'] == 'other' and v[-1]['pairs'] == 0
+assert sum(x['pairs'] for x in v) == r['n'] == 20000
+for x in v[:-1]:
+    if x['flagged']:  # e-BH at a tick: row 100 t, e above K / (alpha r) for some r <= 3
+        assert x['flagged_at_row'] % 100 == 0 and x['e_flagged'] >= s['threshold'] / 3, x
+    else:
+        assert x['flagged_at_row'] is None and x['e_flagged'] is None, x
+PY
+# Each value's pairs, Brier and log scores and gap as python finds them in
+# the CSV: softmax of the logits, sum_k (p_k - [y = k])^2, -ln p_y, mean
+# max p - accuracy
+pycheck "v1's and v17's pairs, Brier and log score (1e-12 relative) and gap as python's" \
+    "$dump" <<'PY'
+import csv, json, math, sys
+s = {x['value']: x for x in json.load(open(sys.argv[1]))['segments']['segments']}
+rows = list(csv.reader(open(sys.argv[2])))
+head, rows = rows[0], rows[1:]
+kz = [i for i, h in enumerate(head) if h.startswith('z')]
+iy, iseg = head.index('y'), head.index('segment')
+close = lambda a, b: abs(a - b) <= 1e-12 * abs(b)
+for value in ('v1', 'v17'):
+    brier, logs, conf, right = [], [], [], 0
+    for row in rows:
+        if row[iseg] != value:
+            continue
+        z = [float(row[i]) for i in kz]
+        y = int(row[iy])
+        e = [math.exp(x - max(z)) for x in z]
+        p = [x / math.fsum(e) for x in e]
+        brier.append(math.fsum((pk - (k == y)) ** 2 for k, pk in enumerate(p)))
+        logs.append(-math.log(p[y]))
+        conf.append(max(p))
+        right += p.index(max(p)) == y
+    n = len(brier)
+    got = s[value]
+    print(value, n, got['brier']['mean'], math.fsum(brier) / n)
+    assert got['pairs'] == n, (got['pairs'], n)
+    assert close(got['brier']['mean'], math.fsum(brier) / n)
+    assert close(got['log']['mean'], math.fsum(logs) / n)
+    assert abs(got['gap'] - (math.fsum(conf) - right) / n) <= 1e-12
+PY
+
+# --segment adds "segments" and changes nothing else: the other keys as
+# score prints them for the file without the column
+cut -d, -f1-11 "$dump" > "$tmp/noseg.csv"
+"$CALIBCTL" score "$tmp/noseg.csv" > "$tmp/noseg.json" 2> /dev/null
+pycheck "the other keys are those score prints for the file without the column" \
+    "$tmp/noseg.json" <<'PY'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert list(a)[-1] == 'segments'
+del a['segments']
+assert list(a.items()) == list(b.items())
+PY
 
 finish
