@@ -8,6 +8,7 @@
 
 #include "calib/protocol.h"
 #include "calib/recal.h"
+#include "log.h"
 #include "model.h"
 
 const char *reject_name(int reason)
@@ -388,13 +389,33 @@ void model_canonical(model *m, int form, const double *x, double *out)
 
 /* Outputs x after parameters p, in out; returns what to score (x itself
  * for the identity) and sets *form to its form. */
+const double *model_pair_values(const model *m, const model_params *p, const double *codes,
+                                int *which)
+{
+    if (which)
+        *which = -1;
+    for (unsigned i = 0; codes && i < p->nseg; i++) {
+        const calib_params_segment *sg = &p->seg[i];
+        int key = seg_find_key(&m->seg, sg->key, strlen(sg->key));
+        const seg_slot *s = key < 0 ? NULL : seg_peek(&m->seg, (size_t)key, codes[key]);
+        if (s && strcmp(s->name, sg->value) == 0) {
+            if (which)
+                *which = (int)i;
+            return sg->values;
+        }
+    }
+    return p->values;
+}
+
+/* x under parameters p, for a pair of segment codes codes (NULL: none). */
 static const double *apply_params(const model *m, const model_params *p, const double *x,
-                                  double *out, int *form)
+                                  double *out, int *form, const double *codes)
 {
     *form = m->form;
-    if (p->identity || !p->desc)
+    const double *v = model_pair_values(m, p, codes, NULL);
+    if (!p->desc || (v == p->values && p->identity))
         return x;
-    p->desc->apply(p->values, m->form, m->k, x, out); /* form checked at install */
+    p->desc->apply(v, m->form, m->k, x, out); /* form checked at install */
     *form = calib_recal_out_form(m->form);
     return out;
 }
@@ -439,20 +460,22 @@ static void add_bins(calib_bins *b, calib_bins *w, const double *p, size_t k, do
 }
 
 /* The scores s of the outputs x after parameters p (the loop's scratch). */
-static void score_after(model *m, const model_params *p, const double *x, double y, double s[2])
+static void score_after(model *m, const model_params *p, const double *x, double y, double s[2],
+                        const double *codes)
 {
     int form;
-    const double *xp = apply_params(m, p, x, m->recalib.xcand, &form);
+    const double *xp = apply_params(m, p, x, m->recalib.xcand, &form, codes);
     model_score(m, form, xp, y, m->pcal, s);
 }
 
 /* The candidate in shadow, scored against the current parameters' scores
  * cur; the gate decides, the loop's tick acts on its decision. */
-static void shadow_observe(model *m, const double *x, double y, const double cur[2])
+static void shadow_observe(model *m, const double *x, double y, const double cur[2],
+                           const double *codes)
 {
     model_recalib *l = &m->recalib;
     double s[2];
-    score_after(m, &l->candidate, x, y, s);
+    score_after(m, &l->candidate, x, y, s, codes);
     calib_gate_add(&l->gate, cur[WS_MAIN], s[WS_MAIN]);
     if (!isnan(s[WS_LOG])) {
         calib_accum_add(&l->shadow_log[0], cur[WS_LOG]);
@@ -463,11 +486,12 @@ static void shadow_observe(model *m, const double *x, double y, const double cur
 /* The guard: the published version's main score cur against the previous
  * version's on the same pair. Its gate passing (the previous is better) is
  * read by the loop's machine at the tick (refit_in.guard_alarm). */
-static void guard_observe(model *m, const double *x, double y, double cur)
+static void guard_observe(model *m, const double *x, double y, double cur,
+                          const double *codes)
 {
     model_recalib *l = &m->recalib;
     double s[2];
-    score_after(m, &l->guard_prev, x, y, s);
+    score_after(m, &l->guard_prev, x, y, s, codes);
     calib_gate_add(&l->guard, cur, s[WS_MAIN]);
     double e = calib_gate_log_e(&l->guard);
     if (e <= l->guard_low) { /* a new low: the evidence starts after it */
@@ -484,17 +508,63 @@ static void guard_observe(model *m, const double *x, double y, double cur)
 }
 
 /* The trigger: the parameters in force (cur) against the challenger. */
-static void trigger_observe(model *m, const double *x, double y, const double cur[2])
+static void trigger_observe(model *m, const double *x, double y, const double cur[2],
+                            const double *codes)
 {
     model_recalib *l = &m->recalib;
     double s[2];
-    score_after(m, &l->challenger, x, y, s);
+    score_after(m, &l->challenger, x, y, s, codes);
     calib_gate_add(&l->trig, cur[WS_MAIN], s[WS_MAIN]);
 }
 
 void model_segments(model *m, const seg_kv *kv, size_t n, double *codes, double now)
 {
     seg_predict(&m->seg, kv, n, codes, now);
+}
+
+/* A pair of segment codes to the recalibrations its segments run: a
+ * record for the fit while they collect, a paired score in the shadow gate
+ * after. cur: the main score of what is served now. The candidate is
+ * what the pair would be served were the segment's parameters published
+ * (added after those in force, or in place of its own): where another
+ * segment's come first, nothing changes for the pair. */
+static void observe_fixes(model *m, const double *x, double y, const double *codes,
+                          const double cur[2])
+{
+    seg_table *t = &m->seg;
+    for (size_t i = 0; i < t->nkeys; i++) {
+        seg_slot *s = seg_peek(t, i, codes[i]);
+        seg_fix *f = s ? s->fix : NULL;
+        if (!f)
+            continue;
+        if (f->phase == SEG_FIX_COLLECT) {
+            if (f->n < f->cap) {
+                double *r = f->rec + f->n++ * f->stride;
+                memcpy(r, x, m->width * sizeof *r);
+                r[m->width] = y;
+            }
+            continue;
+        }
+        if (f->gate.state != CALIB_GATE_RUNNING || !m->params.desc)
+            continue;
+        int which, own = -1;
+        (void)model_pair_values(m, &m->params, codes, &which);
+        for (unsigned e = 0; e < m->params.nseg; e++)
+            if (strcmp(m->params.seg[e].key, t->key[i].name) == 0 &&
+                strcmp(m->params.seg[e].value, s->name) == 0)
+                own = (int)e;
+        double sc[2] = {cur[0], cur[1]};
+        if (which < 0 || which == own) {
+            int form = calib_recal_out_form(m->form);
+            m->params.desc->apply(f->values, m->form, m->k, x, m->recalib.xcand);
+            model_score(m, form, m->recalib.xcand, y, m->pcal, sc);
+        }
+        calib_gate_add(&f->gate, cur[0], sc[0]);
+        if (!isnan(sc[1])) {
+            calib_accum_add(&f->log[0], cur[1]);
+            calib_accum_add(&f->log[1], sc[1]);
+        }
+    }
 }
 
 /* A pair's figures to its segments. */
@@ -521,7 +591,8 @@ void model_observe(model *m, const double *x, double y, double now, const double
     double s[VIEWS][WS_PER_VIEW];
     double *p[VIEWS] = {m->p, m->pcal};
     int form[VIEWS];
-    const double *xs[VIEWS] = {x, apply_params(m, &m->params, x, m->xcal, &form[VIEW_CAL])};
+    const double *xs[VIEWS] = {x, apply_params(m, &m->params, x, m->xcal, &form[VIEW_CAL],
+                                               codes)};
     form[VIEW_RAW] = m->form;
     int err;
     calib_pane *pane = calib_window_at(&m->win, now, &err);
@@ -566,8 +637,10 @@ void model_observe(model *m, const double *x, double y, double now, const double
                 calib_cs_add(&cs[i][VIEW_CAL], s[VIEW_CAL][WS_MAIN]);
         }
     }
-    if (codes && m->seg.nkeys)
+    if (codes && m->seg.nkeys) {
         observe_segments(m, codes, s, p, y);
+        observe_fixes(m, x, y, codes, s[VIEW_CAL]); /* p is theirs now */
+    }
     calib_reservoir_offer(&m->reservoir, x, y, now);
     model_ring_push(m, x, y, now, s[VIEW_CAL][WS_MAIN]);
     m->scored++;
@@ -575,12 +648,12 @@ void model_observe(model *m, const double *x, double y, double now, const double
     if (l->refit.phase == PHASE_OFF)
         return;
     if (l->refit.phase == PHASE_SHADOW && l->gate.state == CALIB_GATE_RUNNING)
-        shadow_observe(m, x, y, s[VIEW_CAL]);
+        shadow_observe(m, x, y, s[VIEW_CAL], codes);
     if (l->guard_on && l->guard.state == CALIB_GATE_RUNNING)
-        guard_observe(m, x, y, s[VIEW_CAL][WS_MAIN]);
+        guard_observe(m, x, y, s[VIEW_CAL][WS_MAIN], codes);
     if (l->trig_on && l->refit.phase == PHASE_IDLE && l->trig.state == CALIB_GATE_RUNNING &&
         m->ring.total > l->trig_quiet_until)
-        trigger_observe(m, x, y, s[VIEW_CAL]);
+        trigger_observe(m, x, y, s[VIEW_CAL], codes);
     if (l->drift_on && calib_drift_add(&l->drift, s[VIEW_CAL][WS_MAIN]))
         l->drift_alarm = 1;
 }
@@ -604,6 +677,132 @@ int model_recalib_attach(model *m, double now)
     }
     refit_init(&l->refit, 1, m->cfg.refit_interval, now);
     return CALIB_OK;
+}
+
+/* ------------------------------------------------------------ segments' own parameters */
+
+void model_params_with_segment(const model *m, const seg_key *k, const seg_slot *s, double now,
+                               model_params *p, unsigned *index)
+{
+    const seg_fix *f = s->fix;
+    *p = m->params;
+    unsigned e = 0;
+    while (e < p->nseg && !(strcmp(p->seg[e].key, k->name) == 0 &&
+                            strcmp(p->seg[e].value, s->name) == 0))
+        e++;
+    if (e == p->nseg && p->nseg < CALIB_PUBMSG_MAX_SEGMENTS)
+        p->nseg++;
+    calib_params_segment *sg = &p->seg[e < CALIB_PUBMSG_MAX_SEGMENTS ? e : p->nseg - 1];
+    snprintf(sg->key, sizeof sg->key, "%s", k->name);
+    snprintf(sg->value, sizeof sg->value, "%s", s->name);
+    memcpy(sg->values, f->values, sizeof sg->values);
+    p->version = m->params.version + 1;
+    p->ts = now;
+    p->shadow_n = f->gate.diff.n;
+    p->before[0] = calib_accum_mean(&f->gate.current);
+    p->after[0] = calib_accum_mean(&f->gate.candidate);
+    p->before[1] = calib_accum_mean(&f->log[0]);
+    p->after[1] = calib_accum_mean(&f->log[1]);
+    p->improvement = calib_accum_mean(&f->gate.diff);
+    calib_accum_ci95(&f->gate.diff, p->ci);
+    p->fit_n = f->cap;
+    *index = (unsigned)(sg - p->seg);
+}
+
+/* 1 when p holds parameters of segment k = s's value. */
+static int has_segment(const model_params *p, const seg_key *k, const seg_slot *s)
+{
+    for (unsigned e = 0; e < p->nseg; e++)
+        if (strcmp(p->seg[e].key, k->name) == 0 && strcmp(p->seg[e].value, s->name) == 0)
+            return 1;
+    return 0;
+}
+
+/* A slot's collected pairs fitted: its shadow gate starts, or, when the fit
+ * fails, collecting starts again. */
+static void segment_fit(model *m, const seg_key *k, seg_slot *s, logger *lg)
+{
+    seg_fix *f = s->fix;
+    const calib_plugin *desc = m->params.desc;
+    calib_dataset ds = {.form = m->form, .k = m->k, .n = f->n, .stride = f->stride,
+                        .rec = f->rec};
+    calib_recal_result res;
+    calib_recal_opts opts = {0};
+    calib_gate_cfg gc;
+    model_gate_cfg(m, &gc);
+    char why[ERR_MAX] = "";
+    s->fits++;
+    int rc = desc->fit(&ds, &opts, &res);
+    if (rc != CALIB_OK)
+        snprintf(why, sizeof why, "%s", calib_strerror(rc));
+    int ok = rc == CALIB_OK && res.nparams == desc->nparams &&
+             calib_plugin_params_check(desc, res.params, why, sizeof why) == CALIB_OK &&
+             calib_gate_init(&f->gate, &gc) == CALIB_OK;
+    if (!ok) {
+        s->fit_errors++;
+        f->n = 0;
+        if (lg)
+            log_msg(lg, LOG_WARN, "loop", "%s: segment %s=%s: the fit of %zu pairs failed "
+                    "(%s); collecting anew", m->name, k->name, s->name, ds.n, why);
+        return;
+    }
+    f->phase = SEG_FIX_SHADOW;
+    f->nparams = res.nparams;
+    memcpy(f->values, res.params, sizeof f->values);
+    calib_accum_init(&f->log[0]);
+    calib_accum_init(&f->log[1]);
+    if (lg)
+        log_msg(lg, LOG_INFO, "loop", "%s: segment %s=%s: %s fitted on %zu pairs; its shadow "
+                "gate starts", m->name, k->name, s->name, desc->name, ds.n);
+}
+
+void model_segments_step(model *m, model_seg_publish_fn publish, void *arg, logger *lg)
+{
+    seg_table *t = &m->seg;
+    const model_cfg *c = &m->cfg;
+    const calib_plugin *desc = m->params.desc;
+    if (!c->segment_refit || !desc || !desc->fit || m->form == CALIB_FORM_GAUSSIAN)
+        return;
+    int fitted = 0;
+    for (size_t i = 0; i < t->nkeys; i++) {
+        seg_key *k = &t->key[i];
+        for (size_t j = 0; j < k->used; j++) {
+            seg_slot *s = &k->slot[j];
+            int published = has_segment(&m->params, k, s);
+            int room = published || m->params.nseg < CALIB_PUBMSG_MAX_SEGMENTS;
+            if (!s->flagged || (!s->fix && (published || !room)))
+                continue;
+            if (!s->fix) { /* refused by the budget: tried again at the next tick */
+                (void)seg_fix_start(t, s, m->width + 1, (size_t)c->segment_refit_samples);
+                continue;
+            }
+            seg_fix *f = s->fix;
+            if (f->phase == SEG_FIX_COLLECT && f->n == f->cap && !fitted) {
+                fitted = 1; /* one fit a tick: the loop's time is bounded */
+                segment_fit(m, k, s, lg);
+            } else if (f->phase == SEG_FIX_SHADOW && f->gate.state == CALIB_GATE_FAILED) {
+                s->failed++;
+                if (lg)
+                    log_msg(lg, LOG_INFO, "loop", "%s: segment %s=%s: its parameters did not "
+                            "pass the gate in %llu pairs; collecting anew", m->name, k->name,
+                            s->name, (unsigned long long)f->gate.pairs);
+                *f = (seg_fix){.phase = SEG_FIX_COLLECT, .cap = f->cap, .stride = f->stride,
+                               .rec = f->rec};
+            } else if (f->phase == SEG_FIX_SHADOW && f->gate.state == CALIB_GATE_PASSED &&
+                       room && publish(arg, m, k, s) == 0) {
+                s->passed++;
+                seg_fix_end(t, s);
+            }
+        }
+    }
+}
+
+void model_gate_cfg(const model *m, calib_gate_cfg *gc)
+{
+    const model_cfg *c = &m->cfg;
+    double clip = m->form == CALIB_FORM_GAUSSIAN ? c->gate_dss_clip : 2;
+    *gc = (calib_gate_cfg){.alpha = c->gate_alpha, .min_improvement = c->min_improvement,
+                           .lo = -clip, .hi = clip, .max_samples = c->gate_max_samples};
 }
 
 void model_trigger_cfg(const model *m, calib_gate_cfg *gc)

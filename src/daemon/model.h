@@ -11,6 +11,7 @@
 #include "calib/drift.h"
 #include "calib/join.h"
 #include "calib/plugin.h"
+#include "calib/pubmsg.h"
 #include "calib/reject.h"
 #include "alert.h"
 #include "cfg.h"
@@ -64,6 +65,10 @@ typedef struct model_params {
     uint64_t shadow_n;        /* samples of the shadow run */
     double before[2], after[2]; /* main and log score; NaN when unknown */
     double improvement, ci[2];  /* main score: before - after */
+    /* per-segment parameters of the same method, in its order (SEGMENTS):
+     * a pair of segment seg[i].key = seg[i].value gets the first it has */
+    unsigned nseg;
+    calib_params_segment seg[CALIB_PUBMSG_MAX_SEGMENTS];
 } model_params;
 
 /* A model's window as status, /metrics and the alert rules read it:
@@ -184,6 +189,10 @@ typedef struct model_recalib {
                                refit_min_samples), the regime in force */
     model_params challenger;
     calib_gate trig;
+    /* segment parameters (SEGMENTS): a version stores at a time; a
+     * candidate's or rollback's store asked for meanwhile waits for it */
+    int seg_storing;
+    int store_deferred;     /* 1 + the reason of the store that waits, 0 */
     /* counters */
     uint64_t drift_alarms, refits, refit_errors, candidates, published, rejected;
     uint64_t withheld; /* passed the gate with auto_publish = no */
@@ -315,6 +324,11 @@ void model_canonical(model *m, int form, const double *x, double *out);
  * candidate too; with its segment codes (seg.cfg.keys of them, from
  * model_segments; NULL: none), its segments. */
 void model_observe(model *m, const double *x, double y, double now, const double *codes);
+/* The values of p that apply to a pair of segment codes codes (NULL:
+ * none): the first of p's segment parameters the pair has, else p's own;
+ * *which (may be NULL) receives the segment's index, or -1. */
+const double *model_pair_values(const model *m, const model_params *p, const double *codes,
+                                int *which);
 /* The segment codes of a prediction (seg_predict) into codes[seg.cfg.keys];
  * n segments, at wall time now. */
 void model_segments(model *m, const seg_kv *kv, size_t n, double *codes, double now);
@@ -329,6 +343,29 @@ void model_drift_cfg(const model *m, calib_drift_cfg *dc);
 int model_recalib_attach(model *m, double now);
 /* The miscalibration trigger's gate for the model's settings and form. */
 void model_trigger_cfg(const model *m, calib_gate_cfg *gc);
+/*
+ * The segments' own recalibrations (segment_refit; calibd(8), SEGMENTS),
+ * one step from the tick: a flagged segment without parameters of its own
+ * starts collecting its next segment_refit_samples pairs (model_observe
+ * collects them); a full collection is fitted with the model's method, at
+ * most one a step, and a shadow gate (model_gate_cfg) starts on the
+ * segment's later pairs; a failed gate collects anew; a passed one calls
+ * publish(arg, m, k, s), whose 0 says it took the parameters
+ * (model_params_with_segment): the recalibration then ends. lg may be NULL.
+ */
+struct logger;
+typedef int (*model_seg_publish_fn)(void *arg, model *m, const seg_key *k, seg_slot *s);
+void model_segments_step(model *m, model_seg_publish_fn publish, void *arg, struct logger *lg);
+/* The model's parameters with slot s's fitted ones for its segment (added
+ * after the others', or in place of its own), as the next version at wall
+ * time now, the gate's figures as the version's; *index: its place. */
+void model_params_with_segment(const model *m, const seg_key *k, const seg_slot *s, double now,
+                               model_params *p, unsigned *index);
+
+/* The shadow gate's for the model's settings and form (gate_alpha,
+ * min_improvement, gate_dss_clip, gate_max_samples): a candidate's and a
+ * segment's parameters pass the same test. */
+void model_gate_cfg(const model *m, calib_gate_cfg *gc);
 
 /* Restarts the paired comparison under parameter version `version`, which
  * took over at wall time `since`. */

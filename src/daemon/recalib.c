@@ -61,6 +61,8 @@ void recalib_params_msg(const model *m, double now, calib_params_msg *msg)
         snprintf(msg->names[i], sizeof msg->names[i], "%s", p->desc->param_names[i]);
         msg->values[i] = p->values[i];
     }
+    msg->nsegments = p->desc ? p->nseg : 0; /* extension: per-segment parameters */
+    memcpy(msg->segments, p->seg, msg->nsegments * sizeof *msg->segments);
     msg->published = p->ts; /* extension: when this version was first sent */
     msg->n = p->fit_n;
     msg->shadow_n = p->shadow_n; /* extension */
@@ -193,6 +195,8 @@ static void drift_restart(calibd *d, model *m);
 static int start_refit(calibd *d, model *m, size_t n, int reason);
 static void publish_candidate(calibd *d, model *m);
 static void publish_rollback(calibd *d, model *m);
+struct store_job;
+static void segment_stored(calibd *d, model *m, struct store_job *j, int status);
 static void guard_start(model *m, const model_params *prev);
 
 /* Samples a refit needs: refit_min_samples, or all the ring can hold. */
@@ -266,7 +270,9 @@ static void act(calibd *d, model *m, const refit_out *o)
         trigger_restart(m, !(a & ACT_PUBLISH));
     if ((a & ACT_START_FIT) && start_refit(d, m, o->samples, o->reason) != 0)
         feed(d, m, EV_FIT_FAILED, &again);
-    if ((a & ACT_STORE) && o->reason == REFIT_ROLLBACK)
+    if ((a & ACT_STORE) && l->seg_storing) /* one version stores at a time */
+        l->store_deferred = 1 + o->reason;
+    else if ((a & ACT_STORE) && o->reason == REFIT_ROLLBACK)
         publish_rollback(d, m);
     else if (a & ACT_STORE)
         publish_candidate(d, m);
@@ -346,10 +352,8 @@ static void params_of_fit(const refit_job *j, model_params *p)
 static void start_shadow(calibd *d, model *m, const refit_job *j)
 {
     model_recalib *l = &m->recalib;
-    const model_cfg *c = &m->cfg;
-    double clip = m->form == CALIB_FORM_GAUSSIAN ? c->gate_dss_clip : 2;
-    calib_gate_cfg gc = {.alpha = c->gate_alpha, .min_improvement = c->min_improvement,
-                         .lo = -clip, .hi = clip, .max_samples = c->gate_max_samples};
+    calib_gate_cfg gc;
+    model_gate_cfg(m, &gc);
     model_params *p = &l->candidate;
     params_of_fit(j, p);
     l->candidates++;
@@ -359,7 +363,7 @@ static void start_shadow(calibd *d, model *m, const refit_job *j)
     if (rc != CALIB_OK) { /* the configuration checks make this unreachable */
         log_msg(&d->log, LOG_ERROR, "loop", "%s: candidate %llu (%s) dropped: the gate "
                 "refuses min_improvement = %g (%s)", m->name, (unsigned long long)l->candidates,
-                v, c->min_improvement, calib_strerror(rc));
+                v, m->cfg.min_improvement, calib_strerror(rc));
         refit_out o;
         feed(d, m, EV_GATE_REJECTED, &o);
         return;
@@ -656,6 +660,7 @@ typedef struct store_job {
     int rollback; /* p is the version before the one in force, again */
     uint64_t from, to; /* rollback: the version in force, the one restored */
     uint64_t pairs;    /* rollback: the guard's pairs in all */
+    int segment;       /* 1 + the index in p->seg of a segment's new parameters */
     /* what the worker reads: copies, never the daemon's state */
     char dir[4096], name[CFG_NAME_MAX + 1];
     model_params p;
@@ -679,6 +684,11 @@ static void store_done(uv_work_t *req, int status)
     char v[200], msg[1024];
     refit_out o;
     recalib_format_params(p, v, sizeof v);
+    if (j->segment) {
+        segment_stored(d, m, j, status);
+        free(j);
+        return;
+    }
     if (status != 0 || j->saved < 0) {
         /* passed the gate: counted as a store error, not a rejection */
         log_msg(&d->log, LOG_ERROR, "loop", "%s: %s; version %llu (%s) not published",
@@ -835,6 +845,8 @@ static void publish_candidate(calibd *d, model *m)
     model_params *p = &j->p;
     *p = l->candidate;
     p->version = m->params.version + 1;
+    p->nseg = m->params.nseg; /* the segments' parameters stay */
+    memcpy(p->seg, m->params.seg, sizeof p->seg);
     p->ts = wall_now();
     p->shadow_n = g->diff.n;
     p->before[0] = calib_accum_mean(&g->current);
@@ -996,6 +1008,90 @@ static void model_tick(calibd *d, model *m)
         decide(d, m);
 }
 
+/* ------------------------------------------------------------ segments */
+
+/* The segment parameters stored (or not): installed and sent as the next
+ * version, guarded against the one before like any; then a candidate's or
+ * rollback's store that waited goes. */
+static void segment_stored(calibd *d, model *m, store_job *j, int status)
+{
+    model_recalib *l = &m->recalib;
+    const model_params *p = &j->p;
+    const calib_params_segment *sg = &p->seg[j->segment - 1];
+    char v[200], msg[1024];
+    l->seg_storing = 0;
+    if (status != 0 || j->saved < 0) {
+        log_msg(&d->log, LOG_ERROR, "loop", "%s: %s; segment %s=%s's parameters not published",
+                m->name, status ? uv_strerror(status) : j->err, sg->key, sg->value);
+        model_event_add(m, wall_now(), "store_error", "segment %s=%s not published: %s",
+                        sg->key, sg->value, status ? uv_strerror(status) : j->err);
+        l->store_errors++;
+    } else {
+        if (j->saved > 0)
+            log_msg(&d->log, LOG_WARN, "loop", "%s: %s", m->name, j->err);
+        model_params prev = m->params;
+        m->params = *p;
+        model_paired_reset(m, p->version, steady_now(d));
+        guard_start(m, &prev);
+        send_params(d, m);
+        model_params one = *p;
+        memcpy(one.values, sg->values, sizeof one.values);
+        recalib_format_params(&one, v, sizeof v);
+        snprintf(msg, sizeof msg, "published version %llu: segment %s=%s gets %s %s; "
+                 "its %s %.4g -> %.4g, improvement %.4g [%.4g, %.4g] on %llu shadow pairs",
+                 (unsigned long long)p->version, sg->key, sg->value, p->method, v,
+                 m->form == CALIB_FORM_GAUSSIAN ? "DSS" : "Brier", p->before[0], p->after[0],
+                 p->improvement, p->ci[0], p->ci[1], (unsigned long long)p->shadow_n);
+        log_msg(&d->log, LOG_INFO, "loop", "%s: %s", m->name, msg);
+        model_event_add(m, wall_now(), "publish", "%s", msg);
+        alert_value av[] = {{"version", (double)p->version}, {"before", p->before[0]},
+                            {"after", p->after[0]}, {"improvement", p->improvement},
+                            {"ci_lo", p->ci[0]}, {"ci_hi", p->ci[1]},
+                            {"samples", (double)p->shadow_n}};
+        if (!d->stopping)
+            alert_send(d, m, "refit", "warning", msg, av, 7);
+    }
+    int waiting = l->store_deferred;
+    l->store_deferred = 0;
+    if (waiting == 1 + REFIT_ROLLBACK)
+        publish_rollback(d, m);
+    else if (waiting)
+        publish_candidate(d, m);
+}
+
+/* A segment's fitted parameters passed their gate: stored as the next
+ * version (the model's parameters and the other segments' as they are,
+ * this segment's added or replaced), then sent. */
+static int segment_publish(calibd *d, model *m, const seg_key *k, seg_slot *s)
+{
+    store_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return -1; /* tried again at the next tick: the gate stays passed */
+    unsigned e;
+    model_params_with_segment(m, k, s, wall_now(), &j->p, &e);
+    j->segment = 1 + (int)e;
+    m->recalib.seg_storing = 1;
+    queue_store(d, m, j);
+    return 0;
+}
+
+/* A segment's parameters passed their gate: stored (segment_publish)
+ * while nothing else stores and the closed loop is idle; else not yet. */
+static int segment_ready(void *arg, model *m, const seg_key *k, seg_slot *s)
+{
+    calibd *d = arg;
+    model_recalib *l = &m->recalib;
+    if (l->seg_storing || d->stopping ||
+        (l->refit.phase != PHASE_IDLE && l->refit.phase != PHASE_OFF))
+        return -1;
+    return segment_publish(d, m, k, s);
+}
+
+static void segment_tick(calibd *d, model *m)
+{
+    model_segments_step(m, segment_ready, d, &d->log);
+}
+
 /* Says once per model that memory_limit stopped its state growing (the
  * refusals go on being counted: calibd_memory_refused_total). */
 static void memory_check(calibd *d, model *m)
@@ -1031,6 +1127,7 @@ static void pass_model(void *arg, size_t i)
         return;
     model_view_fill(m, d->pass.steady); /* what status, metrics and alerts read */
     alert_check(d, m);
+    segment_tick(d, m);
     if (m->recalib.refit.phase == PHASE_OFF)
         return;
     model_tick(d, m);

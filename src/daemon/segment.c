@@ -52,8 +52,11 @@ static void key_free(seg_key *k)
 
 void seg_free(seg_table *t)
 {
-    for (size_t i = 0; i < t->nkeys; i++)
+    for (size_t i = 0; i < t->nkeys; i++) {
+        for (size_t j = 0; t->key[i].slot && j < t->key[i].used; j++)
+            seg_fix_end(t, &t->key[i].slot[j]);
         key_free(&t->key[i]);
+    }
     if (t->nkeys)
         calib_budget_give(t->budget, t->nkeys * seg_key_bytes(&t->cfg));
     t->nkeys = 0;
@@ -252,20 +255,72 @@ void seg_predict(seg_table *t, const seg_kv *kv, size_t n, double *codes, double
     }
 }
 
-seg_slot *seg_route(seg_table *t, size_t key, double code)
+/* The slot index code names in key (values: "other"), and whether its
+ * occupant is still the one it named; -1 for no slot. */
+static long code_slot(const seg_table *t, size_t key, double code, int *current)
 {
     if (key >= t->nkeys || !(code >= 1) || !(code < 9007199254740992.0))
-        return NULL;
+        return -1;
     uint64_t c = (uint64_t)code - 1;
     size_t j = (size_t)(c & ((1u << SEG_SLOT_BITS) - 1));
-    uint64_t gen = c >> SEG_SLOT_BITS;
-    seg_key *k = &t->key[key];
     if (j > t->cfg.values)
+        return -1;
+    *current = j == t->cfg.values || t->key[key].slot[j].gen == c >> SEG_SLOT_BITS;
+    return (long)j;
+}
+
+seg_slot *seg_peek(const seg_table *t, size_t key, double code)
+{
+    int current = 0;
+    long j = code_slot(t, key, code, &current);
+    return j >= 0 && (size_t)j < t->cfg.values && current ? &t->key[key].slot[j] : NULL;
+}
+
+size_t seg_fix_bytes(size_t stride, size_t cap)
+{
+    return sizeof(seg_fix) + stride * cap * sizeof(double);
+}
+
+int seg_fix_start(seg_table *t, seg_slot *s, size_t stride, size_t cap)
+{
+    if (s->fix || !stride || !cap)
+        return CALIB_EINVAL;
+    size_t bytes = seg_fix_bytes(stride, cap);
+    if (calib_budget_take(t->budget, bytes) != CALIB_OK)
+        return CALIB_ENOMEM;
+    seg_fix *f = calloc(1, sizeof *f);
+    double *rec = calloc(stride * cap, sizeof *rec);
+    if (!f || !rec) {
+        free(f);
+        free(rec);
+        calib_budget_give(t->budget, bytes);
+        return CALIB_ENOMEM;
+    }
+    *f = (seg_fix){.phase = SEG_FIX_COLLECT, .cap = cap, .stride = stride, .rec = rec};
+    s->fix = f;
+    return CALIB_OK;
+}
+
+void seg_fix_end(seg_table *t, seg_slot *s)
+{
+    if (!s->fix)
+        return;
+    calib_budget_give(t->budget, seg_fix_bytes(s->fix->stride, s->fix->cap));
+    free(s->fix->rec);
+    free(s->fix);
+    s->fix = NULL;
+}
+
+seg_slot *seg_route(seg_table *t, size_t key, double code)
+{
+    int current = 0;
+    long j = code_slot(t, key, code, &current);
+    if (j < 0)
         return NULL;
-    if (j == t->cfg.values || k->slot[j].gen == gen)
-        return &k->slot[j];
+    if (current)
+        return &t->key[key].slot[j];
     t->late++;
-    return &k->slot[t->cfg.values];
+    return seg_other(t, key);
 }
 
 double seg_log_e(const seg_slot *s)
@@ -562,6 +617,10 @@ static void slot_save(calib_mpw *w, const seg_slot *s, int bins)
     calib_mpw_key_uint(w, "flagged", (uint64_t)s->flagged);
     calib_mpw_key_double(w, "flagged_at", s->flagged_at);
     calib_mpw_key_double(w, "log_e_flag", s->log_e_flag);
+    calib_mpw_key_uint(w, "fits", s->fits); /* a running fit is not kept */
+    calib_mpw_key_uint(w, "fit_errors", s->fit_errors);
+    calib_mpw_key_uint(w, "passed", s->passed);
+    calib_mpw_key_uint(w, "failed", s->failed);
     calib_mpw_end(w);
 }
 
@@ -642,6 +701,11 @@ static int slot_load(calib_mpr *r, const msgpack_object *o, seg_slot *s, int bin
             return calib_mpr_fail(r, "segments: a bet's wealth is not a number");
     if (s->flagged && !isfinite(s->log_e_flag))
         return calib_mpr_fail(r, "segments: a flag without its e-value");
+    uint32_t *n[4] = {&s->fits, &s->fit_errors, &s->passed, &s->failed};
+    static const char *const nk[4] = {"fits", "fit_errors", "passed", "failed"};
+    for (int i = 0; i < 4; i++) /* absent before segment_refit */
+        *n[i] = calib_mpr_find(o, nk[i]) ? (uint32_t)calib_mpr_uint(r, o, nk[i], 0, UINT32_MAX)
+                                         : 0;
     if (bins) {
         const msgpack_object *top = calib_mpr_array(r, o, "top", SEG_VIEWS);
         for (int v = 0; top && v < SEG_VIEWS; v++)

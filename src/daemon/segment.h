@@ -50,6 +50,7 @@
 #include "calib/bins.h"
 #include "calib/calib.h"
 #include "calib/drift.h"
+#include "calib/recal.h"
 #include "calib/protocol.h"
 
 #define SEG_MAX_KEYS 8       /* keys in one prediction's seg map (protocol) */
@@ -74,6 +75,24 @@ typedef struct seg_kv {
     size_t key_len, val_len;
 } seg_kv;
 
+/* A flagged segment's own recalibration (segment_refit, calibd(8)
+ * SEGMENTS): its next pairs collected, a fit on them, then a shadow gate on
+ * the pairs after. Allocated from the table's budget while it runs. */
+enum seg_fix_phase {
+    SEG_FIX_COLLECT = 1, /* pairs wait in rec until cap */
+    SEG_FIX_SHADOW,      /* values fitted; gate on each later pair */
+};
+typedef struct seg_fix {
+    int phase;            /* enum seg_fix_phase */
+    size_t n, cap;        /* records collected, wanted */
+    size_t stride;        /* doubles a record: the outputs, then y */
+    double *rec;          /* cap records */
+    unsigned nparams;
+    double values[CALIB_RECAL_MAX_PARAMS]; /* SHADOW: the fitted map */
+    calib_gate gate;      /* S(in force) - S(fitted), on the segment's pairs */
+    calib_accum log[2];   /* log scores of both, for the record */
+} seg_fix;
+
 typedef struct seg_slot {
     char name[SEG_NAME_MAX + 1]; /* the value, NUL-terminated; "" when free */
     uint32_t gen;       /* occupants so far (a code names slot and gen) */
@@ -90,6 +109,9 @@ typedef struct seg_slot {
     int flagged;        /* rejected by e-BH once */
     double flagged_at;  /* wall clock */
     double log_e_flag;  /* ln E when flagged: what e-BH takes from then on */
+    /* its own recalibration: the one running (NULL: none), and the counts */
+    seg_fix *fix;
+    uint32_t fits, fit_errors, passed, failed;
     uint32_t hnext;     /* private: next slot + 1 in the hash chain, 0: none */
 } seg_slot;
 
@@ -155,6 +177,18 @@ void seg_observe(seg_table *t, const double *codes, const seg_obs *o);
 /* The slot a code routes to now (the key's "other" when the occupant
  * changed), or NULL for code 0 or a key not there. */
 seg_slot *seg_route(seg_table *t, size_t key, double code);
+
+/* The slot a code names now, without counting: NULL for code 0, a key not
+ * there, the "other" bucket, or an occupant since replaced. */
+seg_slot *seg_peek(const seg_table *t, size_t key, double code);
+
+/* Starts a slot's recalibration: cap records of stride doubles, from the
+ * budget. CALIB_OK, CALIB_ENOMEM (nothing changes), CALIB_EINVAL (one
+ * runs). seg_fix_end frees it. */
+int seg_fix_start(seg_table *t, seg_slot *s, size_t stride, size_t cap);
+void seg_fix_end(seg_table *t, seg_slot *s);
+/* Bytes a recalibration of cap records of stride doubles holds. */
+size_t seg_fix_bytes(size_t stride, size_t cap);
 
 /* ln E of a slot now (0 before any pair). */
 double seg_log_e(const seg_slot *s);

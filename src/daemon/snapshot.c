@@ -60,6 +60,19 @@ static void pack_params(calib_mpw *w, const model_params *p)
     calib_mpw_key_double(w, "improvement", p->improvement);
     calib_mpw_key(w, "ci");
     calib_doubles_save(w, p->ci, 2);
+    calib_mpw_key(w, "segments"); /* optional: absent before them */
+    calib_mpw_array(w);
+    for (unsigned i = 0; p->desc && i < p->nseg; i++) {
+        calib_mpw_map(w);
+        calib_mpw_key(w, "key");
+        calib_mpw_str(w, p->seg[i].key);
+        calib_mpw_key(w, "value");
+        calib_mpw_str(w, p->seg[i].value);
+        calib_mpw_key(w, "values"); /* in the order of "names" */
+        calib_doubles_save(w, p->seg[i].values, p->n);
+        calib_mpw_end(w);
+    }
+    calib_mpw_end(w);
     calib_mpw_end(w);
 }
 
@@ -447,7 +460,29 @@ static int read_params(calib_mpr *r, const msgpack_object *o, model_params *p)
     calib_doubles_load(r, o, "after", p->after, 2);
     p->improvement = calib_mpr_double(r, o, "improvement");
     calib_doubles_load(r, o, "ci", p->ci, 2);
-    return !r->failed;
+    const msgpack_object *segs = calib_mpr_find(o, "segments");
+    if (!segs || r->failed)
+        return !r->failed;
+    if (segs->type != MSGPACK_OBJECT_ARRAY || segs->via.array.size > CALIB_PUBMSG_MAX_SEGMENTS ||
+        (segs->via.array.size && !p->n))
+        return calib_mpr_fail(r, "params: segments is not a list of at most %d",
+                              CALIB_PUBMSG_MAX_SEGMENTS);
+    for (uint32_t i = 0; i < segs->via.array.size; i++) {
+        const msgpack_object *e = &segs->via.array.ptr[i];
+        calib_params_segment *sg = &p->seg[i];
+        if (!calib_mpr_str(r, e, "key", sg->key, sizeof sg->key) ||
+            !calib_mpr_str(r, e, "value", sg->value, sizeof sg->value) ||
+            !calib_doubles_load(r, e, "values", sg->values, p->n))
+            return 0;
+        if (!calib_proto_seg_key_ok(sg->key, strlen(sg->key)) ||
+            !calib_proto_seg_value_ok(sg->value, strlen(sg->value)))
+            return calib_mpr_fail(r, "params: segment %u is no segment", i);
+        for (unsigned j = 0; j < p->n; j++)
+            if (!isfinite(sg->values[j]))
+                return calib_mpr_fail(r, "params: segment %u has a value not finite", i);
+    }
+    p->nseg = segs->via.array.size;
+    return 1;
 }
 
 /* The stored names of a params map, for state_params_by_name. */

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "calib/protocol.h"
 #include "log.h"
 #include "state.h"
 
@@ -143,6 +144,14 @@ int state_save_params(const char *dir, const char *name, const model_params *p,
             p->before[1], p->after[0], p->after[1], p->improvement, p->ci[0], p->ci[1]);
     for (unsigned i = 0; i < p->n; i++)
         fprintf(f, "param %s %.17g\n", p->desc ? p->desc->param_names[i] : "?", p->values[i]);
+    /* a segment's values in the order of the param lines, then KEY=VALUE
+     * to the end of the line (a value may hold spaces, never a newline) */
+    for (unsigned i = 0; i < p->nseg && p->n; i++) {
+        fputs("segment", f);
+        for (unsigned j = 0; j < p->n; j++)
+            fprintf(f, " %.17g", p->seg[i].values[j]);
+        fprintf(f, " %s=%s\n", p->seg[i].key, p->seg[i].value);
+    }
     if (ferror(f) | fclose(f)) {
         snprintf(err, errlen, "cannot write %s/%s: out of memory", dir, file);
         free(text);
@@ -231,6 +240,32 @@ int state_keep_aside(const char *dir, const char *name, const void *data, size_t
     return state_write_parts(dir, base ? base + 1 : kept, &part, 1, err, sizeof err) < 0 ? -1 : 0;
 }
 
+/* "V1 ... Vn KEY=VALUE\n" of a segment, after the n param lines; 0 or -1. */
+static int parse_segment(const char *s, model_params *p)
+{
+    if (!p->n || p->nseg >= CALIB_PUBMSG_MAX_SEGMENTS)
+        return -1;
+    calib_params_segment *sg = &p->seg[p->nseg];
+    for (unsigned j = 0; j < p->n; j++) {
+        int used = 0;
+        if (sscanf(s, " %lf%n", &sg->values[j], &used) != 1 || !isfinite(sg->values[j]) ||
+            s[used] != ' ')
+            return -1;
+        s += used;
+    }
+    s++;
+    const char *eq = strchr(s, '='), *end = strchr(s, '\n');
+    size_t klen = eq ? (size_t)(eq - s) : 0, vlen = eq && end > eq ? (size_t)(end - eq - 1) : 0;
+    if (!eq || !end || !calib_proto_seg_key_ok(s, klen) || !calib_proto_seg_value_ok(eq + 1, vlen))
+        return -1;
+    memcpy(sg->key, s, klen);
+    sg->key[klen] = 0;
+    memcpy(sg->value, eq + 1, vlen);
+    sg->value[vlen] = 0;
+    p->nseg++;
+    return 0;
+}
+
 /* One "key value..." line into p; 0, or -1 if malformed. */
 static int parse_line(const char *line, model_params *p, state_param_names names,
                       unsigned *seen)
@@ -256,18 +291,21 @@ static int parse_line(const char *line, model_params *p, state_param_names names
         return p->after[0] = a, p->after[1] = b, 0;
     if (sscanf(line, "improvement %lf %lf %lf", &a, &b, &c) == 3)
         return p->improvement = a, p->ci[0] = b, p->ci[1] = c, 0;
-    if (sscanf(line, "param %63s %lf", word, &a) == 2 && isfinite(a) && p->n < PARAMS_MAX) {
+    if (sscanf(line, "param %63s %lf", word, &a) == 2 && isfinite(a) && p->n < PARAMS_MAX &&
+        !p->nseg) {
         snprintf(names[p->n], sizeof names[p->n], "%s", word);
         p->values[p->n++] = a;
         return 0;
     }
+    if (strncmp(line, "segment ", 8) == 0)
+        return parse_segment(line + 8, p);
     return -1;
 }
 
 int state_load_params(const char *dir, const char *name, model_params *p,
                       state_param_names names, char *err, size_t errlen)
 {
-    char path[4352], line[256];
+    char path[4352], line[512]; /* a segment's: 8 + 8 x 25 + 130 bytes at most */
     state_path(path, sizeof path, dir, name, "");
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -327,6 +365,15 @@ int state_params_by_name(model_params *p, state_param_names names,
         return -1;
     }
     memcpy(p->values, v, desc->nparams * sizeof *v);
+    /* the segments' values were stored in the order of the param lines */
+    for (unsigned e = 0; e < p->nseg; e++) {
+        double sv[PARAMS_MAX];
+        for (unsigned i = 0; i < desc->nparams; i++)
+            for (unsigned j = 0; j < p->n; j++)
+                if (strcmp(names[j], desc->param_names[i]) == 0)
+                    sv[i] = p->seg[e].values[j];
+        memcpy(p->seg[e].values, sv, desc->nparams * sizeof *sv);
+    }
     return 0;
 }
 

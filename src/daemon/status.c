@@ -244,6 +244,21 @@ static void pack_params(calib_mpw *w, const model_params *p)
     calib_mpw_num(w, p->version ? p->improvement : NAN);
     calib_mpw_key(w, "ci");
     calib_mpw_pair(w, p->ci);
+    calib_mpw_key(w, "segments"); /* their own parameters (SEGMENTS) */
+    calib_mpw_array(w);
+    for (unsigned i = 0; p->desc && i < p->nseg; i++) {
+        model_params one = *p;
+        memcpy(one.values, p->seg[i].values, sizeof one.values);
+        calib_mpw_map(w);
+        calib_mpw_key(w, "key");
+        calib_mpw_str(w, p->seg[i].key);
+        calib_mpw_key(w, "value");
+        calib_mpw_str(w, p->seg[i].value);
+        calib_mpw_key(w, "values");
+        status_pack_values(w, &one);
+        calib_mpw_end(w);
+    }
+    calib_mpw_end(w);
     calib_mpw_end(w);
 }
 
@@ -437,6 +452,26 @@ static void pack_segment(calib_mpw *w, const model *m, const seg_slot *sl, int o
         calib_mpw_num(w, sl->flagged ? sl->flagged_at : NAN);
         calib_mpw_key(w, "e_flagged"); /* the e-value it was flagged with */
         calib_mpw_num(w, exp(f.log_e_flag));
+    }
+    if (bins && !other) { /* its own recalibration (segment_refit) */
+        const seg_fix *fx = sl->fix;
+        calib_mpw_key(w, "refit");
+        calib_mpw_map(w);
+        calib_mpw_key(w, "phase");
+        calib_mpw_str(w, !fx ? "none" : fx->phase == SEG_FIX_COLLECT ? "collecting" : "shadow");
+        calib_mpw_key_uint(w, "collected", fx ? fx->n : 0);
+        calib_mpw_key_uint(w, "of", fx ? fx->cap : 0);
+        int shadow = fx && fx->phase == SEG_FIX_SHADOW;
+        calib_mpw_key_uint(w, "shadow_pairs", shadow ? fx->gate.pairs : 0);
+        calib_mpw_key(w, "shadow_log_e");
+        calib_mpw_num(w, shadow ? calib_gate_log_e(&fx->gate) : NAN);
+        calib_mpw_key(w, "improvement");
+        calib_mpw_num(w, shadow ? calib_accum_mean(&fx->gate.diff) : NAN);
+        calib_mpw_key_uint(w, "fits", sl->fits);
+        calib_mpw_key_uint(w, "fit_errors", sl->fit_errors);
+        calib_mpw_key_uint(w, "passed", sl->passed);
+        calib_mpw_key_uint(w, "failed", sl->failed);
+        calib_mpw_end(w);
     }
     if (bins) {
         calib_mpw_key(w, "reliability");

@@ -42,13 +42,40 @@ typedef struct opts {
     unsigned values, bad;
     double sigma, t, alpha, min_effect;
     uint64_t every;
-    int csv;
+    int csv, refit;
 } opts;
 
 typedef struct outcome {
     uint64_t found_at[64]; /* per bad value: the pair flagged at, 0: never */
     unsigned true_flags, false_flags;
+    unsigned refitted;        /* bad values with parameters of their own */
+    double served, oracle;    /* Brier sums on their pairs after that */
+    double before;            /* ... of the raw outputs */
+    uint64_t pairs;
 } outcome;
+
+static void softmax(const double *z, double t, double *p);
+
+/* The tick's publish, at once: the parameters in force from the next pair. */
+static int install(void *arg, model *m, const seg_key *k, seg_slot *s)
+{
+    (void)arg;
+    model_params p;
+    unsigned at;
+    model_params_with_segment(m, k, s, 0, &p, &at);
+    m->params = p;
+    return 0;
+}
+
+/* The Brier score of softmax(z / t) for outcome y. */
+static double brier_at(const double *z, double t, size_t y)
+{
+    double q[K], b = 0;
+    softmax(z, t, q);
+    for (size_t i = 0; i < K; i++)
+        b += (q[i] - (i == y)) * (q[i] - (i == y));
+    return b;
+}
 
 static void softmax(const double *z, double t, double *p)
 {
@@ -72,6 +99,7 @@ static int run(const opts *o, uint64_t seed, unsigned bad, outcome *out)
     c.segment_values = 256;
     c.segment_alpha = o->alpha;
     c.segment_min_effect = o->min_effect;
+    c.segment_refit = o->refit;
     c.seed = seed;
     model *m = calloc(1, sizeof *m);
     if (!m || model_init(m, &c, seed, NULL) != CALIB_OK ||
@@ -79,6 +107,11 @@ static int run(const opts *o, uint64_t seed, unsigned bad, outcome *out)
         free(m);
         return -1;
     }
+    /* the method calibd resolves for logits, at its identity (version 0) */
+    m->params.desc = calib_plugin_builtin("temperature");
+    m->params.n = 1;
+    m->params.values[0] = 1;
+    m->params.identity = 1;
     memset(out, 0, sizeof *out);
     calib_rng rng;
     calib_rng_seed(&rng, seed * 7919 + bad);
@@ -93,9 +126,19 @@ static int run(const opts *o, uint64_t seed, unsigned bad, outcome *out)
         int len = snprintf(name, sizeof name, "v%u", v);
         seg_kv kv = {"segment", name, 7, (size_t)len};
         model_segments(m, &kv, 1, codes, 0);
+        int which;
+        const double *sv = model_pair_values(m, &m->params, codes, &which);
+        if (which >= 0 && v < bad) { /* served: the value's own temperature */
+            out->served += brier_at(z, sv[0], (size_t)y);
+            out->oracle += brier_at(z, o->t, (size_t)y);
+            out->before += brier_at(z, 1, (size_t)y);
+            out->pairs++;
+        }
         model_observe(m, z, y, 1e9 + (double)i * 1e-4, codes);
-        if (i % o->every == 0 || i == o->pairs)
+        if (i % o->every == 0 || i == o->pairs) {
             seg_decide(&m->seg, (double)i, NULL, NULL);
+            model_segments_step(m, install, NULL, NULL); /* the tick's order */
+        }
         if (i % o->every == 0 || i == o->pairs) {
             const seg_key *k = &m->seg.key[0];
             for (size_t s = 0; s < k->used; s++) {
@@ -111,6 +154,7 @@ static int run(const opts *o, uint64_t seed, unsigned bad, outcome *out)
         if (k->slot[s].flagged)
             val < bad ? out->true_flags++ : out->false_flags++;
     }
+    out->refitted = m->params.nseg;
     model_free(m);
     free(m);
     return 0;
@@ -128,8 +172,8 @@ int main(int argc, char **argv)
               .alpha = 0.05, .min_effect = 0.02, .every = 100};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--csv") == 0) {
-            o.csv = 1;
+        if (strcmp(a, "--csv") == 0 || strcmp(a, "--refit") == 0) {
+            *(a[2] == 'c' ? &o.csv : &o.refit) = 1;
             continue;
         }
         if (!v) {
@@ -157,8 +201,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_segments: bad options\n");
         return 2;
     }
-    unsigned all_found = 0, null_any = 0;
-    double fdp_sum = 0;
+    unsigned all_found = 0, null_any = 0, all_refitted = 0;
+    double fdp_sum = 0, served = 0, oracle = 0, before = 0;
+    uint64_t fixed_pairs = 0;
     uint64_t *delays = calloc((size_t)o.seeds * o.bad + 1, sizeof *delays);
     size_t nd = 0;
     if (!delays)
@@ -180,6 +225,11 @@ int main(int argc, char **argv)
                 last = w.found_at[b] > last ? w.found_at[b] : last;
             }
         all_found += found == o.bad;
+        all_refitted += w.refitted == o.bad;
+        served += w.served;
+        oracle += w.oracle;
+        before += w.before;
+        fixed_pairs += w.pairs;
         unsigned flags = w.true_flags + w.false_flags;
         fdp_sum += flags ? (double)w.false_flags / flags : 0;
         null_any += n.false_flags > 0;
@@ -202,6 +252,12 @@ int main(int argc, char **argv)
     printf("false discovery proportion, mean over seeds: %.4f (level %g)\n",
            fdp_sum / o.seeds, o.alpha);
     printf("no bad value: seeds with any flag: %u of %u\n", null_any, o.seeds);
+    if (o.refit && fixed_pairs)
+        printf("refit: seeds with all %u refitted: %u of %u; on their %llu pairs after it, "
+               "Brier %.5f served, %.5f the oracle's (%+.2f%%), %.5f the raw outputs'\n",
+               o.bad, all_refitted, o.seeds, (unsigned long long)fixed_pairs,
+               served / fixed_pairs, oracle / fixed_pairs, 100 * (served / oracle - 1),
+               before / fixed_pairs);
     free(delays);
     return 0;
 }

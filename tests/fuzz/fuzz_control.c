@@ -36,7 +36,7 @@ static void add_model(const char *name, int form, size_t k, int n)
     FUZZ_CHECK(registry_shape(d, m, form, k, err, sizeof err) == 0);
     calib_rng r;
     calib_rng_seed(&r, 42);
-    double x[8], t = 1.7e9;
+    double x[8 + SEG_MAX_KEYS] = {0}, t = 1.7e9; /* outputs, then no segment codes */
     for (int i = 0; i < n + 5; i++) {
         double u = (double)(calib_rng_next(&r) % 1000) / 1000;
         for (size_t j = 0; j < 8; j++)

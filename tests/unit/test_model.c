@@ -263,6 +263,19 @@ static void params_message_round_trips(void **state)
     assert_true(g->after.brier == 0.25 && g->after.log == 0.7);
     assert_nan(g->after.dss);
     assert_true(g->improvement == 0.05 && g->ci[0] == 0.01 && g->ci[1] == 0.09);
+    assert_int_equal(g->nsegments, 0);
+    /* segments' parameters travel in the message, by the method's names */
+    p->nseg = 1;
+    p->seg[0] = (calib_params_segment){"country", "DE", {2.5, 0.25}};
+    recalib_params_msg(m, 1002, &msg);
+    calib_mpw_reset(&w);
+    assert_int_equal(calib_params_msg_write(&w, &msg), CALIB_OK);
+    assert_int_equal(calib_pubmsg_decode("m", 1, w.sb.data, w.sb.size, NULL, &got),
+                     CALIB_REJ_NONE);
+    assert_int_equal(g->nsegments, 1);
+    assert_string_equal(g->segments[0].key, "country");
+    assert_string_equal(g->segments[0].value, "DE");
+    assert_true(g->segments[0].values[0] == 2.5 && g->segments[0].values[1] == 0.25);
     calib_mpw_destroy(&w);
     model_free(m);
     free(m);
@@ -576,6 +589,87 @@ static void events_ring(void **state)
     free(m);
 }
 
+/* The install a passed gate asks for, as calibd's store would do it. */
+static int install(void *arg, model *m, const seg_key *k, seg_slot *s)
+{
+    int *calls = arg;
+    model_params p;
+    unsigned at;
+    model_params_with_segment(m, k, s, 0, &p, &at);
+    m->params = p;
+    ++*calls;
+    return 0;
+}
+
+/* segment_refit: a segment overconfident by T = 2 among calibrated ones is
+ * flagged, collects its next pairs, fits its own temperature (near 2),
+ * passes its gate and gets it as the next version; from then on its pairs
+ * are served (the calibrated view) under its temperature, the others under
+ * the model's. A calibrated segment gets nothing. */
+static void segment_refit(void **state)
+{
+    (void)state;
+    model_cfg c = defaults();
+    c.segment_refit = 1;
+    c.segment_refit_samples = 300;
+    c.miscal_trigger = 0;
+    model *m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    assert_int_equal(model_init(m, &c, 7, NULL), CALIB_OK);
+    assert_int_equal(model_shape(m, CALIB_FORM_LOGITS, 10), CALIB_OK);
+    set_temperature(m, 0, 0);
+    m->params.values[0] = 1;
+    m->params.identity = 1;
+    calib_rng rng;
+    calib_rng_seed(&rng, 11);
+    int calls = 0;
+    double codes[SEG_MAX_KEYS];
+    uint64_t served_after = 0;
+    for (int i = 0; i < 20000 && !calls; i++) {
+        double x[10], p[10], z = 0;
+        draw10(&rng, x, p);
+        int bad = i % 2;
+        double t = bad ? 2 : 1;
+        for (int k = 0; k < 10; k++)
+            z += p[k] = exp(x[k] / t);
+        for (int k = 0; k < 10; k++)
+            p[k] /= z;
+        seg_kv kv = {"tier", bad ? "gold" : "free", 4, 4};
+        model_segments(m, &kv, 1, codes, 0);
+        model_observe(m, x, (double)calib_rng_categorical(&rng, p, 10), 1000 + i * 0.01, codes);
+        if (i % 100 == 99) {
+            seg_decide(&m->seg, i, NULL, NULL);
+            model_segments_step(m, install, &calls, NULL);
+        }
+    }
+    assert_int_equal(calls, 1);
+    assert_true(m->params.version == 1);
+    assert_int_equal(m->params.nseg, 1);
+    assert_string_equal(m->params.seg[0].key, "tier");
+    assert_string_equal(m->params.seg[0].value, "gold");
+    double t = m->params.seg[0].values[0];
+    print_message("segment temperature %.4f\n", t);
+    assert_true(t > 1.7 && t < 2.3);
+    /* the pairs of "gold" now get it, "free"'s the model's identity */
+    seg_kv gold = {"tier", "gold", 4, 4}, free_ = {"tier", "free", 4, 4};
+    int which;
+    model_segments(m, &gold, 1, codes, 0);
+    assert_true(model_pair_values(m, &m->params, codes, &which)[0] == t && which == 0);
+    model_segments(m, &free_, 1, codes, 0);
+    assert_true(model_pair_values(m, &m->params, codes, &which) == m->params.values &&
+                which == -1);
+    assert_null(m->seg.key[0].slot[0].fix); /* free's slot never ran one */
+    const seg_slot *g = seg_route(&m->seg, 0, codes[0]) == &m->seg.key[0].slot[0]
+                            ? &m->seg.key[0].slot[1] : &m->seg.key[0].slot[0];
+    assert_true(g->flagged && g->passed == 1 && g->fits == 1 && !g->fix);
+    /* nothing runs again for a segment that has its parameters */
+    model_segments_step(m, install, &calls, NULL);
+    assert_null(g->fix);
+    (void)served_after;
+    model_free(m);
+    free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -585,6 +679,7 @@ int main(void)
         cmocka_unit_test(memory_grows_with_use),
         cmocka_unit_test(memory_limit_stops_growth),
         cmocka_unit_test(params_message_round_trips),
+        cmocka_unit_test(segment_refit),
         cmocka_unit_test(paired_and_counter_sums),
         cmocka_unit_test(confidence_sequences),
         cmocka_unit_test(window_period_sequences),

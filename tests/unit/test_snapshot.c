@@ -93,7 +93,7 @@ static void feed(model *m, uint64_t seed, int n, double t0)
 {
     calib_rng r;
     calib_rng_seed(&r, seed);
-    double x[K];
+    double x[K + SEG_MAX_KEYS] = {0}; /* the outputs, then no segment codes */
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < K; j++)
             x[j] = 2 * calib_rng_normal(&r);
@@ -116,10 +116,12 @@ static void feed(model *m, uint64_t seed, int n, double t0)
     calib_join_result res;
     calib_id_u64(&id, seed * 1000 + 999);
     assert_int_equal(calib_join_pred(&m->join, &id, x, t0, t0 + 6, &res), CALIB_OK);
+    int pst = res.status;
     assert_int_equal(calib_join_label(&m->join, &id, 0, t0, t0 + 6, &res), CALIB_OK);
-    /* (a table that filled keeps a sample of ids: that one may be out) */
-    assert_true(res.status == CALIB_JOIN_JOINED ||
-                (res.status == CALIB_JOIN_SAMPLED_OUT && m->join.sample != UINT32_MAX));
+    /* (a table that filled keeps a sample of ids: that prediction may be
+     * out, and the sample may have grown back by the time its label came) */
+    assert_true(res.status == CALIB_JOIN_JOINED || pst == CALIB_JOIN_SAMPLED_OUT ||
+                m->join.now > t0 + 6); /* a crafted file's clock, far ahead: it expired */
     model_event_add(m, t0, "drift", "seed %llu", (unsigned long long)seed);
 }
 

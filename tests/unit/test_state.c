@@ -67,6 +67,21 @@ static void params_round_trip(void **state)
     assert_true(q.ts == p.ts && q.fit_n == 9000 && q.shadow_n == 1234);
     assert_true(q.before[1] == 0.9 && q.after[0] == 0.35);
     assert_true(q.improvement == 0.05 && q.ci[0] == 0.01 && q.ci[1] == 0.09);
+    assert_int_equal(q.nseg, 0);
+    /* segments' own parameters: a value with spaces and '=' comes back */
+    p.nseg = 2;
+    p.seg[0] = (calib_params_segment){"country", "DE", {2.5, 0.25}};
+    p.seg[1] = (calib_params_segment){"city", "S\xc3\xa3o Paulo = SP", {0.5, -1}};
+    assert_int_equal(state_save_params(dir, "m", &p, err, sizeof err), 0);
+    assert_int_equal(state_load_params(dir, "m", &q, names, err, sizeof err), 0);
+    assert_int_equal(state_params_by_name(&q, names, platt, err, sizeof err), 0);
+    assert_int_equal(q.nseg, 2);
+    for (int i = 0; i < 2; i++) {
+        assert_string_equal(q.seg[i].key, p.seg[i].key);
+        assert_string_equal(q.seg[i].value, p.seg[i].value);
+        assert_true(q.seg[i].values[0] == p.seg[i].values[0] &&
+                    q.seg[i].values[1] == p.seg[i].values[1]);
+    }
     /* no file: nothing stored */
     assert_int_equal(state_load_params(dir, "none", &q, names, err, sizeof err), 1);
 }
@@ -80,10 +95,12 @@ static void params_by_name_not_position(void **state)
     model_params q;
     state_param_names names;
     write_file("model.swap.params",
-               "version 3\nmethod platt\nparam b -0.5\nparam a 1.25\n");
+               "version 3\nmethod platt\nparam b -0.5\nparam a 1.25\nsegment 7 3 k=v\n");
     assert_int_equal(state_load_params(dir, "swap", &q, names, err, sizeof err), 0);
     assert_int_equal(state_params_by_name(&q, names, platt, err, sizeof err), 0);
     assert_true(q.values[0] == 1.25 && q.values[1] == -0.5);
+    /* a segment's values follow the param lines' order: b 7, a 3 */
+    assert_true(q.seg[0].values[0] == 3 && q.seg[0].values[1] == 7);
 
     const struct {
         const char *text, *says;
@@ -118,6 +135,12 @@ static void untrusted_files_refused(void **state)
         "version 3\nmethod temperature\nparam T nan\n", /* not finite */
         "version x\nmethod temperature\nparam T 2\n",   /* not a line calibd writes */
         "version 3\nmethod temperature\nparam T 2\ngarbage\n",
+        "version 3\nmethod temperature\nsegment 2 k=v\nparam T 2\n", /* before params */
+        "version 3\nmethod temperature\nparam T 2\nsegment 2 kv\n",   /* no '=' */
+        "version 3\nmethod temperature\nparam T 2\nsegment 2 a b=v\n", /* bad key */
+        "version 3\nmethod temperature\nparam T 2\nsegment nan k=v\n",
+        "version 3\nmethod temperature\nparam T 2\nsegment 2 k=\n",   /* no value */
+        "version 3\nmethod temperature\nparam T 2\nsegment 2 k=v\nparam U 1\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         write_file("model.t.params", bad[i]);
