@@ -7,6 +7,10 @@
 # (segment_miscalibrated, naming the segment), exports the worst in
 # /metrics, keeps the flags and figures across kill -9 (snapshot), and
 # counts a bad "seg" map as bad_segment without losing the next message.
+# With segment_refit = yes, more pairs give each of the three its own
+# temperature (near 2), published in the params message, which a serving
+# node (the Python Follower) applies to that segment's predictions only;
+# the segments' parameters survive a restart with their version.
 . "$(dirname "$0")/lib.sh"
 
 make_sink
@@ -19,6 +23,7 @@ ingest_pull = tcp://127.0.0.1:*
 [defaults]
 miscal_trigger = no
 segment_metrics = 5
+segment_refit = yes
 EOF2
 start_calibd -c "$work/calibd.conf" --log-level info --http 127.0.0.1:0
 "$SIMULATE" --endpoint ">$INGEST" --linger-ms "$LINGER_MS" --batch 100 --count 20000 \
@@ -70,5 +75,54 @@ check "after kill -9: every value's pairs and flag as before" \
      [ "$(json_get "$work/r.json" "[(s[\"value\"], s[\"pairs\"], s.get(\"flagged\")) for s in $(seg)[\"segments\"]]")" = "$(cat "$work/before")" ]'
 check "no alert sent again for the flags restored" \
     'uptime_past 1 "$work/r.json" && [ "$(grep -c segment_miscalibrated "$work/alerts.jsonl")" -eq 3 ]'
+
+# segment_refit: more of the stream; a serving node follows the versions
+"$PY" - "$PUBLISH" "$work/follower.json" <<'PY' &
+import json, sys, time
+from calibd import Follower, LOGITS
+with Follower(sys.argv[1], ["seg"]) as f:
+    f.start()
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and len(f.held("seg").segments) < 3:
+        time.sleep(0.05)
+    p = f.held("seg")
+    z = [2.0, 0.5, -1.0, 0.0, 1.0, 0.3, -0.2, 1.5, -2.0, 0.1]
+    out = {"version": p.version, "segments": [list(s[:2]) + [s[2][0]] for s in p.segments],
+           "model": list(f.apply("seg", LOGITS, z)[1]),
+           "v1": list(f.apply("seg", LOGITS, z, seg={"segment": "v1"})[1]),
+           "v7": list(f.apply("seg", LOGITS, z, seg={"segment": "v7"})[1])}
+    open(sys.argv[2], "w").write(json.dumps(out))
+PY
+follower=$!
+track "$follower"
+# (paced: a segment's fit waits for a tick, and its gate for pairs after it)
+"$SIMULATE" --endpoint ">$INGEST" --linger-ms "$LINGER_MS" --batch 100 --count 60000 \
+    --rate 10000 --sigma 3 --segments 40 --miscal-segments 3 --label-delay 0.2 --model seg \
+    --seed 2 2> /dev/null
+segpar() { echo "r['models']['seg']['params']['segments']"; }
+check "each of the three gets its own temperature, near 2, as versions 1 to 3" \
+    'wait_for "$work/p.json" "len($(segpar)) == 3" 120 &&
+     [ "$(json_get "$work/p.json" "sorted(s[\"value\"] for s in $(segpar)) == [\"v0\", \"v1\", \"v2\"] and all(1.5 < s[\"values\"][\"T\"] < 2.6 for s in $(segpar)) and r[\"models\"][\"seg\"][\"params\"][\"version\"] == 3")" = True ]'
+check "no calibrated value got any" \
+    '[ "$(json_get "$work/p.json" "sum(s[\"refit\"][\"fits\"] for s in $(seg)[\"segments\"][3:-1])")" = 0 ]'
+check "the serving node applies a segment's temperature to its predictions only" \
+    'wait_until "[ -s \"$work/follower.json\" ]" 120 && "$PY" - "$work/follower.json" "$work/p.json" <<'"'"'PY'"'"'
+import json, math, sys
+f = json.load(open(sys.argv[1])); r = json.load(open(sys.argv[2]))
+t = {s["value"]: s["values"]["T"] for s in r["models"]["seg"]["params"]["segments"]}
+z = [2.0, 0.5, -1.0, 0.0, 1.0, 0.3, -0.2, 1.5, -2.0, 0.1]
+def softmax(v, T):
+    m = max(v); e = [math.exp((x - m) / T) for x in v]; s = sum(e); return [x / s for x in e]
+assert f["version"] == 3, f
+assert all(abs(a - b) < 1e-12 for a, b in zip(f["v1"], softmax(z, t["v1"]))), f
+assert all(abs(a - b) < 1e-12 for a, b in zip(f["v7"], softmax(z, 1))), f
+assert f["model"] == f["v7"], f
+PY'
+json_get "$work/p.json" "[(s['value'], s['values']['T']) for s in $(segpar)]" > "$work/segpar"
 check "calibd stops cleanly" "stop_calibd"
+start_calibd -c "$work/calibd.conf" --log-level info --http 127.0.0.1:0
+check "restarted: version 3 and the segments' parameters, as stored" \
+    'wait_for "$work/q.json" "r[\"models\"][\"seg\"][\"params\"][\"version\"] == 3" &&
+     [ "$(json_get "$work/q.json" "[(s[\"value\"], s[\"values\"][\"T\"]) for s in $(segpar)]")" = "$(cat "$work/segpar")" ]'
+check "calibd stops cleanly again" "stop_calibd"
 finish
