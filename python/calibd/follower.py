@@ -271,14 +271,19 @@ def decode_params(topic, payload):
                 raise Reject("key_type")
             names.append(k)
             values.append(float(v))
+    check_domain(method, values)
+    return Params(val["model"], version, method, names, values,
+                  decode_segments(val.get("segments"), method, names))
+
+
+def check_domain(method, values):
+    """Finite values in the built-in method's domain, or Reject."""
     if not all(math.isfinite(v) for v in values):
         raise Reject("bad_value")
     if method == "temperature" and not values[0] > 0:
         raise Reject("bad_value")
     if method == "variance" and not (values[0] > 0 and values[1] >= 0):
         raise Reject("bad_value")
-    return Params(val["model"], version, method, names, values,
-                  decode_segments(val.get("segments"), method, names))
 
 
 SEG_MAX = 16           # CALIB_PUBMSG_MAX_SEGMENTS
@@ -316,12 +321,7 @@ def decode_segments(smap, method, names):
                 raise Reject("key_type")
             found[k] = float(v)
         values = [found[n] for n in names]
-        if not all(math.isfinite(v) for v in values):
-            raise Reject("bad_value")
-        if method == "temperature" and not values[0] > 0:
-            raise Reject("bad_value")
-        if method == "variance" and not (values[0] > 0 and values[1] >= 0):
-            raise Reject("bad_value")
+        check_domain(method, values)
         out.append((key, value, tuple(values)))
     return tuple(out)
 

@@ -5,12 +5,29 @@
 #ifndef CALIB_TEST_PUBMSG_UTIL_H
 #define CALIB_TEST_PUBMSG_UTIL_H
 
+#include <stdio.h>
 #include <string.h>
 
 #include "calib/calib.h"
 #include "calib/mpw.h"
 #include "calib/plugin.h"
 #include "calib/pubmsg.h"
+
+/* A params message of model: version, method and its n parameters by
+ * name, every figure absent. */
+static inline void params_of(calib_params_msg *m, const char *model, uint64_t version,
+                             const char *method, unsigned n, const char *const *names,
+                             const double *values)
+{
+    calib_params_msg_init(m, model);
+    m->version = version;
+    snprintf(m->method, sizeof m->method, "%s", method);
+    m->nparams = n;
+    for (unsigned i = 0; i < n; i++) {
+        snprintf(m->names[i], sizeof m->names[i], "%s", names[i]);
+        m->values[i] = values[i];
+    }
+}
 
 /* m, written by calib_params_msg_write, as the payload p. */
 static inline void pl_of_params(payload *p, const calib_params_msg *m)

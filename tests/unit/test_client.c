@@ -412,12 +412,7 @@ static void segment_parameters(void **state)
     rig_open(&g, "m1", NULL);
     rig_handshake(&g, "m1", 1, "temperature", 1, T_NAMES, (double[]){2.0});
     calib_params_msg m;
-    calib_params_msg_init(&m, "m1");
-    m.version = 2;
-    strcpy(m.method, "temperature");
-    m.nparams = 1;
-    strcpy(m.names[0], "T");
-    m.values[0] = 1.5;
+    params_of(&m, "m1", 2, "temperature", 1, T_NAMES, (double[]){1.5});
     m.nsegments = 2;
     m.segments[0] = (calib_params_segment){"country", "DE", {3.0}};
     m.segments[1] = (calib_params_segment){"device", "ios", {0.5}};

@@ -428,14 +428,7 @@ static void round_trips_segments(void **state)
 {
     (void)state;
     calib_params_msg m;
-    calib_params_msg_init(&m, "m1");
-    m.version = 3;
-    strcpy(m.method, "platt");
-    m.nparams = 2;
-    strcpy(m.names[0], "a");
-    strcpy(m.names[1], "b");
-    m.values[0] = 1;
-    m.values[1] = 0;
+    params_of(&m, "m1", 3, "platt", 2, (const char *[]){"a", "b"}, (double[]){1, 0});
     m.nsegments = 2;
     m.segments[0] = (calib_params_segment){"country", "DE", {0.5, 0.1}};
     m.segments[1] = (calib_params_segment){"device", "S\xc3\xa3o=x", {0.7, -0.2}};
