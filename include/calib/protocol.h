@@ -163,7 +163,7 @@ int calib_msg_seg(const calib_msg *m, size_t i, size_t j, const char **key, size
  * of [A-Za-z0-9_.-]; else 0. */
 int calib_proto_seg_key_ok(const void *s, size_t len);
 /* 1 when the bytes make a segment value: 1..CALIB_PROTO_MAX_SEG_NAME
- * bytes, none below 0x20 nor 0x7f (UTF-8 passes); else 0. */
+ * bytes of valid UTF-8 without a control character (C0, DEL, C1); else 0. */
 int calib_proto_seg_value_ok(const void *s, size_t len);
 
 /*

@@ -120,10 +120,11 @@ int calib_join_load(calib_mpr *r, const msgpack_object *o, calib_join *j, double
                     double *x, size_t *lost);
 /* As calib_join_load, for a table whose predictions are `keep` outputs
  * followed by tags of the caller's (calibd's segment codes): a prediction
- * stored with another number of tags is kept, with the tags both widths
- * have and 0 for the table's others. */
+ * stored with another number of tags is kept, with at most `tags` of the
+ * tags both widths have (0: none, when the caller cannot trust them) and
+ * 0 for the table's others. */
 int calib_join_load_tags(calib_mpr *r, const msgpack_object *o, calib_join *j, double shift,
-                         double *x, size_t keep, size_t *lost);
+                         double *x, size_t keep, size_t tags, size_t *lost);
 
 /* A drift detector, into d initialised with the running configuration:
  * CALIB_LOAD_OTHER when the stored one is not d's. calib_drift_settings:

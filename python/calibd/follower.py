@@ -306,7 +306,8 @@ def decode_segments(smap, method, names):
         key, value = kv.split("=", 1)
         kb, vb = key.encode(), value.encode()
         if (not 1 <= len(kb) <= SEG_NAME_MAX or not set(kb) <= SEG_KEY_CHARS or
-                not 1 <= len(vb) <= SEG_NAME_MAX or any(c < 0x20 or c == 0x7f for c in vb)):
+                not 1 <= len(vb) <= SEG_NAME_MAX or
+                any(c < " " or "\x7f" <= c <= "\x9f" for c in value)):
             raise Reject("bad_params")
         if kv in seen:
             raise Reject("duplicate_key")

@@ -52,7 +52,7 @@ def _seg_value(v: Any, key: str) -> str:
     if not isinstance(v, str):
         raise ValueError("seg[%r]: a string, not %r" % (key, v))
     b = v.encode()
-    if not 1 <= len(b) <= _SEG_NAME_MAX or any(c < 0x20 or c == 0x7f for c in b):
+    if not 1 <= len(b) <= _SEG_NAME_MAX or any(c < " " or "\x7f" <= c <= "\x9f" for c in v):
         raise ValueError("seg[%r]: %r is not 1..64 bytes without control characters"
                          % (key, v))
     return str(v)  # numpy's str_ too

@@ -158,10 +158,10 @@ static void pred_record(calibd *d, model *m, const calib_msg *msg, size_t i,
         model_canonical(m, form, d->x, m->xcal);
         memcpy(d->x, m->xcal, m->width * sizeof *d->x);
     }
-    pred_segments(d, m, msg, i, wall_now());
     if (r->has_y) {
         if (check_y(d, m, r->y, "inline") != 0)
             return;
+        pred_segments(d, m, msg, i, wall_now()); /* counted once taken */
         model_observe(m, d->x, r->y, now, d->x + m->width);
         m->inline_scored++;
         note_label(d, m); /* an inline outcome is a label too */
@@ -169,8 +169,12 @@ static void pred_record(calibd *d, model *m, const calib_msg *msg, size_t i,
     }
     calib_id id;
     calib_join_result jr;
-    if (make_id(r, &id) != CALIB_OK ||
-        calib_join_pred(&m->join, &id, d->x, r->ts, t->mono, &jr) != CALIB_OK) {
+    if (make_id(r, &id) != CALIB_OK) {
+        reject(d, m, CALIB_REJ_BAD_ID, "id", NULL);
+        return;
+    }
+    pred_segments(d, m, msg, i, wall_now()); /* the codes wait with the outputs */
+    if (calib_join_pred(&m->join, &id, d->x, r->ts, t->mono, &jr) != CALIB_OK) {
         reject(d, m, CALIB_REJ_BAD_ID, "id", NULL);
         return;
     }

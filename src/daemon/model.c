@@ -579,7 +579,8 @@ static void observe_segments(model *m, const double *codes, const double s[VIEWS
         o.correct[v] = 0;
         if (m->form != CALIB_FORM_GAUSSIAN) {
             size_t top = calib_argmax(p[v], m->k);
-            o.conf[v] = p[v][top];
+            /* in [0, 1] whatever a plugin returns: each bet's factor stays > 0 */
+            o.conf[v] = p[v][top] < 0 ? 0 : p[v][top] > 1 ? 1 : p[v][top];
             o.correct[v] = top == (size_t)y;
         }
     }
@@ -633,7 +634,8 @@ void model_observe(model *m, const double *x, double y, double now, const double
         calib_cs *cs[2] = {m->cs, m->period.cs};
         for (int i = 0; i < 2; i++) {
             calib_cs_add(&cs[i][VIEW_RAW], s[VIEW_RAW][WS_MAIN]);
-            if (xs[VIEW_CAL] != xs[VIEW_RAW]) /* identity: the raw one stands for both */
+            /* identity for every pair: the raw one stands for both */
+            if (!model_params_serves_identity(&m->params) && m->params.desc)
                 calib_cs_add(&cs[i][VIEW_CAL], s[VIEW_CAL][WS_MAIN]);
         }
     }
@@ -709,6 +711,17 @@ void model_params_with_segment(const model *m, const seg_key *k, const seg_slot 
     *index = (unsigned)(sg - p->seg);
 }
 
+void model_params_keep_segments(const model *m, model_params *p)
+{
+    p->nseg = m->params.nseg;
+    memcpy(p->seg, m->params.seg, sizeof p->seg);
+}
+
+int model_params_serves_identity(const model_params *p)
+{
+    return p->identity && p->nseg == 0;
+}
+
 /* 1 when p holds parameters of segment k = s's value. */
 static int has_segment(const model_params *p, const seg_key *k, const seg_slot *s)
 {
@@ -732,6 +745,9 @@ static void segment_fit(model *m, const seg_key *k, seg_slot *s, logger *lg)
     model_gate_cfg(m, &gc);
     char why[ERR_MAX] = "";
     s->fits++;
+    /* the n-th attempt tests at gate_alpha / 2^n: however many fail, a
+     * segment passes a gate by chance with probability gate_alpha at most */
+    gc.alpha = ldexp(gc.alpha, -(int)(s->fits < 60 ? s->fits : 60));
     int rc = desc->fit(&ds, &opts, &res);
     if (rc != CALIB_OK)
         snprintf(why, sizeof why, "%s", calib_strerror(rc));
@@ -756,12 +772,25 @@ static void segment_fit(model *m, const seg_key *k, seg_slot *s, logger *lg)
                 "gate starts", m->name, k->name, s->name, desc->name, ds.n);
 }
 
+/* A segment's fit runs in the tick: at most SEG_FIT_NUMBERS outputs in
+ * all (about 10 ms of a temperature fit), whatever segment_refit_samples
+ * asks, and 50 records at least. */
+#define SEG_FIT_NUMBERS 1000000
+static size_t segment_fit_records(const model *m)
+{
+    size_t most = SEG_FIT_NUMBERS / (m->width ? m->width : 1);
+    size_t want = (size_t)m->cfg.segment_refit_samples;
+    most = most < 50 ? 50 : most;
+    return want < most ? want : most;
+}
+
 void model_segments_step(model *m, model_seg_publish_fn publish, void *arg, logger *lg)
 {
     seg_table *t = &m->seg;
     const model_cfg *c = &m->cfg;
     const calib_plugin *desc = m->params.desc;
-    if (!c->segment_refit || !desc || !desc->fit || m->form == CALIB_FORM_GAUSSIAN)
+    if (!c->segment_refit || !desc || !desc->fit || m->form == CALIB_FORM_GAUSSIAN ||
+        m->recalib.seg_storing) /* what it stores is not in m->params yet */
         return;
     int fitted = 0;
     for (size_t i = 0; i < t->nkeys; i++) {
@@ -773,7 +802,7 @@ void model_segments_step(model *m, model_seg_publish_fn publish, void *arg, logg
             if (!s->flagged || (!s->fix && (published || !room)))
                 continue;
             if (!s->fix) { /* refused by the budget: tried again at the next tick */
-                (void)seg_fix_start(t, s, m->width + 1, (size_t)c->segment_refit_samples);
+                (void)seg_fix_start(t, s, m->width + 1, segment_fit_records(m));
                 continue;
             }
             seg_fix *f = s->fix;
@@ -888,7 +917,7 @@ int model_cs(const model *m, int scope, int view, double *lo, double *hi)
     if (!m->cs_on)
         return 0;
     return cs_interval(scope == CS_PERIOD ? m->period.cs : m->cs, view,
-                       m->params.identity || !m->params.desc, lo, hi);
+                       model_params_serves_identity(&m->params) || !m->params.desc, lo, hi);
 }
 
 void model_event_add(model *m, double t, const char *kind, const char *fmt, ...)

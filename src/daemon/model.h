@@ -356,6 +356,12 @@ void model_trigger_cfg(const model *m, calib_gate_cfg *gc);
 struct logger;
 typedef int (*model_seg_publish_fn)(void *arg, model *m, const seg_key *k, seg_slot *s);
 void model_segments_step(model *m, model_seg_publish_fn publish, void *arg, struct logger *lg);
+/* p (a fit's, of the model's method) takes the segments' parameters in
+ * force, which a publish keeps: so it is scored as it would be served. */
+void model_params_keep_segments(const model *m, model_params *p);
+/* 1 when p is the identity for every pair: its values are its method's
+ * identity and it holds no segment's parameters. */
+int model_params_serves_identity(const model_params *p);
 /* The model's parameters with slot s's fitted ones for its segment (added
  * after the others', or in place of its own), as the next version at wall
  * time now, the gate's figures as the version's; *index: its place. */

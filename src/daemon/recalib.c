@@ -356,6 +356,7 @@ static void start_shadow(calibd *d, model *m, const refit_job *j)
     model_gate_cfg(m, &gc);
     model_params *p = &l->candidate;
     params_of_fit(j, p);
+    model_params_keep_segments(m, p); /* scored as it would be served */
     l->candidates++;
     char v[200];
     recalib_format_params(p, v, sizeof v);
@@ -398,6 +399,7 @@ static void challenger_done(calibd *d, model *m, const refit_job *j, int status)
     }
     model_params *p = &l->challenger;
     params_of_fit(j, p);
+    model_params_keep_segments(m, p); /* scored as it would be served */
     if (!l->trig_on) { /* the first: its regime begins with its samples */
         l->trig_on = 1;
         trigger_restart(m, 0);
@@ -1081,7 +1083,7 @@ static int segment_ready(void *arg, model *m, const seg_key *k, seg_slot *s)
 {
     calibd *d = arg;
     model_recalib *l = &m->recalib;
-    if (l->seg_storing || d->stopping ||
+    if (l->seg_storing || d->stopping || m->forget ||
         (l->refit.phase != PHASE_IDLE && l->refit.phase != PHASE_OFF))
         return -1;
     return segment_publish(d, m, k, s);

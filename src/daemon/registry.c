@@ -261,7 +261,7 @@ size_t registry_collect(calibd *d, double now, int busy)
         int idle = ttl > 0 && m->scored == 0 && now - last_seen(m) >= ttl &&
                    !config_find_model(&d->cfg, m->name);
         if ((!m->forget && !idle) || phase == PHASE_FITTING || phase == PHASE_STORING ||
-            m->recalib.trig_fitting) { /* a worker holds it */
+            m->recalib.trig_fitting || m->recalib.seg_storing) { /* a worker holds it */
             d->reg.models[kept++] = m;
             continue;
         }

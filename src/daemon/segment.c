@@ -491,9 +491,15 @@ static void slot_merge(seg_slot *d, const seg_slot *s)
     d->count += s->count;
     d->err += s->err;
     slot_restart_test(d);
-    if (s->flagged && (!d->flagged || s->log_e_flag > d->log_e_flag)) {
+    /* a flag of either stays; flagged in both, the mean of their e-values
+     * (an e-value; their larger one is not) */
+    if (s->flagged && d->flagged) {
+        double a = d->log_e_flag, b = s->log_e_flag, hi = a > b ? a : b;
+        d->log_e_flag = hi + log1p(exp(-fabs(a - b))) - 0.69314718055994530942;
+        d->flagged_at = d->flagged_at < s->flagged_at ? d->flagged_at : s->flagged_at;
+    } else if (s->flagged) {
         d->log_e_flag = s->log_e_flag;
-        d->flagged_at = d->flagged ? d->flagged_at : s->flagged_at;
+        d->flagged_at = s->flagged_at;
     }
     d->flagged |= s->flagged;
 }

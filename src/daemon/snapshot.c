@@ -878,6 +878,24 @@ static int read_sums(calib_mpr *r, const msgpack_object *o, model_sums *s, size_
 
 /* The statistics of a shaped model, section by section: a section whose
  * dimensions changed with the configuration stays fresh. */
+/* The segments (absent before them): 1 restored, 0 not (noted), -1 a
+ * malformed section. */
+static int read_segments(calib_mpr *r, const msgpack_object *o, model *m, notes *skipped)
+{
+    const msgpack_object *seg = calib_mpr_find(o, "segments");
+    if (!seg)
+        return 0;
+    int rc = seg_load(r, seg, &m->seg);
+    if (rc == CALIB_LOAD_FAILED)
+        return -1;
+    if (rc != CALIB_LOAD_OK)
+        note(skipped, "the segments (%s; the waiting predictions' segments with them)",
+             rc == CALIB_LOAD_LATER ? "of a later form"
+             : rc == CALIB_LOAD_NO_ROOM ? "no room under memory_limit"
+             : "segment_values, bins, segment_min_effect or segment_keys changed");
+    return rc == CALIB_LOAD_OK;
+}
+
 static int read_shaped(calib_mpr *r, const msgpack_object *o, model *m, double shift, notes *skipped)
 {
     calib_accums_load(r, o, "cum", &m->cum[0][0], VIEWS * WS_PER_VIEW);
@@ -943,15 +961,7 @@ static int read_shaped(calib_mpr *r, const msgpack_object *o, model *m, double s
             note(skipped, "the class-wise bins%s", rc == CALIB_LOAD_LATER ? " (of a later "
                  "form)" : "");
     }
-    const msgpack_object *seg = calib_mpr_find(o, "segments");
-    int rc = seg ? seg_load(r, seg, &m->seg) : CALIB_LOAD_OK;
-    if (rc == CALIB_LOAD_FAILED)
-        return 0;
-    if (rc != CALIB_LOAD_OK)
-        note(skipped, "the segments (%s)", rc == CALIB_LOAD_LATER ? "of a later form"
-             : rc == CALIB_LOAD_NO_ROOM ? "no room under memory_limit"
-             : "segment_values, bins, segment_min_effect or segment_keys changed");
-    rc = calib_window_load(r, calib_mpr_map(r, o, "window"), &m->win);
+    int rc = calib_window_load(r, calib_mpr_map(r, o, "window"), &m->win);
     if (rc == CALIB_LOAD_FAILED)
         return 0;
     if (rc == CALIB_LOAD_OTHER)
@@ -1034,11 +1044,17 @@ int snapshot_restore_model(model *m, const msgpack_object *o, double shift, int 
     for (int i = 0; i < 3; i++)
         if (isfinite(last[i]) && last[i] != 0)
             *mono[i] = last[i] + shift;
-    /* a waiting prediction's outputs pass through the model's scratch */
+    /* the segments before the join: a waiting prediction's codes name
+     * their slots, and mean nothing to a table that was not restored */
+    int segs = m->shaped ? read_segments(&r, o, m, &sk) : 0;
+    if (segs < 0)
+        return -1;
+    /* a waiting prediction's outputs pass through the model's scratch, kept
+     * whatever the number of segment codes after them */
     size_t lost = 0;
-    /* the outputs are kept whatever the number of segment codes after them */
     int rc = calib_join_load_tags(&r, calib_mpr_map(&r, o, "join"), &m->join, shift,
-                                  m->shaped ? m->xcal : NULL, m->width, &lost);
+                                  m->shaped ? m->xcal : NULL, m->width,
+                                  segs ? m->seg.cfg.keys : 0, &lost);
     if (rc == CALIB_LOAD_FAILED || !read_events(&r, o, m) || !read_alerts(&r, o, m, shift))
         return -1;
     if (rc == CALIB_LOAD_LATER)

@@ -255,6 +255,8 @@ static int parse_segment(const char *s, model_params *p)
     }
     s++;
     const char *eq = strchr(s, '='), *end = strchr(s, '\n');
+    if (!end) /* a last line without its newline */
+        end = s + strlen(s);
     size_t klen = eq ? (size_t)(eq - s) : 0, vlen = eq && end > eq ? (size_t)(end - eq - 1) : 0;
     if (!eq || !end || !calib_proto_seg_key_ok(s, klen) || !calib_proto_seg_value_ok(eq + 1, vlen))
         return -1;
@@ -373,6 +375,11 @@ int state_params_by_name(model_params *p, state_param_names names,
                 if (strcmp(names[j], desc->param_names[i]) == 0)
                     sv[i] = p->seg[e].values[j];
         memcpy(p->seg[e].values, sv, desc->nparams * sizeof *sv);
+        char why[ERR_MAX];
+        if (calib_plugin_params_check(desc, p->seg[e].values, why, sizeof why) != CALIB_OK) {
+            snprintf(err, errlen, "segment %s=%s: %s", p->seg[e].key, p->seg[e].value, why);
+            return -1;
+        }
     }
     return 0;
 }

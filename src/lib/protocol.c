@@ -614,13 +614,34 @@ int calib_proto_seg_key_ok(const void *s, size_t len)
     return 1;
 }
 
+/* The length of the UTF-8 sequence at b (left bytes), or 0 when it is not
+ * one, or is a control character (C0, DEL or C1). */
+static size_t utf8_char(const unsigned char *b, size_t left)
+{
+    unsigned c = b[0];
+    if (c < 0x80)
+        return c >= 0x20 && c != 0x7f;
+    size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+             : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (!n || n > left)
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((b[i] & 0xc0) != 0x80)
+            return 0;
+    /* no overlong form, surrogate, code point above U+10FFFF, nor C1 */
+    if ((c == 0xe0 && b[1] < 0xa0) || (c == 0xed && b[1] > 0x9f) ||
+        (c == 0xf0 && b[1] < 0x90) || (c == 0xf4 && b[1] > 0x8f) || (c == 0xc2 && b[1] < 0xa0))
+        return 0;
+    return n;
+}
+
 int calib_proto_seg_value_ok(const void *s, size_t len)
 {
     const unsigned char *b = s;
     if (!b || len < 1 || len > CALIB_PROTO_MAX_SEG_NAME)
         return 0;
-    for (size_t i = 0; i < len; i++)
-        if (b[i] < 0x20 || b[i] == 0x7f)
+    for (size_t i = 0, n; i < len; i += n)
+        if (!(n = utf8_char(b + i, len - i)))
             return 0;
     return 1;
 }

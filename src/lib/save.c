@@ -758,11 +758,11 @@ static int read_id(calib_mpr *r, const msgpack_object *o, calib_id *id)
 int calib_join_load(calib_mpr *r, const msgpack_object *o, calib_join *j, double shift,
                     double *x, size_t *lost)
 {
-    return calib_join_load_tags(r, o, j, shift, x, j->cfg.width, lost);
+    return calib_join_load_tags(r, o, j, shift, x, j->cfg.width, 0, lost);
 }
 
 int calib_join_load_tags(calib_mpr *r, const msgpack_object *o, calib_join *j, double shift,
-                         double *x, size_t keep, size_t *lost)
+                         double *x, size_t keep, size_t tags, size_t *lost)
 {
     *lost = 0;
     if (!o || o->type != MSGPACK_OBJECT_MAP)
@@ -804,8 +804,11 @@ int calib_join_load_tags(calib_mpr *r, const msgpack_object *o, calib_join *j, d
                 ++*lost; /* another shape: these cannot be kept */
                 continue;
             }
-            /* the outputs, then as many of the tags as both have, 0 beyond */
+            /* the outputs, then as many of the tags as both have and the
+             * caller takes, 0 beyond */
             size_t copy = width < have ? (size_t)width : have;
+            if (copy > keep + tags)
+                copy = keep + tags;
             memcpy(x, f[4].via.bin.ptr, copy * sizeof *x);
             for (size_t t = copy; t < have; t++)
                 x[t] = 0;

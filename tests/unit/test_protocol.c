@@ -410,6 +410,19 @@ static void segments(void **state)
     assert_false(calib_proto_seg_key_ok("a=b", 3));
     assert_false(calib_proto_seg_key_ok("", 0));
     assert_false(calib_proto_seg_value_ok("a\x7f", 2));
+    /* UTF-8: valid sequences pass; broken, overlong, surrogate, above
+     * U+10FFFF and C1 controls do not */
+    assert_true(calib_proto_seg_value_ok("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 9));
+    assert_false(calib_proto_seg_value_ok("\xff", 1));
+    assert_false(calib_proto_seg_value_ok("\xc3", 1));
+    assert_false(calib_proto_seg_value_ok("\xc3(", 2));
+    assert_false(calib_proto_seg_value_ok("\xc0\xaf", 2));
+    assert_false(calib_proto_seg_value_ok("\xe0\x80\xaf", 3));
+    assert_false(calib_proto_seg_value_ok("\xed\xa0\x80", 3));
+    assert_false(calib_proto_seg_value_ok("\xf4\x90\x80\x80", 4));
+    assert_false(calib_proto_seg_value_ok("\xc2\x85", 2));
+    REJECTS(CALIB_REJ_BAD_SEGMENT, HF "s d s u s M s s", 5, HA("pred"), "p", 0.7, "id", 9,
+            "seg", 1, "a", "\xff");
 }
 
 static void labels(void **state)

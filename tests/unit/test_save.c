@@ -360,7 +360,7 @@ static void joins_round_trip_and_other_widths_are_counted(void **state)
         assert_int_equal(calib_join_init(&t, &tc), CALIB_OK);
         SAVED(sv, calib_join_save, &a);
         lost = 0;
-        assert_int_equal(calib_join_load_tags(&sv.r, &sv.u.data, &t, 0, x4, 2, &lost),
+        assert_int_equal(calib_join_load_tags(&sv.r, &sv.u.data, &t, 0, x4, 2, 2, &lost),
                          CALIB_LOAD_OK);
         assert_int_equal(lost, 0);
         assert_int_equal(t.waiting_preds, a.waiting_preds);
@@ -375,9 +375,13 @@ static void joins_round_trip_and_other_widths_are_counted(void **state)
         calib_join_free(&t);
         SAVED(sv, calib_join_save, &a);
         assert_int_equal(calib_join_init(&t, &tc), CALIB_OK);
-        assert_int_equal(calib_join_load_tags(&sv.r, &sv.u.data, &t, 0, x4, 3, &lost),
+        assert_int_equal(calib_join_load_tags(&sv.r, &sv.u.data, &t, 0, x4, 3, 0, &lost),
                          CALIB_LOAD_OK);
         assert_true(w == 2 ? lost > 0 : lost == 0);
+        if (w == 4) { /* tags not taken: 0 */
+            assert_int_equal(calib_join_label(&t, &id, 1, 0, 36, &out), CALIB_OK);
+            assert_true(out.x[2] == 2 && out.x[3] == 0);
+        }
         saved_end(&sv);
         calib_join_free(&t);
     }

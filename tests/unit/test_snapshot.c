@@ -1031,6 +1031,48 @@ static void crafted_bodies_do_no_harm(void **state)
     model_free(&a);
 }
 
+/* A prediction waits with its segment code; the restart cannot restore
+ * the segments (segment_min_effect changed): its code is dropped, so once
+ * another value takes the slot the code named, the label's pair does not
+ * go to that value. With the same settings it goes where it went before. */
+static void waiting_codes_follow_their_segments(void **state)
+{
+    (void)state;
+    model_cfg c = small_cfg();
+    for (int same = 0; same < 2; same++) {
+        model a, b;
+        make(&a, &c, 0);
+        double x[K + SEG_MAX_KEYS] = {0};
+        x[0] = 2;
+        seg_kv de = {"country", "DE", 7, 2}, fr = {"country", "FR", 7, 2};
+        model_segments(&a, &de, 1, x + K, 0);
+        calib_id id;
+        calib_id_u64(&id, 77);
+        calib_join_result res;
+        assert_int_equal(calib_join_pred(&a.join, &id, x, 0, 1, &res), CALIB_OK);
+        size_t len;
+        char *f = file_of(&a, &len);
+        model_cfg c2 = c;
+        if (!same)
+            c2.segment_min_effect = 0.05;
+        make(&b, &c2, 0);
+        char skipped[600] = "", err[600];
+        assert_int_equal(restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err), 0);
+        assert_true(same ? b.seg.nkeys == 1 : (b.seg.nkeys == 0 && strstr(skipped, "segments")));
+        double y[K + SEG_MAX_KEYS] = {0};
+        model_segments(&b, same ? &de : &fr, 1, y + K, 0); /* FR takes slot 0, gen 1 */
+        assert_int_equal(calib_join_label(&b.join, &id, 0, 0, 2, &res), CALIB_OK);
+        assert_int_equal(res.status, CALIB_JOIN_JOINED);
+        model_observe(&b, res.x, 0, 1000, res.x + K);
+        const seg_slot *sl = &b.seg.key[0].slot[0];
+        assert_string_equal(sl->name, same ? "DE" : "FR");
+        assert_int_equal(sl->score[VIEW_CAL][0].n, same ? 1 : 0);
+        model_free(&a);
+        model_free(&b);
+        free(f);
+    }
+}
+
 /* Two shards of one stream merged = one model fed the whole stream:
  * counts, sums (to rounding), bins and window panes exactly, the ring's
  * newest records, the reservoir's size and count, the waiting items. */
@@ -1164,6 +1206,7 @@ int main(void)
         cmocka_unit_test(foreign_files_are_refused),
         cmocka_unit_test(crafted_bodies_do_no_harm),
         cmocka_unit_test(merged_shards_equal_the_whole),
+        cmocka_unit_test(waiting_codes_follow_their_segments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -101,6 +101,16 @@ static void params_by_name_not_position(void **state)
     assert_true(q.values[0] == 1.25 && q.values[1] == -0.5);
     /* a segment's values follow the param lines' order: b 7, a 3 */
     assert_true(q.seg[0].values[0] == 3 && q.seg[0].values[1] == 7);
+    /* a last line without its newline is read too */
+    write_file("model.swap.params", "version 3\nmethod temperature\nparam T 2\nsegment 3 k=v w");
+    assert_int_equal(state_load_params(dir, "swap", &q, names, err, sizeof err), 0);
+    assert_string_equal(q.seg[0].value, "v w");
+    /* a segment's values outside the method's domain: refused */
+    write_file("model.swap.params", "version 3\nmethod temperature\nparam T 2\nsegment -1 k=v\n");
+    assert_int_equal(state_load_params(dir, "swap", &q, names, err, sizeof err), 0);
+    assert_int_equal(state_params_by_name(&q, names, calib_plugin_builtin("temperature"), err,
+                                          sizeof err), -1);
+    assert_non_null(strstr(err, "segment k=v"));
 
     const struct {
         const char *text, *says;
