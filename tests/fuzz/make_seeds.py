@@ -106,6 +106,13 @@ def protocol():
         msg("s", pred(id="d", logits=[1, 2])) + msg("s", pred(id="d", logits=[1, 2]))
         + msg("s", pred(id="e", logits=[1, 2, 3])) + msg("s", label(id="d", y=0))
         + msg("s", label(id="d", y=1)) + msg("s", pred(id="f", p=0.5)))
+    s["segments"] = (
+        msg("s", pred(id="s1", p=0.7, seg={"country": "DE", "device": "S\u00e3o ios"}))
+        + msg("s", label(id="s1", y=1))
+        + msg("s", pred(n=3, id=[1, 2, 3], p=[0.1, 0.5, 0.9], y=[0, 1, 1],
+                        seg={"country": ["DE", "FR", "DE"], "tier": "gold"}))
+        + msg("s", pred(id="bad", p=0.5, seg={"a b": "x"}))
+        + msg("s", pred(id="bad2", p=0.5, seg={"a": "\x85"})))
     s["many_models"] = b"".join(msg("m%d" % i, pred(id=i, p=0.5, y=i % 2)) for i in range(10))
     s["framing"] = (bytes([0xff]) + struct.pack("<H", 0) + bytes([0xfe]) + struct.pack("<H", 0)
                     + msg("bad topic!", pred(id=1, p=0.5)))
@@ -156,6 +163,9 @@ def pubmsg():
                            "values": {"brier": 0.4, "reference": 0.3, "e": None}}),
         "heartbeat": pub("m", {"v": 1, "type": "heartbeat", "ts": 1.7e9}),
         "model_mismatch": pub("m", params("other", 1, "temperature", {"T": 2.0})),
+        "params_segments": pub("m", params("m", 5, "temperature", {"T": 1.2},
+                                           segments={"country=DE": {"T": 2.0},
+                                                     "device=S\u00e3o=x": {"T": 0.8}})),
     }
     for name, data in s.items():
         write("pubmsg", name, data)
@@ -219,6 +229,13 @@ alert_cooldown = 60
 label_starvation = 900
 join_memory = 1048576
 sample_memory = 4194304
+segment_keys = 2
+segment_values = 32
+segment_alpha = 0.1
+segment_min_effect = 0.01
+segment_metrics = 5
+segment_refit = yes
+segment_refit_samples = 300
 """
 
 
