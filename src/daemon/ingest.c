@@ -115,6 +115,7 @@ static int check_y(calibd *d, model *m, double y, const char *what)
  * label TTL). */
 typedef struct ingest_time {
     double steady, mono;
+    double wall; /* when a segment value takes a slot (read only for a message with seg) */
 } ingest_time;
 
 /* A joined pair: scored, unless the label waited for the model's first
@@ -138,6 +139,10 @@ static void pred_segments(calibd *d, model *m, const calib_msg *msg, size_t i, d
 {
     if (!m->seg.cfg.keys)
         return;
+    if (!msg->nseg) { /* none: the codes say so */
+        memset(d->x + m->width, 0, m->seg.cfg.keys * sizeof *d->x);
+        return;
+    }
     seg_kv kv[CALIB_PROTO_MAX_SEG];
     for (size_t j = 0; j < msg->nseg; j++)
         if (calib_msg_seg(msg, i, j, &kv[j].key, &kv[j].key_len, &kv[j].val,
@@ -161,7 +166,7 @@ static void pred_record(calibd *d, model *m, const calib_msg *msg, size_t i,
     if (r->has_y) {
         if (check_y(d, m, r->y, "inline") != 0)
             return;
-        pred_segments(d, m, msg, i, wall_now()); /* counted once taken */
+        pred_segments(d, m, msg, i, t->wall); /* counted once taken */
         model_observe(m, d->x, r->y, now, d->x + m->width);
         m->inline_scored++;
         note_label(d, m); /* an inline outcome is a label too */
@@ -173,7 +178,7 @@ static void pred_record(calibd *d, model *m, const calib_msg *msg, size_t i,
         reject(d, m, CALIB_REJ_BAD_ID, "id", NULL);
         return;
     }
-    pred_segments(d, m, msg, i, wall_now()); /* the codes wait with the outputs */
+    pred_segments(d, m, msg, i, t->wall); /* the codes wait with the outputs */
     if (calib_join_pred(&m->join, &id, d->x, r->ts, t->mono, &jr) != CALIB_OK) {
         reject(d, m, CALIB_REJ_BAD_ID, "id", NULL);
         return;
@@ -354,7 +359,7 @@ static void ingest_records(calibd *d, model *m, ingest_outcome *out)
     int rc;
     if (out)
         out->records = msg->n;
-    ingest_time now = {steady_now(d), tick_now(d)};
+    ingest_time now = {steady_now(d), tick_now(d), msg->nseg ? wall_now() : 0};
     for (size_t i = 0; i < msg->n; i++) {
         calib_msg_rec r;
         rc = calib_msg_record(msg, i, &r, msg->type == CALIB_MSG_PRED ? d->x : NULL);
