@@ -35,6 +35,7 @@ static int on_header(void *ctx, char *const *names, size_t ncol, unsigned char *
     if (pred_layout_init(&t->layout, t->path, names, ncol, NULL, err, errlen) != 0)
         return -1;
     t->have_layout = 1;
+    pred_layout_text_unused(&t->layout, text, ncol); /* ignored, whatever they hold */
     return 0;
 }
 

@@ -47,6 +47,7 @@ static int on_header(void *ctx, char *const *names, size_t ncol, unsigned char *
     if (pred_layout_init(&s->layout, s->path, names, ncol, s->seg_name, err, errlen) != 0)
         return -1;
     s->have_layout = 1;
+    pred_layout_text_unused(&s->layout, text, ncol); /* ignored, whatever they hold */
     const pred_layout *l = &s->layout;
     s->x = calloc(l->width, sizeof *s->x);
     s->p = calloc(l->k ? l->k : 1, sizeof *s->p);

@@ -84,6 +84,7 @@ static int on_header(void *ctx, char *const *names, size_t ncol, unsigned char *
     if (pred_layout_init(&d->layout, d->path, names, ncol, NULL, err, errlen) != 0)
         return -1;
     d->have_layout = 1;
+    pred_layout_text_unused(&d->layout, text, ncol); /* ignored, whatever they hold */
     if (!(d->x = calloc(d->layout.width, sizeof *d->x))) {
         snprintf(err, errlen, "out of memory");
         return -1;

@@ -204,6 +204,13 @@ int pred_layout_uses(const pred_layout *l, size_t c)
     return 0;
 }
 
+void pred_layout_text_unused(const pred_layout *l, unsigned char *text, size_t ncol)
+{
+    for (size_t c = 0; c < ncol; c++)
+        if (!pred_layout_uses(l, c))
+            text[c] = 1;
+}
+
 void pred_layout_free(pred_layout *l)
 {
     free(l->col_x);

@@ -24,6 +24,10 @@ int pred_layout_init(pred_layout *l, const char *path, char *const *names,
                      size_t ncol, const char *own, char *err, size_t errlen);
 /* 1 when column c is one pred_row reads (y or an output). */
 int pred_layout_uses(const pred_layout *l, size_t c);
+/* Marks in text[ncol] every column pred_row does not read: the reader then
+ * takes them as text, so that an ignored column (an id, a segment) is
+ * ignored whatever it holds. */
+void pred_layout_text_unused(const pred_layout *l, unsigned char *text, size_t ncol);
 void pred_layout_free(pred_layout *l);
 
 /* Extracts and checks one row's outputs x[width] and outcome y. Returns 0,

@@ -53,6 +53,13 @@ expect variance_recovers "assert abs(r['params']['w'] - 3) < 0.25 and abs(r['par
     --method variance "$tmp/gauss.csv"
 expect ets_plugin "assert r['method'] == 'ets' and r['test']['brier']['ci'][0] > 0; assert abs(sum(r['params'][w] for w in ('w1', 'w2', 'w3')) - 1) < 1e-9" \
     --method ets --plugin-dir "$BUILDDIR/plugins/.libs" --test "$tmp/test.csv" "$tmp/train.csv"
+# a column calibctl does not read is ignored whatever it holds (the
+# simulator's dump with --segments has one of text): the same fit
+awk -F, 'BEGIN { OFS = "," } { print $0, (NR == 1 ? "segment" : "v" NR % 7 " x") }' \
+    "$tmp/train.csv" > "$tmp/train_seg.csv"
+"$CALIBCTL" fit --method temperature "$tmp/train.csv" > "$tmp/plain.json" 2> /dev/null
+expect text_column_ignored "assert r['params'] == json.load(open('$tmp/plain.json'))['params']" \
+    --method temperature "$tmp/train_seg.csv"
 
 # refusals: exit 2 and a message
 refuse() {

@@ -149,9 +149,11 @@ expect_reject segment_long_cell 2 "'a\\{32\\}\\.\\.\\.' (too long) in column 3" 
     "y,p,segment\n1,0.5,$(printf 'a%.0s' {1..65})\n" --segment segment
 expect_reject segment_number_still_checked 2 "'x' in column 2 is not a finite number" \
     'y,p,segment\n1,x,a\n' --segment segment
-# without --segment, a text column is a bad number as before
-expect_reject segment_column_without_option 2 "'a' in column 3 is not a finite number" \
-    'y,p,segment\n1,0.5,a\n'
+# without --segment, a column of text is ignored (with a warning), as any
+# unknown column
+expect_json segment_column_without_option "
+assert r['n'] == 1 and 'segments' not in r
+" 'y,p,segment\n1,0.5,a\n'
 
 # bad options: exit 2, the option named
 expect_usage() {
