@@ -522,6 +522,15 @@ void model_segments(model *m, const seg_kv *kv, size_t n, double *codes, double 
     seg_predict(&m->seg, kv, n, codes, now);
 }
 
+/* The index in p->seg of segment key = value's parameters, or -1. */
+static int params_segment(const model_params *p, const char *key, const char *value)
+{
+    for (unsigned e = 0; e < p->nseg; e++)
+        if (strcmp(p->seg[e].key, key) == 0 && strcmp(p->seg[e].value, value) == 0)
+            return (int)e;
+    return -1;
+}
+
 /* A pair of segment codes to the recalibrations its segments run: a
  * record for the fit while they collect, a paired score in the shadow gate
  * after. cur: the main score of what is served now. The candidate is
@@ -547,12 +556,8 @@ static void observe_fixes(model *m, const double *x, double y, const double *cod
         }
         if (f->gate.state != CALIB_GATE_RUNNING || !m->params.desc)
             continue;
-        int which, own = -1;
+        int which, own = params_segment(&m->params, t->key[i].name, s->name);
         (void)model_pair_values(m, &m->params, codes, &which);
-        for (unsigned e = 0; e < m->params.nseg; e++)
-            if (strcmp(m->params.seg[e].key, t->key[i].name) == 0 &&
-                strcmp(m->params.seg[e].value, s->name) == 0)
-                own = (int)e;
         double sc[2] = {cur[0], cur[1]};
         if (which < 0 || which == own) {
             int form = calib_recal_out_form(m->form);
@@ -688,10 +693,8 @@ void model_params_with_segment(const model *m, const seg_key *k, const seg_slot 
 {
     const seg_fix *f = s->fix;
     *p = m->params;
-    unsigned e = 0;
-    while (e < p->nseg && !(strcmp(p->seg[e].key, k->name) == 0 &&
-                            strcmp(p->seg[e].value, s->name) == 0))
-        e++;
+    int at = params_segment(p, k->name, s->name);
+    unsigned e = at >= 0 ? (unsigned)at : p->nseg;
     if (e == p->nseg && p->nseg < CALIB_PUBMSG_MAX_SEGMENTS)
         p->nseg++;
     calib_params_segment *sg = &p->seg[e < CALIB_PUBMSG_MAX_SEGMENTS ? e : p->nseg - 1];
@@ -720,15 +723,6 @@ void model_params_keep_segments(const model *m, model_params *p)
 int model_params_serves_identity(const model_params *p)
 {
     return p->identity && p->nseg == 0;
-}
-
-/* 1 when p holds parameters of segment k = s's value. */
-static int has_segment(const model_params *p, const seg_key *k, const seg_slot *s)
-{
-    for (unsigned e = 0; e < p->nseg; e++)
-        if (strcmp(p->seg[e].key, k->name) == 0 && strcmp(p->seg[e].value, s->name) == 0)
-            return 1;
-    return 0;
 }
 
 /* A slot's collected pairs fitted: its shadow gate starts, or, when the fit
@@ -797,7 +791,7 @@ void model_segments_step(model *m, model_seg_publish_fn publish, void *arg, logg
         seg_key *k = &t->key[i];
         for (size_t j = 0; j < k->used; j++) {
             seg_slot *s = &k->slot[j];
-            int published = has_segment(&m->params, k, s);
+            int published = params_segment(&m->params, k->name, s->name) >= 0;
             int room = published || m->params.nseg < CALIB_PUBMSG_MAX_SEGMENTS;
             if (!s->flagged || (!s->fix && (published || !room)))
                 continue;
