@@ -15,7 +15,7 @@ from typing import Callable, Dict, Optional, Sequence, Union
 import msgpack
 import zmq
 
-from . import _sockets
+from . import _segments, _sockets
 
 try:  # numpy is optional here: lists work without it
     import numpy as np
@@ -287,9 +287,6 @@ def check_domain(method, values):
 
 
 SEG_MAX = 16           # CALIB_PUBMSG_MAX_SEGMENTS
-SEG_NAME_MAX = 64
-SEG_KEY_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                          b"0123456789._-")
 
 
 def decode_segments(smap, method, names):
@@ -304,10 +301,7 @@ def decode_segments(smap, method, names):
         if not isinstance(kv, str) or "=" not in kv:
             raise Reject("bad_params")
         key, value = kv.split("=", 1)
-        kb, vb = key.encode(), value.encode()
-        if (not 1 <= len(kb) <= SEG_NAME_MAX or not set(kb) <= SEG_KEY_CHARS or
-                not 1 <= len(vb) <= SEG_NAME_MAX or
-                any(c < " " or "\x7f" <= c <= "\x9f" for c in value)):
+        if not _segments.key_ok(key) or not _segments.value_ok(value):
             raise Reject("bad_params")
         if kv in seen:
             raise Reject("duplicate_key")

@@ -24,7 +24,7 @@ from typing import Any, Dict, Optional, Sequence, Union
 import msgpack
 import zmq
 
-from . import _sockets
+from . import _segments, _sockets
 
 try:
     import numpy as np
@@ -42,18 +42,12 @@ _TOPIC_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 Id = Union[str, int]
 
 MAX_SEG = 8            # segment keys of a prediction
-_SEG_NAME_MAX = 64     # bytes of a segment key or value
-_SEG_KEY_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                           b"0123456789._-")
 
 
 def _seg_value(v: Any, key: str) -> str:
     """A segment value: 1..64 bytes of UTF-8, no control character."""
-    if not isinstance(v, str):
-        raise ValueError("seg[%r]: a string, not %r" % (key, v))
-    b = v.encode()
-    if not 1 <= len(b) <= _SEG_NAME_MAX or any(c < " " or "\x7f" <= c <= "\x9f" for c in v):
-        raise ValueError("seg[%r]: %r is not 1..64 bytes without control characters"
+    if not _segments.value_ok(v):
+        raise ValueError("seg[%r]: %r is not 1..64 bytes of UTF-8 without control characters"
                          % (key, v))
     return str(v)  # numpy's str_ too
 
@@ -65,8 +59,7 @@ def _seg(seg: Any, n: Optional[int]) -> Dict[str, Any]:
         raise ValueError("seg: a dict of at most %d segment keys" % MAX_SEG)
     out = {}  # type: Dict[str, Any]
     for key, v in seg.items():
-        kb = key.encode() if isinstance(key, str) else b""
-        if not 1 <= len(kb) <= _SEG_NAME_MAX or not set(kb) <= _SEG_KEY_CHARS:
+        if not _segments.key_ok(key):
             raise ValueError("seg: key %r is not 1..64 of [A-Za-z0-9_.-]" % (key,))
         if n is not None and not isinstance(v, str):
             vals = [_seg_value(x, key) for x in v]
