@@ -30,6 +30,7 @@
 
 #include "calib/calib.h"
 #include "calib/sample.h"
+#include "calib/score.h"
 #include "cfg.h"
 #include "model.h"
 #include "segment.h"
@@ -54,8 +55,6 @@ typedef struct outcome {
     uint64_t pairs;
 } outcome;
 
-static void softmax(const double *z, double t, double *p);
-
 /* The tick's publish, at once: the parameters in force from the next pair. */
 static int install(void *arg, model *m, const seg_key *k, seg_slot *s)
 {
@@ -65,6 +64,14 @@ static int install(void *arg, model *m, const seg_key *k, seg_slot *s)
     model_params_with_segment(m, k, s, 0, &p, &at);
     m->params = p;
     return 0;
+}
+
+/* softmax(z / t), libcalib's. */
+static void softmax(const double *z, double t, double *p)
+{
+    for (int i = 0; i < K; i++)
+        p[i] = z[i] / t;
+    calib_softmax(p, K, p);
 }
 
 /* The Brier score of softmax(z / t) for outcome y. */
@@ -77,16 +84,6 @@ static double brier_at(const double *z, double t, size_t y)
     return b;
 }
 
-static void softmax(const double *z, double t, double *p)
-{
-    double m = z[0], s = 0;
-    for (int i = 1; i < K; i++)
-        m = z[i] > m ? z[i] : m;
-    for (int i = 0; i < K; i++)
-        s += p[i] = exp((z[i] - m) / t);
-    for (int i = 0; i < K; i++)
-        p[i] /= s;
-}
 
 static int run(const opts *o, uint64_t seed, unsigned bad, outcome *out)
 {
