@@ -313,41 +313,69 @@ static double seg_flag(const seg_slot *sl, const seg_figures *f, int v)
     return sl->top[VIEW_CAL].m ? sl->flagged : NAN;
 }
 
-/* One family over the top segment_metrics values of each key (worst
- * first) and, with other, the "(other)" bucket; with views, a sample per
- * view (label view). */
-static void seg_family(out *t, const snap *s, size_t n, const char *name, const char *what,
+/* One exported segment: a value among the segment_metrics worst of its
+ * key, or its key's other bucket; ranked, summed and escaped once a render
+ * for every family. */
+typedef struct seg_row {
+    const model *m;
+    const seg_key *key;
+    const seg_slot *sl;
+    int other;
+    seg_figures f;
+    char value[2 * SEG_NAME_MAX + 1]; /* escaped */
+} seg_row;
+
+/* The rows of models s[0..n) into *rows (malloc'd; NULL when none):
+ * their number, or -1 out of memory. */
+static long seg_rows(const snap *s, size_t n, seg_row **rows)
+{
+    size_t most = 0, got = 0;
+    *rows = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (s[i].m->shaped)
+            most += s[i].m->seg.nkeys * ((size_t)s[i].m->cfg.segment_metrics + 1);
+    if (!most)
+        return 0;
+    seg_row *r = malloc(most * sizeof *r);
+    size_t *idx = malloc(SEG_MAX_VALUES * sizeof *idx);
+    if (!r || !idx) {
+        free(r);
+        free(idx);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const model *m = s[i].m;
+        for (size_t k = 0; m->shaped && k < m->seg.nkeys; k++) {
+            size_t top = seg_rank(&m->seg, k, idx, (size_t)m->cfg.segment_metrics);
+            for (size_t j = 0; j <= top; j++, got++) {
+                seg_row *w = &r[got];
+                *w = (seg_row){.m = m, .key = &m->seg.key[k], .other = j == top};
+                w->sl = w->other ? seg_other(&m->seg, k) : &w->key->slot[idx[j]];
+                seg_figures_of(w->sl, &w->f);
+                label_escape(w->value, sizeof w->value, w->other ? "(other)" : w->sl->name);
+            }
+        }
+    }
+    free(idx);
+    *rows = r;
+    return (long)got;
+}
+
+/* One family over the rows (with other, the other buckets too); with
+ * views, a sample per view (label view). */
+static void seg_family(out *t, const seg_row *rows, size_t n, const char *name, const char *what,
                        seg_value_fn fn, int views, int other)
 {
     help(t, name, "gauge", what);
     for (size_t i = 0; i < n; i++) {
-        const model *m = s[i].m;
-        const seg_table *tb = &m->seg;
-        size_t top = (size_t)m->cfg.segment_metrics;
-        if (!m->shaped || !tb->nkeys || (!top && !other))
+        const seg_row *w = &rows[i];
+        if (w->other && !other)
             continue;
-        size_t *idx = top ? malloc(top * sizeof *idx) : NULL;
-        if (top && !idx) {
-            t->t.failed = 1;
-            return;
-        }
-        for (size_t k = 0; k < tb->nkeys; k++) {
-            const seg_key *key = &tb->key[k];
-            size_t r = top ? seg_rank(tb, k, idx, top) : 0;
-            for (size_t j = 0; j < r + (other ? 1 : 0); j++) {
-                const seg_slot *sl = j < r ? &key->slot[idx[j]] : seg_other(tb, k);
-                seg_figures f;
-                seg_figures_of(sl, &f);
-                char v[2 * SEG_NAME_MAX + 1];
-                label_escape(v, sizeof v, j < r ? sl->name : "(other)");
-                for (int vw = 0; vw < (views ? VIEWS : 1); vw++)
-                    sample(t, fn(sl, &f, views ? vw : VIEW_CAL),
-                           "%s{model=\"%s\",key=\"%s\",value=\"%s\"%s%s%s}", name, m->name,
-                           key->name, v, views ? ",view=\"" : "", views ? view_names[vw] : "",
-                           views ? "\"" : "");
-            }
-        }
-        free(idx);
+        for (int vw = 0; vw < (views ? VIEWS : 1); vw++)
+            sample(t, fn(w->sl, &w->f, views ? vw : VIEW_CAL),
+                   "%s{model=\"%s\",key=\"%s\",value=\"%s\"%s%s%s}", name, w->m->name,
+                   w->key->name, w->value, views ? ",view=\"" : "",
+                   views ? view_names[vw] : "", views ? "\"" : "");
     }
 }
 
@@ -375,19 +403,25 @@ static void segment_metrics(out *t, const snap *s, size_t n)
                    "Segments found miscalibrated (e-BH at segment_alpha per key).", 1);
     seg_key_family(t, s, n, "calibd_segment_evictions_total", "counter",
                    "Tracked values replaced by more frequent ones.", 2);
-    seg_family(t, s, n, "calibd_segment_pairs", "Pairs scored of a segment since its value "
+    seg_row *r;
+    long got = seg_rows(s, n, &r);
+    size_t nr = got > 0 ? (size_t)got : 0;
+    if (got < 0)
+        t->t.failed = 1;
+    seg_family(t, r, nr, "calibd_segment_pairs", "Pairs scored of a segment since its value "
                "is tracked (the segment_metrics worst values of each key, and (other)).",
                seg_pairs, 0, 1);
-    seg_family(t, s, n, "calibd_segment_brier", "Mean Brier score (or DSS) of a segment.",
+    seg_family(t, r, nr, "calibd_segment_brier", "Mean Brier score (or DSS) of a segment.",
                seg_brier, 1, 1);
-    seg_family(t, s, n, "calibd_segment_gap", "Mean top-label confidence minus accuracy of a "
+    seg_family(t, r, nr, "calibd_segment_gap", "Mean top-label confidence minus accuracy of a "
                "segment, calibrated outputs.", seg_gap, 0, 1);
-    seg_family(t, s, n, "calibd_segment_gap_low", "Lower end of the 95% interval of "
+    seg_family(t, r, nr, "calibd_segment_gap_low", "Lower end of the 95% interval of "
                "|confidence - accuracy| of a segment (0: it holds 0).", seg_gap_lo, 0, 1);
-    seg_family(t, s, n, "calibd_segment_e_value", "E-value of a segment's test of calibration "
+    seg_family(t, r, nr, "calibd_segment_e_value", "E-value of a segment's test of calibration "
                "now (e-BH flags at segment_values / (segment_alpha r)).", seg_e, 0, 0);
-    seg_family(t, s, n, "calibd_segment_flagged", "1 once a segment was found miscalibrated.",
-               seg_flag, 0, 0);
+    seg_family(t, r, nr, "calibd_segment_flagged", "1 once a segment was found "
+               "miscalibrated.", seg_flag, 0, 0);
+    free(r);
 }
 
 /* The name of score i (WS_MAIN, WS_LOG) of model m. */
