@@ -8,10 +8,11 @@ set -euo pipefail
 set_name=${1:-test}
 run=(build-essential autoconf automake libtool pkg-config
      libuv1-dev libzmq3-dev libmsgpack-dev libinih-dev libmicrohttpd-dev zlib1g-dev libcsv-dev
-     libjansson-dev
+     libjansson-dev librdkafka-dev
      python3) # scripts/live_status.py
 tests=(libcmocka-dev # the unit tests
        curl python3-zmq python3-msgpack # the integration tests' probes and senders
+       python3-confluent-kafka # the Kafka tests' producer (tests/integ/kafka.sh)
        python3-numpy python3-pytest python3-venv python3-setuptools python3-wheel # python/
        clang libclang-rt-14-dev # the sanitizers build and libFuzzer (tests/fuzz)
        openssl # test certificates for HTTPS (tests/integ/https.sh)

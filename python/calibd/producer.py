@@ -14,6 +14,12 @@ Which socket loses what (calibd-protocol(7), INGEST):
   before calibd's subscription reaches it, so the first send waits for
   that subscription, up to `subscription_wait` seconds (TimeoutError
   after). Later, a full queue drops, and so does a calibd that restarts.
+- "kafka": a Kafka producer (confluent-kafka) on the brokers given as the
+  endpoint ("host:port,..."), writing to `kafka_topic`, each message keyed
+  by its model's name, so that a model's predictions and labels land on
+  one partition, in order (calibd(8), KAFKA). The brokers keep what is
+  sent: nothing is lost while calibd is down. close() waits up to `linger`
+  seconds for every message to be acknowledged (RuntimeError if not).
 """
 
 import math
@@ -155,19 +161,28 @@ class Producer:
                  socket: str = "push", batch: int = 1000, float32: bool = False,
                  key: Optional[str] = None, server_key: Optional[str] = None,
                  linger: float = 10.0, subscription_wait: float = 10.0,
-                 context: Optional[zmq.Context] = None) -> None:
+                 context: Optional[zmq.Context] = None, kafka_topic: str = "calibd",
+                 kafka_config: Optional[Dict[str, Any]] = None) -> None:
         """endpoint: calibd's ingest_pull endpoint (socket="push") or ingest
         endpoint (socket="pub"); a leading ">" connects (the default), "@"
         binds. key, server_key: CURVE, this producer's key pair file
         (NAME.key_secret) and calibd's public key file (NAME.key), as
-        `calibctl keygen` writes them."""
-        if socket not in ("push", "pub"):
-            raise ValueError("socket: \"push\" or \"pub\", not %r" % socket)
+        `calibctl keygen` writes them. socket="kafka": endpoint is the
+        brokers, kafka_topic the topic, kafka_config librdkafka's
+        properties besides (SASL, TLS, ...)."""
+        if socket not in ("push", "pub", "kafka"):
+            raise ValueError("socket: \"push\", \"pub\" or \"kafka\", not %r" % socket)
         if not 1 <= batch <= MAX_BATCH:
             raise ValueError("batch: 1 to %d rows" % MAX_BATCH)
         self.batch = batch
         self.float32 = float32
         self.subscription_wait = subscription_wait
+        self.linger = linger
+        self.sent = {"messages": 0, "predictions": 0, "labels": 0}  # type: Dict[str, int]
+        self._kafka = None
+        if socket == "kafka":
+            self._kafka_open(endpoint, kafka_topic, kafka_config)
+            return
         self._own_ctx = context is None
         self.ctx = context or zmq.Context()
         self.sock = self.ctx.socket(zmq.PUSH if socket == "push" else zmq.XPUB)
@@ -181,7 +196,37 @@ class Producer:
             if self._own_ctx:
                 self.ctx.term()
             raise
-        self.sent = {"messages": 0, "predictions": 0, "labels": 0}  # type: Dict[str, int]
+
+    def _kafka_open(self, brokers, topic, config) -> None:
+        try:
+            import confluent_kafka
+        except ImportError as e:  # pragma: no cover - optional dependency
+            raise ImportError("socket=\"kafka\" needs confluent-kafka (Debian: "
+                              "python3-confluent-kafka)") from e
+        if not isinstance(brokers, str) or not brokers:
+            raise ValueError("kafka: the endpoint is the brokers, \"host:port,...\"")
+        if not topic or len(topic) > 249 or topic in (".", "..") or \
+                not all(c.isascii() and (c.isalnum() or c in "._-") for c in topic):
+            raise ValueError("kafka_topic: 1..249 characters of [A-Za-z0-9._-]")
+        conf = dict(config or {})
+        conf["bootstrap.servers"] = brokers
+        self._kafka = confluent_kafka.Producer(conf)
+        self._kafka_topic = topic
+        self._kafka_failed = []  # type: list
+
+    def _delivered(self, err, msg) -> None:
+        if err is not None:
+            self._kafka_failed.append(str(err))
+
+    def _kafka_send(self, topic: bytes, payload: bytes) -> None:
+        while True:
+            try:
+                self._kafka.produce(self._kafka_topic, key=topic, value=payload,
+                                    on_delivery=self._delivered)
+                break
+            except BufferError:  # the local queue is full: wait for acknowledgements
+                self._kafka.poll(0.1)
+        self._kafka.poll(0)
 
     def __enter__(self) -> "Producer":
         return self
@@ -191,7 +236,14 @@ class Producer:
 
     def close(self) -> None:
         """Closes the socket; PUSH waits up to `linger` seconds for what is
-        queued to go."""
+        queued to go, Kafka for every message to be acknowledged."""
+        if self._kafka is not None:
+            left = self._kafka.flush(self.linger if math.isfinite(self.linger) else -1)
+            failed, self._kafka_failed = self._kafka_failed, []
+            if left or failed:
+                raise RuntimeError("kafka: %d messages not acknowledged, %d refused%s" %
+                                   (left, len(failed), ": " + failed[0] if failed else ""))
+            return
         self.sock.close()
         if self._own_ctx:
             self.ctx.term()
@@ -210,6 +262,10 @@ class Producer:
             self._subscribed = len(msg) > 0 and msg[0] == 1
 
     def _send(self, topic: bytes, body: Dict[str, Any]) -> None:
+        if self._kafka is not None:
+            self._kafka_send(topic, msgpack.packb(body, use_bin_type=True))
+            self.sent["messages"] += 1
+            return
         if not self._subscribed:
             self._wait_subscription()
         self.sock.send_multipart([topic, msgpack.packb(body, use_bin_type=True)])

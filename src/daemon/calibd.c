@@ -15,7 +15,18 @@ int calibd_init(calibd *d, uv_loop_t *loop, uint64_t hash_seed)
     calib_msg_init(&d->msg);
     calib_plugin_registry_init(&d->plugins);
     d->x = malloc((CALIB_PROTO_MAX_K + SEG_MAX_KEYS) * sizeof *d->x); /* + codes */
-    return d->x ? 0 : -1;
+    if (!d->x)
+        return -1;
+    /* the store workers' count (recalib_wait_stores): until the end, since
+     * a worker may finish after the loop stopped */
+    if (uv_mutex_init(&d->stores.lock) != 0)
+        return -1;
+    if (uv_cond_init(&d->stores.done) != 0) {
+        uv_mutex_destroy(&d->stores.lock);
+        return -1;
+    }
+    d->stores.ready = 1;
+    return 0;
 }
 
 void calibd_free(calibd *d)
@@ -26,6 +37,11 @@ void calibd_free(calibd *d)
     calib_msg_destroy(&d->msg);
     free(d->x);
     d->x = NULL;
+    if (d->stores.ready) {
+        uv_cond_destroy(&d->stores.done);
+        uv_mutex_destroy(&d->stores.lock);
+        d->stores.ready = 0;
+    }
     config_free(&d->cfg);
 }
 

@@ -26,7 +26,7 @@ typedef struct registry {
     size_t index_cap;
     calib_budget mem;   /* what the models hold: every model's budget draws
                            on it, up to cfg.memory_limit */
-    uint64_t forgotten, expired; /* registry_collect */
+    uint64_t forgotten, expired, handed_over; /* registry_collect */
     uint64_t made;      /* models ever made (their seeds) */
 } registry;
 
@@ -56,6 +56,10 @@ typedef struct calibd {
     uv_timer_t tick;
     http_server http;
     registry reg;       /* registry.c: the models */
+    struct kafka *kafka;        /* kafka.c: the consumer group, NULL: none */
+    struct kafka_part *source;  /* the Kafka partition of the message or
+                                   snapshot being taken in, NULL otherwise:
+                                   the models it makes are that partition's */
     calib_msg msg;      /* the decoder's reusable state */
     struct ingest_outcome *ingest_out; /* ingest.c: the message's outcome, for
                                           a sender that waits (HTTP); NULL */
@@ -82,6 +86,12 @@ typedef struct calibd {
         struct refit_job *head, *tail;
         size_t challenger_bytes; /* copies of the challenger fits under way */
     } refits;
+    struct {            /* recalib.c: parameters files being written (or queued) */
+        uv_mutex_t lock;
+        uv_cond_t done;
+        unsigned writing;
+        int ready;
+    } stores;
     int stopping;
     int handles_ready; /* signals and timer initialised */
     int exit_code;

@@ -590,11 +590,163 @@ void config_free(daemon_cfg *c)
     free(c->curve_subscribers);
     c->curve_secret_key = c->curve_producers = c->curve_operators = NULL;
     c->curve_subscribers = NULL;
+    kafka_cfg *k = &c->kafka;
+    free(k->brokers);
+    free(k->group);
+    free(k->state_dir);
+    for (size_t i = 0; i < k->ntopics; i++)
+        free(k->topics[i]);
+    for (size_t i = 0; i < k->nprops; i++) {
+        free(k->prop_key[i]);
+        free(k->prop_value[i]);
+    }
+    *k = (kafka_cfg){0};
     free(c->models);
     c->publish = c->control = c->http = c->state_dir = c->log_level = NULL;
     c->alert_exec = c->plugin_dir = NULL;
     c->models = NULL;
     c->nmodels = 0;
+}
+
+/* ------------------------------------------------------------ [kafka] */
+
+int config_kafka_topic_ok(const char *t, size_t len)
+{
+    if (len == 0 || len > KAFKA_TOPIC_MAX || (len == 1 && t[0] == '.') ||
+        (len == 2 && t[0] == '.' && t[1] == '.'))
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = t[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '.' || ch == '_' || ch == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/* *dst = a copy of value: 0, or -1 out of memory (err set). */
+static int set_copy(char **dst, const char *value, char *err, size_t errlen)
+{
+    char *v = strdup(value);
+    if (!v) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    free(*dst);
+    *dst = v;
+    return 0;
+}
+
+/* topics = a, b, c: each checked, none twice; the list replaces the last. */
+static int set_topics(kafka_cfg *k, const char *value, char *err, size_t errlen)
+{
+    char *list[KAFKA_MAX_TOPICS];
+    size_t n = 0;
+    int rc = 0;
+    for (const char *p = value; *p && rc == 0;) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        if (!*p)
+            break;
+        const char *e = p;
+        while (*e && *e != ',' && *e != ' ' && *e != '\t')
+            e++;
+        size_t len = (size_t)(e - p);
+        if (!config_kafka_topic_ok(p, len)) {
+            snprintf(err, errlen, "topics: '%.*s' is no topic name (1..%d characters of "
+                     "[A-Za-z0-9._-])", (int)(len > 64 ? 64 : len), p, KAFKA_TOPIC_MAX);
+            rc = -1;
+        } else if (n == KAFKA_MAX_TOPICS) {
+            snprintf(err, errlen, "topics: more than %d", KAFKA_MAX_TOPICS);
+            rc = -1;
+        } else if (!(list[n] = strndup(p, len))) {
+            snprintf(err, errlen, "out of memory");
+            rc = -1;
+        } else {
+            for (size_t i = 0; i < n && rc == 0; i++)
+                if (strcmp(list[i], list[n]) == 0) {
+                    snprintf(err, errlen, "topics: '%s' is listed twice", list[n]);
+                    rc = -1;
+                }
+            n++;
+        }
+        p = e;
+    }
+    if (rc == 0 && n == 0) {
+        snprintf(err, errlen, "topics: expected a comma list of topic names");
+        rc = -1;
+    }
+    if (rc != 0) {
+        for (size_t i = 0; i < n; i++)
+            free(list[i]);
+        return -1;
+    }
+    for (size_t i = 0; i < k->ntopics; i++)
+        free(k->topics[i]);
+    memcpy(k->topics, list, n * sizeof *list);
+    k->ntopics = n;
+    return 0;
+}
+
+/* The properties calibd sets itself from its own keys, or must own for its
+ * offsets to be right (kafka.h). */
+static const char *const kafka_owned[] = {
+    "bootstrap.servers", "metadata.broker.list", "group.id", "enable.auto.commit",
+    "enable.auto.offset.store", "enable.partition.eof", NULL};
+
+int config_set_kafka(kafka_cfg *k, const char *key, const char *value, char *err,
+                     size_t errlen)
+{
+    if (strcmp(key, "brokers") == 0 || strcmp(key, "group") == 0 ||
+        strcmp(key, "state_dir") == 0) {
+        if (!value[0]) {
+            snprintf(err, errlen, "%s: expected a value", key);
+            return -1;
+        }
+        return set_copy(key[0] == 'b' ? &k->brokers : key[0] == 'g' ? &k->group
+                        : &k->state_dir, value, err, errlen);
+    }
+    if (strcmp(key, "topics") == 0)
+        return set_topics(k, value, err, errlen);
+    if (!strchr(key, '.'))
+        return 1;
+    for (size_t i = 0; kafka_owned[i]; i++)
+        if (strcmp(key, kafka_owned[i]) == 0) {
+            snprintf(err, errlen, "%s is calibd's to set (brokers, group; offsets are "
+                     "committed by calibd after each snapshot)", key);
+            return -1;
+        }
+    size_t i = 0;
+    while (i < k->nprops && strcmp(k->prop_key[i], key) != 0)
+        i++;
+    if (i == KAFKA_MAX_PROPS) {
+        snprintf(err, errlen, "more than %d librdkafka properties", KAFKA_MAX_PROPS);
+        return -1;
+    }
+    if (i == k->nprops) {
+        if (!(k->prop_key[i] = strdup(key))) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        k->prop_value[i] = NULL;
+        k->nprops++;
+    }
+    return set_copy(&k->prop_value[i], value, err, errlen);
+}
+
+/* [kafka] as a whole: brokers, topics, group and state_dir go together. */
+static int check_kafka(const kafka_cfg *k, const char *path, char *err, size_t errlen)
+{
+    if (!k->brokers && !k->ntopics && !k->group && !k->state_dir && !k->nprops)
+        return 0;
+    const char *missing = !k->brokers ? "brokers" : !k->ntopics ? "topics"
+                          : !k->group ? "group" : !k->state_dir ? "state_dir" : NULL;
+    if (missing) {
+        snprintf(err, errlen, "%s: [kafka]: %s is missing (brokers, topics, group and "
+                 "state_dir go together)", path, missing);
+        return -1;
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------ the file */
@@ -733,6 +885,8 @@ static int on_key(void *user, const char *section, const char *key, const char *
         if (!m)
             return fail(s, "too many models, or out of memory");
         rc = set_model_key(m, key, value, err, sizeof err);
+    } else if (strcmp(section, "kafka") == 0) {
+        rc = config_set_kafka(&s->c->kafka, key, value, err, sizeof err);
     } else {
         warn_unknown(s, "section", section, key);
         return 1;
@@ -792,7 +946,8 @@ int config_load(daemon_cfg *c, const char *path, config_warn_fn warn, void *arg,
         free(s.models);
         return -1;
     }
-    if (check_model(&c->defaults, path, err, errlen) != 0) {
+    if (check_model(&c->defaults, path, err, errlen) != 0 ||
+        check_kafka(&c->kafka, path, err, errlen) != 0) {
         free(s.models);
         return -1;
     }

@@ -71,6 +71,22 @@ typedef struct endpoint_list {
     char *ep[CFG_MAX_ENDPOINTS];
 } endpoint_list;
 
+/* [kafka] (kafka.h): the consumer group calibd reads predictions and
+ * labels from. brokers NULL: no Kafka. */
+#define KAFKA_MAX_TOPICS 64
+#define KAFKA_MAX_PROPS 64
+#define KAFKA_TOPIC_MAX 249 /* Kafka's own limit on a topic's name */
+typedef struct kafka_cfg {
+    char *brokers;   /* host:port,... (bootstrap.servers) */
+    char *group;     /* group.id */
+    char *state_dir; /* shared by every instance of the group */
+    char *topics[KAFKA_MAX_TOPICS];
+    size_t ntopics;
+    /* librdkafka's own properties (a key with a dot), in the file's order */
+    char *prop_key[KAFKA_MAX_PROPS], *prop_value[KAFKA_MAX_PROPS];
+    size_t nprops;
+} kafka_cfg;
+
 typedef struct daemon_cfg {
     endpoint_list ingest, ingest_pull;
     endpoint_list subscribe;  /* topic prefixes of the SUB socket; none: all */
@@ -106,6 +122,7 @@ typedef struct daemon_cfg {
     /* CURVE (curve.h): calibd's key pair file, and per role a directory of
      * allowed public keys or "any"; all NULL: no CURVE */
     char *curve_secret_key, *curve_producers, *curve_operators, *curve_subscribers;
+    kafka_cfg kafka;
     model_cfg defaults;
     model_cfg *models; /* [nmodels], resolved over defaults */
     size_t nmodels;
@@ -139,6 +156,14 @@ int config_load(daemon_cfg *c, const char *path, config_warn_fn warn, void *arg,
 /* Sets a [daemon] key from the command line; same checks as the file. */
 int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *err,
                       size_t errlen);
+
+/* Sets a [kafka] key: brokers, topics (a comma list), group, state_dir,
+ * or a librdkafka property (a key with a dot, passed through as it is).
+ * 0, 1 for an unknown key, -1 with err set for a bad value. */
+int config_set_kafka(kafka_cfg *k, const char *key, const char *value, char *err,
+                     size_t errlen);
+/* A Kafka topic's name: 1..249 bytes of [A-Za-z0-9._-], not "." or "..". */
+int config_kafka_topic_ok(const char *t, size_t len);
 
 /* Settings of a model named by the first message (auto_models): defaults. */
 void config_model_for(const daemon_cfg *c, const char *name, model_cfg *out);

@@ -699,6 +699,8 @@ static void round_model(void *arg, size_t i)
     http_server *h = arg;
     http_round *r = &h->round;
     model *m = h->d->reg.models[i];
+    if (m->handed_over) /* another instance's now (kafka.h) */
+        return;
     if (r->metrics && !r->failed)
         r->failed = prom_model(&r->fam, m) != 0;
     if (r->status)

@@ -5,6 +5,7 @@
 
 #include "calibd.h"
 #include "ingest.h"
+#include "kafka.h"
 #include "registry.h"
 
 
@@ -284,6 +285,17 @@ static model *decode(calibd *d, const char *topic, size_t topic_len, const void 
                        "memory_limit, or lower max_models or the models' max_pending, "
                        "joined_memory, ring or reservoir"
                      : "out of memory for a new model");
+        return NULL;
+    }
+    if (m->kpart != d->source) {
+        /* a partition's model is replayed from its partition alone (kafka.h) */
+        char where[KAFKA_TOPIC_MAX + 64];
+        if (m->kpart)
+            snprintf(where, sizeof where, "the model is fed from Kafka partition %s/%d",
+                     m->kpart->topic, (int)m->kpart->partition);
+        else
+            snprintf(where, sizeof where, "the model is fed from ZeroMQ or HTTP here");
+        reject_topic(d, m, topic, topic_len, REJ_OTHER_SOURCE, NULL, where);
         return NULL;
     }
     return m;

@@ -15,6 +15,7 @@
 #include "calibd.h"
 #include "control.h"
 #include "ingest.h"
+#include "kafka.h"
 #include "registry.h"
 #include "recalib.h"
 #include "state.h"
@@ -309,16 +310,17 @@ static void on_tick(uv_timer_t *t)
     calibd *d = t->data;
     if (!d->stopping) {
         /* before the pass starts: nothing walks the models then */
-        registry_collect(d, tick_now(d), d->pass.models.running || d->snap.packing ||
-                                             http_rendering(&d->http));
+        registry_collect(d, tick_now(d), registry_walked(d));
         daemon_tick(d, steady_now(d)); /* join expiry included */
         persist_tick(d);
+        kafka_tick(d);
     }
     http_update(&d->http, d);
 }
 
 static void close_all(calibd *d)
 {
+    kafka_stop(d); /* leaves the group: its partitions written and committed */
     zsock_close(&d->ingest);
     if (d->have_pull)
         zsock_close(&d->pull);
@@ -494,6 +496,8 @@ static int start_loop(calibd *d, char *err, size_t errlen)
         snprintf(err, errlen, "uv_idle_init: %s", uv_strerror(rc));
         return -1;
     }
+    if (kafka_start(d, err, errlen) != 0)
+        return -1;
     uv_timer_init(d->loop, &d->tick);
     d->tick.data = d;
     uint64_t ms = (uint64_t)(d->cfg.tick * 1000);
@@ -615,6 +619,7 @@ int main(int argc, char **argv)
                 "since the last one is lost; exiting 1");
         code = 1;
     }
+    kafka_free(&d);
     persist_free(&d);
     if (d.http.started) /* after the loop: no save may run */
         history_save(&d.http.hist, &d);

@@ -19,6 +19,7 @@ const char *reject_name(int reason)
     case REJ_SHAPE: return "shape_mismatch";
     case REJ_MEMORY_LIMIT: return "memory_limit";
     case REJ_BAD_JSON: return "bad_json";
+    case REJ_OTHER_SOURCE: return "other_source";
     case REJ_INTERNAL: return "internal";
     }
     return calib_reject_name(reason);

@@ -27,6 +27,8 @@ enum daemon_reject {
     REJ_SHAPE,         /* K or output form differs from the model's */
     REJ_MEMORY_LIMIT,  /* the model would take the models past memory_limit */
     REJ_BAD_JSON,      /* an HTTP body that is no JSON object (json_msg.h) */
+    REJ_OTHER_SOURCE,  /* a model fed from a Kafka partition (kafka.h) takes
+                          messages from that partition only */
     REJ_INTERNAL,      /* a code that is no reason: a bug, counted, not lost */
 };
 #define REJ_MAX 128 /* counters per model, indexed by reason */
@@ -254,6 +256,12 @@ typedef struct model {
     double last_label_mono, first_prediction_mono, last_prediction_mono;
     double created_mono;    /* tick_now() at its creation (registry.c) */
     int forget;             /* calibctl forget: removed at the next safe tick */
+    /* Kafka (kafka.h): the partition whose messages feed the model (NULL:
+     * ZeroMQ or HTTP), and handed_over once that partition was revoked: the
+     * model is then no one's, out of the index, acts no more, and goes at
+     * the next safe tick (forget) */
+    struct kafka_part *kpart;
+    int handed_over;
 } model;
 
 /* A model's counters, each a uint64_t member at an offset in model: the

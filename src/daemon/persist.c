@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "calibd.h"
+#include "kafka.h"
 #include "registry.h"
 #include "snapshot.h"
 #include "persist.h"
@@ -27,6 +28,13 @@ static int restore_one(calibd *d, const msgpack_object *o, double shift, char *e
     size_t k;
     if (snapshot_model_head(o, name, &shaped, &form, &k, err, errlen) != 0)
         return -1;
+    if (d->source && registry_find(d, name, strlen(name))) {
+        /* a Kafka partition's model is restored only into a new one */
+        log_msg(&d->log, LOG_ERROR, "kafka", "%s: not restored from partition %s/%d: a model "
+                "of that name is fed from elsewhere here", name, d->source->topic,
+                (int)d->source->partition);
+        return 0;
+    }
     model *m = registry_get(d, name, strlen(name), 1, &reject);
     if (!m) {
         log_msg(&d->log, LOG_WARN, "snapshot", "%s: not restored: %s", name,
@@ -72,10 +80,44 @@ static int same_boot(const snapshot_head *h)
 /* Seconds since the snapshot was written: on CLOCK_BOOTTIME within one
  * boot (no step of the wall clock moves it), else on the wall clock; 0 at
  * least. */
-static double down_time(const snapshot_head *h)
+double persist_down_time(const snapshot_head *h)
 {
     double age = same_boot(h) ? boot_now() - h->clocks.boottime : wall_now() - h->written;
     return age > 0 ? age : 0;
+}
+
+int persist_restore_models(calibd *d, const snapshot_head *h, double age, uint64_t *n,
+                           uint64_t *lost, uint64_t *pairs, uint64_t *waiting, char *err,
+                           size_t errlen)
+{
+    /* every monotonic time moves onto this process's clock, aged by the
+     * time calibd was down */
+    double shift = tick_now(d) - h->mono - age;
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    size_t off = 0;
+    int rc;
+    *n = *lost = *pairs = *waiting = 0;
+    while ((rc = snapshot_next(h, &off, &u, err, errlen)) == 1 && *n < h->models) {
+        int one = restore_one(d, &u.data, shift, err, errlen, pairs, waiting);
+        if (one < 0) {
+            rc = -1;
+            break;
+        }
+        *lost += one == 1;
+        ++*n;
+    }
+    msgpack_unpacked_destroy(&u);
+    if (rc == 0 && *n != h->models) {
+        snprintf(err, errlen, "%llu models in the body, %llu in the header",
+                 (unsigned long long)*n, (unsigned long long)h->models);
+        rc = -1;
+    } else if (rc == 1) {
+        snprintf(err, errlen, "more models in the body than the header's %llu",
+                 (unsigned long long)h->models);
+        rc = -1;
+    }
+    return rc;
 }
 
 int persist_restore(calibd *d)
@@ -103,37 +145,13 @@ int persist_restore(calibd *d)
     if (rc == 0 && snapshot_open(data, len, &h, err, sizeof err) == 0) {
         /* how long calibd was down: exact within one boot, on the wall
          * clock across a reboot (or for a file without its clocks) */
-        age = down_time(&h);
+        age = persist_down_time(&h);
         /* the steady clock goes on from the file's (snapshot_clocks) */
         if (isfinite(h.clocks.steady)) {
             double from = h.clocks.steady + age;
             clock_resume(d, same_boot(&h) || from > wall_now() ? from : wall_now());
         }
-        /* every monotonic time moves onto this process's clock, aged by
-         * the time calibd was down */
-        double shift = tick_now(d) - h.mono - age;
-        msgpack_unpacked u;
-        msgpack_unpacked_init(&u);
-        size_t off = 0;
-        while ((rc = snapshot_next(&h, &off, &u, err, sizeof err)) == 1 && n < h.models) {
-            int one = restore_one(d, &u.data, shift, err, sizeof err, &pairs, &waiting);
-            if (one < 0) {
-                rc = -1;
-                break;
-            }
-            lost += one == 1;
-            n++;
-        }
-        msgpack_unpacked_destroy(&u);
-        if (rc == 0 && n != h.models) {
-            snprintf(err, sizeof err, "%llu models in the body, %llu in the header",
-                     (unsigned long long)n, (unsigned long long)h.models);
-            rc = -1;
-        } else if (rc == 1) {
-            snprintf(err, sizeof err, "more models in the body than the header's %llu",
-                     (unsigned long long)h.models);
-            rc = -1;
-        }
+        rc = persist_restore_models(d, &h, age, &n, &lost, &pairs, &waiting, err, sizeof err);
     } else {
         rc = -1;
     }
@@ -304,10 +322,15 @@ static size_t models_now(void *arg)
     return ((calibd *)arg)->reg.n;
 }
 
+/* A Kafka partition's model is in its partition's snapshot (kafka.h). */
 static void pack_one(void *arg, size_t i)
 {
     calibd *d = arg;
-    body_pack(d, d->reg.models[i]);
+    const model *m = d->reg.models[i];
+    if (!m->kpart) {
+        body_pack(d, m);
+        d->snap.packed++;
+    }
 }
 
 static void packed(void *arg)
@@ -316,7 +339,7 @@ static void packed(void *arg)
     persister *s = &d->snap;
     s->packing = 0;
     s->slice_max = s->pack.slice_max;
-    s->models = s->pack.next;
+    s->models = s->packed;
     if (body_close(d, s->models) != 0) {
         written(d, -1, s->err);
         s->next_due = tick_now(d) + d->cfg.snapshot_interval;
@@ -358,6 +381,7 @@ void persist_tick(calibd *d)
         return;
     }
     s->packing = 1;
+    s->packed = 0;
     slicer_start(&s->pack);
 }
 
@@ -386,10 +410,11 @@ int persist_final(calibd *d)
     }
     s->begun_ns = uv_hrtime();
     int rc = body_open(d);
+    s->packed = 0;
     if (rc == 0) {
         for (size_t i = 0; i < d->reg.n; i++)
-            body_pack(d, d->reg.models[i]);
-        rc = body_close(d, d->reg.n);
+            pack_one(d, i);
+        rc = body_close(d, s->packed);
     }
     if (rc == 0)
         rc = write_file(d);
@@ -397,7 +422,7 @@ int persist_final(calibd *d)
     if (rc < 0)
         return -1;
     log_msg(&d->log, LOG_INFO, "snapshot", "%zu models written to %s/%s (%zu bytes)",
-            d->reg.n, d->cfg.state_dir, SNAPSHOT_FILE, s->bytes);
+            s->packed, d->cfg.state_dir, SNAPSHOT_FILE, s->bytes);
     return 0;
 }
 

@@ -37,6 +37,7 @@ typedef struct persister {
     /* figures (metrics) */
     uint64_t writes, errors;
     uint64_t models;      /* of the last snapshot written */
+    size_t packed;        /* models packed so far (a Kafka partition's are not) */
     double last_ok;       /* wall clock of the last success, 0 before */
     size_t bytes;         /* of the last snapshot written */
     double duration;      /* seconds from the start of packing to written */
@@ -50,6 +51,16 @@ typedef struct persister {
  * models it created are dropped again. Returns -1 only when out of memory
  * for its own bookkeeping. */
 int persist_restore(struct calibd *d);
+/* The models of a snapshot's body, restored (a model of a Kafka
+ * partition's snapshot with d->source set): n read, lost of them that start
+ * afresh, their pairs and waiting items. age: how long ago it was written
+ * (persist_down_time). 0, or -1 with err set when the body is malformed
+ * (the models made so far stay: the caller drops them). */
+struct snapshot_head;
+int persist_restore_models(struct calibd *d, const struct snapshot_head *h, double age,
+                           uint64_t *n, uint64_t *lost, uint64_t *pairs, uint64_t *waiting,
+                           char *err, size_t errlen);
+double persist_down_time(const struct snapshot_head *h);
 /* From the tick: starts a snapshot when one is due. */
 void persist_tick(struct calibd *d);
 /* At stop, from the loop: stops packing (the final snapshot follows). */

@@ -124,6 +124,11 @@ static void identity_params(model_params *p, const calib_plugin *desc)
     p->ci[0] = p->ci[1] = NAN;
 }
 
+const char *recalib_state_dir(const calibd *d, const model *m)
+{
+    return m->kpart ? d->cfg.kafka.state_dir : d->cfg.state_dir;
+}
+
 int recalib_attach(calibd *d, model *m)
 {
     const model_cfg *c = &m->cfg;
@@ -133,7 +138,8 @@ int recalib_attach(calibd *d, model *m)
     model_params p;
     model_paired_reset(m, 0, steady_now(d)); /* stays so if the loop is off */
     state_param_names names;
-    int rc = state_load_params(d->cfg.state_dir, m->name, &p, names, err, sizeof err);
+    const char *dir = recalib_state_dir(d, m);
+    int rc = state_load_params(dir, m->name, &p, names, err, sizeof err);
     if (rc < 0) {
         log_msg(&d->log, LOG_ERROR, "loop", "%s: %s; the loop is off for this model until "
                 "the file is repaired or removed (a version must never go back)", m->name, err);
@@ -151,13 +157,13 @@ int recalib_attach(calibd *d, model *m)
     if (rc == 0 && state_params_by_name(&p, names, desc, err, sizeof err) != 0) {
         log_msg(&d->log, LOG_ERROR, "loop", "%s: the stored parameters in %s/model.%s.params "
                 "do not fit method %s: %s; the loop is off for this model until the file is "
-                "repaired or removed", m->name, d->cfg.state_dir, m->name, desc->name, err);
+                "repaired or removed", m->name, dir, m->name, desc->name, err);
         return 0;
     }
     if (rc == 0 && calib_plugin_params_check(desc, p.values, err, sizeof err) != CALIB_OK) {
         log_msg(&d->log, LOG_ERROR, "loop", "%s: the stored parameters in %s/model.%s.params "
                 "are refused (%s); they are not published, and the loop is off for this "
-                "model until the file is repaired or removed", m->name, d->cfg.state_dir,
+                "model until the file is repaired or removed", m->name, dir,
                 m->name, err);
         return 0;
     }
@@ -179,7 +185,7 @@ int recalib_attach(calibd *d, model *m)
             log_msg(&d->log, LOG_WARN, "loop", "%s: method = %s is configured, but the "
                     "stored parameters are %s, which stay in force and are refitted; remove "
                     "%s/model.%s.params to change the method (the next version restarts "
-                    "from 1)", m->name, c->method, p.method, d->cfg.state_dir, m->name);
+                    "from 1)", m->name, c->method, p.method, dir, m->name);
     }
     if ((rc = model_recalib_attach(m, now)) != CALIB_OK) {
         log_msg(&d->log, LOG_ERROR, "loop", "%s: drift detector: %s", m->name,
@@ -413,7 +419,14 @@ static void refit_done(uv_work_t *req, int status)
     calibd *d = j->d;
     model *m = j->m;
     refit_out o;
-    if (j->challenger) {
+    if (m->handed_over) { /* another instance's now (kafka.h): nothing follows */
+        if (j->challenger) {
+            m->recalib.trig_fitting = 0;
+            d->refits.challenger_bytes -= fit_bytes(m, j->n);
+        } else {
+            m->recalib.refit.phase = PHASE_OFF;
+        }
+    } else if (j->challenger) {
         challenger_done(d, m, j, status);
     } else if (!d->stopping) {
         if (status == 0 && j->rc == CALIB_OK && !j->usable) {
@@ -494,6 +507,26 @@ static void copied(void *arg)
 int recalib_workers_init(calibd *d)
 {
     return slicer_init(&d->refits.copy, d->loop, copy_count, copy_record, copied, d);
+}
+
+static void store_written(calibd *d)
+{
+    if (!d->stores.ready)
+        return;
+    uv_mutex_lock(&d->stores.lock);
+    d->stores.writing--;
+    uv_cond_broadcast(&d->stores.done);
+    uv_mutex_unlock(&d->stores.lock);
+}
+
+void recalib_wait_stores(calibd *d)
+{
+    if (!d->stores.ready)
+        return;
+    uv_mutex_lock(&d->stores.lock);
+    while (d->stores.writing)
+        uv_cond_wait(&d->stores.done, &d->stores.lock);
+    uv_mutex_unlock(&d->stores.lock);
 }
 
 void recalib_workers_free(calibd *d)
@@ -675,6 +708,22 @@ static void store_work(uv_work_t *req)
 {
     store_job *j = req->data;
     j->saved = state_save_params(j->dir, j->name, &j->p, j->err, sizeof j->err);
+    store_written(j->d);
+}
+
+/* A model handed over with its Kafka partition (kafka.h) while a version
+ * was being stored: the file is written (the next owner reads it), but
+ * this instance sends nothing of it any more. */
+static int store_handed(calibd *d, model *m, const store_job *j)
+{
+    if (!m->handed_over)
+        return 0;
+    log_msg(&d->log, LOG_INFO, "loop", "%s: version %llu %s, not published here: the model "
+            "was handed over with its partition", m->name, (unsigned long long)j->p.version,
+            j->saved >= 0 ? "stored" : "not stored");
+    m->recalib.refit.phase = PHASE_OFF;
+    m->recalib.seg_storing = 0;
+    return 1;
 }
 
 static void store_done(uv_work_t *req, int status)
@@ -686,6 +735,12 @@ static void store_done(uv_work_t *req, int status)
     char v[200], msg[1024];
     refit_out o;
     recalib_format_params(p, v, sizeof v);
+    if (status != 0) /* never run: not counted as written */
+        store_written(d);
+    if (store_handed(d, m, j)) {
+        free(j);
+        return;
+    }
     if (j->segment) {
         segment_stored(d, m, j, status);
         free(j);
@@ -758,9 +813,14 @@ static void queue_store(calibd *d, model *m, store_job *j)
 {
     j->d = d;
     j->m = m;
-    snprintf(j->dir, sizeof j->dir, "%s", d->cfg.state_dir);
+    snprintf(j->dir, sizeof j->dir, "%s", recalib_state_dir(d, m));
     snprintf(j->name, sizeof j->name, "%s", m->name);
     j->req.data = j;
+    if (d->stores.ready) {
+        uv_mutex_lock(&d->stores.lock);
+        d->stores.writing++;
+        uv_mutex_unlock(&d->stores.lock);
+    }
     int rc = uv_queue_work(d->loop, &j->req, store_work, store_done);
     if (rc != 0)
         store_done(&j->req, rc);
@@ -1122,6 +1182,8 @@ static void pass_model(void *arg, size_t i)
 {
     calibd *d = arg;
     model *m = d->reg.models[i];
+    if (m->handed_over) /* another instance's now (kafka.h) */
+        return;
     /* every model's join table, also one that holds labels only */
     model_join_tick(m, d->pass.now); /* TTLs are intervals: monotonic */
     memory_check(d, m);

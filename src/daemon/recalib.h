@@ -34,6 +34,16 @@ void daemon_tick(struct calibd *d, double steady);
 int recalib_workers_init(struct calibd *d);
 void recalib_workers_free(struct calibd *d);
 
+/* Where the model's parameters file is: the group's [kafka] state_dir for
+ * a Kafka partition's model (its next owner reads it there), else
+ * state_dir. */
+const char *recalib_state_dir(const struct calibd *d, const struct model *m);
+
+/* Blocks until no parameters file is being written (or waits to be): a
+ * Kafka partition's models are handed over only with their last version
+ * on disk, so that the next owner never starts below it. */
+void recalib_wait_stores(struct calibd *d);
+
 /* `calibctl refit MODEL`: starts a refit on the ring now. Returns the
  * number of samples it fits on, or 0 with the reason in why. */
 size_t recalib_refit_now(struct calibd *d, struct model *m, char *why, size_t len);

@@ -146,6 +146,9 @@ static model *new_model(calibd *d, const char *name, int *reject)
         free(m);
         return NULL;
     }
+    /* before its loop attaches: a Kafka partition's model keeps its
+     * parameters in the group's directory (recalib_state_dir) */
+    m->kpart = d->source;
     int rc = configured_shape(d, m);
     if (rc) {
         model_free(m);
@@ -222,7 +225,18 @@ static void index_rebuild(calibd *d)
         return;
     memset(d->reg.index, 0xff, d->reg.index_cap * sizeof *d->reg.index);
     for (size_t j = 0; j < d->reg.n; j++)
-        index_add(d, (uint32_t)j);
+        if (!d->reg.models[j]->handed_over)
+            index_add(d, (uint32_t)j);
+}
+
+void registry_hand_over(calibd *d, model *const *models, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        models[i]->handed_over = 1;
+        models[i]->forget = 1;
+    }
+    if (n)
+        index_rebuild(d);
 }
 
 void registry_remove(calibd *d, model *m)
@@ -247,6 +261,11 @@ static double last_seen(const model *m)
     return m->last_prediction_mono > t ? m->last_prediction_mono : t;
 }
 
+int registry_walked(const calibd *d)
+{
+    return d->pass.models.running || d->snap.packing || http_rendering(&d->http);
+}
+
 size_t registry_collect(calibd *d, double now, int busy)
 {
     if (busy)
@@ -266,9 +285,11 @@ size_t registry_collect(calibd *d, double now, int busy)
             continue;
         }
         log_msg(&d->log, LOG_INFO, "model", "%s: %s", m->name,
-                m->forget ? "forgotten (calibctl forget)"
-                          : "expired: no pair, and no message for model_idle_ttl");
-        *(m->forget ? &d->reg.forgotten : &d->reg.expired) += 1;
+                m->handed_over ? "handed over with its Kafka partition"
+                : m->forget ? "forgotten (calibctl forget)"
+                            : "expired: no pair, and no message for model_idle_ttl");
+        *(m->handed_over ? &d->reg.handed_over : m->forget ? &d->reg.forgotten
+                                                           : &d->reg.expired) += 1;
         model_free(m);
         free(m);
     }

@@ -39,6 +39,14 @@ void registry_remove(calibd *d, model *m);
  * or a store). Counts them; returns how many went.
  */
 size_t registry_collect(calibd *d, double now, int busy);
+/* Something walks the models by number now (registry_collect's busy). */
+int registry_walked(const calibd *d);
+
+/* Hands n models over (a revoked Kafka partition's, kafka.h): out of the
+ * index at once, so that a message or a restored snapshot of the name
+ * makes a new model, and freed by registry_collect when no worker holds
+ * them. They act no more meanwhile (no tick, no publish, not in status). */
+void registry_hand_over(calibd *d, model *const *models, size_t n);
 
 /* Frees every model (at exit). */
 void registry_free(calibd *d);

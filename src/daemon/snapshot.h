@@ -62,11 +62,22 @@ typedef struct snapshot_clocks {
     char boot_id[40];
 } snapshot_clocks;
 
+/* A Kafka partition's snapshot (kafka.h) says which partition its models
+ * come from and the offset of the first message they have not seen: the
+ * optional header key "kafka": {"topic", "partition", "offset"}. */
+typedef struct snapshot_source {
+    char topic[KAFKA_TOPIC_MAX + 1];
+    int32_t partition;
+    int64_t offset;
+} snapshot_source;
+
 typedef struct snapshot_head {
     unsigned version; /* the file's format (later ones read as this one's) */
     double written;   /* wall clock */
     double mono;      /* the writer's monotonic clock at `written` */
     snapshot_clocks clocks; /* optional keys, absent from older files */
+    int has_source;         /* a Kafka partition's snapshot */
+    snapshot_source source;
     uint64_t models;
     uint64_t messages;                 /* the daemon's counters */
     uint64_t rejected[REJ_MAX];
@@ -81,10 +92,11 @@ void snapshot_pack_model(calib_mpw *w, const model *m);
 uint32_t snapshot_crc(uint32_t crc, const char *p, size_t len);
 /* The header of a body of len bytes whose CRC-32 is crc, written
  * elsewhere (persist.c streams the body to a file in chunks), with the
- * writer's clocks (NULL: none). */
+ * writer's clocks (NULL: none) and the Kafka partition of its models (NULL:
+ * none). */
 void snapshot_frame_sum(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t models, double wall,
                         double mono, const snapshot_clocks *clocks, uint64_t messages,
-                        const uint64_t rejected[REJ_MAX]);
+                        const uint64_t rejected[REJ_MAX], const snapshot_source *src);
 /* The same, SNAPSHOT_HEAD_SLOT bytes exactly (a last key "pad" fills it),
  * so that the body can be written after the slot before the header is
  * known: 0, or -1 when the header does not fit (or out of memory). */

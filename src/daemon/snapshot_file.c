@@ -64,14 +64,16 @@ uint32_t snapshot_crc(uint32_t crc, const char *p, size_t len)
 void snapshot_frame(calib_mpw *w, const char *body, size_t len, uint64_t models, double wall,
                     double mono, uint64_t messages, const uint64_t rejected[REJ_MAX])
 {
-    snapshot_frame_sum(w, len, crc_of(body, len), models, wall, mono, NULL, messages, rejected);
+    snapshot_frame_sum(w, len, crc_of(body, len), models, wall, mono, NULL, messages, rejected,
+                       NULL);
 }
 
 /* The header's fields; with pad >= 0 a last key "pad" of that many zero
  * bytes (readers skip unknown keys: the header can fill a slot). */
 static void frame_fields(calib_mpw *w, long pad, uint64_t len, uint32_t crc, uint64_t models,
                          double wall, double mono, const snapshot_clocks *clocks,
-                         uint64_t messages, const uint64_t rejected[REJ_MAX])
+                         uint64_t messages, const uint64_t rejected[REJ_MAX],
+                         const snapshot_source *src)
 {
     static const char zeros[SNAPSHOT_HEAD_SLOT];
     calib_mpw_reset(w);
@@ -89,6 +91,15 @@ static void frame_fields(calib_mpw *w, long pad, uint64_t len, uint32_t crc, uin
         calib_mpw_key_double(w, "boottime", clocks->boottime);
         calib_mpw_key(w, "boot_id");
         calib_mpw_str(w, clocks->boot_id);
+    }
+    if (src) {
+        calib_mpw_key(w, "kafka");
+        calib_mpw_map(w);
+        calib_mpw_key(w, "topic");
+        calib_mpw_str(w, src->topic);
+        calib_mpw_key_uint(w, "partition", (uint64_t)src->partition);
+        calib_mpw_key_uint(w, "offset", (uint64_t)src->offset);
+        calib_mpw_end(w);
     }
     calib_mpw_key_uint(w, "models", models);
     calib_mpw_key(w, "daemon");
@@ -108,9 +119,9 @@ static void frame_fields(calib_mpw *w, long pad, uint64_t len, uint32_t crc, uin
 
 void snapshot_frame_sum(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t models, double wall,
                         double mono, const snapshot_clocks *clocks, uint64_t messages,
-                        const uint64_t rejected[REJ_MAX])
+                        const uint64_t rejected[REJ_MAX], const snapshot_source *src)
 {
-    frame_fields(w, -1, len, crc, models, wall, mono, clocks, messages, rejected);
+    frame_fields(w, -1, len, crc, models, wall, mono, clocks, messages, rejected, src);
 }
 
 int snapshot_frame_slot(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t models, double wall,
@@ -119,7 +130,7 @@ int snapshot_frame_slot(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t model
 {
     long pad = 0;
     for (int i = 0; i < 4 && pad >= 0 && pad < SNAPSHOT_HEAD_SLOT; i++) {
-        frame_fields(w, pad, len, crc, models, wall, mono, clocks, messages, rejected);
+        frame_fields(w, pad, len, crc, models, wall, mono, clocks, messages, rejected, NULL);
         if (calib_mpw_error(w) != CALIB_OK)
             return -1;
         if (w->sb.size == SNAPSHOT_HEAD_SLOT)
@@ -179,6 +190,22 @@ int snapshot_open(const char *data, size_t len, snapshot_head *h, char *err, siz
         h->clocks.boottime = calib_mpr_finite(&r, o, "boottime");
         memcpy(h->clocks.boot_id, bid->via.str.ptr, bid->via.str.size);
         h->clocks.boot_id[bid->via.str.size] = 0;
+    }
+    const msgpack_object *ks = calib_mpr_find(o, "kafka");
+    if (ks) {
+        const msgpack_object *t = calib_mpr_get(&r, ks, "topic");
+        if (!r.failed && (t->type != MSGPACK_OBJECT_STR ||
+                          !config_kafka_topic_ok(t->via.str.ptr, t->via.str.size)))
+            calib_mpr_fail(&r, "kafka: topic: not a topic name");
+        int64_t part = (int64_t)calib_mpr_uint(&r, ks, "partition", 0, INT32_MAX);
+        int64_t offset = (int64_t)calib_mpr_uint(&r, ks, "offset", 0, INT64_MAX);
+        if (r.failed)
+            goto out;
+        memcpy(h->source.topic, t->via.str.ptr, t->via.str.size);
+        h->source.topic[t->via.str.size] = 0;
+        h->source.partition = (int32_t)part;
+        h->source.offset = offset;
+        h->has_source = 1;
     }
     h->models = calib_mpr_uint(&r, o, "models", 0, UINT64_MAX);
     const msgpack_object *dm = calib_mpr_map(&r, o, "daemon");

@@ -701,7 +701,7 @@ void status_pack(calib_mpw *w, const status_daemon *s, model *const *models, siz
 {
     status_begin(w, s);
     for (size_t i = 0; i < n; i++)
-        if (!only || models[i] == only)
+        if ((!only || models[i] == only) && !models[i]->handed_over)
             status_model(w, models[i]);
     status_end(w);
 }

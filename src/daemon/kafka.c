@@ -1,0 +1,784 @@
+/* kafka.c — the Kafka consumer group: its queue served from the loop, the
+ * partitions' snapshots and offsets, rebalancing (see kafka.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "calibd.h"
+#include "ingest.h"
+#include "kafka.h"
+#include "persist.h"
+#include "recalib.h"
+#include "registry.h"
+#include "snapshot.h"
+#include "state.h"
+
+/* One partition's snapshot, packed by the loop, written by a worker (or at
+ * once, at a revocation). */
+typedef struct part_write {
+    kafka_part *p;
+    int64_t offset;
+    calib_mpw head, body;
+    int cancelled; /* a revocation wrote a later one: under the lock */
+    int done, rc;  /* written (state_write_parts' rc) */
+    char err[ERR_MAX];
+} part_write;
+
+struct kafka {
+    calibd *d;
+    rd_kafka_t *rk;
+    rd_kafka_queue_t *queue;
+    int fds[2];      /* librdkafka writes a byte to [1] when its queue fills */
+    uv_poll_t poll;  /* on fds[0] */
+    uv_idle_t more;  /* the queue still holds messages after a slice */
+    int handles;     /* poll and more initialised (closed at stop) */
+    int closing;
+    kafka_part **parts;
+    size_t nparts, cap;
+    uv_mutex_t lock; /* a partition's file: the worker's writes, a revocation's */
+    uv_work_t req;
+    part_write *batch;
+    size_t nbatch;
+    int writing;     /* the worker holds the batch */
+    double next_due;
+    kafka_stats st;
+};
+
+void kafka_part_file(const char *topic, int32_t partition, char *name, size_t len)
+{
+    snprintf(name, len, "partition.%s.%" PRId32, topic, partition);
+}
+
+static kafka_part *part_find(struct kafka *k, const char *topic, int32_t partition)
+{
+    for (size_t i = 0; i < k->nparts; i++)
+        if (k->parts[i]->partition == partition && strcmp(k->parts[i]->topic, topic) == 0)
+            return k->parts[i];
+    return NULL;
+}
+
+/* The partition's entry, made on its first assignment; NULL out of memory
+ * (or a topic name librdkafka should not have given). */
+static kafka_part *part_get(struct kafka *k, const char *topic, int32_t partition)
+{
+    kafka_part *p = part_find(k, topic, partition);
+    if (p || strlen(topic) > KAFKA_TOPIC_MAX)
+        return p;
+    if (k->nparts == k->cap) {
+        size_t cap = k->cap ? 2 * k->cap : 16;
+        kafka_part **v = realloc(k->parts, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        k->parts = v;
+        k->cap = cap;
+    }
+    if (!(p = calloc(1, sizeof *p)))
+        return NULL;
+    snprintf(p->topic, sizeof p->topic, "%s", topic);
+    p->partition = partition;
+    p->next = p->saved = p->committed = -1;
+    k->parts[k->nparts++] = p;
+    return p;
+}
+
+/* ------------------------------------------------------------ partition snapshots */
+
+/* Packs partition p's models, as of now, into w. 0, or -1 out of memory. */
+static int pack_part(calibd *d, kafka_part *p, part_write *w)
+{
+    static const uint64_t none[REJ_MAX];
+    memset(w, 0, sizeof *w);
+    w->p = p;
+    w->offset = p->next;
+    calib_mpw_init(&w->head);
+    calib_mpw_init(&w->body);
+    uint64_t n = 0;
+    for (size_t i = 0; i < d->reg.n; i++) {
+        const model *m = d->reg.models[i];
+        if (m->kpart == p && !m->handed_over) {
+            snapshot_pack_model(&w->body, m);
+            n++;
+        }
+    }
+    snapshot_clocks clocks = {steady_now(d), boot_now(), ""};
+    boot_id(clocks.boot_id, sizeof clocks.boot_id);
+    snapshot_source src = {.partition = p->partition, .offset = p->next};
+    snprintf(src.topic, sizeof src.topic, "%s", p->topic);
+    snapshot_frame_sum(&w->head, w->body.sb.size, snapshot_crc(0, w->body.sb.data,
+                       w->body.sb.size), n, wall_now(), tick_now(d), &clocks, p->messages,
+                       none, &src);
+    if (calib_mpw_error(&w->head) != CALIB_OK || calib_mpw_error(&w->body) != CALIB_OK) {
+        snprintf(w->err, sizeof w->err, "out of memory to pack the partition's models");
+        return -1;
+    }
+    return 0;
+}
+
+static void write_free(part_write *w)
+{
+    calib_mpw_destroy(&w->head);
+    calib_mpw_destroy(&w->body);
+}
+
+/* Writes w's file durably, unless a revocation cancelled it (on any
+ * thread: reads only w and the configuration). */
+static void write_part(struct kafka *k, part_write *w)
+{
+    char name[KAFKA_TOPIC_MAX + 32];
+    kafka_part_file(w->p->topic, w->p->partition, name, sizeof name);
+    state_part parts[2] = {{w->head.sb.data, w->head.sb.size},
+                           {w->body.sb.data, w->body.sb.size}};
+    uv_mutex_lock(&k->lock);
+    if (!w->cancelled) {
+        w->rc = state_write_parts(k->d->cfg.kafka.state_dir, name, parts, 2, w->err,
+                                  sizeof w->err);
+        w->done = 1;
+    }
+    uv_mutex_unlock(&k->lock);
+}
+
+/* After a write on the loop: counted, logged; 1 if the snapshot is on
+ * disk. */
+static int part_written(struct kafka *k, part_write *w)
+{
+    calibd *d = k->d;
+    if (!w->done)
+        return 0;
+    if (w->rc < 0) {
+        k->st.snapshot_errors++;
+        log_rl(&d->log, LOG_ERROR, "kafka", "partition %s/%d: snapshot not written (its "
+               "offset is not committed): %s", w->p->topic, (int)w->p->partition, w->err);
+        return 0;
+    }
+    if (w->rc > 0)
+        log_rl(&d->log, LOG_WARN, "kafka", "%s", w->err);
+    k->st.snapshots++;
+    if (w->offset > w->p->saved)
+        w->p->saved = w->offset;
+    return 1;
+}
+
+/* The worker's snapshot of p, if it holds one, is older than one written
+ * now on the loop: it must not land after it. */
+static void cancel_queued(struct kafka *k, const kafka_part *p)
+{
+    uv_mutex_lock(&k->lock);
+    for (size_t i = 0; i < k->nbatch; i++)
+        if (k->batch[i].p == p)
+            k->batch[i].cancelled = 1;
+    uv_mutex_unlock(&k->lock);
+}
+
+/* Writes p's snapshot now, on the loop, if it changed since the last one. */
+static void write_now(struct kafka *k, kafka_part *p)
+{
+    if (p->next < 0 || p->next == p->saved)
+        return;
+    cancel_queued(k, p);
+    part_write w;
+    if (pack_part(k->d, p, &w) == 0) {
+        write_part(k, &w);
+    } else {
+        w.done = 1;
+        w.rc = -1;
+    }
+    part_written(k, &w);
+    write_free(&w);
+}
+
+/* Commits the offsets of the snapshots on disk that the group does not
+ * have yet (async: offset_committed counts the answer). */
+static void commit_saved(struct kafka *k, kafka_part *const *parts, size_t n)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
+    if (!l)
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (parts[i]->saved >= 0 && parts[i]->saved != parts[i]->committed)
+            rd_kafka_topic_partition_list_add(l, parts[i]->topic, parts[i]->partition)->offset =
+                parts[i]->saved;
+    if (l->cnt) {
+        rd_kafka_resp_err_t err = rd_kafka_commit(k->rk, l, 1);
+        if (err) {
+            k->st.commit_errors++;
+            log_rl(&k->d->log, LOG_WARN, "kafka", "commit: %s", rd_kafka_err2str(err));
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+static void batch_work(uv_work_t *req)
+{
+    struct kafka *k = req->data;
+    for (size_t i = 0; i < k->nbatch; i++)
+        write_part(k, &k->batch[i]);
+}
+
+static void batch_done(uv_work_t *req, int status)
+{
+    struct kafka *k = req->data;
+    kafka_part *written[64];
+    size_t n = 0;
+    for (size_t i = 0; i < k->nbatch; i++) {
+        part_write *w = &k->batch[i];
+        if (status != 0 && !w->done) {
+            w->done = 1;
+            w->rc = -1;
+            snprintf(w->err, sizeof w->err, "%s", uv_strerror(status));
+        }
+        if (part_written(k, w) && w->p->assigned)
+            written[n++] = w->p;
+        if (n == sizeof written / sizeof *written) {
+            commit_saved(k, written, n);
+            n = 0;
+        }
+        write_free(w);
+    }
+    if (n)
+        commit_saved(k, written, n);
+    free(k->batch);
+    k->batch = NULL;
+    k->nbatch = 0;
+    k->writing = 0;
+    k->next_due = tick_now(k->d) + k->d->cfg.snapshot_interval;
+}
+
+void kafka_tick(calibd *d)
+{
+    struct kafka *k = d->kafka;
+    double now = tick_now(d);
+    if (!k || k->closing || k->writing || d->cfg.snapshot_interval <= 0 || now < k->next_due)
+        return;
+    k->next_due = now + d->cfg.snapshot_interval;
+    size_t n = 0;
+    for (size_t i = 0; i < k->nparts; i++) {
+        const kafka_part *p = k->parts[i];
+        n += p->assigned && p->next >= 0 && p->next != p->saved;
+    }
+    if (!n || !(k->batch = calloc(n, sizeof *k->batch)))
+        return;
+    for (size_t i = 0; i < k->nparts; i++) {
+        kafka_part *p = k->parts[i];
+        if (!p->assigned || p->next < 0 || p->next == p->saved)
+            continue;
+        part_write *w = &k->batch[k->nbatch];
+        if (pack_part(d, p, w) != 0) {
+            k->st.snapshot_errors++;
+            log_rl(&d->log, LOG_ERROR, "kafka", "partition %s/%d: %s", p->topic,
+                   (int)p->partition, w->err);
+            write_free(w);
+            continue;
+        }
+        k->nbatch++;
+    }
+    k->writing = 1;
+    k->req.data = k;
+    int rc = uv_queue_work(d->loop, &k->req, batch_work, batch_done);
+    if (rc != 0)
+        batch_done(&k->req, rc);
+}
+
+/* ------------------------------------------------------------ rebalancing */
+
+/* Drops the models of p that a snapshot that could not be used made. */
+static void drop_models(calibd *d, kafka_part *p)
+{
+    for (size_t i = d->reg.n; i-- > 0;)
+        if (d->reg.models[i]->kpart == p && !d->reg.models[i]->handed_over)
+            registry_remove(d, d->reg.models[i]);
+}
+
+/* Restores partition p from its snapshot in the group's directory: the
+ * offset to read it from (the file's), or RD_KAFKA_OFFSET_STORED (the
+ * group's committed offset, else auto.offset.reset) without a usable one. */
+static int64_t restore_part(struct kafka *k, kafka_part *p)
+{
+    calibd *d = k->d;
+    const char *dir = d->cfg.kafka.state_dir;
+    char name[KAFKA_TOPIC_MAX + 32], err[ERR_MAX], moved[4400];
+    kafka_part_file(p->topic, p->partition, name, sizeof name);
+    size_t max = (size_t)(d->cfg.memory_limit < SIZE_MAX / 2 ? 2 * d->cfg.memory_limit
+                                                               : SIZE_MAX / 2);
+    char *data = NULL;
+    size_t len = 0;
+    p->next = p->saved = -1;
+    int rc = state_read_file(dir, name, max, &data, &len, err, sizeof err);
+    if (rc == 1) {
+        log_msg(&d->log, LOG_INFO, "kafka", "partition %s/%d: no snapshot in %s: read from "
+                "the group's committed offset", p->topic, (int)p->partition, dir);
+        return RD_KAFKA_OFFSET_STORED;
+    }
+    snapshot_head h;
+    uint64_t n = 0, lost = 0, pairs = 0, waiting = 0;
+    if (rc == 0 && snapshot_open(data, len, &h, err, sizeof err) == 0) {
+        if (!h.has_source || strcmp(h.source.topic, p->topic) != 0 ||
+            h.source.partition != p->partition) {
+            snprintf(err, sizeof err, "not this partition's snapshot");
+            rc = -1;
+        } else {
+            d->source = p;
+            rc = persist_restore_models(d, &h, persist_down_time(&h), &n, &lost, &pairs,
+                                        &waiting, err, sizeof err);
+            d->source = NULL;
+        }
+    } else {
+        rc = -1;
+    }
+    if (rc == 0) {
+        if (lost && state_keep_aside(dir, name, data, len, moved, sizeof moved) == 0)
+            log_msg(&d->log, LOG_ERROR, "kafka", "partition %s/%d: %llu of %llu models could "
+                    "not be restored; the file is kept in %s", p->topic, (int)p->partition,
+                    (unsigned long long)lost, (unsigned long long)n, moved);
+        free(data);
+        p->next = p->saved = p->committed = h.source.offset;
+        k->st.restored++;
+        log_msg(&d->log, LOG_INFO, "kafka", "partition %s/%d: restored %llu models (%llu pairs "
+                "scored, %llu items waiting); reading from offset %lld", p->topic,
+                (int)p->partition, (unsigned long long)(n - lost), (unsigned long long)pairs,
+                (unsigned long long)waiting, (long long)h.source.offset);
+        return h.source.offset;
+    }
+    free(data);
+    drop_models(d, p);
+    k->st.restore_errors++;
+    if (state_move_aside(dir, name, moved, sizeof moved) == 0)
+        log_msg(&d->log, LOG_ERROR, "kafka", "partition %s/%d: %s/%s cannot be used (%s): "
+                "moved aside to %s; read from the group's committed offset", p->topic,
+                (int)p->partition, dir, name, err, moved);
+    else
+        log_msg(&d->log, LOG_ERROR, "kafka", "partition %s/%d: %s/%s cannot be used (%s) nor "
+                "moved aside (%s); read from the group's committed offset", p->topic,
+                (int)p->partition, dir, name, err, strerror(errno));
+    return RD_KAFKA_OFFSET_STORED;
+}
+
+static int cooperative(struct kafka *k)
+{
+    return strcmp(rd_kafka_rebalance_protocol(k->rk), "COOPERATIVE") == 0;
+}
+
+static void assign(struct kafka *k, rd_kafka_topic_partition_list_t *l)
+{
+    calibd *d = k->d;
+    for (int i = 0; i < l->cnt; i++) {
+        rd_kafka_topic_partition_t *e = &l->elems[i];
+        kafka_part *p = part_get(k, e->topic, e->partition);
+        if (!p) { /* its messages are counted as stray, and dropped */
+            log_msg(&d->log, LOG_ERROR, "kafka", "partition %s/%d: out of memory to hold it",
+                    e->topic, (int)e->partition);
+            continue;
+        }
+        if (p->assigned) /* ours already (a cooperative rebalance's extra) */
+            continue;
+        e->offset = restore_part(k, p);
+        p->assigned = 1;
+        k->st.assigned++;
+    }
+    rd_kafka_error_t *error = NULL;
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (cooperative(k))
+        error = rd_kafka_incremental_assign(k->rk, l);
+    else
+        err = rd_kafka_assign(k->rk, l);
+    if (error || err) {
+        log_msg(&d->log, LOG_ERROR, "kafka", "assign: %s",
+                error ? rd_kafka_error_string(error) : rd_kafka_err2str(err));
+        rd_kafka_error_destroy(error);
+    }
+}
+
+/* Partitions revoked: each one's snapshot written and committed (unless
+ * lost: another instance may have it already), then its models handed
+ * over. */
+static void revoke(struct kafka *k, rd_kafka_topic_partition_list_t *l)
+{
+    calibd *d = k->d;
+    int lost = rd_kafka_assignment_lost(k->rk);
+    /* the versions being stored reach the disk before the next owner reads
+     * them: it must never start below the last one */
+    recalib_wait_stores(d);
+    kafka_part **done = calloc((size_t)l->cnt + 1, sizeof *done);
+    size_t ndone = 0;
+    for (int j = 0; j < l->cnt; j++) {
+        kafka_part *p = part_find(k, l->elems[j].topic, l->elems[j].partition);
+        if (!p || !p->assigned)
+            continue;
+        if (lost) /* another instance may hold it already: no write */
+            cancel_queued(k, p);
+        else
+            write_now(k, p);
+        if (!lost && done)
+            done[ndone++] = p;
+        /* its models: another instance's from now on */
+        size_t n = 0;
+        for (size_t i = 0; i < d->reg.n; i++)
+            n += d->reg.models[i]->kpart == p && !d->reg.models[i]->handed_over;
+        model **v = n ? malloc(n * sizeof *v) : NULL;
+        size_t got = 0;
+        for (size_t i = 0; v && i < d->reg.n; i++)
+            if (d->reg.models[i]->kpart == p && !d->reg.models[i]->handed_over)
+                v[got++] = d->reg.models[i];
+        if (v) {
+            registry_hand_over(d, v, got);
+        } else { /* out of memory for the list: one at a time */
+            for (size_t i = 0; i < d->reg.n; i++)
+                if (d->reg.models[i]->kpart == p && !d->reg.models[i]->handed_over)
+                    registry_hand_over(d, &d->reg.models[i], 1);
+        }
+        free(v);
+        log_msg(&d->log, LOG_INFO, "kafka", "partition %s/%d %s at offset %lld: %zu models "
+                "handed over", p->topic, (int)p->partition, lost ? "lost" : "revoked",
+                (long long)p->next, n);
+        p->assigned = 0;
+        p->next = -1;
+        *(lost ? &k->st.lost : &k->st.revoked) += 1;
+    }
+    if (ndone)
+        commit_saved(k, done, ndone);
+    free(done);
+    rd_kafka_error_t *error = NULL;
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (cooperative(k))
+        error = rd_kafka_incremental_unassign(k->rk, l);
+    else
+        err = rd_kafka_assign(k->rk, NULL);
+    if (error || err) {
+        log_msg(&d->log, LOG_ERROR, "kafka", "unassign: %s",
+                error ? rd_kafka_error_string(error) : rd_kafka_err2str(err));
+        rd_kafka_error_destroy(error);
+    }
+    /* the handed-over models go now if nothing holds them */
+    registry_collect(d, tick_now(d), registry_walked(d));
+}
+
+static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *l, void *opaque)
+{
+    calibd *d = opaque;
+    struct kafka *k = d->kafka;
+    (void)rk;
+    k->st.rebalances++;
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        assign(k, l);
+    } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
+        revoke(k, l);
+    } else {
+        log_msg(&d->log, LOG_ERROR, "kafka", "rebalance: %s", rd_kafka_err2str(err));
+        revoke(k, l);
+    }
+}
+
+static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                      rd_kafka_topic_partition_list_t *l, void *opaque)
+{
+    calibd *d = opaque;
+    struct kafka *k = d->kafka;
+    (void)rk;
+    if (err == RD_KAFKA_RESP_ERR__NO_OFFSET)
+        return;
+    for (int i = 0; l && i < l->cnt; i++) {
+        const rd_kafka_topic_partition_t *e = &l->elems[i];
+        kafka_part *p = part_find(k, e->topic, e->partition);
+        if (err || e->err) {
+            k->st.commit_errors++;
+            log_rl(&d->log, LOG_WARN, "kafka", "partition %s/%d: offset %lld not committed: "
+                   "%s (the snapshot holds it; the next commit catches up)", e->topic,
+                   (int)e->partition, (long long)e->offset, rd_kafka_err2str(err ? err : e->err));
+        } else {
+            k->st.commits++;
+            if (p && e->offset > p->committed)
+                p->committed = e->offset;
+        }
+    }
+}
+
+static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+    calibd *d = opaque;
+    (void)rk;
+    d->kafka->st.errors++;
+    log_rl(&d->log, err == RD_KAFKA_RESP_ERR__FATAL ? LOG_ERROR : LOG_WARN, "kafka", "%s: %s",
+           rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+}
+
+/* librdkafka's own log lines, served from the loop (log.queue). */
+static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    calibd *d = rd_kafka_opaque(rk);
+    int lv = level <= 3 ? LOG_ERROR : level <= 4 ? LOG_WARN : level <= 6 ? LOG_INFO : LOG_DEBUG;
+    log_rl(&d->log, lv, "kafka", "librdkafka %s: %s", fac, buf);
+}
+
+/* ------------------------------------------------------------ messages */
+
+static void on_message(struct kafka *k, rd_kafka_message_t *msg)
+{
+    calibd *d = k->d;
+    if (msg->err) {
+        if (msg->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            return;
+        k->st.errors++;
+        log_rl(&d->log, LOG_WARN, "kafka", "consumer: %s", rd_kafka_message_errstr(msg));
+        return;
+    }
+    const char *topic = rd_kafka_topic_name(msg->rkt);
+    kafka_part *p = part_find(k, topic, msg->partition);
+    if (!p || !p->assigned) { /* a partition no longer (or never) ours */
+        k->st.stray++;
+        return;
+    }
+    if (msg->offset < p->next) { /* in the models already */
+        k->st.skipped++;
+        return;
+    }
+    d->source = p;
+    if (msg->key_len)
+        ingest_message(d, msg->key, msg->key_len, msg->payload, msg->len, -1, NULL);
+    else
+        ingest_message(d, topic, strlen(topic), msg->payload, msg->len, -1, NULL);
+    d->source = NULL;
+    p->next = msg->offset + 1;
+    p->messages++;
+    k->st.messages++;
+}
+
+static void on_more(uv_idle_t *h);
+
+/* Serves the queue: messages, rebalances, commits, errors, logs; for at
+ * most drain_time, then the other sockets get their turn. */
+static void drain(struct kafka *k)
+{
+    uint64_t until = uv_hrtime() + (uint64_t)(k->d->cfg.drain_time * 1e9);
+    while (!k->closing) {
+        rd_kafka_message_t *msg = rd_kafka_consumer_poll(k->rk, 0);
+        if (!msg) {
+            uv_idle_stop(&k->more);
+            return;
+        }
+        on_message(k, msg);
+        rd_kafka_message_destroy(msg);
+        if (uv_hrtime() >= until) {
+            uv_idle_start(&k->more, on_more);
+            return;
+        }
+    }
+}
+
+static void on_more(uv_idle_t *h)
+{
+    drain(h->data);
+}
+
+static void on_readable(uv_poll_t *h, int status, int events)
+{
+    struct kafka *k = h->data;
+    char buf[256];
+    (void)status;
+    (void)events;
+    while (read(k->fds[0], buf, sizeof buf) > 0)
+        ;
+    drain(k);
+}
+
+/* ------------------------------------------------------------ start, stop */
+
+static int set(rd_kafka_conf_t *conf, const char *key, const char *value, char *err,
+               size_t errlen)
+{
+    char why[512];
+    if (rd_kafka_conf_set(conf, key, value, why, sizeof why) == RD_KAFKA_CONF_OK)
+        return 0;
+    snprintf(err, errlen, "[kafka] %s = %s: %s", key, value, why);
+    return -1;
+}
+
+static int configured(const kafka_cfg *c, const char *key)
+{
+    for (size_t i = 0; i < c->nprops; i++)
+        if (strcmp(c->prop_key[i], key) == 0)
+            return 1;
+    return 0;
+}
+
+static rd_kafka_conf_t *make_conf(calibd *d, char *err, size_t errlen)
+{
+    const kafka_cfg *c = &d->cfg.kafka;
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (!conf) {
+        snprintf(err, errlen, "kafka: out of memory");
+        return NULL;
+    }
+    /* calibd's own, then what the administrator adds (kafka_owned refuses
+     * to override the offsets' keys), then calibd's defaults */
+    int bad = set(conf, "bootstrap.servers", c->brokers, err, errlen) ||
+              set(conf, "group.id", c->group, err, errlen) ||
+              set(conf, "enable.auto.commit", "false", err, errlen) ||
+              set(conf, "enable.auto.offset.store", "false", err, errlen) ||
+              set(conf, "enable.partition.eof", "false", err, errlen) ||
+              set(conf, "log.queue", "true", err, errlen);
+    for (size_t i = 0; !bad && i < c->nprops; i++)
+        bad = set(conf, c->prop_key[i], c->prop_value[i], err, errlen);
+    if (!bad && !configured(c, "auto.offset.reset")) /* a new group reads it all */
+        bad = set(conf, "auto.offset.reset", "earliest", err, errlen);
+    if (!bad && !configured(c, "client.id"))
+        bad = set(conf, "client.id", "calibd", err, errlen);
+    if (bad) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    rd_kafka_conf_set_opaque(conf, d);
+    rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
+    rd_kafka_conf_set_offset_commit_cb(conf, on_commit);
+    rd_kafka_conf_set_error_cb(conf, on_error);
+    rd_kafka_conf_set_log_cb(conf, on_log);
+    return conf;
+}
+
+int kafka_start(calibd *d, char *err, size_t errlen)
+{
+    const kafka_cfg *c = &d->cfg.kafka;
+    if (!c->brokers)
+        return 0;
+    struct kafka *k = calloc(1, sizeof *k);
+    if (!k) {
+        snprintf(err, errlen, "kafka: out of memory");
+        return -1;
+    }
+    k->d = d;
+    k->fds[0] = k->fds[1] = -1;
+    d->kafka = k;
+    if (uv_mutex_init(&k->lock) != 0) {
+        snprintf(err, errlen, "kafka: out of memory");
+        free(k);
+        d->kafka = NULL;
+        return -1;
+    }
+    rd_kafka_conf_t *conf = make_conf(d, err, errlen);
+    if (!conf)
+        return -1;
+    char why[512];
+    if (!(k->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof why))) {
+        rd_kafka_conf_destroy(conf);
+        snprintf(err, errlen, "kafka: %s", why);
+        return -1;
+    }
+    rd_kafka_set_log_queue(k->rk, NULL); /* its log lines to the main queue, */
+    rd_kafka_poll_set_consumer(k->rk);   /* and that to the consumer's */
+    if (!(k->queue = rd_kafka_queue_get_consumer(k->rk))) {
+        snprintf(err, errlen, "kafka: no consumer queue");
+        return -1;
+    }
+    if (pipe(k->fds) != 0 || fcntl(k->fds[0], F_SETFL, O_NONBLOCK) != 0 ||
+        fcntl(k->fds[1], F_SETFL, O_NONBLOCK) != 0 || fcntl(k->fds[0], F_SETFD, FD_CLOEXEC) ||
+        fcntl(k->fds[1], F_SETFD, FD_CLOEXEC)) {
+        snprintf(err, errlen, "kafka: pipe: %s", strerror(errno));
+        return -1;
+    }
+    rd_kafka_queue_io_event_enable(k->queue, k->fds[1], "1", 1);
+    int rc = uv_poll_init(d->loop, &k->poll, k->fds[0]);
+    if (rc == 0 && (rc = uv_idle_init(d->loop, &k->more)) != 0)
+        uv_close((uv_handle_t *)&k->poll, NULL);
+    if (rc != 0) {
+        snprintf(err, errlen, "kafka: %s", uv_strerror(rc));
+        return -1;
+    }
+    k->handles = 1;
+    k->poll.data = k->more.data = k;
+    uv_poll_start(&k->poll, UV_READABLE, on_readable);
+    rd_kafka_topic_partition_list_t *topics =
+        rd_kafka_topic_partition_list_new((int)c->ntopics);
+    if (!topics) {
+        snprintf(err, errlen, "kafka: out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < c->ntopics; i++)
+        rd_kafka_topic_partition_list_add(topics, c->topics[i], RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t e = rd_kafka_subscribe(k->rk, topics);
+    rd_kafka_topic_partition_list_destroy(topics);
+    if (e) {
+        snprintf(err, errlen, "kafka: subscribe: %s", rd_kafka_err2str(e));
+        return -1;
+    }
+    k->next_due = tick_now(d) + d->cfg.snapshot_interval;
+    log_msg(&d->log, LOG_INFO, "kafka", "consumer of group %s on %s (%zu topics); partition "
+            "state in %s", c->group, c->brokers, c->ntopics, c->state_dir);
+    /* what librdkafka queued before the pipe was set */
+    drain(k);
+    return 0;
+}
+
+void kafka_stop(calibd *d)
+{
+    struct kafka *k = d->kafka;
+    if (!k || k->closing)
+        return;
+    k->closing = 1;
+    if (k->handles) {
+        uv_poll_stop(&k->poll);
+        uv_idle_stop(&k->more);
+        uv_close((uv_handle_t *)&k->poll, NULL);
+        uv_close((uv_handle_t *)&k->more, NULL);
+    }
+    if (!k->rk)
+        return;
+    /* leaves the group: the revocation (on_rebalance) writes and commits
+     * every partition before this returns; a write of the worker's still
+     * under way is cancelled for the later one */
+    rd_kafka_resp_err_t err = rd_kafka_consumer_close(k->rk);
+    if (err)
+        log_msg(&d->log, LOG_WARN, "kafka", "leaving the group: %s", rd_kafka_err2str(err));
+    /* a partition the revocation could not reach (no group, no broker):
+     * its snapshot is written all the same */
+    for (size_t i = 0; i < k->nparts; i++) {
+        kafka_part *p = k->parts[i];
+        if (p->assigned)
+            write_now(k, p);
+        p->assigned = 0;
+    }
+}
+
+void kafka_free(calibd *d)
+{
+    struct kafka *k = d->kafka;
+    if (!k)
+        return;
+    if (k->queue)
+        rd_kafka_queue_destroy(k->queue);
+    if (k->rk)
+        rd_kafka_destroy(k->rk);
+    for (size_t i = 0; i < k->nparts; i++)
+        free(k->parts[i]);
+    free(k->parts);
+    for (int i = 0; i < 2; i++)
+        if (k->fds[i] >= 0)
+            close(k->fds[i]);
+    uv_mutex_destroy(&k->lock);
+    free(k);
+    d->kafka = NULL;
+}
+
+int kafka_stats_get(const calibd *d, kafka_stats *s)
+{
+    *s = (kafka_stats){0};
+    if (!d->kafka)
+        return 0;
+    *s = d->kafka->st;
+    for (size_t i = 0; i < d->kafka->nparts; i++)
+        s->partitions += d->kafka->parts[i]->assigned != 0;
+    return 1;
+}
+
+const kafka_part *kafka_assigned(const calibd *d, size_t i)
+{
+    if (!d->kafka)
+        return NULL;
+    for (size_t j = 0; j < d->kafka->nparts; j++)
+        if (d->kafka->parts[j]->assigned && i-- == 0)
+            return d->kafka->parts[j];
+    return NULL;
+}

@@ -1,0 +1,79 @@
+/*
+ * kafka.h — predictions and labels from a Kafka consumer group (calibd(8),
+ * KAFKA), beside ZeroMQ, on the loop's one thread.
+ *
+ * A message's value is a protocol v1 message (msgpack), its key the model's
+ * name (no key: the topic's name), so that a model's predictions and labels
+ * meet on one partition and so on one instance of the group. The models fed
+ * from a partition are that partition's: they take messages from it alone
+ * (REJ_OTHER_SOURCE otherwise), and their state is kept per partition, in
+ * the group's shared directory ([kafka] state_dir):
+ *
+ *   partition.TOPIC.N   a snapshot (snapshot.h) of the partition's models,
+ *                       whose header names the partition and the offset of
+ *                       the first message they have not seen;
+ *   model.NAME.params   each model's parameters (state.h).
+ *
+ * Exactly once: a partition's models are packed together between two
+ * messages, with the offset after the last one applied; the file is
+ * written durably, and only then is that offset committed to the group.
+ * A partition assigned is restored from its file and read from the file's
+ * offset (no file: from the committed offset, else from the earliest), so
+ * that after a crash the models hold every message once, as in a run
+ * without it. A partition revoked is written and committed, its models
+ * handed over (registry_hand_over) once no parameters file is being
+ * written: a model's closed loop runs on one instance at a time, and its
+ * next owner starts from its last version.
+ */
+#ifndef CALIBD_KAFKA_H
+#define CALIBD_KAFKA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cfg.h"
+
+struct calibd;
+
+/* A partition this instance has held. */
+typedef struct kafka_part {
+    char topic[KAFKA_TOPIC_MAX + 1];
+    int32_t partition;
+    int assigned;
+    int64_t next;      /* the offset after the last message applied: the
+                          models hold every earlier one (-1: none read
+                          since assigned, and no snapshot) */
+    int64_t saved;     /* the offset of the last snapshot written, -1 none */
+    int64_t committed; /* the last offset committed, -1 none */
+    uint64_t messages; /* messages read from it */
+} kafka_part;
+
+/* The partition snapshot's file name: "partition.TOPIC.N". */
+void kafka_part_file(const char *topic, int32_t partition, char *name, size_t len);
+
+/* Creates the consumer from cfg.kafka and joins the group: its events are
+ * served from the loop. 0, or -1 with err set. Nothing when [kafka] is not
+ * configured. */
+int kafka_start(struct calibd *d, char *err, size_t errlen);
+/* From the tick: writes every assigned partition's snapshot that changed,
+ * every snapshot_interval, in a worker, and commits their offsets after. */
+void kafka_tick(struct calibd *d);
+/* At stop, on the loop: leaves the group; every partition is written and
+ * committed (the revocation) before this returns. */
+void kafka_stop(struct calibd *d);
+void kafka_free(struct calibd *d);
+
+/* Figures for /metrics and status. */
+typedef struct kafka_stats {
+    uint64_t messages, skipped, stray, errors;
+    uint64_t rebalances, assigned, revoked, lost;
+    uint64_t snapshots, snapshot_errors, commits, commit_errors;
+    uint64_t restored, restore_errors;
+    size_t partitions; /* assigned now */
+} kafka_stats;
+/* 0 when Kafka is off (s zeroed), else 1. */
+int kafka_stats_get(const struct calibd *d, kafka_stats *s);
+/* The partitions assigned now, in turn: i from 0 while it returns one. */
+const kafka_part *kafka_assigned(const struct calibd *d, size_t i);
+
+#endif
