@@ -234,6 +234,15 @@ class Producer:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def flush(self, timeout: Optional[float] = None) -> int:
+        """socket="kafka": waits up to timeout seconds (None: `linger`) for
+        what was sent to be acknowledged by the brokers; returns how many
+        messages are not yet. ZeroMQ sockets: 0 (close() waits for them)."""
+        if self._kafka is None:
+            return 0
+        t = self.linger if timeout is None else timeout
+        return self._kafka.flush(t if math.isfinite(t) else -1)
+
     def close(self) -> None:
         """Closes the socket; PUSH waits up to `linger` seconds for what is
         queued to go, Kafka for every message to be acknowledged."""

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "calibd.h"
+#include "kafka.h"
 #include "registry.h"
 #include "status.h"
 
@@ -67,4 +68,8 @@ void calibd_status(const calibd *d, status_daemon *s)
         .max_models = d->cfg.max_models,
     };
     memcpy(s->rejected, d->rejected, sizeof s->rejected);
+    if ((s->kafka = kafka_stats_get(d, &s->kstats)) != 0) {
+        s->kafka_group = d->cfg.kafka.group;
+        s->kparts = kafka_parts(d, &s->nkparts);
+    }
 }

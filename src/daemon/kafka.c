@@ -773,12 +773,8 @@ int kafka_stats_get(const calibd *d, kafka_stats *s)
     return 1;
 }
 
-const kafka_part *kafka_assigned(const calibd *d, size_t i)
+kafka_part *const *kafka_parts(const calibd *d, size_t *n)
 {
-    if (!d->kafka)
-        return NULL;
-    for (size_t j = 0; j < d->kafka->nparts; j++)
-        if (d->kafka->parts[j]->assigned && i-- == 0)
-            return d->kafka->parts[j];
-    return NULL;
+    *n = d->kafka ? d->kafka->nparts : 0;
+    return d->kafka ? d->kafka->parts : NULL;
 }

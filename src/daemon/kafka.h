@@ -73,7 +73,7 @@ typedef struct kafka_stats {
 } kafka_stats;
 /* 0 when Kafka is off (s zeroed), else 1. */
 int kafka_stats_get(const struct calibd *d, kafka_stats *s);
-/* The partitions assigned now, in turn: i from 0 while it returns one. */
-const kafka_part *kafka_assigned(const struct calibd *d, size_t i);
+/* The partitions ever held, *n of them (assigned: held now). */
+kafka_part *const *kafka_parts(const struct calibd *d, size_t *n);
 
 #endif

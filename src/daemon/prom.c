@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "calibd.h"
+#include "kafka.h"
 #include "prom.h"
 
 /* What is being rendered into: one text (the daemon's families), or, with
@@ -709,6 +710,71 @@ static void snapshot_metrics(out *t, const persister *s)
     sample(t, s->slice_max, "calibd_snapshot_slice_max_seconds");
 }
 
+/* The Kafka consumer group's figures (kafka.h), when there is one. */
+static void kafka_metrics(out *t, const calibd *d)
+{
+    kafka_stats k;
+    if (!kafka_stats_get(d, &k))
+        return;
+    help(t, "calibd_kafka_messages_total", "counter", "Messages taken from Kafka partitions.");
+    put(t, "calibd_kafka_messages_total %llu\n", (unsigned long long)k.messages);
+    help(t, "calibd_kafka_messages_dropped_total", "counter",
+         "Kafka messages not taken: of a partition no longer held (stray), or already in the "
+         "partition's models (skipped).");
+    put(t, "calibd_kafka_messages_dropped_total{reason=\"stray\"} %llu\n",
+        (unsigned long long)k.stray);
+    put(t, "calibd_kafka_messages_dropped_total{reason=\"skipped\"} %llu\n",
+        (unsigned long long)k.skipped);
+    help(t, "calibd_kafka_errors_total", "counter", "Errors librdkafka reported (logged).");
+    put(t, "calibd_kafka_errors_total %llu\n", (unsigned long long)k.errors);
+    help(t, "calibd_kafka_rebalances_total", "counter", "Rebalances of the consumer group seen.");
+    put(t, "calibd_kafka_rebalances_total %llu\n", (unsigned long long)k.rebalances);
+    help(t, "calibd_kafka_partitions", "gauge", "Kafka partitions held now.");
+    put(t, "calibd_kafka_partitions %zu\n", k.partitions);
+    help(t, "calibd_kafka_partition_events_total", "counter",
+         "Partitions assigned, revoked (written and handed over) and lost (handed over "
+         "unwritten).");
+    put(t, "calibd_kafka_partition_events_total{event=\"assigned\"} %llu\n",
+        (unsigned long long)k.assigned);
+    put(t, "calibd_kafka_partition_events_total{event=\"revoked\"} %llu\n",
+        (unsigned long long)k.revoked);
+    put(t, "calibd_kafka_partition_events_total{event=\"lost\"} %llu\n",
+        (unsigned long long)k.lost);
+    help(t, "calibd_kafka_snapshots_total", "counter",
+         "Partition snapshots written to the group's state directory, or not (logged).");
+    put(t, "calibd_kafka_snapshots_total{result=\"written\"} %llu\n",
+        (unsigned long long)k.snapshots);
+    put(t, "calibd_kafka_snapshots_total{result=\"error\"} %llu\n",
+        (unsigned long long)k.snapshot_errors);
+    help(t, "calibd_kafka_restores_total", "counter",
+         "Partitions restored from their snapshot at assignment, or whose snapshot could not "
+         "be used (moved aside, logged).");
+    put(t, "calibd_kafka_restores_total{result=\"restored\"} %llu\n",
+        (unsigned long long)k.restored);
+    put(t, "calibd_kafka_restores_total{result=\"error\"} %llu\n",
+        (unsigned long long)k.restore_errors);
+    help(t, "calibd_kafka_commits_total", "counter",
+         "Partition offsets committed to the group after their snapshot, or refused.");
+    put(t, "calibd_kafka_commits_total{result=\"ok\"} %llu\n", (unsigned long long)k.commits);
+    put(t, "calibd_kafka_commits_total{result=\"error\"} %llu\n",
+        (unsigned long long)k.commit_errors);
+    size_t n;
+    kafka_part *const *parts = kafka_parts(d, &n);
+    help(t, "calibd_kafka_partition_offset", "gauge",
+         "A held partition's offsets: the next message to take (next), the one its last "
+         "snapshot reads from (saved), the one committed (committed); -1: none.");
+    static const char *const kinds[3] = {"next", "saved", "committed"};
+    for (int f = 0; f < 3; f++)
+        for (size_t i = 0; i < n; i++) {
+            const kafka_part *p = parts[i];
+            if (!p->assigned)
+                continue;
+            int64_t v = f == 0 ? p->next : f == 1 ? p->saved : p->committed;
+            put(t, "calibd_kafka_partition_offset{topic=\"%s\",partition=\"%d\",offset=\"%s\"} "
+                "%lld\n", p->topic, (int)p->partition, kinds[f], (long long)v);
+        }
+}
+
 /* The ingest sockets: what ZeroMQ delivered, and the two ways calibd
  * learns it is losing messages it never receives. */
 static void sockets(out *t, const calibd *d)
@@ -837,11 +903,14 @@ static void render_daemon(out *t, calibd *d)
     help(t, "calibd_messages_total", "counter", "Messages received on the ingest sockets.");
     put(t, "calibd_messages_total %llu\n", (unsigned long long)d->messages);
     help(t, "calibd_models_removed_total", "counter",
-         "Models removed: forgotten (calibctl forget), or expired (model_idle_ttl).");
+         "Models removed: forgotten (calibctl forget), expired (model_idle_ttl), or handed "
+         "over with their Kafka partition.");
     put(t, "calibd_models_removed_total{reason=\"forgotten\"} %llu\n",
         (unsigned long long)d->reg.forgotten);
     put(t, "calibd_models_removed_total{reason=\"expired\"} %llu\n",
         (unsigned long long)d->reg.expired);
+    put(t, "calibd_models_removed_total{reason=\"handed_over\"} %llu\n",
+        (unsigned long long)d->reg.handed_over);
     help(t, "calibd_config_reloads_total", "counter",
          "SIGHUP reloads of the configuration file: applied, or refused whole.");
     put(t, "calibd_config_reloads_total{result=\"applied\"} %llu\n", (unsigned long long)d->reloads);
@@ -853,6 +922,7 @@ static void render_daemon(out *t, calibd *d)
     memory(t, d);
     sockets(t, d);
     snapshot_metrics(t, &d->snap);
+    kafka_metrics(t, d);
     http_counters(t, &d->http);
 }
 

@@ -637,6 +637,49 @@ static void pack_model(calib_mpw *w, const model *m)
 
 /* ------------------------------------------------------------ commands */
 
+/* "kafka": the group, the partitions held now, the counters. */
+static void pack_kafka(calib_mpw *w, const status_daemon *s)
+{
+    const kafka_stats *k = &s->kstats;
+    calib_mpw_key(w, "kafka");
+    calib_mpw_map(w);
+    calib_mpw_key(w, "group");
+    calib_mpw_str(w, s->kafka_group ? s->kafka_group : "");
+    calib_mpw_key(w, "partitions");
+    calib_mpw_array(w);
+    for (size_t i = 0; i < s->nkparts; i++) {
+        const kafka_part *p = s->kparts[i];
+        if (!p->assigned)
+            continue;
+        calib_mpw_map(w);
+        calib_mpw_key(w, "topic");
+        calib_mpw_str(w, p->topic);
+        calib_mpw_key(w, "partition");
+        calib_mpw_int(w, p->partition);
+        calib_mpw_key(w, "next");
+        calib_mpw_int(w, p->next);
+        calib_mpw_key(w, "saved");
+        calib_mpw_int(w, p->saved);
+        calib_mpw_key(w, "committed");
+        calib_mpw_int(w, p->committed);
+        calib_mpw_key_uint(w, "messages", p->messages);
+        calib_mpw_end(w);
+    }
+    calib_mpw_end(w);
+    const struct {
+        const char *key;
+        uint64_t v;
+    } c[] = {{"messages", k->messages}, {"skipped", k->skipped}, {"stray", k->stray},
+             {"errors", k->errors}, {"rebalances", k->rebalances}, {"assigned", k->assigned},
+             {"revoked", k->revoked}, {"lost", k->lost}, {"snapshots", k->snapshots},
+             {"snapshot_errors", k->snapshot_errors}, {"commits", k->commits},
+             {"commit_errors", k->commit_errors}, {"restored", k->restored},
+             {"restore_errors", k->restore_errors}};
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++)
+        calib_mpw_key_uint(w, c[i].key, c[i].v);
+    calib_mpw_end(w);
+}
+
 void status_begin(calib_mpw *w, const status_daemon *s)
 {
     calib_mpw_map(w);
@@ -670,6 +713,8 @@ void status_begin(calib_mpw *w, const status_daemon *s)
     calib_mpw_key_uint(w, "models", s->models);
     calib_mpw_key_uint(w, "max_models", s->max_models);
     calib_mpw_end(w);
+    if (s->kafka)
+        pack_kafka(w, s);
     calib_mpw_key(w, "models");
     calib_mpw_map(w);
 }

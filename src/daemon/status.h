@@ -7,6 +7,7 @@
 #define CALIBD_STATUS_H
 
 #include "calib/mpw.h"
+#include "kafka.h"
 #include "model.h"
 
 /* The daemon's figures the map opens with: counters, whoever holds them
@@ -19,6 +20,13 @@ typedef struct status_daemon {
     uint64_t publish_errors, reloads, reloads_refused, models_forgotten, models_expired;
     uint64_t alerts_sent, alerts_suppressed, sinks_failed, sinks_killed, sinks_dropped;
     uint64_t mem_bytes, mem_limit, mem_refused, models, max_models;
+    /* Kafka (kafka.h): kafka 0 when off; the partitions ever held (those
+     * assigned now are listed) */
+    int kafka;
+    const char *kafka_group;
+    kafka_stats kstats;
+    kafka_part *const *kparts;
+    size_t nkparts;
 } status_daemon;
 
 /* The whole map: the n models' entries, or only's alone. */

@@ -2,7 +2,7 @@
 Python package's producer (socket="kafka"), for tests/integ/kafka.sh and
 tests/bench/kafka_scaling.sh.
 
-  kafka_feed.py BROKERS TOPIC OUT --models M --pairs N --from A --to B
+  kafka_feed.py BROKERS TOPIC OUT --models M --pairs N --from A --to B [--rate R]
 
 Model i ("km-i") gets N / M pairs: logits of K = 4 classes, N(0, 2) each,
 labels drawn from softmax(z / 2) (an overconfident model, so that the
@@ -18,6 +18,7 @@ import math
 import os
 import random
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 from calibd import Producer  # noqa: E402
@@ -32,6 +33,7 @@ ap.add_argument("--models", type=int, default=8)
 ap.add_argument("--pairs", type=int, default=100000)
 ap.add_argument("--from", dest="start", type=int, default=0)
 ap.add_argument("--to", dest="stop", type=int, default=None)
+ap.add_argument("--rate", type=float, default=0, help="rounds a second (0: at once)")
 a = ap.parse_args()
 per = a.pairs // a.models
 rounds = per // BATCH
@@ -57,7 +59,11 @@ outs = [open(os.path.join(a.out, f"km-{i}.csv"), "a") for i in range(a.models)]
 for f in outs:
     if f.tell() == 0:
         f.write(",".join(f"z{j}" for j in range(K)) + ",y\n")
+t0 = time.monotonic()
 for rnd in range(a.start, stop):
+    if a.rate > 0:  # paced: a stream that is still flowing when a test acts
+        p.flush()
+        time.sleep(max(0.0, t0 + (rnd - a.start) / a.rate - time.monotonic()))
     for i in range(a.models):
         name = f"km-{i}"
         if rnd < rounds:

@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# kafka.sh — a consumer group of calibd instances on librdkafka's mock
+# cluster (tests/kafka/mock), and a crash in the middle of the stream.
+#
+# Topic "preds" has 4 partitions; 100,000 pairs of 8 models (km-0..7) go
+# in through the Python package's Kafka producer (kafka_feed.py), each
+# message keyed by its model. W, alone in group "w", reads the whole stream
+# without interruption. A and B share group "g" and its state directory:
+# A reads part 1 alone; B joins (A writes its 4 partitions, each takes 2);
+# part 2 flows while A is killed -9 past its last partition snapshots; B
+# takes A's partitions from their snapshots and reads on from their
+# offsets; part 3 goes in while A is down; A restarts and takes 2 back.
+# Then:
+# - the partitions' snapshots merged (calibctl merge) hold, model by model,
+#   the figures of W's uninterrupted run and of `calibctl score` on the
+#   same pairs, exactly (floats compared as they are), and the same join
+#   table (joined, waiting, duplicates);
+# - every params message (kafka_watch.py on every PUB socket) shows no
+#   version going back, and no model published by two instances at once.
+. "$(dirname "$0")/lib.sh"
+
+MOCK=$BUILDDIR/tests/kafka/mock
+FEED="$PY $srcdir/tests/integ/kafka_feed.py"
+"$PY" -c 'import confluent_kafka' 2> /dev/null ||
+    skip_all "python3-confluent-kafka is not installed (scripts/deps.sh installs it)"
+
+"$MOCK" preds:4 > "$work/boot" 2> "$work/mock.log" &
+track $!
+wait_until "[ -s '$work/boot' ]" 10 || { echo "Bail out! the mock cluster did not start"; exit 1; }
+BOOT=$(cat "$work/boot")
+mkdir -p "$work/pairs" "$work/shared" "$work/wshared"
+
+declare -A pid ctl pull
+# one NAME GROUP SHARED INTERVAL [RUN]: calibd NAME in $work/NAME, a member
+# of GROUP, writing its snapshots every INTERVAL seconds; group g's PUB
+# sockets are watched, labelled NAME RUN
+one() {
+    local name=$1 dir=$work/$1
+    mkdir -p "$dir"
+    cat > "$dir/calibd.conf" <<EOF
+[daemon]
+ingest_pull = tcp://127.0.0.1:*
+snapshot_interval = $4
+params_interval = 1
+tick = 0.2
+[defaults]
+form = logits
+k = 4
+[kafka]
+brokers = $BOOT
+topics = preds
+group = $2
+state_dir = $3
+session.timeout.ms = 6000
+heartbeat.interval.ms = 500
+EOF
+    rm -f "$dir/state/endpoints"
+    "$CALIBD" -c "$dir/calibd.conf" --ingest 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
+        --control 'tcp://127.0.0.1:*' --http off --state-dir "$dir/state" \
+        --log-level info 2>> "$dir/calibd.log" &
+    pid[$name]=$!
+    track "${pid[$name]}"
+    wait_until "[ -s '$dir/state/endpoints' ]" 20 || { echo "Bail out! calibd $name did not start"; exit 1; }
+    ctl[$name]=$(awk '$1 == "control" {print $2; exit}' "$dir/state/endpoints")
+    pull[$name]=$(awk '$1 == "ingest_pull" {print $2; exit}' "$dir/state/endpoints")
+    [ "$2" = g ] &&
+        echo "$name${5:-} $(awk '$1 == "publish" {print $2; exit}' "$dir/state/endpoints")" >> "$work/pubs"
+    return 0
+}
+st() { "$CALIBCTL" status --control "${ctl[$1]}" --timeout "$TIME_SCALE" 2> /dev/null; }
+# q NAME EXPR: the python EXPR on NAME's status r (fails while it does not answer)
+q() { st "$1" > "$work/$1.json" && json_get "$work/$1.json" "$2" 2> /dev/null; }
+holds() { [ "$(q "$1" "len(r['kafka']['partitions'])")" = "$2" ]; }
+scored() { q "$1" "sum(m['scored'] for m in r['models'].values())"; }
+
+"$PY" "$srcdir/tests/integ/kafka_watch.py" "$work/pubs" "$work/published" 2> "$work/watch.log" &
+track $!
+# A writes its partitions only when it hands them over: what it takes after
+# B joins is in no snapshot when it is killed
+one W w "$work/wshared" 2
+one A g "$work/shared" 3600 1
+
+# part 1: rounds 0..79 of 252 (50 pairs a model a round; labels 2 rounds late)
+$FEED "$BOOT" preds "$work/pairs" --from 0 --to 80 2> "$work/feed1.log" ||
+    { echo "Bail out! the producer failed: $(cat "$work/feed1.log")"; exit 1; }
+check "A alone holds the 4 partitions and scores part 1 (31,200 pairs)" \
+    'wait_until "holds A 4 && [ \"\$(scored A)\" = 31200 ]" 60'
+
+one B g "$work/shared" 2
+check "B joins: A writes its partitions and hands 2 over; each holds 2" \
+    'wait_until "holds A 2 && holds B 2" 60'
+check "their models are disjoint and hold part 1 whole: $(q A "sorted(r['models'])") + $(q B "sorted(r['models'])")" \
+    '[ $(( $(scored A) + $(scored B) )) = 31200 ] &&
+     [ "$(q A "len(r['"'"'models'"'"'])") $(q B "len(r['"'"'models'"'"'])")" = "4 4" ] &&
+     [ "$(q A "sorted(r['"'"'models'"'"'])")" != "$(q B "sorted(r['"'"'models'"'"'])")" ]'
+
+# part 2, paced over ~4 s: A is killed while it flows, once A has taken
+# messages past its partitions' last snapshots
+$FEED "$BOOT" preds "$work/pairs" --from 80 --to 160 --rate 20 2> "$work/feed2.log" &
+feed2=$!
+track $feed2
+past() { q A "any(p['next'] > p['saved'] >= 0 for p in r['kafka']['partitions']) and sum(m['scored'] for m in r['models'].values()) > 15600"; }
+wait_until '[ "$(past)" = True ]' 60
+cp "$work/A.json" "$work/A.killed.json"
+kill -KILL "${pid[A]}"
+wait "${pid[A]}" 2> /dev/null
+check "A killed -9 mid-stream, past its last snapshot: $(json_get "$work/A.killed.json" "[(p['partition'], p['saved'], p['next']) for p in r['kafka']['partitions']]")" \
+    '[ "$(json_get "$work/A.killed.json" "any(p['"'"'next'"'"'] > p['"'"'saved'"'"'] >= 0 for p in r['"'"'kafka'"'"']['"'"'partitions'"'"'])")" = True ] && kill -0 $feed2 2> /dev/null'
+check "B takes A's partitions (session timeout) and reads them again from A's snapshots' offsets, before where A was" \
+    'wait_until "holds B 4" 60 && "$PY" - "$work/A.killed.json" "$work/B/calibd.log" <<'"'"'PY'"'"'
+import json, re, sys
+a = json.load(open(sys.argv[1]))["kafka"]["partitions"]
+log = open(sys.argv[2]).read()
+for p in a:
+    got = re.findall(r"partition preds/%d: restored .*reading from offset (\d+)" % p["partition"], log)
+    assert got and int(got[-1]) == p["saved"], (p, got)
+assert any(p["saved"] < p["next"] for p in a), a
+PY'
+wait $feed2
+$FEED "$BOOT" preds "$work/pairs" --from 160 2> "$work/feed3.log" ||
+    { echo "Bail out! the producer failed: $(cat "$work/feed3.log")"; exit 1; }
+
+one A g "$work/shared" 3600 2
+check "A restarts: each holds 2 partitions again" 'wait_until "holds A 2 && holds B 2" 60'
+check "A and B score all 100,000 pairs, each model on one of them" \
+    'wait_until "[ \$(( \$(scored A) + \$(scored B) )) = 100000 ]" 60 &&
+     [ "$(q A "len(r['"'"'models'"'"'])") $(q B "len(r['"'"'models'"'"'])")" = "4 4" ]'
+check "W scores all 100,000 pairs" 'wait_until "[ \"\$(scored W)\" = 100000 ]" 60'
+
+# a ZeroMQ message to a model fed from Kafka is refused (other_source)
+"$PY" - "${pull[W]}" <<'PY'
+import sys, zmq, msgpack
+s = zmq.Context().socket(zmq.PUSH); s.setsockopt(zmq.LINGER, 10000); s.connect(sys.argv[1])
+s.send_multipart([b"km-0", msgpack.packb({"v": 1, "type": "label", "id": "x", "y": 0})])
+s.close()
+PY
+other() { q W "r['models']['km-0']['rejected'].get('other_source')"; }
+check "a ZeroMQ message to a Kafka partition's model: rejected, other_source" \
+    'wait_until "[ \"\$(other)\" = 1 ]" 20'
+
+for n in A B; do
+    kill -TERM "${pid[$n]}"
+    ends_within "${pid[$n]}" "$(scaled 60)" || kill -KILL "${pid[$n]}"
+    wait "${pid[$n]}"
+    rc=$?
+    check "$n stops cleanly (exit 0), its partitions written" "[ $rc = 0 ]"
+done
+check "the instances' own snapshots hold no partition's model" \
+    '"$CALIBCTL" snapshot "$work/A/state/snapshot" | "$PY" -c "import json,sys; sys.exit(len(json.load(sys.stdin)[\"models\"]))" &&
+     "$CALIBCTL" snapshot "$work/B/state/snapshot" | "$PY" -c "import json,sys; sys.exit(len(json.load(sys.stdin)[\"models\"]))"'
+"$CALIBCTL" merge "$work"/shared/partition.preds.* -o "$work/merged" > "$work/merge.out" 2>&1 &&
+    "$CALIBCTL" snapshot "$work/merged" > "$work/merged.json"
+st W > "$work/W.json"
+for i in 0 1 2 3 4 5 6 7; do
+    "$CALIBCTL" score "$work/pairs/km-$i.csv" > "$work/km-$i.ref"
+done
+check "the merged partitions equal W's uninterrupted run and calibctl score, exactly, model by model" \
+    '"$PY" - "$work" <<'"'"'PY'"'"'
+import json, sys
+w = sys.argv[1]
+merged = json.load(open(w + "/merged.json"))["models"]
+whole = json.load(open(w + "/W.json"))["models"]
+assert sorted(merged) == sorted(whole) == [f"km-{i}" for i in range(8)], (sorted(merged), sorted(whole))
+for name in sorted(merged):
+    m, u = merged[name], whole[name]
+    ref = json.load(open(f"{w}/{name}.ref"))
+    assert m["scored"] == u["scored"] == ref["n"] == 12500, (name, m["scored"], u["scored"], ref["n"])
+    assert m["raw"] == u["raw"], (name, "raw", m["raw"], u["raw"])
+    for k in ("joined", "waiting_predictions", "waiting_labels", "duplicate_labels"):
+        assert m["join"][k] == u["join"][k], (name, k, m["join"], u["join"])
+    assert m["join"]["waiting_predictions"] == 0 and m["join"]["joined"] == 12500, (name, m["join"])
+    for k, r in (("brier", "brier"), ("log", "log")):
+        assert m["raw"][k]["mean"] == ref[r], (name, k, m["raw"][k]["mean"], ref[r])
+    for k, r in (("ece", "ece"), ("tce2", "tce2_15"), ("cwce2", "cwce2_15"), ("rbs", "rbs")):
+        assert m["raw"][k] == ref[r], (name, k, m["raw"][k], ref[r])
+    assert not m["rejected"], (name, m["rejected"])
+PY'
+
+kill "$(jobs -p)" 2> /dev/null
+check "the models were refitted and published (some version >= 1): $(awk '$4 > 0' "$work/published" | wc -l) messages" \
+    '[ "$(awk '"'"'$4 > 0'"'"' "$work/published" | wc -l)" -gt 0 ]'
+owners=$("$PY" - "$work/published" <<'PY'
+import collections, sys
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    _, who, model, v = line.split()
+    if not runs[model] or runs[model][-1][0] != who:
+        runs[model].append([who, v])
+    runs[model][-1][1] = v
+print(", ".join(m + " " + ">".join(f"{w}:v{v}" for w, v in r) for m, r in sorted(runs.items())))
+PY
+)
+check "no model's version goes back, and none is published by two instances at once
+$owners" \
+    '"$PY" - "$work/published" <<'"'"'PY'"'"'
+import collections, sys
+seen = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    t, who, model, v = line.split()
+    seen[model].append((float(t), who, int(v)))
+assert seen, "nothing published"
+for model, msgs in seen.items():
+    top = 0
+    for t, who, v in msgs:
+        assert v >= top, (model, "version", v, "after", top)
+        top = v
+    # the owners in the order received, runs merged: A1 (A alone), then A1
+    # or B, B (A killed), then A2 or B; one that comes back after another
+    # published in between is two at once
+    runs = [msgs[0][1]]
+    for _, who, _ in msgs[1:]:
+        if who != runs[-1]:
+            runs.append(who)
+    assert len(runs) == len(set(runs)), (model, runs)
+PY'
+finish
