@@ -177,6 +177,70 @@ static void http_access_keys(void **state)
     assert_null(c.http_tls_cert);
 }
 
+/* [kafka]: brokers, topics, group and state_dir go together; a key with a
+ * dot is librdkafka's, passed through in order (a second one replaces the
+ * first), except those calibd must own; bad topics and unknown plain keys
+ * are said. */
+static void kafka_section(void **state)
+{
+    daemon_cfg c;
+    char err[512];
+    assert_int_equal(load(&c, "[daemon]\n", err, sizeof err), 0);
+    assert_null(c.kafka.brokers); /* off by default */
+    config_free(&c);
+    assert_int_equal(load(&c, "[kafka]\nbrokers = k1:9092,k2:9092\n"
+                              "topics = preds, labels ,x.y_z-1\ngroup = calibd\n"
+                              "state_dir = /srv/calibd-group\nsecurity.protocol = SASL_SSL\n"
+                              "session.timeout.ms = 6000\nsecurity.protocol = SSL\n"
+                              "fetch_size = 3\n",
+                          err, sizeof err), 0);
+    assert_string_equal(c.kafka.brokers, "k1:9092,k2:9092");
+    assert_string_equal(c.kafka.group, "calibd");
+    assert_string_equal(c.kafka.state_dir, "/srv/calibd-group");
+    assert_int_equal(c.kafka.ntopics, 3);
+    assert_string_equal(c.kafka.topics[0], "preds");
+    assert_string_equal(c.kafka.topics[1], "labels");
+    assert_string_equal(c.kafka.topics[2], "x.y_z-1");
+    assert_int_equal(c.kafka.nprops, 2);
+    assert_string_equal(c.kafka.prop_key[0], "security.protocol");
+    assert_string_equal(c.kafka.prop_value[0], "SSL");
+    assert_string_equal(c.kafka.prop_key[1], "session.timeout.ms");
+    assert_int_equal(nwarned, 1); /* fetch_size: no dot, not calibd's */
+    assert_non_null(strstr(warned[0], ":9: unknown key [kafka], key 'fetch_size' ignored"));
+    config_free(&c);
+    assert_null(c.kafka.brokers);
+    const struct {
+        const char *text, *says;
+    } bad[] = {
+        {"[kafka]\nbrokers = k:1\ntopics = a\ngroup = g\n", "[kafka]: state_dir is missing"},
+        {"[kafka]\ntopics = a\n", "[kafka]: brokers is missing"},
+        {"[kafka]\ntopics = a,b/c\n", ":2: topics: 'b/c' is no topic name"},
+        {"[kafka]\ntopics = a,..\n", ":2: topics: '..' is no topic name"},
+        {"[kafka]\ntopics = a, b, a\n", ":2: topics: 'a' is listed twice"},
+        {"[kafka]\ntopics = ,\n", ":2: topics: expected a comma list"},
+        {"[kafka]\ngroup =\n", ":2: group: expected a value"},
+        {"[kafka]\nenable.auto.commit = true\n", ":2: enable.auto.commit is calibd's to set"},
+        {"[kafka]\ngroup.id = x\n", ":2: group.id is calibd's to set"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        err[0] = 0;
+        assert_int_equal(load(&c, bad[i].text, err, sizeof err), -1);
+        if (!strstr(err, bad[i].says)) {
+            print_error("case %zu: '%s' lacks '%s'\n", i, err, bad[i].says);
+            fail();
+        }
+        config_free(&c);
+    }
+    char topic[KAFKA_TOPIC_MAX + 2];
+    memset(topic, 'a', sizeof topic - 1);
+    topic[sizeof topic - 1] = 0;
+    assert_int_equal(config_kafka_topic_ok(topic, KAFKA_TOPIC_MAX), 1);
+    assert_int_equal(config_kafka_topic_ok(topic, KAFKA_TOPIC_MAX + 1), 0);
+    assert_int_equal(config_kafka_topic_ok("", 0), 0);
+    assert_int_equal(config_kafka_topic_ok(".", 1), 0);
+    assert_int_equal(config_kafka_topic_ok("...", 3), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -185,6 +249,7 @@ int main(void)
         cmocka_unit_test(refusals_say_why),
         cmocka_unit_test(long_model_names),
         cmocka_unit_test(http_access_keys),
+        cmocka_unit_test(kafka_section),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

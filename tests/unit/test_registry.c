@@ -11,7 +11,10 @@
 #include <unistd.h>
 
 #include "calibd.h"
+#include "ingest.h"
+#include "kafka.h"
 #include "registry.h"
+#include "status.h"
 
 static calibd *daemon_new(void)
 {
@@ -175,6 +178,100 @@ static void collect_forgotten_and_idle(void **state)
     daemon_free(d);
 }
 
+/* A revoked Kafka partition's models (kafka.h): out of the index at once,
+ * so that the name makes a new model (a message, or a snapshot restored
+ * when the partition comes back); not listed; freed once no worker holds
+ * them, counted as handed over. A message from elsewhere to a partition's
+ * model, or from a partition to another's, is refused (other_source). */
+static void handed_over_models(void **state)
+{
+    calibd *d = daemon_new();
+    d->cfg.defaults.form = CALIB_FORM_BINARY;
+    kafka_part p0 = {.topic = "preds", .partition = 0}, p1 = {.topic = "preds", .partition = 1};
+    int why = 0;
+    d->source = &p0;
+    model *a = registry_get(d, "a", 1, 1, &why), *b = registry_get(d, "b", 1, 1, &why);
+    d->source = NULL;
+    model *z = registry_get(d, "z", 1, 1, &why);
+    assert_true(a && b && z);
+    assert_ptr_equal(a->kpart, &p0);
+    assert_ptr_equal(b->kpart, &p0);
+    assert_null(z->kpart);
+    /* the rule of sources, through the ingest path */
+    char msg[64];
+    size_t len = 0;
+    {
+        calib_mpw w;
+        calib_mpw_init(&w);
+        calib_mpw_map(&w);
+        calib_mpw_key_uint(&w, "v", 1);
+        calib_mpw_key(&w, "type");
+        calib_mpw_str(&w, "label");
+        calib_mpw_key(&w, "id");
+        calib_mpw_str(&w, "x");
+        calib_mpw_key_uint(&w, "y", 1);
+        calib_mpw_end(&w);
+        assert_true(w.sb.size <= sizeof msg);
+        len = w.sb.size;
+        memcpy(msg, w.sb.data, len);
+        calib_mpw_destroy(&w);
+    }
+    ingest_message(d, "a", 1, msg, len, -1, NULL); /* ZeroMQ to p0's model */
+    assert_int_equal(a->rejected[REJ_OTHER_SOURCE], 1);
+    d->source = &p1;
+    ingest_message(d, "a", 1, msg, len, -1, NULL); /* p1 to p0's model */
+    ingest_message(d, "z", 1, msg, len, -1, NULL); /* p1 to ZeroMQ's model */
+    d->source = &p0;
+    ingest_message(d, "a", 1, msg, len, -1, NULL); /* its own: taken */
+    d->source = NULL;
+    assert_int_equal(a->rejected[REJ_OTHER_SOURCE], 2);
+    assert_int_equal(z->rejected[REJ_OTHER_SOURCE], 1);
+    assert_int_equal(a->join.waiting_labels, 1);
+    assert_string_equal(reject_name(REJ_OTHER_SOURCE), "other_source");
+    /* p0 revoked: b is held by a worker */
+    b->recalib.refit.phase = PHASE_FITTING;
+    model *v[2] = {a, b};
+    registry_hand_over(d, v, 2);
+    assert_true(a->handed_over && b->handed_over);
+    assert_null(registry_find(d, "a", 1));
+    assert_null(registry_find(d, "b", 1));
+    assert_ptr_equal(registry_find(d, "z", 1), z);
+    /* the names are free: p0 back (a restored snapshot) makes new ones */
+    d->source = &p0;
+    model *a2 = registry_get(d, "a", 1, 1, &why);
+    d->source = NULL;
+    assert_non_null(a2);
+    assert_true(a2 != a && !a2->handed_over && a2->kpart == &p0);
+    assert_ptr_equal(registry_find(d, "a", 1), a2);
+    /* status lists the live ones only */
+    calib_mpw w;
+    calib_mpw_init(&w);
+    status_daemon sd = {0};
+    status_pack(&w, &sd, d->reg.models, d->reg.n, NULL);
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    assert_int_equal(msgpack_unpack_next(&u, w.sb.data, w.sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
+    const msgpack_object *models = NULL;
+    for (uint32_t i = 0; i < u.data.via.map.size; i++)
+        if (u.data.via.map.ptr[i].key.via.str.size == 6 &&
+            memcmp(u.data.via.map.ptr[i].key.via.str.ptr, "models", 6) == 0)
+            models = &u.data.via.map.ptr[i].val;
+    assert_non_null(models);
+    assert_int_equal(models->via.map.size, 2); /* z and the new a */
+    msgpack_unpacked_destroy(&u);
+    calib_mpw_destroy(&w);
+    /* freed when nothing holds them */
+    assert_int_equal(registry_collect(d, tick_now(d), 0), 1);
+    assert_int_equal(d->reg.handed_over, 1);
+    b->recalib.refit.phase = PHASE_IDLE;
+    assert_int_equal(registry_collect(d, tick_now(d), 0), 1);
+    assert_int_equal(d->reg.handed_over, 2);
+    assert_int_equal(d->reg.forgotten, 0);
+    assert_int_equal(d->reg.n, 2);
+    assert_ptr_equal(registry_find(d, "a", 1), a2);
+    daemon_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -182,6 +279,7 @@ int main(void)
         cmocka_unit_test(creation_refused),
         cmocka_unit_test(removal_keeps_the_others),
         cmocka_unit_test(collect_forgotten_and_idle),
+        cmocka_unit_test(handed_over_models),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -943,6 +943,66 @@ static void damaged_files_are_refused(void **state)
     model_free(&a);
 }
 
+/* A Kafka partition's snapshot: its header names the partition and the
+ * offset its models have read up to (kafka.h); a plain one names none; a
+ * header whose "kafka" map is malformed is refused. */
+static void partition_source_in_the_header(void **state)
+{
+    char err[600], body[] = "\x80"; /* an empty model map stands in */
+    static const uint64_t none[REJ_MAX];
+    snapshot_source src = {.topic = "preds.v2", .partition = 3, .offset = 123456789012LL};
+    calib_mpw w;
+    calib_mpw_init(&w);
+    snapshot_frame_sum(&w, 1, snapshot_crc(0, body, 1), 1, 1e9, 5, NULL, 7, none, &src);
+    char *f = malloc(w.sb.size + 1);
+    assert_non_null(f);
+    memcpy(f, w.sb.data, w.sb.size);
+    f[w.sb.size] = body[0];
+    snapshot_head h;
+    assert_int_equal(snapshot_open(f, w.sb.size + 1, &h, err, sizeof err), 0);
+    assert_int_equal(h.has_source, 1);
+    assert_string_equal(h.source.topic, "preds.v2");
+    assert_int_equal(h.source.partition, 3);
+    assert_true(h.source.offset == 123456789012LL);
+    assert_int_equal(h.messages, 7);
+    free(f);
+    /* none: a daemon's own snapshot */
+    size_t len;
+    model m;
+    model_cfg c = small_cfg();
+    make(&m, &c, 0);
+    f = file_of(&m, &len);
+    assert_int_equal(snapshot_open(f, len, &h, err, sizeof err), 0);
+    assert_int_equal(h.has_source, 0);
+    free(f);
+    model_free(&m);
+    /* malformed: a topic that is no topic name, a partition out of range */
+    const char *topics[2] = {"a/b", "ok"};
+    const uint64_t parts[2] = {0, (uint64_t)INT32_MAX + 1};
+    for (int i = 0; i < 2; i++) {
+        calib_mpw_reset(&w);
+        calib_mpw_map(&w);
+        calib_mpw_key(&w, "format");
+        calib_mpw_str(&w, "calibd-snapshot");
+        calib_mpw_key_uint(&w, "v", SNAPSHOT_VERSION);
+        calib_mpw_key(&w, "byte_order");
+        calib_mpw_str(&w, "little");
+        calib_mpw_key_double(&w, "written", 1e9);
+        calib_mpw_key_double(&w, "mono", 5);
+        calib_mpw_key(&w, "kafka");
+        calib_mpw_map(&w);
+        calib_mpw_key(&w, "topic");
+        calib_mpw_str(&w, topics[i]);
+        calib_mpw_key_uint(&w, "partition", parts[i]);
+        calib_mpw_key_uint(&w, "offset", 1);
+        calib_mpw_end(&w);
+        calib_mpw_end(&w);
+        assert_int_equal(snapshot_open(w.sb.data, w.sb.size, &h, err, sizeof err), -1);
+        assert_non_null(strstr(err, i == 0 ? "kafka: topic" : "partition"));
+    }
+    calib_mpw_destroy(&w);
+}
+
 /* Another format version, or no snapshot at all: refused, saying why. */
 static void foreign_files_are_refused(void **state)
 {
@@ -1207,6 +1267,7 @@ int main(void)
         cmocka_unit_test(crafted_bodies_do_no_harm),
         cmocka_unit_test(merged_shards_equal_the_whole),
         cmocka_unit_test(waiting_codes_follow_their_segments),
+        cmocka_unit_test(partition_source_in_the_header),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
