@@ -3,6 +3,7 @@ a real calibd that scores what it sends, of every output form, exactly as
 the scores' formulas (calibd-protocol(7), Scores) give them; nothing lost
 before calibd is up (PUSH); PUB waits for calibd's subscription."""
 import math
+import time
 
 import msgpack
 import numpy as np
@@ -170,3 +171,66 @@ def test_segments_scored_per_value(calibd):
         assert math.isclose(got[c]["raw"]["brier"]["mean"], brier(softmax(z[sel]), y[sel]),
                             rel_tol=1e-9)
     assert got["other"]["pairs"] == 0
+
+
+@pytest.fixture
+def kafka_brokers():
+    """librdkafka's mock cluster (tests/kafka/mock), topic "t" of 2
+    partitions: its bootstrap servers."""
+    import os
+    import subprocess
+    pytest.importorskip("confluent_kafka")
+    mock = os.path.join(os.environ.get("BUILDDIR", ""), "tests", "kafka", "mock")
+    if not os.access(mock, os.X_OK):
+        pytest.skip("no tests/kafka/mock in BUILDDIR")
+    proc = subprocess.Popen([mock, "t:2"], stdout=subprocess.PIPE, text=True)
+    try:
+        yield proc.stdout.readline().strip()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_kafka_messages_keyed_by_model(kafka_brokers):
+    """socket="kafka": the same messages as the other sockets, each keyed
+    by its model's name (so a model keeps to one partition), in order."""
+    import confluent_kafka
+    with Producer(kafka_brokers, socket="kafka", kafka_topic="t", batch=2) as p:
+        assert p.predict("m-1", ["a", "b", "c"], p=[0.1, 0.2, 0.3]) == 3
+        assert p.predict("m-2", 7, logits=[1.0, 2.0]) == 1
+        assert p.label("m-1", ["a", "b", "c"], [0, 1, 1]) == 3
+        assert p.flush(30) == 0
+        assert p.sent["messages"] == 5
+    c = confluent_kafka.Consumer({"bootstrap.servers": kafka_brokers, "group.id": "t",
+                                  "auto.offset.reset": "earliest"})
+    c.subscribe(["t"])
+    got, deadline = [], time.monotonic() + 60
+    while len(got) < 5 and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            got.append((m.key(), m.partition(), msgpack.unpackb(m.value(), raw=False)))
+    c.close()
+    assert len(got) == 5, got
+    by_model = {}
+    for key, part, body in got:
+        by_model.setdefault(key, []).append((part, body))
+    assert sorted(by_model) == [b"m-1", b"m-2"]
+    assert len({part for part, _ in by_model[b"m-1"]}) == 1  # one partition a model
+    bodies = [b for _, b in by_model[b"m-1"]]
+    assert [b["type"] for b in bodies] == ["pred", "pred", "label", "label"]
+    assert bodies[0]["id"] == ["a", "b"] and bodies[1]["id"] == ["c"]
+    assert bodies[2] == {"v": 1, "type": "label", "n": 2, "id": ["a", "b"], "y": [0, 1]}
+    assert bodies[3] == {"v": 1, "type": "label", "n": 1, "id": ["c"], "y": [1]}
+    assert by_model[b"m-2"][0][1] == {"v": 1, "type": "pred", "id": 7, "logits": [1.0, 2.0]}
+
+
+def test_kafka_arguments_are_checked():
+    pytest.importorskip("confluent_kafka")
+    with pytest.raises(ValueError, match="kafka_topic"):
+        Producer("127.0.0.1:1", socket="kafka", kafka_topic="a/b")
+    with pytest.raises(ValueError, match="kafka_topic"):
+        Producer("127.0.0.1:1", socket="kafka", kafka_topic="..")
+    with pytest.raises(ValueError, match="brokers"):
+        Producer(["127.0.0.1:1"], socket="kafka")
+    with pytest.raises(ValueError, match="socket"):
+        Producer("127.0.0.1:1", socket="kafka2")
