@@ -356,6 +356,11 @@ def snapshot(calibd):
     head = u.unpack()
     body = whole[u.tell():]
     write("snapshot", "whole", b"\x00" + whole)
+    # a Kafka partition's snapshot (kafka.h): its header names the partition
+    part = dict(head)
+    part.pop("pad", None)
+    part["kafka"] = {"topic": "preds", "partition": 3, "offset": 12345}
+    write("snapshot", "kafka_partition", b"\x00" + pk(part) + body)
     # each model alone, framed by the target
     u = msgpack.Unpacker(raw=False)
     u.feed(body)
