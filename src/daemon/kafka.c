@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <librdkafka/rdkafka.h>
@@ -605,9 +606,10 @@ static int configured(const kafka_cfg *c, const char *key)
     return 0;
 }
 
-static rd_kafka_conf_t *make_conf(calibd *d, char *err, size_t errlen)
+/* librdkafka's configuration from [kafka]: NULL with err set when it
+ * refuses a property or a value. */
+static rd_kafka_conf_t *make_conf(const kafka_cfg *c, char *err, size_t errlen)
 {
-    const kafka_cfg *c = &d->cfg.kafka;
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     if (!conf) {
         snprintf(err, errlen, "kafka: out of memory");
@@ -631,12 +633,28 @@ static rd_kafka_conf_t *make_conf(calibd *d, char *err, size_t errlen)
         rd_kafka_conf_destroy(conf);
         return NULL;
     }
+    return conf;
+}
+
+int kafka_check(const daemon_cfg *c, char *err, size_t errlen)
+{
+    if (!c->kafka.brokers)
+        return 0;
+    rd_kafka_conf_t *conf = make_conf(&c->kafka, err, errlen);
+    if (!conf)
+        return -1;
+    rd_kafka_conf_destroy(conf);
+    return 0;
+}
+
+/* The callbacks, all served on the loop through the consumer queue. */
+static void set_callbacks(rd_kafka_conf_t *conf, calibd *d)
+{
     rd_kafka_conf_set_opaque(conf, d);
     rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
     rd_kafka_conf_set_offset_commit_cb(conf, on_commit);
     rd_kafka_conf_set_error_cb(conf, on_error);
     rd_kafka_conf_set_log_cb(conf, on_log);
-    return conf;
 }
 
 int kafka_start(calibd *d, char *err, size_t errlen)
@@ -658,9 +676,20 @@ int kafka_start(calibd *d, char *err, size_t errlen)
         d->kafka = NULL;
         return -1;
     }
-    rd_kafka_conf_t *conf = make_conf(d, err, errlen);
+    /* the group's directory, made if missing (a shared one usually exists) */
+    if (mkdir(c->state_dir, 0750) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "[kafka] state_dir %s: %s", c->state_dir, strerror(errno));
+        return -1;
+    }
+    struct stat sb;
+    if (stat(c->state_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        snprintf(err, errlen, "[kafka] state_dir %s: not a directory", c->state_dir);
+        return -1;
+    }
+    rd_kafka_conf_t *conf = make_conf(c, err, errlen);
     if (!conf)
         return -1;
+    set_callbacks(conf, d);
     char why[512];
     if (!(k->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof why))) {
         rd_kafka_conf_destroy(conf);

@@ -55,6 +55,9 @@ void kafka_part_file(const char *topic, int32_t partition, char *name, size_t le
  * served from the loop. 0, or -1 with err set. Nothing when [kafka] is not
  * configured. */
 int kafka_start(struct calibd *d, char *err, size_t errlen);
+/* --check-config: whether librdkafka takes [kafka]'s properties. 0, or -1
+ * with err set. */
+int kafka_check(const daemon_cfg *c, char *err, size_t errlen);
 /* From the tick: writes every assigned partition's snapshot that changed,
  * every snapshot_interval, in a worker, and commits their offsets after. */
 void kafka_tick(struct calibd *d);

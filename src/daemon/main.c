@@ -558,7 +558,7 @@ static int check_config(calibd *d, const char *path)
          readable("http_auth_token_file", c->http_auth_token_file, err, sizeof err) &&
          readable("http_auth_basic_file", c->http_auth_basic_file, err, sizeof err) &&
          readable("http_ingest_token_file", c->http_ingest_token_file, err, sizeof err) &&
-         create_models(d, err, sizeof err) == 0;
+         kafka_check(c, err, sizeof err) == 0 && create_models(d, err, sizeof err) == 0;
     if (ok)
         printf("calibd: %s: ok\n", path);
     else
