@@ -196,9 +196,16 @@ $(grep -iE 'unknown|error|refus' "$work/defaults.log")" \
 stop_calibd
 
 # every [daemon] key calibd knows (src/daemon/cfg.c: config_set_daemon's
-# names) appears in the example, set or commented
-grep -oE 'strcmp\(key, "[a-z_]+"\)|\{"[a-z_]+", offsetof\(daemon_cfg' "$srcdir/src/daemon/cfg.c" |
+# names and its table) appears in the example, set or commented
+{ awk '/^int config_set_daemon\(/,/^}/' "$srcdir/src/daemon/cfg.c" | grep -oE 'strcmp\(key, "[a-z_]+"\)'
+  grep -oE '\{"[a-z_]+", offsetof\(daemon_cfg' "$srcdir/src/daemon/cfg.c"; } |
     grep -oE '"[a-z_]+"' | tr -d '"' | sort -u > "$work/daemon_keys"
+# and [kafka]'s, commented out whole (uncommented, they need a broker)
+kafka_missing=$(for k in brokers topics group state_dir; do
+    grep -qE "^#$k = " "$ex/calibd.conf" || echo "$k"
+done)
+check "examples/calibd.conf shows the [kafka] section's keys, commented${kafka_missing:+: missing $kafka_missing}" \
+    '[ -z "$kafka_missing" ] && grep -q "^#\[kafka\]$" "$ex/calibd.conf"'
 undocumented=$(while read -r k; do
     grep -qE "^(# )?$k = " "$ex/calibd.conf" || echo "$k"
 done < "$work/daemon_keys")
