@@ -64,7 +64,7 @@ void calibd_status(const calibd *d, status_daemon *s)
         .mem_bytes = d->reg.mem.used,
         .mem_limit = d->cfg.memory_limit,
         .mem_refused = d->reg.mem.refused,
-        .models = d->reg.n,
+        .models = d->reg.n - d->reg.leaving,
         .max_models = d->cfg.max_models,
     };
     memcpy(s->rejected, d->rejected, sizeof s->rejected);

@@ -27,6 +27,8 @@ typedef struct registry {
     calib_budget mem;   /* what the models hold: every model's budget draws
                            on it, up to cfg.memory_limit */
     uint64_t forgotten, expired, handed_over; /* registry_collect */
+    size_t leaving;     /* handed over, not yet freed: not counted against
+                           max_models, nor shown */
     uint64_t made;      /* models ever made (their seeds) */
 } registry;
 

@@ -652,7 +652,11 @@ static int set_topics(kafka_cfg *k, const char *value, char *err, size_t errlen)
         while (*e && *e != ',' && *e != ' ' && *e != '\t')
             e++;
         size_t len = (size_t)(e - p);
-        if (!config_kafka_topic_ok(p, len)) {
+        if (config_kafka_topic_ok(p, len) && len > KAFKA_TOPIC_FILE_MAX) {
+            snprintf(err, errlen, "topics: '%.32s...' is longer than %d characters, which "
+                     "calibd names its partitions' files after", p, KAFKA_TOPIC_FILE_MAX);
+            rc = -1;
+        } else if (!config_kafka_topic_ok(p, len)) {
             snprintf(err, errlen, "topics: '%.*s' is no topic name (1..%d characters of "
                      "[A-Za-z0-9._-])", (int)(len > 64 ? 64 : len), p, KAFKA_TOPIC_MAX);
             rc = -1;
@@ -692,7 +696,7 @@ static int set_topics(kafka_cfg *k, const char *value, char *err, size_t errlen)
  * offsets to be right (kafka.h). */
 static const char *const kafka_owned[] = {
     "bootstrap.servers", "metadata.broker.list", "group.id", "enable.auto.commit",
-    "enable.auto.offset.store", "enable.partition.eof", NULL};
+    "enable.auto.offset.store", "enable.partition.eof", "log.queue", NULL};
 
 int config_set_kafka(kafka_cfg *k, const char *key, const char *value, char *err,
                      size_t errlen)
@@ -708,7 +712,7 @@ int config_set_kafka(kafka_cfg *k, const char *key, const char *value, char *err
     }
     if (strcmp(key, "topics") == 0)
         return set_topics(k, value, err, errlen);
-    if (!strchr(key, '.'))
+    if (!strchr(key, '.') && strcmp(key, "debug") != 0) /* librdkafka's one without */
         return 1;
     for (size_t i = 0; kafka_owned[i]; i++)
         if (strcmp(key, kafka_owned[i]) == 0) {

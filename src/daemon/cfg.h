@@ -76,6 +76,9 @@ typedef struct endpoint_list {
 #define KAFKA_MAX_TOPICS 64
 #define KAFKA_MAX_PROPS 64
 #define KAFKA_TOPIC_MAX 249 /* Kafka's own limit on a topic's name */
+/* the longest topic [kafka] takes: partition.TOPIC.N.tmp within a file
+ * name's 255 bytes */
+#define KAFKA_TOPIC_FILE_MAX 200
 typedef struct kafka_cfg {
     char *brokers;   /* host:port,... (bootstrap.servers) */
     char *group;     /* group.id */

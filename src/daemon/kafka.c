@@ -23,6 +23,7 @@
  * once, at a revocation). */
 typedef struct part_write {
     kafka_part *p;
+    uint64_t epoch; /* p's assignment it was packed in */
     int64_t offset;
     calib_mpw head, body;
     int cancelled; /* a revocation wrote a later one: under the lock */
@@ -46,9 +47,14 @@ struct kafka {
     part_write *batch;
     size_t nbatch;
     int writing;     /* the worker holds the batch */
+    int fatal;       /* librdkafka's fatal error: no longer a member, writes nothing */
     double next_due;
+    double next_commit; /* commit_behind's turn */
+    kafka_part *behind[64];
     kafka_stats st;
 };
+
+#define KAFKA_COMMIT_RETRY 5.0 /* seconds between two rounds of commits behind */
 
 void kafka_part_file(const char *topic, int32_t partition, char *name, size_t len)
 {
@@ -87,6 +93,8 @@ static kafka_part *part_get(struct kafka *k, const char *topic, int32_t partitio
     return p;
 }
 
+static void drain(struct kafka *k);
+
 /* ------------------------------------------------------------ partition snapshots */
 
 /* Packs partition p's models, as of now, into w. 0, or -1 out of memory. */
@@ -95,6 +103,7 @@ static int pack_part(calibd *d, kafka_part *p, part_write *w)
     static const uint64_t none[REJ_MAX];
     memset(w, 0, sizeof *w);
     w->p = p;
+    w->epoch = p->epoch;
     w->offset = p->next;
     calib_mpw_init(&w->head);
     calib_mpw_init(&w->body);
@@ -159,6 +168,9 @@ static int part_written(struct kafka *k, part_write *w)
     if (w->rc > 0)
         log_rl(&d->log, LOG_WARN, "kafka", "%s", w->err);
     k->st.snapshots++;
+    /* a snapshot of an earlier assignment says nothing of this one's */
+    if (w->epoch != w->p->epoch || !w->p->assigned)
+        return 0;
     if (w->offset > w->p->saved)
         w->p->saved = w->offset;
     return 1;
@@ -178,7 +190,7 @@ static void cancel_queued(struct kafka *k, const kafka_part *p)
 /* Writes p's snapshot now, on the loop, if it changed since the last one. */
 static void write_now(struct kafka *k, kafka_part *p)
 {
-    if (p->next < 0 || p->next == p->saved)
+    if (k->fatal || p->next < 0 || p->next == p->saved)
         return;
     cancel_queued(k, p);
     part_write w;
@@ -249,11 +261,37 @@ static void batch_done(uv_work_t *req, int status)
     k->next_due = tick_now(k->d) + k->d->cfg.snapshot_interval;
 }
 
+/* The offsets of snapshots on disk that the group lacks, committed again
+ * (a commit refused, or one not made yet for a partition just restored). */
+static void commit_behind(struct kafka *k)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < k->nparts; i++) {
+        kafka_part *p = k->parts[i];
+        if (p->assigned && p->saved >= 0 && p->saved != p->committed &&
+            n < sizeof k->behind / sizeof *k->behind)
+            k->behind[n++] = p;
+    }
+    if (n)
+        commit_saved(k, k->behind, n);
+}
+
 void kafka_tick(calibd *d)
 {
     struct kafka *k = d->kafka;
+    if (!k || k->closing)
+        return;
+    /* the queue served each tick too: an idle group is polled within
+     * max.poll.interval.ms, or librdkafka would leave it */
+    drain(k);
+    if (k->closing || k->fatal)
+        return;
     double now = tick_now(d);
-    if (!k || k->closing || k->writing || d->cfg.snapshot_interval <= 0 || now < k->next_due)
+    if (now >= k->next_commit) {
+        k->next_commit = now + KAFKA_COMMIT_RETRY;
+        commit_behind(k);
+    }
+    if (k->writing || d->cfg.snapshot_interval <= 0 || now < k->next_due)
         return;
     k->next_due = now + d->cfg.snapshot_interval;
     size_t n = 0;
@@ -286,12 +324,28 @@ void kafka_tick(calibd *d)
 
 /* ------------------------------------------------------------ rebalancing */
 
-/* Drops the models of p that a snapshot that could not be used made. */
-static void drop_models(calibd *d, kafka_part *p)
+/* p's models leave (registry_hand_over): a revoked partition's, or those a
+ * snapshot that could not be used made. Inside a rebalance a walk over the
+ * models may be under way: they are freed when it is safe. Returns how
+ * many. */
+static size_t drop_models(calibd *d, kafka_part *p)
 {
-    for (size_t i = d->reg.n; i-- > 0;)
-        if (d->reg.models[i]->kpart == p && !d->reg.models[i]->handed_over)
-            registry_remove(d, d->reg.models[i]);
+    size_t n = 0, got = 0;
+    for (size_t i = 0; i < d->reg.n; i++)
+        n += d->reg.models[i]->kpart == p && !d->reg.models[i]->handed_over;
+    model **v = n ? malloc(n * sizeof *v) : NULL;
+    for (size_t i = 0; i < d->reg.n; i++) {
+        model *m = d->reg.models[i];
+        if (m->kpart != p || m->handed_over)
+            continue;
+        if (v)
+            v[got++] = m;
+        else /* out of memory for the list: one at a time */
+            registry_hand_over(d, &m, 1);
+    }
+    registry_hand_over(d, v, got); /* the index rebuilt once */
+    free(v);
+    return n;
 }
 
 /* Restores partition p from its snapshot in the group's directory: the
@@ -336,7 +390,7 @@ static int64_t restore_part(struct kafka *k, kafka_part *p)
                     "not be restored; the file is kept in %s", p->topic, (int)p->partition,
                     (unsigned long long)lost, (unsigned long long)n, moved);
         free(data);
-        p->next = p->saved = p->committed = h.source.offset;
+        p->next = p->saved = h.source.offset; /* committed: the next tick's */
         k->st.restored++;
         log_msg(&d->log, LOG_INFO, "kafka", "partition %s/%d: restored %llu models (%llu pairs "
                 "scored, %llu items waiting); reading from offset %lld", p->topic,
@@ -366,6 +420,10 @@ static int cooperative(struct kafka *k)
 static void assign(struct kafka *k, rd_kafka_topic_partition_list_t *l)
 {
     calibd *d = k->d;
+    /* the models handed over at the revocation before, out of the way */
+    registry_collect(d, tick_now(d), registry_walked(d));
+    kafka_part **mine = calloc((size_t)l->cnt + 1, sizeof *mine);
+    size_t nmine = 0;
     for (int i = 0; i < l->cnt; i++) {
         rd_kafka_topic_partition_t *e = &l->elems[i];
         kafka_part *p = part_get(k, e->topic, e->partition);
@@ -376,9 +434,12 @@ static void assign(struct kafka *k, rd_kafka_topic_partition_list_t *l)
         }
         if (p->assigned) /* ours already (a cooperative rebalance's extra) */
             continue;
+        p->epoch++;
         e->offset = restore_part(k, p);
         p->assigned = 1;
         k->st.assigned++;
+        if (mine)
+            mine[nmine++] = p;
     }
     rd_kafka_error_t *error = NULL;
     rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
@@ -387,10 +448,18 @@ static void assign(struct kafka *k, rd_kafka_topic_partition_list_t *l)
     else
         err = rd_kafka_assign(k->rk, l);
     if (error || err) {
-        log_msg(&d->log, LOG_ERROR, "kafka", "assign: %s",
-                error ? rd_kafka_error_string(error) : rd_kafka_err2str(err));
+        /* not read: restored for nothing, and no one's here */
+        log_msg(&d->log, LOG_ERROR, "kafka", "assign: %s; the partitions are left to the "
+                "group's next rebalance", error ? rd_kafka_error_string(error)
+                                                : rd_kafka_err2str(err));
         rd_kafka_error_destroy(error);
+        for (size_t i = 0; i < nmine; i++) {
+            drop_models(d, mine[i]);
+            mine[i]->assigned = 0;
+            mine[i]->next = -1;
+        }
     }
+    free(mine);
 }
 
 /* Partitions revoked: each one's snapshot written and committed (unless
@@ -416,22 +485,7 @@ static void revoke(struct kafka *k, rd_kafka_topic_partition_list_t *l)
         if (!lost && done)
             done[ndone++] = p;
         /* its models: another instance's from now on */
-        size_t n = 0;
-        for (size_t i = 0; i < d->reg.n; i++)
-            n += d->reg.models[i]->kpart == p && !d->reg.models[i]->handed_over;
-        model **v = n ? malloc(n * sizeof *v) : NULL;
-        size_t got = 0;
-        for (size_t i = 0; v && i < d->reg.n; i++)
-            if (d->reg.models[i]->kpart == p && !d->reg.models[i]->handed_over)
-                v[got++] = d->reg.models[i];
-        if (v) {
-            registry_hand_over(d, v, got);
-        } else { /* out of memory for the list: one at a time */
-            for (size_t i = 0; i < d->reg.n; i++)
-                if (d->reg.models[i]->kpart == p && !d->reg.models[i]->handed_over)
-                    registry_hand_over(d, &d->reg.models[i], 1);
-        }
-        free(v);
+        size_t n = drop_models(d, p);
         log_msg(&d->log, LOG_INFO, "kafka", "partition %s/%d %s at offset %lld: %zu models "
                 "handed over", p->topic, (int)p->partition, lost ? "lost" : "revoked",
                 (long long)p->next, n);
@@ -501,8 +555,21 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
     calibd *d = opaque;
+    struct kafka *k = d->kafka;
     (void)rk;
-    d->kafka->st.errors++;
+    k->st.errors++;
+    if (err == RD_KAFKA_RESP_ERR__FATAL && !k->fatal) {
+        /* no longer a member (fenced): its partitions are another's; it
+         * writes nothing more and hands every model over */
+        k->fatal = 1;
+        for (size_t i = 0; i < k->nparts; i++)
+            if (k->parts[i]->assigned) {
+                cancel_queued(k, k->parts[i]);
+                drop_models(d, k->parts[i]);
+                k->parts[i]->assigned = 0;
+                k->st.lost++;
+            }
+    }
     log_rl(&d->log, err == RD_KAFKA_RESP_ERR__FATAL ? LOG_ERROR : LOG_WARN, "kafka", "%s: %s",
            rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
 }
@@ -594,7 +661,7 @@ static int set(rd_kafka_conf_t *conf, const char *key, const char *value, char *
     char why[512];
     if (rd_kafka_conf_set(conf, key, value, why, sizeof why) == RD_KAFKA_CONF_OK)
         return 0;
-    snprintf(err, errlen, "[kafka] %s = %s: %s", key, value, why);
+    snprintf(err, errlen, "[kafka] %s: %s", key, why); /* not the value: it may be a secret */
     return -1;
 }
 

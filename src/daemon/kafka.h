@@ -46,6 +46,8 @@ typedef struct kafka_part {
     int64_t saved;     /* the offset of the last snapshot written, -1 none */
     int64_t committed; /* the last offset committed, -1 none */
     uint64_t messages; /* messages read from it */
+    uint64_t epoch;    /* assignments so far: a snapshot packed in an
+                          earlier one is not this one's */
 } kafka_part;
 
 /* The partition snapshot's file name: "partition.TOPIC.N". */

@@ -603,7 +603,11 @@ int main(int argc, char **argv)
         log_msg(&d.log, LOG_WARN, "state", "cannot read %s: %s", d.cfg.state_dir,
                 strerror(errno));
     int code = 0;
-    if (persist_restore(&d) != 0 || create_models(&d, err, sizeof err) != 0 ||
+    /* with Kafka, a configured model is made by its first message or its
+     * partition's snapshot, so that it belongs to the source that feeds it
+     * (kafka.h); --check-config still makes them all, to check them */
+    if (persist_restore(&d) != 0 ||
+        (!d.cfg.kafka.brokers && create_models(&d, err, sizeof err) != 0) ||
         open_sockets(&d, err, sizeof err) != 0 ||
         start_loop(&d, err, sizeof err) != 0) {
         log_msg(&d.log, LOG_ERROR, "main", "%s", err);

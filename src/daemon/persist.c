@@ -19,13 +19,16 @@
 /* Restores one model map: 0 (also when the model cannot be restored for a
  * reason of this configuration, logged), 1 when its section cannot be read
  * (the model then starts afresh, logged), -1 with err set when the map has
- * no readable name and shape. Counts its pairs and waiting items. */
+ * no readable name and shape. Counts its pairs and waiting items. A Kafka
+ * partition's model (d->source) not restored for any reason is lost (1):
+ * its partition is read on from the file's offset, past its messages. */
 static int restore_one(calibd *d, const msgpack_object *o, double shift, char *err,
                        size_t errlen, uint64_t *pairs, uint64_t *waiting)
 {
     char name[CFG_NAME_MAX + 1], why[ERR_MAX], skipped[600];
     int shaped, form, reject = 0;
     size_t k;
+    int unused = d->source ? 1 : 0; /* what a model not restored is */
     if (snapshot_model_head(o, name, &shaped, &form, &k, err, errlen) != 0)
         return -1;
     if (d->source && registry_find(d, name, strlen(name))) {
@@ -33,27 +36,30 @@ static int restore_one(calibd *d, const msgpack_object *o, double shift, char *e
         log_msg(&d->log, LOG_ERROR, "kafka", "%s: not restored from partition %s/%d: a model "
                 "of that name is fed from elsewhere here", name, d->source->topic,
                 (int)d->source->partition);
-        return 0;
+        return 1;
     }
     model *m = registry_get(d, name, strlen(name), 1, &reject);
     if (!m) {
         log_msg(&d->log, LOG_WARN, "snapshot", "%s: not restored: %s", name,
                 reject_name(reject));
-        return 0;
+        return unused;
     }
     if (shaped && !m->shaped && registry_shape(d, m, form, k, why, sizeof why) != 0) {
         log_msg(&d->log, LOG_WARN, "snapshot", "%s: not restored: %s", name, why);
-        return 0;
+        return unused;
     }
     if (shaped != m->shaped || (shaped && (form != m->form || k != m->k))) {
         log_msg(&d->log, LOG_WARN, "snapshot", "%s: not restored: its configured shape "
                 "differs from the snapshot's", name);
-        return 0;
+        return unused;
     }
     if (snapshot_restore_model(m, o, shift, 0, skipped, sizeof skipped, why, sizeof why) != 0) {
         /* half restored: the model goes, and comes again as if new; the
          * other models of the file are not the worse for it */
-        registry_remove(d, m);
+        if (d->source) /* in a rebalance: a walk over the models may be under way */
+            registry_hand_over(d, &m, 1);
+        else
+            registry_remove(d, m);
         m = registry_get(d, name, strlen(name), 1, &reject);
         log_msg(&d->log, LOG_ERROR, "snapshot", "%s: its section cannot be used (%s): %s",
                 name, why, m ? "it starts afresh" : reject_name(reject));

@@ -874,7 +874,7 @@ static void http_counters(out *t, http_server *h)
 static void memory(out *t, const calibd *d)
 {
     help(t, "calibd_models", "gauge", "Models held.");
-    put(t, "calibd_models %zu\n", d->reg.n);
+    put(t, "calibd_models %zu\n", d->reg.n - d->reg.leaving);
     help(t, "calibd_max_models", "gauge", "Models calibd holds at most (max_models).");
     put(t, "calibd_max_models %llu\n", (unsigned long long)d->cfg.max_models);
     help(t, "calibd_memory_bytes", "gauge", "Bytes the models' state holds.");

@@ -105,7 +105,7 @@ static int configured_shape(calibd *d, model *m)
 
 static model *new_model(calibd *d, const char *name, int *reject)
 {
-    if (d->reg.n >= d->cfg.max_models) {
+    if (d->reg.n - d->reg.leaving >= d->cfg.max_models) {
         *reject = REJ_TOO_MANY_MODELS;
         return NULL;
     }
@@ -232,6 +232,7 @@ static void index_rebuild(calibd *d)
 void registry_hand_over(calibd *d, model *const *models, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
+        d->reg.leaving += !models[i]->handed_over;
         models[i]->handed_over = 1;
         models[i]->forget = 1;
     }
@@ -246,6 +247,7 @@ void registry_remove(calibd *d, model *m)
         i++;
     if (i == d->reg.n)
         return;
+    d->reg.leaving -= m->handed_over != 0;
     model_free(m);
     free(m);
     memmove(&d->reg.models[i], &d->reg.models[i + 1], (d->reg.n - i - 1) * sizeof *d->reg.models);
@@ -290,6 +292,7 @@ size_t registry_collect(calibd *d, double now, int busy)
                             : "expired: no pair, and no message for model_idle_ttl");
         *(m->handed_over ? &d->reg.handed_over : m->forget ? &d->reg.forgotten
                                                            : &d->reg.expired) += 1;
+        d->reg.leaving -= m->handed_over != 0;
         model_free(m);
         free(m);
     }
@@ -308,7 +311,7 @@ void registry_free(calibd *d)
     }
     free(d->reg.models);
     d->reg.models = NULL;
-    d->reg.n = d->reg.cap = 0;
+    d->reg.n = d->reg.cap = d->reg.leaving = 0;
     free(d->reg.index);
     d->reg.index = NULL;
     d->reg.index_cap = 0;

@@ -54,7 +54,7 @@ check check_config_models '[ $? -eq 2 ] && grep -q "model two: too_many_models" 
 # and what librdkafka refuses of [kafka]: a property it does not know
 printf '[kafka]\nbrokers = 127.0.0.1:1\ntopics = t\ngroup = g\nstate_dir = %s\nsession.timeout.ms = 6000\nsesion.timeout.ms = 1\n' "$work/k" > "$work/kafka.conf"
 "$CALIBD" --check-config "$work/kafka.conf" > /dev/null 2> "$work/err"
-check check_config_kafka '[ $? -eq 2 ] && grep -q "\[kafka\] sesion.timeout.ms = 1: No such configuration property" "$work/err" && [ ! -e "$work/k" ]'
+check check_config_kafka '[ $? -eq 2 ] && grep -q "\[kafka\] sesion.timeout.ms: No such configuration property" "$work/err" && [ ! -e "$work/k" ]'
 
 # unknown section and key: warned with the line, not fatal; CLI overrides
 printf '[daemon]\ncontrol = tcp://127.0.0.1:1\ncolour = blue\n[extras]\nx = 1\n[model m]\nform = probs\nk = 3\nlabel_ttl = 60\n[defaults]\nform = binary\n[model empty]\n' > "$work/ok.conf"

@@ -236,6 +236,9 @@ static void handed_over_models(void **state)
     assert_null(registry_find(d, "a", 1));
     assert_null(registry_find(d, "b", 1));
     assert_ptr_equal(registry_find(d, "z", 1), z);
+    /* not counted against max_models while they wait to be freed */
+    assert_int_equal(d->reg.leaving, 2);
+    d->cfg.max_models = 2;
     /* the names are free: p0 back (a restored snapshot) makes new ones */
     d->source = &p0;
     model *a2 = registry_get(d, "a", 1, 1, &why);
@@ -243,6 +246,8 @@ static void handed_over_models(void **state)
     assert_non_null(a2);
     assert_true(a2 != a && !a2->handed_over && a2->kpart == &p0);
     assert_ptr_equal(registry_find(d, "a", 1), a2);
+    assert_null(registry_get(d, "c", 1, 1, &why)); /* z and a2: max_models */
+    assert_int_equal(why, REJ_TOO_MANY_MODELS);
     /* status lists the live ones only */
     calib_mpw w;
     calib_mpw_init(&w);
@@ -268,6 +273,7 @@ static void handed_over_models(void **state)
     assert_int_equal(d->reg.handed_over, 2);
     assert_int_equal(d->reg.forgotten, 0);
     assert_int_equal(d->reg.n, 2);
+    assert_int_equal(d->reg.leaving, 0);
     assert_ptr_equal(registry_find(d, "a", 1), a2);
     daemon_free(d);
 }
