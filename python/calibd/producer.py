@@ -210,6 +210,9 @@ class Producer:
             raise ValueError("kafka_topic: 1..249 characters of [A-Za-z0-9._-]")
         conf = dict(config or {})
         conf["bootstrap.servers"] = brokers
+        # a retry must not put a label before its prediction, nor send a
+        # message twice
+        conf.setdefault("enable.idempotence", True)
         self._kafka = confluent_kafka.Producer(conf)
         self._kafka_topic = topic
         self._kafka_failed = []  # type: list
