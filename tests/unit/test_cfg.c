@@ -221,6 +221,7 @@ static void kafka_section(void **state)
         {"[kafka]\ngroup =\n", ":2: group: expected a value"},
         {"[kafka]\nenable.auto.commit = true\n", ":2: enable.auto.commit is calibd's to set"},
         {"[kafka]\ngroup.id = x\n", ":2: group.id is calibd's to set"},
+        {"[kafka]\nlog.queue = false\n", ":2: log.queue is calibd's to set"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         err[0] = 0;
@@ -231,9 +232,24 @@ static void kafka_section(void **state)
         }
         config_free(&c);
     }
-    char topic[KAFKA_TOPIC_MAX + 2];
+    char topic[KAFKA_TOPIC_MAX + 2], text[KAFKA_TOPIC_MAX + 64];
     memset(topic, 'a', sizeof topic - 1);
     topic[sizeof topic - 1] = 0;
+    /* a name Kafka takes but calibd cannot name a file after (set as the
+     * file would: libinih's lines are too short for it) */
+    kafka_cfg k = {0};
+    snprintf(text, sizeof text, "%.*s", KAFKA_TOPIC_FILE_MAX + 1, topic);
+    assert_int_equal(config_set_kafka(&k, "topics", text, err, sizeof err), -1);
+    assert_non_null(strstr(err, "is longer than 200 characters"));
+    text[KAFKA_TOPIC_FILE_MAX] = 0;
+    assert_int_equal(config_set_kafka(&k, "topics", text, err, sizeof err), 0);
+    assert_int_equal(config_set_kafka(&k, "debug", "cgrp", err, sizeof err), 0);
+    assert_int_equal(config_set_kafka(&k, "fetch_size", "3", err, sizeof err), 1);
+    assert_int_equal(k.ntopics, 1);
+    assert_int_equal(k.nprops, 1);
+    assert_string_equal(k.prop_key[0], "debug");
+    daemon_cfg holder = {.kafka = k};
+    config_free(&holder);
     assert_int_equal(config_kafka_topic_ok(topic, KAFKA_TOPIC_MAX), 1);
     assert_int_equal(config_kafka_topic_ok(topic, KAFKA_TOPIC_MAX + 1), 0);
     assert_int_equal(config_kafka_topic_ok("", 0), 0);
