@@ -637,7 +637,8 @@ static int set_copy(char **dst, const char *value, char *err, size_t errlen)
     return 0;
 }
 
-/* topics = a, b, c: each checked, none twice; the list replaces the last. */
+/* topics = a, b, c: each checked, none twice; a second topics line adds to
+ * the first (a file's lines are short). */
 static int set_topics(kafka_cfg *k, const char *value, char *err, size_t errlen)
 {
     char *list[KAFKA_MAX_TOPICS];
@@ -658,17 +659,18 @@ static int set_topics(kafka_cfg *k, const char *value, char *err, size_t errlen)
             rc = -1;
         } else if (!config_kafka_topic_ok(p, len)) {
             snprintf(err, errlen, "topics: '%.*s' is no topic name (1..%d characters of "
-                     "[A-Za-z0-9._-])", (int)(len > 64 ? 64 : len), p, KAFKA_TOPIC_MAX);
+                     "[A-Za-z0-9._-])", (int)(len > 64 ? 64 : len), p, KAFKA_TOPIC_FILE_MAX);
             rc = -1;
-        } else if (n == KAFKA_MAX_TOPICS) {
+        } else if (k->ntopics + n == KAFKA_MAX_TOPICS) {
             snprintf(err, errlen, "topics: more than %d", KAFKA_MAX_TOPICS);
             rc = -1;
         } else if (!(list[n] = strndup(p, len))) {
             snprintf(err, errlen, "out of memory");
             rc = -1;
         } else {
-            for (size_t i = 0; i < n && rc == 0; i++)
-                if (strcmp(list[i], list[n]) == 0) {
+            for (size_t i = 0; i < k->ntopics + n && rc == 0; i++)
+                if (strcmp(i < k->ntopics ? k->topics[i] : list[i - k->ntopics],
+                           list[n]) == 0) {
                     snprintf(err, errlen, "topics: '%s' is listed twice", list[n]);
                     rc = -1;
                 }
@@ -685,10 +687,8 @@ static int set_topics(kafka_cfg *k, const char *value, char *err, size_t errlen)
             free(list[i]);
         return -1;
     }
-    for (size_t i = 0; i < k->ntopics; i++)
-        free(k->topics[i]);
-    memcpy(k->topics, list, n * sizeof *list);
-    k->ntopics = n;
+    memcpy(k->topics + k->ntopics, list, n * sizeof *list);
+    k->ntopics += n;
     return 0;
 }
 

@@ -189,7 +189,7 @@ static void kafka_section(void **state)
     assert_null(c.kafka.brokers); /* off by default */
     config_free(&c);
     assert_int_equal(load(&c, "[kafka]\nbrokers = k1:9092,k2:9092\n"
-                              "topics = preds, labels ,x.y_z-1\ngroup = calibd\n"
+                              "topics = preds, labels\ntopics = x.y_z-1\ngroup = calibd\n"
                               "state_dir = /srv/calibd-group\nsecurity.protocol = SASL_SSL\n"
                               "session.timeout.ms = 6000\nsecurity.protocol = SSL\n"
                               "fetch_size = 3\n",
@@ -206,7 +206,7 @@ static void kafka_section(void **state)
     assert_string_equal(c.kafka.prop_value[0], "SSL");
     assert_string_equal(c.kafka.prop_key[1], "session.timeout.ms");
     assert_int_equal(nwarned, 1); /* fetch_size: no dot, not calibd's */
-    assert_non_null(strstr(warned[0], ":9: unknown key [kafka], key 'fetch_size' ignored"));
+    assert_non_null(strstr(warned[0], ":10: unknown key [kafka], key 'fetch_size' ignored"));
     config_free(&c);
     assert_null(c.kafka.brokers);
     const struct {
@@ -217,6 +217,7 @@ static void kafka_section(void **state)
         {"[kafka]\ntopics = a,b/c\n", ":2: topics: 'b/c' is no topic name"},
         {"[kafka]\ntopics = a,..\n", ":2: topics: '..' is no topic name"},
         {"[kafka]\ntopics = a, b, a\n", ":2: topics: 'a' is listed twice"},
+        {"[kafka]\ntopics = a, b\ntopics = c, a\n", ":3: topics: 'a' is listed twice"},
         {"[kafka]\ntopics = ,\n", ":2: topics: expected a comma list"},
         {"[kafka]\ngroup =\n", ":2: group: expected a value"},
         {"[kafka]\nenable.auto.commit = true\n", ":2: enable.auto.commit is calibd's to set"},
