@@ -412,9 +412,25 @@ static int64_t restore_part(struct kafka *k, kafka_part *p)
     return RD_KAFKA_OFFSET_STORED;
 }
 
-static int cooperative(struct kafka *k)
+/* Hands librdkafka the partitions taken (take) or let go, incrementally
+ * under the cooperative protocol, the whole assignment under the eager
+ * one. 0, or -1 (logged). */
+static int reassign(struct kafka *k, rd_kafka_topic_partition_list_t *l, int take)
 {
-    return strcmp(rd_kafka_rebalance_protocol(k->rk), "COOPERATIVE") == 0;
+    rd_kafka_error_t *error = NULL;
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (strcmp(rd_kafka_rebalance_protocol(k->rk), "COOPERATIVE") == 0)
+        error = take ? rd_kafka_incremental_assign(k->rk, l)
+                     : rd_kafka_incremental_unassign(k->rk, l);
+    else
+        err = rd_kafka_assign(k->rk, take ? l : NULL);
+    if (!error && !err)
+        return 0;
+    log_msg(&k->d->log, LOG_ERROR, "kafka", "%s: %s%s", take ? "assign" : "unassign",
+            error ? rd_kafka_error_string(error) : rd_kafka_err2str(err),
+            take ? "; the partitions are left to the group's next rebalance" : "");
+    rd_kafka_error_destroy(error);
+    return -1;
 }
 
 static void assign(struct kafka *k, rd_kafka_topic_partition_list_t *l)
@@ -441,18 +457,8 @@ static void assign(struct kafka *k, rd_kafka_topic_partition_list_t *l)
         if (mine)
             mine[nmine++] = p;
     }
-    rd_kafka_error_t *error = NULL;
-    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
-    if (cooperative(k))
-        error = rd_kafka_incremental_assign(k->rk, l);
-    else
-        err = rd_kafka_assign(k->rk, l);
-    if (error || err) {
+    if (reassign(k, l, 1) != 0) {
         /* not read: restored for nothing, and no one's here */
-        log_msg(&d->log, LOG_ERROR, "kafka", "assign: %s; the partitions are left to the "
-                "group's next rebalance", error ? rd_kafka_error_string(error)
-                                                : rd_kafka_err2str(err));
-        rd_kafka_error_destroy(error);
         for (size_t i = 0; i < nmine; i++) {
             drop_models(d, mine[i]);
             mine[i]->assigned = 0;
@@ -496,17 +502,7 @@ static void revoke(struct kafka *k, rd_kafka_topic_partition_list_t *l)
     if (ndone)
         commit_saved(k, done, ndone);
     free(done);
-    rd_kafka_error_t *error = NULL;
-    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
-    if (cooperative(k))
-        error = rd_kafka_incremental_unassign(k->rk, l);
-    else
-        err = rd_kafka_assign(k->rk, NULL);
-    if (error || err) {
-        log_msg(&d->log, LOG_ERROR, "kafka", "unassign: %s",
-                error ? rd_kafka_error_string(error) : rd_kafka_err2str(err));
-        rd_kafka_error_destroy(error);
-    }
+    reassign(k, l, 0);
     /* the handed-over models go now if nothing holds them */
     registry_collect(d, tick_now(d), registry_walked(d));
 }
@@ -625,7 +621,13 @@ static void drain(struct kafka *k)
     while (!k->closing) {
         rd_kafka_message_t *msg = rd_kafka_consumer_poll(k->rk, 0);
         if (!msg) {
-            uv_idle_stop(&k->more);
+            /* a poll can return nothing with messages still queued (an
+             * internal yield); the pipe is only written when the queue
+             * goes from empty to not, so they would wait for the tick */
+            if (rd_kafka_queue_length(k->queue) > 0)
+                uv_idle_start(&k->more, on_more);
+            else
+                uv_idle_stop(&k->more);
             return;
         }
         on_message(k, msg);
