@@ -3,6 +3,7 @@ Python package's producer (socket="kafka"), for tests/integ/kafka.sh and
 tests/bench/kafka_scaling.sh.
 
   kafka_feed.py BROKERS TOPIC OUT --models M --pairs N --from A --to B [--rate R]
+                [--batch B]
 
 Model i ("km-i") gets N / M pairs: logits of K = 4 classes, N(0, 2) each,
 labels drawn from softmax(z / 2) (an overconfident model, so that the
@@ -10,6 +11,8 @@ closed loop refits it). Batch b of 50 predictions of every model is sent,
 then the labels of batch b - 2 (labels come later, in the same partition:
 the key is the model). Only rounds [A, B) are sent, so that a stream can
 be sent in parts; every part draws the same numbers (one seed a model).
+--batch B: rows a message (default 50, a round's batch in one message;
+1: the row form, each prediction and each label a message of its own).
 OUT/km-i.csv gets the model's pairs of those rounds in the order their
 labels were sent (calibctl score's columns), appended.
 """
@@ -34,7 +37,11 @@ ap.add_argument("--pairs", type=int, default=100000)
 ap.add_argument("--from", dest="start", type=int, default=0)
 ap.add_argument("--to", dest="stop", type=int, default=None)
 ap.add_argument("--rate", type=float, default=0, help="rounds a second (0: at once)")
+ap.add_argument("--batch", type=int, default=BATCH,
+                help="rows a message, at most %d (1: the row form)" % BATCH)
 a = ap.parse_args()
+if a.batch < 1:
+    ap.error("--batch: 1 or more rows a message")
 per = a.pairs // a.models
 rounds = per // BATCH
 stop = rounds + LAG if a.stop is None else min(a.stop, rounds + LAG)
@@ -53,7 +60,7 @@ def batch(model, b):
     return rows
 
 
-p = Producer(a.brokers, socket="kafka", kafka_topic=a.topic, batch=BATCH,
+p = Producer(a.brokers, socket="kafka", kafka_topic=a.topic, batch=max(1, min(a.batch, BATCH)),
              kafka_config={"linger.ms": 5})
 outs = [open(os.path.join(a.out, f"km-{i}.csv"), "a") for i in range(a.models)]
 for f in outs:
@@ -68,10 +75,18 @@ for rnd in range(a.start, stop):
         name = f"km-{i}"
         if rnd < rounds:
             rows = batch(i, rnd)
-            p.predict(name, [r[0] for r in rows], logits=[r[1] for r in rows])
+            if a.batch == 1:
+                for r in rows:
+                    p.predict(name, r[0], logits=r[1])
+            else:
+                p.predict(name, [r[0] for r in rows], logits=[r[1] for r in rows])
         if 0 <= rnd - LAG < rounds:
             rows = batch(i, rnd - LAG)
-            p.label(name, [r[0] for r in rows], [r[2] for r in rows])
+            if a.batch == 1:
+                for r in rows:
+                    p.label(name, r[0], r[2])
+            else:
+                p.label(name, [r[0] for r in rows], [r[2] for r in rows])
             outs[i].write("".join(",".join(repr(v) for v in z) + f",{y}\n" for _, z, y in rows))
 p.close()
 for f in outs:
