@@ -716,48 +716,47 @@ static void kafka_metrics(out *t, const calibd *d)
     kafka_stats k;
     if (!kafka_stats_get(d, &k))
         return;
-    help(t, "calibd_kafka_messages_total", "counter", "Messages taken from Kafka partitions.");
-    put(t, "calibd_kafka_messages_total %llu\n", (unsigned long long)k.messages);
-    help(t, "calibd_kafka_messages_dropped_total", "counter",
-         "Kafka messages not taken: of a partition no longer held (stray), or already in the "
-         "partition's models (skipped).");
-    put(t, "calibd_kafka_messages_dropped_total{reason=\"stray\"} %llu\n",
-        (unsigned long long)k.stray);
-    put(t, "calibd_kafka_messages_dropped_total{reason=\"skipped\"} %llu\n",
-        (unsigned long long)k.skipped);
-    help(t, "calibd_kafka_errors_total", "counter", "Errors librdkafka reported (logged).");
-    put(t, "calibd_kafka_errors_total %llu\n", (unsigned long long)k.errors);
-    help(t, "calibd_kafka_rebalances_total", "counter", "Rebalances of the consumer group seen.");
-    put(t, "calibd_kafka_rebalances_total %llu\n", (unsigned long long)k.rebalances);
-    help(t, "calibd_kafka_partitions", "gauge", "Kafka partitions held now.");
-    put(t, "calibd_kafka_partitions %zu\n", k.partitions);
-    help(t, "calibd_kafka_partition_events_total", "counter",
-         "Partitions assigned, revoked (written and handed over) and lost (handed over "
-         "unwritten).");
-    put(t, "calibd_kafka_partition_events_total{event=\"assigned\"} %llu\n",
-        (unsigned long long)k.assigned);
-    put(t, "calibd_kafka_partition_events_total{event=\"revoked\"} %llu\n",
-        (unsigned long long)k.revoked);
-    put(t, "calibd_kafka_partition_events_total{event=\"lost\"} %llu\n",
-        (unsigned long long)k.lost);
-    help(t, "calibd_kafka_snapshots_total", "counter",
-         "Partition snapshots written to the group's state directory, or not (logged).");
-    put(t, "calibd_kafka_snapshots_total{result=\"written\"} %llu\n",
-        (unsigned long long)k.snapshots);
-    put(t, "calibd_kafka_snapshots_total{result=\"error\"} %llu\n",
-        (unsigned long long)k.snapshot_errors);
-    help(t, "calibd_kafka_restores_total", "counter",
-         "Partitions restored from their snapshot at assignment, or whose snapshot could not "
-         "be used (moved aside, logged).");
-    put(t, "calibd_kafka_restores_total{result=\"restored\"} %llu\n",
-        (unsigned long long)k.restored);
-    put(t, "calibd_kafka_restores_total{result=\"error\"} %llu\n",
-        (unsigned long long)k.restore_errors);
-    help(t, "calibd_kafka_commits_total", "counter",
-         "Partition offsets committed to the group after their snapshot, or refused.");
-    put(t, "calibd_kafka_commits_total{result=\"ok\"} %llu\n", (unsigned long long)k.commits);
-    put(t, "calibd_kafka_commits_total{result=\"error\"} %llu\n",
-        (unsigned long long)k.commit_errors);
+    /* the counters: a family, its label (NULL: none) and up to three
+     * values of it */
+    const struct {
+        const char *name, *type, *what, *label;
+        const char *values[3];
+        uint64_t n[3];
+    } fam[] = {
+        {"calibd_kafka_messages_total", "counter", "Messages taken from Kafka partitions.",
+         NULL, {NULL}, {k.messages}},
+        {"calibd_kafka_messages_dropped_total", "counter", "Kafka messages not taken: of a "
+         "partition no longer held (stray), or already in the partition's models (skipped).",
+         "reason", {"stray", "skipped"}, {k.stray, k.skipped}},
+        {"calibd_kafka_errors_total", "counter", "Errors librdkafka reported (logged).", NULL,
+         {NULL}, {k.errors}},
+        {"calibd_kafka_rebalances_total", "counter", "Rebalances of the consumer group seen.",
+         NULL, {NULL}, {k.rebalances}},
+        {"calibd_kafka_partitions", "gauge", "Kafka partitions held now.", NULL, {NULL},
+         {k.partitions}},
+        {"calibd_kafka_partition_events_total", "counter", "Partitions assigned, revoked "
+         "(written and handed over) and lost (handed over unwritten).", "event",
+         {"assigned", "revoked", "lost"}, {k.assigned, k.revoked, k.lost}},
+        {"calibd_kafka_snapshots_total", "counter", "Partition snapshots written to the "
+         "group's state directory, or not (logged).", "result", {"written", "error"},
+         {k.snapshots, k.snapshot_errors}},
+        {"calibd_kafka_restores_total", "counter", "Partitions restored from their snapshot at "
+         "assignment, or whose snapshot could not be used (moved aside, logged).", "result",
+         {"restored", "error"}, {k.restored, k.restore_errors}},
+        {"calibd_kafka_commits_total", "counter", "Partition offsets committed to the group "
+         "after their snapshot, or refused.", "result", {"ok", "error"},
+         {k.commits, k.commit_errors}},
+    };
+    for (size_t f = 0; f < sizeof fam / sizeof *fam; f++) {
+        help(t, fam[f].name, fam[f].type, fam[f].what);
+        if (!fam[f].label) {
+            put(t, "%s %llu\n", fam[f].name, (unsigned long long)fam[f].n[0]);
+            continue;
+        }
+        for (int v = 0; v < 3 && fam[f].values[v]; v++)
+            put(t, "%s{%s=\"%s\"} %llu\n", fam[f].name, fam[f].label, fam[f].values[v],
+                (unsigned long long)fam[f].n[v]);
+    }
     size_t n;
     kafka_part *const *parts = kafka_parts(d, &n);
     help(t, "calibd_kafka_partition_offset", "gauge",
