@@ -36,7 +36,7 @@ wait_until "[ -s '$work/boot' ]" 10 || { echo "Bail out! the mock cluster did no
 BOOT=$(cat "$work/boot")
 mkdir -p "$work/pairs" "$work/shared" "$work/wshared"
 
-declare -A pid ctl pull
+declare -A pid ctl pull http
 # one NAME GROUP SHARED INTERVAL [RUN]: calibd NAME in $work/NAME, a member
 # of GROUP, writing its snapshots every INTERVAL seconds; group g's PUB
 # sockets are watched, labelled NAME RUN
@@ -66,13 +66,14 @@ label_ttl = 7200
 EOF
     rm -f "$dir/state/endpoints"
     "$CALIBD" -c "$dir/calibd.conf" --ingest 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
-        --control 'tcp://127.0.0.1:*' --http off --state-dir "$dir/state" \
+        --control 'tcp://127.0.0.1:*' --http 127.0.0.1:0 --state-dir "$dir/state" \
         --log-level info 2>> "$dir/calibd.log" &
     pid[$name]=$!
     track "${pid[$name]}"
     wait_until "[ -s '$dir/state/endpoints' ]" 20 || { echo "Bail out! calibd $name did not start"; exit 1; }
     ctl[$name]=$(awk '$1 == "control" {print $2; exit}' "$dir/state/endpoints")
     pull[$name]=$(awk '$1 == "ingest_pull" {print $2; exit}' "$dir/state/endpoints")
+    http[$name]=$(awk '$1 == "http" {print $2; exit}' "$dir/state/endpoints")
     [ "$2" = g ] &&
         echo "$name${5:-} $(awk '$1 == "publish" {print $2; exit}' "$dir/state/endpoints")" >> "$work/pubs"
     return 0
@@ -136,6 +137,20 @@ check "A and B score all 100,000 pairs, each model on one of them" \
     'wait_until "[ \$(( \$(scored A) + \$(scored B) )) = 100000 ]" 60 &&
      [ "$(q A "len(r['"'"'models'"'"'])") $(q B "len(r['"'"'models'"'"'])")" = "4 4" ]'
 check "W scores all 100,000 pairs" 'wait_until "[ \"\$(scored W)\" = 100000 ]" 60'
+
+# W's /metrics: the calibd_kafka_* families, in the exposition format
+curl -sf "${http[W]}" > "$work/W.metrics" && st W > "$work/W.json"
+check "W's /metrics: its 4 partitions and the messages it took (calibd_kafka_*), as status says" \
+    '[ "$(awk '"'"'$1 == "calibd_kafka_partitions" {print $2}'"'"' "$work/W.metrics")" = 4 ] &&
+     [ "$(awk '"'"'$1 == "calibd_kafka_messages_total" {print $2}'"'"' "$work/W.metrics")" = "$(json_get "$work/W.json" "r['"'"'kafka'"'"']['"'"'messages'"'"']")" ] &&
+     [ "$(grep -c "^calibd_kafka_partition_offset{topic=\"preds\"" "$work/W.metrics")" = 12 ] &&
+     grep -q "^calibd_kafka_snapshots_total{result=\"written\"} [1-9]" "$work/W.metrics"'
+if command -v promtool > /dev/null; then
+    promtool check metrics < "$work/W.metrics" > "$work/promtool.out" 2>&1
+    rc=$?
+    check "promtool check metrics on W's /metrics (exit $rc)
+$(cat "$work/promtool.out")" '[ $rc -eq 0 ] && [ ! -s "$work/promtool.out" ]'
+fi
 
 # a ZeroMQ message to a model fed from Kafka is refused (other_source)
 "$PY" - "${pull[W]}" <<'PY'
