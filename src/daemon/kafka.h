@@ -23,7 +23,14 @@
  * without it. A partition revoked is written and committed, its models
  * handed over (registry_hand_over) once no parameters file is being
  * written: a model's closed loop runs on one instance at a time, and its
- * next owner starts from its last version.
+ * next owner starts from its last version. A partition lost (the group
+ * went on without this member) is handed over unwritten: its next owner
+ * replays it from its last snapshot. With [kafka], configured models are
+ * made by their first message or their partition's snapshot (main.c), so
+ * that they belong to the source that feeds them.
+ *
+ * Not fenced: a member stalled past session.timeout.ms can write a
+ * partition's snapshot once after its next owner (calibd(8), KAFKA).
  */
 #ifndef CALIBD_KAFKA_H
 #define CALIBD_KAFKA_H
