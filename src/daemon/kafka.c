@@ -385,12 +385,18 @@ static int64_t restore_part(struct kafka *k, kafka_part *p)
         rc = -1;
     }
     if (rc == 0) {
-        if (lost && state_keep_aside(dir, name, data, len, moved, sizeof moved) == 0)
+        if (lost) {
+            int kept = state_keep_aside(dir, name, data, len, moved, sizeof moved) == 0;
             log_msg(&d->log, LOG_ERROR, "kafka", "partition %s/%d: %llu of %llu models could "
-                    "not be restored; the file is kept in %s", p->topic, (int)p->partition,
-                    (unsigned long long)lost, (unsigned long long)n, moved);
+                    "not be restored; the file is %s%s", p->topic, (int)p->partition,
+                    (unsigned long long)lost, (unsigned long long)n,
+                    kept ? "kept in " : "not kept aside: ", kept ? moved : strerror(errno));
+        }
         free(data);
-        p->next = p->saved = h.source.offset; /* committed: the next tick's */
+        p->next = h.source.offset;
+        /* after a loss the file is written again at the next chance (not
+         * restored again, and kept aside again, by every next owner) */
+        p->saved = lost ? -1 : h.source.offset;
         k->st.restored++;
         log_msg(&d->log, LOG_INFO, "kafka", "partition %s/%d: restored %llu models (%llu pairs "
                 "scored, %llu items waiting); reading from offset %lld", p->topic,
@@ -451,6 +457,7 @@ static void assign(struct kafka *k, rd_kafka_topic_partition_list_t *l)
         if (p->assigned) /* ours already (a cooperative rebalance's extra) */
             continue;
         p->epoch++;
+        p->committed = -1; /* the group's, as far as this assignment knows */
         e->offset = restore_part(k, p);
         p->assigned = 1;
         k->st.assigned++;
@@ -542,7 +549,7 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                    (int)e->partition, (long long)e->offset, rd_kafka_err2str(err ? err : e->err));
         } else {
             k->st.commits++;
-            if (p && e->offset > p->committed)
+            if (p && e->offset == p->saved) /* an older answer says less */
                 p->committed = e->offset;
         }
     }

@@ -56,7 +56,7 @@ static int restore_one(calibd *d, const msgpack_object *o, double shift, char *e
     if (snapshot_restore_model(m, o, shift, 0, skipped, sizeof skipped, why, sizeof why) != 0) {
         /* half restored: the model goes, and comes again as if new; the
          * other models of the file are not the worse for it */
-        if (d->source) /* in a rebalance: a walk over the models may be under way */
+        if (d->source && registry_walked(d)) /* a walk over the models is under way */
             registry_hand_over(d, &m, 1);
         else
             registry_remove(d, m);

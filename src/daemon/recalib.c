@@ -721,10 +721,15 @@ static int store_handed(calibd *d, model *m, const store_job *j)
     log_msg(&d->log, LOG_INFO, "loop", "%s: version %llu %s, not published here: the model "
             "was handed over with its partition", m->name, (unsigned long long)j->p.version,
             j->saved >= 0 ? "stored" : "not stored");
-    if (j->segment) /* only what the job holds: a refit may be under way */
+    if (j->segment) { /* only what the job holds: a refit may be under way */
         m->recalib.seg_storing = 0;
-    else
+        if (m->recalib.store_deferred) { /* a store that waited for it, never queued */
+            m->recalib.store_deferred = 0;
+            m->recalib.refit.phase = PHASE_OFF;
+        }
+    } else {
         m->recalib.refit.phase = PHASE_OFF;
+    }
     return 1;
 }
 
