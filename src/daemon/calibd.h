@@ -92,7 +92,7 @@ typedef struct calibd {
         uv_mutex_t lock;
         uv_cond_t done;
         unsigned writing;
-        int ready;
+        int ready;      /* made by calibd_init (calibd_free ends them) */
     } stores;
     int stopping;
     int handles_ready; /* signals and timer initialised */

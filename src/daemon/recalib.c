@@ -511,8 +511,6 @@ int recalib_workers_init(calibd *d)
 
 static void store_written(calibd *d)
 {
-    if (!d->stores.ready)
-        return;
     uv_mutex_lock(&d->stores.lock);
     d->stores.writing--;
     uv_cond_broadcast(&d->stores.done);
@@ -521,8 +519,6 @@ static void store_written(calibd *d)
 
 void recalib_wait_stores(calibd *d)
 {
-    if (!d->stores.ready)
-        return;
     uv_mutex_lock(&d->stores.lock);
     while (d->stores.writing)
         uv_cond_wait(&d->stores.done, &d->stores.lock);
@@ -823,11 +819,9 @@ static void queue_store(calibd *d, model *m, store_job *j)
     snprintf(j->dir, sizeof j->dir, "%s", recalib_state_dir(d, m));
     snprintf(j->name, sizeof j->name, "%s", m->name);
     j->req.data = j;
-    if (d->stores.ready) {
-        uv_mutex_lock(&d->stores.lock);
-        d->stores.writing++;
-        uv_mutex_unlock(&d->stores.lock);
-    }
+    uv_mutex_lock(&d->stores.lock);
+    d->stores.writing++;
+    uv_mutex_unlock(&d->stores.lock);
     int rc = uv_queue_work(d->loop, &j->req, store_work, store_done);
     if (rc != 0)
         store_done(&j->req, rc);
