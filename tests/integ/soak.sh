@@ -3,9 +3,11 @@
 # a minute and a half): each pattern of tests/integ/abuse.py in turn, each
 # with tests/integ/probe.py timing control replies and /metrics meanwhile.
 # Asserts the memory bound of calibd(8), LIMITS (peak RSS under the
-# formula), the control-reply latency, and the counters each pattern must
-# leave. Prints the figures BENCHMARKS.md quotes. The plain build only:
-# a sanitizer's shadow memory is no measure of calibd's.
+# formula), that every control request and scrape is answered, and the
+# counters each pattern must leave. Prints the latencies BENCHMARKS.md
+# quotes: they are figures, not checks (a slower machine answers later, not
+# wrongly). The plain build only: a sanitizer's shadow memory is no measure
+# of calibd's.
 . "$(dirname "$0")/lib.sh"
 if [ "${CALIB_SANITIZERS:-no}" = yes ]; then
     skip_all "under the sanitizers (their memory is not calibd's)"
@@ -14,8 +16,10 @@ PY=/usr/bin/python3 # Debian's, with python3-zmq and python3-msgpack
 abuse() { "$PY" "$srcdir/tests/integ/abuse.py" "$@" --endpoint "$INGEST"; }
 # the status of one model (flood, the first made): the full status grows
 # with the models, which new_models makes by the thousand
-probe() { "$PY" "$srcdir/tests/integ/probe.py" --control "$CONTROL" --http "$HTTP" --model flood "$@"; }
-metric() { curl -s "$HTTP" | awk -v m="$1" '$1 == m {print $2; found = 1} END {if (!found) print 0}'; }
+# (a request unanswered within a generous ceiling is a failure)
+probe() { "$PY" "$srcdir/tests/integ/probe.py" --control "$CONTROL" --http "$HTTP" --model flood \
+              --timeout "$(scaled 5)" "$@"; }
+metric() { curl -sS "$HTTP" | awk -v m="$1" '$1 == m {print $2; found = 1} END {if (!found) print 0}'; }
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" "$2"; }
 
 MAXMSG=1048576 INGEST_MEM=67108864 MEMLIMIT=1073741824
@@ -26,6 +30,7 @@ ingest_memory = $INGEST_MEM
 memory_limit = $MEMLIMIT
 max_models = 100000
 http_timeout = 2
+ingest_pull = tcp://127.0.0.1:*
 EOF
 start_calibd -c "$work/soak.conf" --http 127.0.0.1:0 --log-level info
 HTTP=$(awk '$1 == "http" {print $2; exit}' "$work/state/endpoints")
@@ -44,10 +49,7 @@ under() {
     max=$(field control_max_ms "$work/$name.probe")
     fails=$(field failures "$work/$name.probe")
     echo "# $name: $(cat "$work/$name.sent"); $(cat "$work/$name.probe")"
-    check "$name: every control request and scrape answered" '[ "$fails" = 0 ]'
-    # a bound that holds on a loaded machine and still catches a loop that
-    # stalls; the figures themselves are a benchmark (BENCHMARKS.md)
-    check "$name: control replies p99 under 1 s ($p99 ms)" "$PY -c 'import sys; sys.exit(not $p99 < 1000)'"
+    check "$name: every control request and scrape answered (p99 $p99 ms)" '[ "$fails" = 0 ]'
     worst_p99=$($PY -c "print(max($worst_p99, $p99))")
     worst_max=$($PY -c "print(max($worst_max, $max))")
 }
@@ -72,30 +74,38 @@ check "huge_k: the capacities are logged" 'grep -q "huge: K = 65536: up to [0-9]
 
 # ever-new model names (K = 1000: about 550 KiB each, class-wise bins
 # included): created until memory_limit, then each new one is rejected at
-# its first message, saying what to change
-under new_models 8 new-models --model storm --k 1000 --count 3000 --seconds 8
-check "new_models: refused past memory_limit" '[ "$(metric "calibd_rejected_total{model=\"\",reason=\"memory_limit\"}")" -gt 0 ]'
+# its first message, saying what to change. All 3,000 (1.6 GB of models)
+# are delivered, to the PULL socket, however long calibd takes to read them.
+"$PY" "$srcdir/tests/integ/abuse.py" new-models --push --endpoint "$PULL" --model storm --k 1000 \
+    --count 3000 --seconds "$(scaled 60)" > "$work/new_models.sent" &
+storm=$!
+probe --seconds 8 > "$work/new_models.probe"
+wait "$storm"
+echo "# new_models: $(cat "$work/new_models.sent"); $(cat "$work/new_models.probe")"
+check "new_models: every control request and scrape answered" '[ "$(field failures "$work/new_models.probe")" = 0 ]'
+refused() { [ "$(metric 'calibd_rejected_total{model="",reason="memory_limit"}')" -gt 0 ]; }
+check "new_models: refused past memory_limit" 'wait_until refused'
 check "new_models: the log says what to change" 'grep -q "rejected (memory_limit).*raise memory_limit, or lower max_models" "$work/calibd.log"'
 check "new_models: the models hold no more than memory_limit" '[ "$(metric calibd_memory_bytes)" -le "$MEMLIMIT" ]'
 
-# 100 slow HTTP clients from another loopback address while 127.0.0.1 scrapes
-"$PY" "$srcdir/tests/integ/slowloris.py" "$HTTP" --clients 100 --seconds 6 --interval 0.5 \
-    > "$work/slowloris.out" &
+# 100 slow HTTP clients from another loopback address while 127.0.0.1
+# scrapes (http_max_per_address, 16, refuses the rest), until calibd has
+# cut them all
+"$PY" "$srcdir/tests/integ/slowloris.py" "$HTTP" --clients 100 --seconds "$(scaled 30)" --interval 0.5 \
+    --until-cut > "$work/slowloris.out" &
 slow=$!
 probe --seconds 6 > "$work/slowloris.probe"
 wait "$slow"
-echo "# slowloris: $(cat "$work/slowloris.out"); $(cat "$work/slowloris.probe")"
+echo "# slowloris: $(tr '\n' ' ' < "$work/slowloris.out"); $(cat "$work/slowloris.probe")"
 check "slowloris: /metrics and control answered throughout" '[ "$(field failures "$work/slowloris.probe")" = 0 ]'
-check "slowloris: slow connections cut at their deadline" '[ "$(metric calibd_http_timeouts_total)" -gt 0 ]'
+check "slowloris: slow connections cut at their deadline" \
+    'grep -q "^cut 100 of 100" "$work/slowloris.out" && [ "$(metric calibd_http_timeouts_total)" -gt 0 ]'
 
 # one message one byte over max_msg_size: ZeroMQ cuts the sender; counted, logged
 before=$(metric 'calibd_socket_disconnects_total{socket="ingest"}')
 abuse oversize --model over --max-size "$MAXMSG" > /dev/null
-for _ in $(seq 100); do
-    [ "$(metric 'calibd_socket_disconnects_total{socket="ingest"}')" -gt "$before" ] && break
-    sleep 0.05
-done
-check "oversize: the disconnect is counted" '[ "$(metric "calibd_socket_disconnects_total{socket=\"ingest\"}")" -gt "$before" ]'
+cut_off() { [ "$(metric 'calibd_socket_disconnects_total{socket="ingest"}')" -gt "$before" ]; }
+check "oversize: the disconnect is counted" 'wait_until cut_off'
 check "oversize: and logged" 'grep -q "disconnected (a message over max_msg_size = $MAXMSG bytes" "$work/calibd.log"'
 
 # the bound of calibd(8), LIMITS, for one producer connection at a time:
