@@ -481,9 +481,13 @@ static int queue_label(sim *s, uint64_t seq, double y, double due)
     return 1;
 }
 
-static int send_predictions(sim *s, size_t n)
+/* `slot` is when the message was due (with --rate, its first prediction's
+ * place in the schedule; else now): its labels are due label_delay after
+ * it, so a simulator that stalls and catches up never puts more than
+ * rate x delay predictions between a prediction and its label. */
+static int send_predictions(sim *s, size_t n, double slot)
 {
-    double due = mono_now() + s->o.label_delay;
+    double due = slot + s->o.label_delay;
 
     for (size_t i = 0; i < n; i++) {
         s->seq[i] = s->made + i;
@@ -576,7 +580,7 @@ static int run(sim *s)
         size_t n = s->o.batch;
         if (s->o.count && s->o.count - s->made < n)
             n = (size_t)(s->o.count - s->made);
-        if (send_predictions(s, n))
+        if (send_predictions(s, n, slot))
             return -1;
         /* labels without delay follow their predictions at once */
         if (s->o.label_delay == 0 && flush_labels(s, mono_now()))

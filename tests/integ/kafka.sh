@@ -106,8 +106,9 @@ check "their models are disjoint and hold part 1 whole: $(q A "sorted(r['models'
      [ "$(q A "sorted(r['"'"'models'"'"'])")" != "$(q B "sorted(r['"'"'models'"'"'])")" ]'
 
 # part 2, paced over ~4 s: A is killed while it flows, once A has taken
-# messages past its partitions' last snapshots
-$FEED "$BOOT" preds "$work/pairs" --from 80 --to 160 --rate 20 2> "$work/feed2.log" &
+# messages past its partitions' last snapshots (the part's last round waits
+# for A's end, so the stream still flows however slowly A got there)
+$FEED "$BOOT" preds "$work/pairs" --from 80 --to 160 --rate 20 --hold "$work/A.down" 2> "$work/feed2.log" &
 feed2=$!
 track $feed2
 past() { q A "any(p['next'] > max(p['saved'], 0) for p in r['kafka']['partitions']) and sum(m['scored'] for m in r['models'].values()) > 15600"; }
@@ -115,8 +116,11 @@ wait_until '[ "$(past)" = True ]' 60
 cp "$work/A.json" "$work/A.killed.json"
 kill -KILL "${pid[A]}"
 wait "${pid[A]}" 2> /dev/null
+alive=no
+kill -0 $feed2 2> /dev/null && alive=yes
+touch "$work/A.down"
 check "A killed -9 mid-stream, past its last snapshot: $(json_get "$work/A.killed.json" "[(p['partition'], p['saved'], p['next']) for p in r['kafka']['partitions']]")" \
-    '[ "$(json_get "$work/A.killed.json" "any(p['"'"'next'"'"'] > max(p['"'"'saved'"'"'], 0) for p in r['"'"'kafka'"'"']['"'"'partitions'"'"'])")" = True ] && kill -0 $feed2 2> /dev/null'
+    '[ "$(json_get "$work/A.killed.json" "any(p['"'"'next'"'"'] > max(p['"'"'saved'"'"'], 0) for p in r['"'"'kafka'"'"']['"'"'partitions'"'"'])")" = True ] && [ $alive = yes ]'
 check "B takes A's partitions (session timeout) and reads them again from A's snapshots' offsets (or, where A wrote none, from the group's committed offset), before where A was" \
     'wait_until "holds B 4" 60 && "$PY" - "$work/A.killed.json" "$work/B/calibd.log" <<'"'"'PY'"'"'
 import json, re, sys

@@ -3,7 +3,7 @@ Python package's producer (socket="kafka"), for tests/integ/kafka.sh and
 tests/bench/kafka_scaling.sh.
 
   kafka_feed.py BROKERS TOPIC OUT --models M --pairs N --from A --to B [--rate R]
-                [--batch B]
+                [--batch B] [--hold FILE]
 
 Model i ("km-i") gets N / M pairs: logits of K = 4 classes, N(0, 2) each,
 labels drawn from softmax(z / 2) (an overconfident model, so that the
@@ -11,6 +11,7 @@ closed loop refits it). Batch b of 50 predictions of every model is sent,
 then the labels of batch b - 2 (labels come later, in the same partition:
 the key is the model). Only rounds [A, B) are sent, so that a stream can
 be sent in parts; every part draws the same numbers (one seed a model).
+--hold FILE: the last round of the part waits until FILE exists.
 --batch B: rows a message (default 50, a round's batch in one message;
 1: the row form, each prediction and each label a message of its own).
 OUT/km-i.csv gets the model's pairs of those rounds in the order their
@@ -37,6 +38,9 @@ ap.add_argument("--pairs", type=int, default=100000)
 ap.add_argument("--from", dest="start", type=int, default=0)
 ap.add_argument("--to", dest="stop", type=int, default=None)
 ap.add_argument("--rate", type=float, default=0, help="rounds a second (0: at once)")
+ap.add_argument("--hold", metavar="FILE",
+                help="before the part's last round, wait until FILE exists (10 min at most):"
+                     " a stream still flowing when a test acts, however slow the machine")
 ap.add_argument("--batch", type=int, default=BATCH,
                 help="rows a message, at most %d (1: the row form)" % BATCH)
 a = ap.parse_args()
@@ -71,6 +75,11 @@ for rnd in range(a.start, stop):
     if a.rate > 0:  # paced: a stream that is still flowing when a test acts
         p.flush()
         time.sleep(max(0.0, t0 + (rnd - a.start) / a.rate - time.monotonic()))
+    if a.hold and rnd == stop - 1:
+        p.flush()
+        held = time.monotonic() + 600
+        while not os.path.exists(a.hold) and time.monotonic() < held:
+            time.sleep(0.05)
     for i in range(a.models):
         name = f"km-{i}"
         if rnd < rounds:
