@@ -35,7 +35,8 @@ sim() { exec "$SIMULATE" --endpoint ">$INGEST" --linger-ms "$LINGER_MS" --batch 
 
 # ---------------------------------------------------------------- version 1
 start_calibd -c "$work/calibd.conf"
-sim --model drift --seed 31 --temperature 2 --count 60000 --rate 15000 2> /dev/null &
+# (the stream flows until the version is published, however long that takes)
+sim --model drift --seed 31 --temperature 2 --count 0 --rate 15000 2> /dev/null &
 sim_pid=$!
 track $sim_pid
 wait_for "$work/s0.json" "r['models']['drift']['samples']['ring'] >= 15000" ||
