@@ -95,10 +95,13 @@ with Follower(sys.argv[1], ["seg"]) as f:
 PY
 follower=$!
 track "$follower"
-# (paced: a segment's fit waits for a tick, and its gate for pairs after it)
-"$SIMULATE" --endpoint ">$INGEST" --linger-ms "$LINGER_MS" --batch 100 --count 60000 \
+# (paced: a segment's fit waits for a tick, and its gate for pairs after
+# it; the stream flows until the three versions are out, however long)
+"$SIMULATE" --endpoint ">$INGEST" --linger-ms "$LINGER_MS" --batch 100 --count 0 \
     --rate 10000 --sigma 3 --segments 40 --miscal-segments 3 --label-delay 0.2 --model seg \
-    --seed 2 2> /dev/null
+    --seed 2 2> /dev/null &
+stream=$!
+track "$stream"
 segpar() { echo "r['models']['seg']['params']['segments']"; }
 check "each of the three gets its own temperature, near 2, as versions 1 to 3" \
     'wait_for "$work/p.json" "len($(segpar)) == 3" 120 &&
@@ -118,6 +121,8 @@ assert all(abs(a - b) < 1e-12 for a, b in zip(f["v1"], softmax(z, t["v1"]))), f
 assert all(abs(a - b) < 1e-12 for a, b in zip(f["v7"], softmax(z, 1))), f
 assert f["model"] == f["v7"], f
 PY'
+kill "$stream" 2> /dev/null
+wait "$stream"
 json_get "$work/p.json" "[(s['value'], s['values']['T']) for s in $(segpar)]" > "$work/segpar"
 check "calibd stops cleanly" "stop_calibd"
 start_calibd -c "$work/calibd.conf" --log-level info --http 127.0.0.1:0
