@@ -28,6 +28,7 @@ typedef struct slicer {
     void (*done)(void *arg);          /* after the last item, the run over */
     void *arg;
     double slice_max;                 /* the longest slice of the run, seconds */
+    uint64_t (*clock_ns)(void);       /* uv_hrtime; a test's own clock */
 } slicer;
 
 /* 0, or a libuv error code. */

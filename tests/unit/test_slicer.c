@@ -1,7 +1,9 @@
 /* test_slicer.c — the loop's work a slice at a time (slicer.h), on a libuv
- * loop without sockets: every item handled once, in order, over several
- * slices none much longer than SLICE_NS; items added during a run are
- * taken; a run stopped midway ends without done. */
+ * loop without sockets: every item handled once, in order, in slices that
+ * end with the item that brings them to SLICE_NS, one a turn of the loop;
+ * items added during a run are taken; a run stopped midway ends without
+ * done. The slicer reads the test's clock, which each item advances by its
+ * cost: a loaded machine cannot stretch a slice. */
 #define _POSIX_C_SOURCE 200809L
 #include "unit.h"
 
@@ -10,9 +12,25 @@
 
 #include "slicer.h"
 
+/* the test's clock, in ns: each item advances it by its cost */
+static uint64_t clock_now;
+static uint64_t test_clock(void)
+{
+    return clock_now;
+}
+
+/* turns of the loop so far (a check handle: after each poll) */
+static size_t turns;
+static void on_turn(uv_check_t *h)
+{
+    (void)h;
+    turns++;
+}
+
 typedef struct job {
     size_t n;            /* items now */
     size_t *seen;        /* order of the items handled */
+    size_t *turn;        /* the loop's turn each was handled in */
     size_t nseen, cap;
     int done;
     uint64_t step_ns;    /* each item's cost */
@@ -30,10 +48,10 @@ static void step(void *arg, size_t i)
 {
     job *j = arg;
     assert_true(j->nseen < j->cap);
+    if (j->turn)
+        j->turn[j->nseen] = turns;
     j->seen[j->nseen++] = i;
-    uint64_t t0 = uv_hrtime();
-    while (uv_hrtime() - t0 < j->step_ns)
-        ;
+    clock_now += j->step_ns;
     if (i == j->grow_at)
         j->n = j->grow_to;
     if (i == j->stop_at)
@@ -48,35 +66,48 @@ static void done(void *arg)
 /* Runs a job on a fresh loop; returns the slicer's longest slice. */
 static double run(job *j, uv_loop_t *loop, slicer *s)
 {
+    uv_check_t check;
     j->s = s;
     assert_int_equal(slicer_init(s, loop, count, step, done, j), 0);
+    s->clock_ns = test_clock;
+    assert_int_equal(uv_check_init(loop, &check), 0);
+    assert_int_equal(uv_check_start(&check, on_turn), 0);
+    uv_unref((uv_handle_t *)&check); /* the slicer alone keeps the loop going */
+    turns = 0;
     slicer_start(s);
     slicer_start(s); /* running: nothing */
     assert_int_equal(uv_run(loop, UV_RUN_DEFAULT), 0);
     double max = s->slice_max;
     slicer_close(s);
+    uv_close((uv_handle_t *)&check, NULL);
     uv_run(loop, UV_RUN_DEFAULT);
     return max;
 }
 
-/* 1000 items of 20 us: 20 ms of work in slices of about 2 ms. */
+/* 1000 items of 30 us: 30 ms of work, in slices of 67 items (the 67th
+ * brings a slice to 2.01 ms, past SLICE_NS), one a turn of the loop; the
+ * last slice has the 49 left. */
 static void all_in_order_in_slices(void **state)
 {
     uv_loop_t loop;
     slicer s;
     assert_int_equal(uv_loop_init(&loop), 0);
-    job j = {.n = 1000, .cap = 1000, .step_ns = 20000, .grow_at = SIZE_MAX,
+    job j = {.n = 1000, .cap = 1000, .step_ns = 30000, .grow_at = SIZE_MAX,
              .stop_at = SIZE_MAX};
     j.seen = calloc(j.cap, sizeof *j.seen);
-    assert_non_null(j.seen);
+    j.turn = calloc(j.cap, sizeof *j.turn);
+    assert_true(j.seen && j.turn);
     double max = run(&j, &loop, &s);
     assert_int_equal(j.nseen, 1000);
-    for (size_t i = 0; i < 1000; i++)
+    for (size_t i = 0; i < 1000; i++) {
         assert_int_equal(j.seen[i], i);
+        /* item i in slice i / 67, each slice a turn of its own */
+        assert_int_equal(j.turn[i] - j.turn[0], i / 67);
+    }
     assert_int_equal(j.done, 1);
-    print_message("longest slice %.2f ms\n", max * 1e3);
-    assert_true(max >= SLICE_NS * 1e-9 && max < 0.05);
+    assert_true(max == 67 * 30000 * 1e-9);
     free(j.seen);
+    free(j.turn);
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
