@@ -13,6 +13,13 @@ import time
 import pytest
 
 
+# how many times longer than on a quiet machine anything may take here
+# (tests/integ/python.sh passes lib.sh's TIME_SCALE): it scales ceilings
+# and the producers' linger, never a duration a test waits out
+SCALE = float(os.environ.get("TIME_SCALE", "1"))
+LINGER = 10.0 * SCALE
+
+
 def free_port() -> int:
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -57,7 +64,7 @@ class Calibd:
 
     def wait(self, cond, timeout: float = 60.0) -> dict:
         """The status once cond(status) holds (a failure after timeout)."""
-        deadline = time.monotonic() + timeout * float(os.environ.get("TIME_SCALE", "1"))
+        deadline = time.monotonic() + timeout * SCALE
         while True:
             s = self.status()
             if cond(s):

@@ -12,7 +12,7 @@ import zmq
 
 from calibd import MAX_BATCH, Producer
 
-from conftest import free_port
+from conftest import LINGER, free_port
 
 
 def brier(p, y):
@@ -77,7 +77,7 @@ def test_every_form_scored(calibd, float32):
     mean, var = rng.normal(0, 1, size=n), rng.uniform(0.5, 2, size=n)
     y4, y3 = rng.integers(0, 4, size=n), rng.integers(0, 3, size=n)
     yb, yg = rng.integers(0, 2, size=n), rng.normal(0, 1, size=n)
-    with Producer(calibd.ep["ingest_pull"], batch=700, float32=float32) as p:
+    with Producer(calibd.ep["ingest_pull"], batch=700, float32=float32, linger=LINGER) as p:
         p.predict("logits", ids, logits=z)
         p.predict("probs", ids, probs=q.tolist())  # lists of rows
         p.predict("binary", ids, p=pb)
@@ -119,7 +119,7 @@ def test_nothing_lost_before_calibd_is_up(make_calibd):
 
 
 def test_pub_waits_for_the_subscription(calibd):
-    with Producer(calibd.ep["ingest"], socket="pub") as p:
+    with Producer(calibd.ep["ingest"], socket="pub", linger=LINGER, subscription_wait=LINGER) as p:
         p.predict("pub", np.arange(1000), p=np.full(1000, 0.5), y=np.ones(1000, dtype=int))
     calibd.wait(lambda s: s["models"].get("pub", {}).get("scored") == 1000)
 
@@ -159,7 +159,7 @@ def test_segments_scored_per_value(calibd):
     z = rng.normal(0, 2, size=(n, 3))
     y = rng.integers(0, 3, size=n)
     country = np.where(np.arange(n) % 4 == 0, "DE", "FR")
-    with Producer(calibd.ep["ingest_pull"], batch=500) as p:
+    with Producer(calibd.ep["ingest_pull"], batch=500, linger=LINGER) as p:
         p.predict("segs", np.arange(n), logits=z, seg={"country": country})
         p.label("segs", np.arange(n), y)
     s = calibd.wait(lambda s: s["models"].get("segs", {}).get("scored") == n)

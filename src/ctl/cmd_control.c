@@ -102,6 +102,19 @@ out:
     return rc;
 }
 
+/* SECONDS of --timeout or CALIBD_TIMEOUT (named by what): 0, or -1 said */
+static int parse_timeout(const char *arg, const char *what, double *timeout)
+{
+    char *end;
+    double v = strtod(arg, &end);
+    if (*end || !(v > 0) || v > 86400) {
+        ctl_error(NULL, 0, "%s: expected seconds in (0, 86400]", what);
+        return -1;
+    }
+    *timeout = v;
+    return 0;
+}
+
 /* takes_model: 0 none, 1 optional, 2 required */
 static int control_command(int argc, char **argv, const char *cmd, int takes_model)
 {
@@ -115,20 +128,19 @@ static int control_command(int argc, char **argv, const char *cmd, int takes_mod
     };
     target t = {getenv("CALIBD_CONTROL"), getenv("CALIBD_KEY"), getenv("CALIBD_SERVER_KEY")};
     double timeout = 5;
+    const char *env_timeout = getenv("CALIBD_TIMEOUT");
+    if (env_timeout && *env_timeout && parse_timeout(env_timeout, "CALIBD_TIMEOUT", &timeout))
+        return CTL_BADINPUT;
     int o;
     optind = 1;
     while ((o = getopt_long(argc, argv, "c:t:h", opts, NULL)) != -1) {
-        char *end;
         switch (o) {
         case 'c': t.endpoint = optarg; break;
         case 'k': t.key = optarg; break;
         case 's': t.server_key = optarg; break;
         case 't':
-            timeout = strtod(optarg, &end);
-            if (*end || !(timeout > 0) || timeout > 86400) {
-                ctl_error(NULL, 0, "--timeout: expected seconds in (0, 86400]");
+            if (parse_timeout(optarg, "--timeout", &timeout))
                 return CTL_BADINPUT;
-            }
             break;
         case 'h':
             printf("usage: calibctl %s [--control EP] [--timeout SECONDS] [--key FILE "

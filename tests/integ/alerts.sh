@@ -10,7 +10,7 @@ cat > "$work/calibd.conf" <<EOF2
 [daemon]
 tick = 0.2
 alert_exec = $work/sink.sh
-alert_exec_timeout = 1
+alert_exec_timeout = $(scaled 5)
 [defaults]
 form = logits
 k = 10

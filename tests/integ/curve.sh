@@ -62,6 +62,16 @@ check "a key not allowed: no answer" \
     '! "$CALIBCTL" ping --control "$CONTROL" --timeout 2 --key "$K/stranger.key_secret" > /dev/null 2>&1'
 check "the operator refused is counted" \
     'wait_until "metric_ge calibd_curve_clients_total role=operators,result=refused 1"'
+# the wait for an answer from the environment (CALIBD_TIMEOUT), as the keys
+# are; --timeout overrides it; a bad value is refused, named
+env CALIBD_TIMEOUT=0.3 "$CALIBCTL" ping --control "$CONTROL" --key "$K/stranger.key_secret" 2> "$work/t1.err"
+env CALIBD_TIMEOUT=0.3 "$CALIBCTL" ping --control "$CONTROL" --key "$K/stranger.key_secret" --timeout 0.4 2> "$work/t2.err"
+env CALIBD_TIMEOUT=soon "$CALIBCTL" ping --control "$CONTROL" 2> "$work/t3.err"
+rc=$?
+check "CALIBD_TIMEOUT sets calibctl's wait, --timeout overrides it, a bad one is refused" \
+    'grep -q "no answer from calibd within 300 ms" "$work/t1.err" &&
+     grep -q "no answer from calibd within 400 ms" "$work/t2.err" &&
+     [ $rc -eq 2 ] && grep -q "CALIBD_TIMEOUT: expected seconds in (0, 86400\]" "$work/t3.err"'
 
 # ---------------------------------------------------------------- producers
 sim() { "$SIMULATE" --endpoint ">$INGEST" --model m --linger-ms "$LINGER_MS" "$@"; }
@@ -96,15 +106,15 @@ check "a C serving node with an allowed key receives version 3" \
 check "a Python serving node with an allowed key receives version 3" \
     '/usr/bin/python3 "$PYSERVING" --connect "$PUBLISH" --model m --until-version 3 --timeout "$(scaled 10)" --key "$K/node.key_secret" --server-key "$K/calibd.key" | grep -q "^m 3 temperature T=1.5"'
 check "a serving node without calibd's key receives nothing" \
-    '"$SERVING" --connect "$PUBLISH" --model m --until-version 3 --timeout 2.5 > "$work/none.out"; [ $? -eq 1 ] && [ ! -s "$work/none.out" ]'
+    '"$SERVING" --connect "$PUBLISH" --model m --until-version 3 --timeout "$(scaled 3)" > "$work/none.out"; [ $? -eq 1 ] && [ ! -s "$work/none.out" ]'
 check "... and its handshake failure is counted" \
     'wait_until "metric_ge calibd_socket_handshake_failures_total socket=publish 1"'
 check "a serving node whose key is not allowed receives nothing" \
-    '"$SERVING" --connect "$PUBLISH" --model m --until-version 3 --timeout 2.5 --key "$K/stranger.key_secret" --server-key "$K/calibd.key" > "$work/str.out"; [ $? -eq 1 ] && [ ! -s "$work/str.out" ]'
+    '"$SERVING" --connect "$PUBLISH" --model m --until-version 3 --timeout "$(scaled 3)" --key "$K/stranger.key_secret" --server-key "$K/calibd.key" > "$work/str.out"; [ $? -eq 1 ] && [ ! -s "$work/str.out" ]'
 check "... refused and counted" \
     'wait_until "metric_ge calibd_curve_clients_total role=subscribers,result=refused 1"'
 check "a serving node with another server key receives nothing" \
-    '"$SERVING" --connect "$PUBLISH" --model m --until-version 3 --timeout 2.5 --key "$K/node.key_secret" --server-key "$K/stranger.key" > "$work/other.out"; [ $? -eq 1 ] && [ ! -s "$work/other.out" ]'
+    '"$SERVING" --connect "$PUBLISH" --model m --until-version 3 --timeout "$(scaled 3)" --key "$K/node.key_secret" --server-key "$K/stranger.key" > "$work/other.out"; [ $? -eq 1 ] && [ ! -s "$work/other.out" ]'
 
 # ---------------------------------------------------------------- reload
 cp "$K/stranger.key" "$work/producers/"

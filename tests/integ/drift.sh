@@ -16,7 +16,7 @@ cat > "$work/calibd.conf" <<EOF2
 tick = 0.2
 params_interval = 1
 alert_exec = $work/sink.sh
-alert_exec_timeout = 1
+alert_exec_timeout = $(scaled 5)
 [defaults]
 form = logits
 k = 10

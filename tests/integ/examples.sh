@@ -129,12 +129,12 @@ k = 3
 drift_reference = 100
 CONF
 start_calibd -c "$work/live.conf" --http 127.0.0.1:0 --ingest-pull 'tcp://127.0.0.1:*'
-metrics() { curl -sS --max-time 5 "$HTTP"; }
+metrics() { curl -sS --max-time "$(scaled 5)" "$HTTP"; }
 # pairs with inline labels (each scored at once), pushed: nothing dropped
 "$SIMULATE" --endpoint ">$PULL" --push --model m --k 3 --temperature 1.5 --seed 11 \
-    --count 2000 --batch 50 2> /dev/null || bad "the simulator sent its pairs"
+    --count 2000 --batch 50 --linger-ms "$LINGER_MS" 2> /dev/null || bad "the simulator sent its pairs"
 "$SIMULATE" --endpoint ">$PULL" --push --model m --k 5 --seed 12 --count 10 --batch 10 \
-    2> /dev/null || bad "the simulator sent the rejected batch"
+    --linger-ms "$LINGER_MS" 2> /dev/null || bad "the simulator sent the rejected batch"
 
 # missing: the names without what they need on /metrics (a sample, or for
 # the state-only gauges at least their TYPE line); empty when none is

@@ -7,7 +7,7 @@
 printf '[daemon]\nmax_msg_size = 1048576\ningest_pull = tcp://127.0.0.1:*\n' > "$work/calibd.conf"
 start_calibd -c "$work/calibd.conf"
 
-"$HOSTILE" --endpoint ">$INGEST" --random 50 --seed 3 > "$work/sent" ||
+"$HOSTILE" --endpoint ">$INGEST" --random 50 --seed 3 --linger-ms "$LINGER_MS" > "$work/sent" ||
     { bad "hostile sender failed"; finish; exit; }
 "$HOSTILE" --map > "$work/map"
 # 39 classes + 50 random; the oversized one is dropped by ZeroMQ unseen

@@ -46,7 +46,7 @@ CONF
 get() {
     local path=$1
     shift
-    curl -sS -o "$work/body" -D "$work/headers" -w '%{http_code}' --max-time 5 \
+    curl -sS -o "$work/body" -D "$work/headers" -w '%{http_code}' --max-time "$(scaled 5)" \
         --cacert "$work/cert.pem" "$@" "$base$path" 2> "$work/curl.err"
 }
 # challenged: the last answer carries both challenges
@@ -72,12 +72,12 @@ $(cat "$work/curl.err")" '[ "$code" = 200 ] && grep -q "^calibd_build_info{" "$w
 check "calibd_http_unauthorized_total is 0 for both reasons before any refusal" \
     '[ "$(unauthorized missing)" = 0 ] && [ "$(unauthorized wrong)" = 0 ]'
 
-code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 5 "${base/https:/http:}/metrics" \
+code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time "$(scaled 5)" "${base/https:/http:}/metrics" \
     2> "$work/plain.err")
 rc=$?
 check "plain http to the TLS port gets no HTTP answer (curl exit $rc: $(head -1 "$work/plain.err"))" \
     '[ $rc -ne 0 ] && [ "$code" = 000 ]'
-curl -sS -o /dev/null --max-time 5 "$base/metrics" 2> /dev/null
+curl -sS -o /dev/null --max-time "$(scaled 5)" "$base/metrics" 2> /dev/null
 rc=$?
 check "without --cacert curl does not trust the certificate (curl exit $rc)" '[ $rc -ne 0 ]'
 
@@ -145,7 +145,7 @@ stop_calibd
 # refused CONF: calibd started with CONF exits at once, not 0 (and not
 # timeout's 124); its log in $work/refused.log
 refused() {
-    timeout 20 "$CALIBD" -c "$1" --ingest 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
+    timeout "$(scaled 20)" "$CALIBD" -c "$1" --ingest 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
         --control 'tcp://127.0.0.1:*' --http 127.0.0.1:0 --state-dir "$work/refused" \
         2> "$work/refused.log"
     local rc=$?

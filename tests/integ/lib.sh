@@ -51,6 +51,9 @@ WAIT_CEILING=30 # seconds, before scaling: what a wait allows by default
 # check, it does not hang the suite
 echo "max-time = $(scaled "$WAIT_CEILING")" > "$work/.curlrc"
 export CURL_HOME=$work
+# calibctl's wait for an answer to a control request (status, refit, ping,
+# forget), where a script does not set --timeout itself
+export CALIBD_TIMEOUT=$(scaled 10)
 # ZMQ_LINGER for the test producers: they exit once calibd has taken what
 # they queued, however slowly it reads (--linger-ms of examples/simulate)
 LINGER_MS=$(( $(scaled 60) * 1000 ))
@@ -115,30 +118,53 @@ json_get() { "$PY" -c "import json,sys; r=json.load(open(sys.argv[1])); print($2
 
 # wait_for FILE EXPR [SECONDS]: polls status into FILE until the python EXPR
 # on r holds (WAIT_CEILING s at most, or SECONDS, scaled); gives up at once
-# if calibd has died
+# if calibd has died. One python process polls (calibctl status, every
+# 50 ms, then every 100 ms past the first second): a python started for
+# each poll would take half a core from the calibd under test.
 wait_for() {
-    local f=$1 expr=$2 end=$((SECONDS + $(scaled "${3:-$WAIT_CEILING}")))
-    while :; do
-        if ! kill -0 "$calibd_pid" 2>/dev/null; then
-            echo "# calibd is not running; its log:"
-            sed 's/^/# /' "$work/calibd.log"
-            return 1
-        fi
-        status --timeout "$TIME_SCALE" > "$f" 2>/dev/null &&
-            [ "$(json_get "$f" "bool($expr)" 2>/dev/null)" = True ] && return 0
-        [ "$SECONDS" -ge "$end" ] && return 1
-        sleep 0.05
-    done
+    "$PY" - "$1" "$2" "$(scaled "${3:-$WAIT_CEILING}")" "$calibd_pid" "$CALIBCTL" "$CONTROL" \
+        "$TIME_SCALE" <<'PY'
+import json, os, subprocess, sys, time
+f, expr, secs, pid, calibctl, control, scale = sys.argv[1:]
+code = compile("bool(%s)" % expr, "wait_for", "eval")
+start = time.monotonic()
+while True:
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, OSError):
+        sys.exit(2)
+    with open(f, "wb") as out:
+        done = subprocess.run([calibctl, "status", "--control", control, "--timeout", scale],
+                              stdout=out, stderr=subprocess.DEVNULL).returncode == 0
+    if done:
+        try:
+            if eval(code, {"json": json, "sys": sys, "r": json.load(open(f))}):
+                sys.exit(0)
+        except Exception:
+            pass
+    waited = time.monotonic() - start
+    if waited >= float(secs):
+        sys.exit(1)
+    time.sleep(0.05 if waited < 1 else 0.1)
+PY
+    case $? in
+        0) return 0 ;;
+        2) echo "# calibd is not running; its log:"
+           sed 's/^/# /' "$work/calibd.log"
+           return 1 ;;
+        *) return 1 ;;
+    esac
 }
 
 # wait_until SHELL-CONDITION [SECONDS]: polls the condition until it holds
-# (WAIT_CEILING s at most, or SECONDS, scaled)
+# (WAIT_CEILING s at most, or SECONDS, scaled): every 50 ms, then every
+# 100 ms past the first second (a condition may start processes)
 wait_until() {
-    local end=$((SECONDS + $(scaled "${2:-$WAIT_CEILING}")))
+    local start=$SECONDS end=$((SECONDS + $(scaled "${2:-$WAIT_CEILING}")))
     while :; do
         eval "$1" && return 0
         [ "$SECONDS" -ge "$end" ] && return 1
-        sleep 0.05
+        if [ $((SECONDS - start)) -lt 1 ]; then sleep 0.05; else sleep 0.1; fi
     done
 }
 
@@ -157,7 +183,7 @@ send_py() {
 import struct, sys, msgpack, zmq
 ctx = zmq.Context()
 sock = ctx.socket(zmq.PUSH)
-sock.setsockopt(zmq.LINGER, 20000)
+sock.setsockopt(zmq.LINGER, int(sys.argv[2]))
 sock.connect(sys.argv[1])
 def send(topic, payload):
     if not isinstance(payload, bytes):
@@ -168,7 +194,7 @@ def f32(values):
 exec(compile(sys.stdin.read(), "send_py", "exec"))
 sock.close()
 ctx.term()
-' "$1"
+' "$1" "$LINGER_MS"
 }
 
 # make_sink: $work/sink.sh, an alert sink for alert_exec that appends each

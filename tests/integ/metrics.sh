@@ -23,7 +23,7 @@ form = logits
 k = 3
 CONF
 start_calibd -c "$work/slow-tick.conf" --http 127.0.0.1:0
-code=$(curl -sS -o "$work/first.txt" -w '%{http_code}' --max-time 5 "$HTTP")
+code=$(curl -sS -o "$work/first.txt" -w '%{http_code}' --max-time "$(scaled 5)" "$HTTP")
 check "the first scrape, before any tick, is 200 with the counters of the configured models
 $(head -5 "$work/first.txt")" \
     '[ "$code" = 200 ] && grep -q "^calibd_scored_total{model=\"stored\"} 0$" "$work/first.txt"'
@@ -50,7 +50,7 @@ check "the bound /metrics URL is in the endpoints file" '[[ "$HTTP" == http://12
     --label-drop 0.1 --label-dup 0.1 --linger-ms "$LINGER_MS" 2> /dev/null
 "$SIMULATE" --endpoint ">$INGEST" --model stored --k 3 --seed 8 --count 500 --batch 50 \
     --linger-ms "$LINGER_MS" 2> /dev/null
-"$HOSTILE" --endpoint ">$INGEST" --random 10 --seed 3 > /dev/null ||
+"$HOSTILE" --endpoint ">$INGEST" --random 10 --seed 3 --linger-ms "$LINGER_MS" > /dev/null ||
     bad "the hostile sender ran"
 
 # agree STATUS METRICS: python compares them; exits 1 with what differs

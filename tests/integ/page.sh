@@ -20,7 +20,7 @@ CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 # <-loopback>). Its stderr (noise, and the page's console with
 # --enable-logging) goes to $work/chromium.log.
 chrome() {
-    timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
+    timeout "$(scaled 120)" "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
         --no-first-run --no-default-browser-check --user-data-dir="$work/chromium" \
         --proxy-server=http://127.0.0.1:9 --enable-logging=stderr --v=0 "$@" 2>> "$work/chromium.log"
 }
@@ -36,7 +36,7 @@ base=${HTTP%/metrics}
 check "the bound HTTP address is in the endpoints file ($base)" '[[ "$base" == http://127.0.0.1:* ]]'
 
 # --- a) the page as served
-code=$(curl -sS -D "$work/page.h" -o "$work/page.html" -w '%{http_code}' --max-time 5 "$base/")
+code=$(curl -sS -D "$work/page.h" -o "$work/page.html" -w '%{http_code}' --max-time "$(scaled 5)" "$base/")
 tr -d '\r' < "$work/page.h" > "$work/headers"
 check "GET / is 200 with Content-Type text/html
 $(head -8 "$work/headers")" \
@@ -81,7 +81,7 @@ sim=$!
 track $sim
 wait_for "$work/s2.json" "r['models']['m']['scored'] >= 5500" || bad "the slow sender's pairs arrive"
 history_points() {
-    curl -sS --max-time 5 "$base/history?model=m" |
+    curl -sS --max-time "$(scaled 5)" "$base/history?model=m" |
         python3 -c 'import json, sys; print(len(json.load(sys.stdin)["points"]))' 2> /dev/null || echo 0
 }
 wait_until '[ "$(history_points)" -ge 3 ]' || echo "# /history?model=m has $(history_points) points"

@@ -26,13 +26,14 @@ child=$(cat "$work/sink_child.pid" 2> /dev/null)
 [ -n "$child" ] && track "$child"
 
 # killed: the number of sinks calibd has killed
-killed() { status --timeout "$(scaled 1)" 2> /dev/null | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["alerts"]["sink_killed"])' 2> /dev/null; }
+killed() { status 2> /dev/null | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["alerts"]["sink_killed"])' 2> /dev/null; }
 # ping while the sink hangs, until calibd has killed it. A ping proves
 # calibd free when it is answered before the status that follows it still
-# counts no kill (an order, not a time: the sink hung before the first)
+# counts no kill (an order, not a time: the sink hung before the first);
+# every ping is answered (within a ceiling longer than the hang)
 pings=0 during=0 blocked=0
 while [ $pings -lt 100 ]; do
-    "$CALIBCTL" ping --control "$CONTROL" --timeout "$(scaled 1)" > /dev/null || blocked=$((blocked + 1))
+    "$CALIBCTL" ping --control "$CONTROL" --timeout "$(scaled 10)" > /dev/null || blocked=$((blocked + 1))
     pings=$((pings + 1))
     k=$(killed)
     [ "$k" = 1 ] && break

@@ -28,11 +28,11 @@ ring = 5000
 reservoir = 2000
 EOF2
 
-# snap FIELD: model m of $work/state/snapshot, read here from its bytes
-# (the format of calibd(8), SNAPSHOTS): scored, waiting, mean (raw Brier),
-# joined, version; or "none"
+# snap FIELD...: model m of $work/state/snapshot, read here from its bytes
+# (the format of calibd(8), SNAPSHOTS), in one read: each FIELD of scored,
+# waiting, mean (raw Brier), joined, version, space-separated; or "none"
 snap() {
-    "$PY" - "$work/state/snapshot" "$1" <<'PY'
+    "$PY" - "$work/state/snapshot" "$@" <<'PY'
 import sys, msgpack
 try:
     data = open(sys.argv[1], "rb").read()
@@ -47,10 +47,11 @@ for m in u:
     a = m["cum"][0]   # the raw view's Brier accumulator (calib_save(3))
     n = a["n"]
     j = m["join"]
-    print({"scored": m["counters"]["scored"], "waiting": len(j["items"]),
-           "joined": j["joined"],
-           "mean": repr((a["sum"] + a["sum_c"]) / n) if n else "nan",
-           "version": m["params"]["version"]}[sys.argv[2]])
+    f = {"scored": m["counters"]["scored"], "waiting": len(j["items"]),
+         "joined": j["joined"],
+         "mean": repr((a["sum"] + a["sum_c"]) / n) if n else "nan",
+         "version": m["params"]["version"]}
+    print(" ".join(str(f[k]) for k in sys.argv[2:]))
     break
 else:
     print("none")
@@ -72,12 +73,8 @@ for round in $(seq 20); do
     start_calibd -c "$work/calibd.conf"
     if [ "$round" -gt 1 ]; then
         status > "$work/r.json"
-        want="$(snap scored) $(snap waiting) $(snap mean) $(snap joined)"
-        got="$(field "$work/r.json" "r['models']['m']['scored']") \
-$(field "$work/r.json" "r['models']['m']['join']['waiting_predictions'] + r['models']['m']['join']['waiting_labels']") \
-$(field "$work/r.json" "repr(r['models']['m']['raw']['brier']['mean'])") \
-$(field "$work/r.json" "r['models']['m']['join']['joined']")"
-        got=$(echo $got)
+        want=$(snap scored waiting mean joined)
+        got=$(field "$work/r.json" "(lambda m, j: '%d %d %r %d' % (m['scored'], j['waiting_predictions'] + j['waiting_labels'], m['raw']['brier']['mean'], j['joined']))(r['models']['m'], r['models']['m']['join'])")
         if [ "$got" = "$want" ]; then
             exact=$((exact + 1))
         else
@@ -89,16 +86,19 @@ $(field "$work/r.json" "r['models']['m']['join']['joined']")"
             echo "# round $round: version $v after $last_version"
     fi
     seed=$((seed + 1))
+    # (--linger-ms 0: what it still holds when calibd is killed is lost
+    # anyway, and its end need not wait for a reader that is gone)
     "$SIMULATE" --endpoint ">$INGEST" --model m --seed "$seed" --temperature 2 \
         --temperature-after 3 --switch-after 6000 --count 0 --rate "$RATE" --batch 20 \
-        --label-delay 0.3 2> /dev/null &
+        --label-delay 0.3 --linger-ms 0 2> /dev/null &
     sim_pid=$!
     track "$sim_pid"
     # in some rounds a manual refit: the kill may come while it fits, runs
     # in shadow or stores its version
     case $round in 3|8|13) "$CALIBCTL" refit --control "$CONTROL" m > /dev/null 2>&1 ;; esac
-    # a random moment: between 1 and 3 s of pairs after this restart
-    target=$(( $(snap scored | sed 's/none/0/') + RATE + RANDOM % (2 * RATE) ))
+    # a random moment: between 0.5 and 1.5 s of pairs after this restart
+    # (one to three snapshot intervals)
+    target=$(( $(snap scored | sed 's/none/0/') + RATE / 2 + RANDOM % RATE ))
     wait_for "$work/k.json" "r['models']['m']['scored'] >= $target" 20 ||
         bad "round $round: $target pairs scored"
     last_scored=$(field "$work/k.json" "r['models']['m']['scored']")
