@@ -7,7 +7,7 @@
 # calibd's public key, or with a key not allowed, receives nothing, and an
 # allowed one receives the parameters. SIGHUP reloads the allow-lists.
 . "$(dirname "$0")/lib.sh"
-SERVING="$BUILDDIR/examples/serving_node"
+SERVING=$(built examples/serving_node)
 PYSERVING="$srcdir/examples/python/serving_node.py"
 
 # ---------------------------------------------------------------- keys
@@ -106,15 +106,15 @@ check "a C serving node with an allowed key receives version 3" \
 check "a Python serving node with an allowed key receives version 3" \
     '/usr/bin/python3 "$PYSERVING" --connect "$PUBLISH" --model m --until-version 3 --timeout "$(scaled 10)" --key "$K/node.key_secret" --server-key "$K/calibd.key" | grep -q "^m 3 temperature T=1.5"'
 check "a serving node without calibd's key receives nothing" \
-    '"$SERVING" --connect "$PUBLISH" --model m --until-version 3 --timeout "$(scaled 3)" > "$work/none.out"; [ $? -eq 1 ] && [ ! -s "$work/none.out" ]'
+    '"$SERVING" --connect "$PUBLISH" --model m --until-version 3 --timeout 3 > "$work/none.out"; [ $? -eq 1 ] && [ ! -s "$work/none.out" ]'
 check "... and its handshake failure is counted" \
     'wait_until "metric_ge calibd_socket_handshake_failures_total socket=publish 1"'
 check "a serving node whose key is not allowed receives nothing" \
-    '"$SERVING" --connect "$PUBLISH" --model m --until-version 3 --timeout "$(scaled 3)" --key "$K/stranger.key_secret" --server-key "$K/calibd.key" > "$work/str.out"; [ $? -eq 1 ] && [ ! -s "$work/str.out" ]'
+    '"$SERVING" --connect "$PUBLISH" --model m --until-version 3 --timeout 3 --key "$K/stranger.key_secret" --server-key "$K/calibd.key" > "$work/str.out"; [ $? -eq 1 ] && [ ! -s "$work/str.out" ]'
 check "... refused and counted" \
     'wait_until "metric_ge calibd_curve_clients_total role=subscribers,result=refused 1"'
 check "a serving node with another server key receives nothing" \
-    '"$SERVING" --connect "$PUBLISH" --model m --until-version 3 --timeout "$(scaled 3)" --key "$K/node.key_secret" --server-key "$K/stranger.key" > "$work/other.out"; [ $? -eq 1 ] && [ ! -s "$work/other.out" ]'
+    '"$SERVING" --connect "$PUBLISH" --model m --until-version 3 --timeout 3 --key "$K/node.key_secret" --server-key "$K/stranger.key" > "$work/other.out"; [ $? -eq 1 ] && [ ! -s "$work/other.out" ]'
 
 # ---------------------------------------------------------------- reload
 cp "$K/stranger.key" "$work/producers/"

@@ -7,7 +7,7 @@
 # regression model whose variance drifts, and a stationary model that must
 # see no alarm; each incident alerts once through an exec sink.
 . "$(dirname "$0")/lib.sh"
-SERVING="$BUILDDIR/examples/serving_node"
+SERVING=$(built examples/serving_node)
 PYSERVING="$srcdir/examples/python/serving_node.py"
 
 make_sink

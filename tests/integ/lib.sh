@@ -7,8 +7,14 @@
 set -u
 : "${CALIBD:?}" "${CALIBCTL:?}" "${BUILDDIR:?}"
 . "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
-SIMULATE="$BUILDDIR/examples/simulate"
-HOSTILE="$BUILDDIR/tests/integ/hostile"
+# built PATH: the build's program PATH itself where libtool made one (the
+# tests' LD_LIBRARY_PATH finds its libraries), else libtool's wrapper
+built() {
+    local real="$BUILDDIR/$(dirname "$1")/.libs/$(basename "$1")"
+    if [ -x "$real" ] && [ -n "${LD_LIBRARY_PATH:-}" ]; then echo "$real"; else echo "$BUILDDIR/$1"; fi
+}
+SIMULATE=$(built examples/simulate)
+HOSTILE=$(built tests/integ/hostile)
 work=$(mktemp -d) || exit 1
 calibd_pid=
 bg_pids=() # track PID: what cleanup ends if the script stops early

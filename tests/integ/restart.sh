@@ -7,7 +7,7 @@
 # a stream at T* = 4, while a second refit of the same model is refused and
 # a model with auto_publish = no withholds its passing candidate.
 . "$(dirname "$0")/lib.sh"
-SERVING="$BUILDDIR/examples/serving_node"
+SERVING=$(built examples/serving_node)
 
 cat > "$work/calibd.conf" <<EOF2
 [daemon]

@@ -36,6 +36,15 @@ start_calibd -c "$work/soak.conf" --http 127.0.0.1:0 --log-level info
 HTTP=$(awk '$1 == "http" {print $2; exit}' "$work/state/endpoints")
 worst_p99=0 worst_max=0
 
+# probed NAME FILE: the probe's checks: it ran (a probe that made no
+# request would prove nothing), and every request was answered
+probed() {
+    local requests fails p99
+    requests=$(field requests "$2") fails=$(field failures "$2") p99=$(field control_p99_ms "$2")
+    check "$1: the probe ran beside it ($requests requests)" '[ "${requests:-0}" -ge 10 ]'
+    check "$1: every control request and scrape answered (p99 $p99 ms)" '[ "$fails" = 0 ]'
+}
+
 # under NAME SECONDS ABUSE-ARGS...: the pattern with a probe beside it
 under() {
     local name=$1 secs=$2
@@ -44,12 +53,11 @@ under() {
     local pid=$!
     probe --seconds "$secs" > "$work/$name.probe"
     wait "$pid"
-    local p99 max fails
+    local p99 max
     p99=$(field control_p99_ms "$work/$name.probe")
     max=$(field control_max_ms "$work/$name.probe")
-    fails=$(field failures "$work/$name.probe")
     echo "# $name: $(cat "$work/$name.sent"); $(cat "$work/$name.probe")"
-    check "$name: every control request and scrape answered (p99 $p99 ms)" '[ "$fails" = 0 ]'
+    probed "$name" "$work/$name.probe"
     worst_p99=$($PY -c "print(max($worst_p99, $p99))")
     worst_max=$($PY -c "print(max($worst_max, $max))")
 }
@@ -82,7 +90,7 @@ storm=$!
 probe --seconds 8 > "$work/new_models.probe"
 wait "$storm"
 echo "# new_models: $(cat "$work/new_models.sent"); $(cat "$work/new_models.probe")"
-check "new_models: every control request and scrape answered" '[ "$(field failures "$work/new_models.probe")" = 0 ]'
+probed new_models "$work/new_models.probe"
 refused() { [ "$(metric 'calibd_rejected_total{model="",reason="memory_limit"}')" -gt 0 ]; }
 check "new_models: refused past memory_limit" 'wait_until refused'
 check "new_models: the log says what to change" 'grep -q "rejected (memory_limit).*raise memory_limit, or lower max_models" "$work/calibd.log"'
@@ -97,7 +105,7 @@ slow=$!
 probe --seconds 6 > "$work/slowloris.probe"
 wait "$slow"
 echo "# slowloris: $(tr '\n' ' ' < "$work/slowloris.out"); $(cat "$work/slowloris.probe")"
-check "slowloris: /metrics and control answered throughout" '[ "$(field failures "$work/slowloris.probe")" = 0 ]'
+probed slowloris "$work/slowloris.probe"
 check "slowloris: slow connections cut at their deadline" \
     'grep -q "^cut 100 of 100" "$work/slowloris.out" && [ "$(metric calibd_http_timeouts_total)" -gt 0 ]'
 
