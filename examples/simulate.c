@@ -567,11 +567,14 @@ static int run(sim *s)
     s->t0 = mono_now();
     while (!g_signals && (s->o.count == 0 || s->made < s->o.count)) {
         double now = mono_now();
-        if (flush_labels(s, now))
-            return -1;
         /* pace whole messages: message m waits for its first prediction's
          * slot, so a slow sleep is caught up, not accumulated */
         double slot = s->o.rate > 0 ? s->t0 + (double)s->made / s->o.rate : now;
+        /* the labels due before it go first; a simulator catching up keeps
+         * the schedule's order (labels due by the slot, not by now), so the
+         * stream is the same however it was scheduled */
+        if (flush_labels(s, slot < now ? slot : now))
+            return -1;
         if (slot > now) {
             double wake = next_due(s);
             sleep_until(wake < slot ? wake : slot);

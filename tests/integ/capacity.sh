@@ -7,8 +7,8 @@
 # what its capacity allows joins (tests/bench/bench_join_load has the exact
 # figures, >= 95%; the check asks for 80%). What sets the load is the
 # order of the stream, not calibd's speed: the simulator sends each label
-# at most 1,050 predictions after its own, however it is scheduled (its
-# labels keep to the rate's timetable), and PUSH to the PULL socket drops
+# 1,050 predictions after its own, however it is scheduled (its labels keep
+# to the rate's timetable and its order), and PUSH to the PULL socket drops
 # nothing, however slowly calibd reads. The sample, and what it dropped,
 # show in status and on /metrics.
 . "$(dirname "$0")/lib.sh"
