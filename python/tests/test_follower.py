@@ -4,6 +4,7 @@ libcalib_client, and a real calibd's parameters followed."""
 import ctypes
 import math
 import random
+import subprocess
 
 import msgpack
 import numpy as np
@@ -153,7 +154,11 @@ def test_follows_a_real_calibd(make_calibd):
         z, y = draw(4000)
         prod.predict("m", np.arange(4000), logits=z, y=y)
         d.wait(lambda s: s["models"].get("m", {}).get("scored") == 4000)
-        d.ctl("refit", "m")
+        try:
+            d.ctl("refit", "m")
+        except subprocess.CalledProcessError as e:
+            # the miscalibration trigger may have started a refit first
+            assert "running" in e.stdout or "shadow" in e.stdout, e.stdout + e.stderr
         # the gate passes the candidate on fresh pairs: more of the stream
         # until it is published, a batch ahead of what calibd has scored at
         # most (a bound on calibd's pairs, not on how fast it takes them)
