@@ -13,7 +13,8 @@ if [ "${CALIB_SANITIZERS:-no}" = yes ]; then
     skip_all "under the sanitizers (their memory is not calibd's)"
 fi
 PY=/usr/bin/python3 # Debian's, with python3-zmq and python3-msgpack
-abuse() { "$PY" "$srcdir/tests/integ/abuse.py" "$@" --endpoint "$INGEST"; }
+# (the ingest endpoint first: an --endpoint among the arguments overrides it)
+abuse() { "$PY" "$srcdir/tests/integ/abuse.py" "$1" --endpoint "$INGEST" "${@:2}"; }
 # the status of one model (flood, the first made): the full status grows
 # with the models, which new_models makes by the thousand
 # (a request unanswered within a generous ceiling is a failure)
@@ -84,13 +85,8 @@ check "huge_k: the capacities are logged" 'grep -q "huge: K = 65536: up to [0-9]
 # included): created until memory_limit, then each new one is rejected at
 # its first message, saying what to change. All 3,000 (1.6 GB of models)
 # are delivered, to the PULL socket, however long calibd takes to read them.
-"$PY" "$srcdir/tests/integ/abuse.py" new-models --push --endpoint "$PULL" --model storm --k 1000 \
-    --count 3000 --seconds "$(scaled 60)" > "$work/new_models.sent" &
-storm=$!
-probe --seconds 8 > "$work/new_models.probe"
-wait "$storm"
-echo "# new_models: $(cat "$work/new_models.sent"); $(cat "$work/new_models.probe")"
-probed new_models "$work/new_models.probe"
+under new_models 8 new-models --push --endpoint "$PULL" --model storm --k 1000 \
+    --count 3000 --seconds "$(scaled 60)"
 refused() { [ "$(metric 'calibd_rejected_total{model="",reason="memory_limit"}')" -gt 0 ]; }
 check "new_models: refused past memory_limit" 'wait_until refused'
 check "new_models: the log says what to change" 'grep -q "rejected (memory_limit).*raise memory_limit, or lower max_models" "$work/calibd.log"'
