@@ -1,7 +1,8 @@
 #!/bin/sh
 # timed.sh TEST [ARGS...] — the tests' LOG_COMPILER (Makefile.am): runs TEST
-# as it would have run, then appends "SECONDS TEST" to test-times in the
-# current directory (the build tree's top, where make check runs tests).
+# as it would have run, then appends "SECONDS TEST" to CALIB_TEST_TIMES
+# (scripts/test.sh sets it), else to test-times in the current directory
+# (the build tree's top, where make check runs tests).
 # scripts/test.sh prints the slowest. One short line a write: appends from
 # tests running side by side do not interleave.
 #
@@ -18,5 +19,5 @@ end=$(date +%s.%N)
 if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
     echo "Bail out! $1 did not end within $ceiling s (CALIB_TEST_CEILING): ended"
 fi
-awk -v a="$start" -v b="$end" -v t="$1" 'BEGIN { sub(/^(\.\.\/)+/, "", t); printf "%.1f %s\n", b - a, t }' >> test-times
+awk -v a="$start" -v b="$end" -v t="$1" 'BEGIN { sub(/^(\.\.\/)+/, "", t); printf "%.1f %s\n", b - a, t }' >> "${CALIB_TEST_TIMES:-test-times}"
 exit $rc
