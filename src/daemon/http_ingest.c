@@ -335,13 +335,17 @@ static int event_of(struct MHD_Connection *c, http_ingest_job *j, char *why, siz
         return snprintf(why, len, "not a CloudEvent of specversion 1.x (ce-specversion)"), -1;
     if (!type || (strcmp(type, CE_RESPONSE) != 0 && strcmp(type, CE_REQUEST) != 0))
         return snprintf(why, len, "ce-type is neither %s nor %s", CE_RESPONSE, CE_REQUEST), -1;
-    if (!id || !id[0] || strlen(id) > KSERVE_ID_MAX)
-        return snprintf(why, len, "ce-id: 1 to %d bytes", KSERVE_ID_MAX), -1;
+    /* '/' separates an event's rows' ids (ID/0, ID/1...): in a ce-id, the
+     * one-row event "x/0" would be the first row of event "x" */
+    if (!id || !id[0] || strlen(id) > KSERVE_ID_MAX || strchr(id, '/'))
+        return snprintf(why, len, "ce-id: 1 to %d bytes, without '/' (it separates the "
+                        "ids of an event's rows)", KSERVE_ID_MAX), -1;
+    /* ':' marks the canary (NAME:canary): no service may be named so */
     int canary = endpoint && strcmp(endpoint, "canary") == 0;
     size_t n = name ? strlen(name) : 0;
-    if (!n || n + (canary ? 7 : 0) > 128 || !calib_proto_topic_ok(name, n))
+    if (!n || n + (canary ? 7 : 0) > 128 || !calib_proto_topic_ok(name, n) || memchr(name, ':', n))
         return snprintf(why, len, "ce-inferenceservicename: 1 to 121 bytes of "
-                        "[A-Za-z0-9._:-]"), -1;
+                        "[A-Za-z0-9._-] (':' marks the canary)"), -1;
     j->ce = 1;
     j->ce_response = strcmp(type, CE_RESPONSE) == 0;
     memcpy(j->ce_id, id, strlen(id) + 1);

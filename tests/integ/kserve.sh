@@ -144,13 +144,22 @@ check "a request event past max_msg_size: answered 200 unread, ignored ($r)" \
 r=$(curl -sS -o /dev/null -w '%{http_code}' -X POST -H "Content-Type: application/json" \
     --data '{"predictions": [[0.5, 0.5]]}' "$base/v1/cloudevents")
 check "an event without KServe's headers: 400 ($r)" '[ "$r" = 400 ]'
+# ids that cannot collide: a 2-row event b1 has rows b1/0 and b1/1; an
+# event whose ce-id is b1/0 would replace the first
+r=$(ce response b1 iris-ids '{"predictions": [[0.2, 0.8], [0.6, 0.4]]}')
+r2=$(ce response b1/0 iris-ids '{"predictions": [[0.9, 0.1]]}')
+check "a ce-id with '/', the rows' separator: 400 bad_event, saying why ($r2)" \
+    '[[ "$r" == 200\ * && "$r2" == 400\ *bad_event*separates* ]]'
+# a service named as svc's canary would merge with it
+r=$(ce response c1 'iris-ids:canary' '{"predictions": [[0.2, 0.8]]}')
+check "a service name with ':', the canary's mark: 400 bad_event ($r)" '[[ "$r" == 400\ *bad_event*canary* ]]'
 refusals() {
     curl -sS "$base/metrics" > "$work/metrics" &&
         grep -q '^calibd_kserve_ignored_total{reason="unusable"} 2$' "$work/metrics" &&
         grep -q '^calibd_kserve_ignored_total{reason="request"} 241$' "$work/metrics" &&
-        grep -q '^calibd_http_ingest_refused_total{reason="bad_event"} 1$' "$work/metrics"
+        grep -q '^calibd_http_ingest_refused_total{reason="bad_event"} 3$' "$work/metrics"
 }
-check "in /metrics: 241 requests and 2 unusable responses ignored, 1 event refused" \
+check "in /metrics: 241 requests and 2 unusable responses ignored, 3 events refused" \
     'wait_until refusals'
 check "calibd stops cleanly" stop_calibd
 finish
