@@ -191,7 +191,9 @@ static void print_segment(json_out *j, const seg_slot *sl, int gaussian, int oth
     seg_figures f;
     seg_figures_of(sl, &f);
     json_element(j);
-    json_str(j, "value", sl->name);
+    /* the other bucket: no value, since any string may be one */
+    json_str_or_null(j, "value", other ? NULL : sl->name);
+    json_bool(j, "other", other);
     json_uint(j, "pairs", f.pairs);
     print_estimate(j, gaussian ? "dss" : "brier", &sl->score[SEG_VIEW][0]);
     if (!gaussian) {

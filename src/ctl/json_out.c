@@ -63,6 +63,16 @@ void json_str(json_out *j, const char *k, const char *s)
     quoted(j->f, s);
 }
 
+/* s, or null when s is NULL */
+void json_str_or_null(json_out *j, const char *k, const char *s)
+{
+    key(j, k);
+    if (s)
+        quoted(j->f, s);
+    else
+        fputs("null", j->f);
+}
+
 void json_bool(json_out *j, const char *k, int b)
 {
     key(j, k);

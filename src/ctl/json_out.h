@@ -15,6 +15,7 @@ void json_end(json_out *j);                        /* }\n */
 void json_num(json_out *j, const char *key, double x);
 void json_uint(json_out *j, const char *key, unsigned long long x);
 void json_str(json_out *j, const char *key, const char *s);
+void json_str_or_null(json_out *j, const char *key, const char *s); /* NULL: null */
 void json_bool(json_out *j, const char *key, int b);
 void json_pair(json_out *j, const char *key, const double x[2]); /* [a, b] */
 void json_object(json_out *j, const char *key);    /* "key": { */

@@ -353,7 +353,9 @@ static long seg_rows(const snap *s, size_t n, seg_row **rows)
                 *w = (seg_row){.m = m, .key = &m->seg.key[k], .other = j == top};
                 w->sl = w->other ? seg_other(&m->seg, k) : &w->key->slot[idx[j]];
                 seg_figures_of(w->sl, &w->f);
-                label_escape(w->value, sizeof w->value, w->other ? "(other)" : w->sl->name);
+                /* the other bucket: value="", which no value can be
+                 * (a value has 1 to 64 bytes), the same as no label */
+                label_escape(w->value, sizeof w->value, w->other ? "" : w->sl->name);
             }
         }
     }
@@ -410,7 +412,7 @@ static void segment_metrics(out *t, const snap *s, size_t n)
     if (got < 0)
         t->t.failed = 1;
     seg_family(t, r, nr, "calibd_segment_pairs", "Pairs scored of a segment since its value "
-               "is tracked (the segment_metrics worst values of each key, and (other)).",
+               "is tracked (the segment_metrics worst values of each key, and the other bucket, value=\"\").",
                seg_pairs, 0, 1);
     seg_family(t, r, nr, "calibd_segment_brier", "Mean Brier score (or DSS) of a segment.",
                seg_brier, 1, 1);

@@ -420,8 +420,13 @@ static void pack_segment(calib_mpw *w, const model *m, const seg_slot *sl, int o
     seg_figures_of(sl, &f);
     int bins = m->form != CALIB_FORM_GAUSSIAN;
     calib_mpw_map(w);
-    calib_mpw_key(w, "value");
-    calib_mpw_str(w, sl->name);
+    calib_mpw_key(w, "value"); /* the other bucket: nil, which no value can be */
+    if (other)
+        calib_mpw_nil(w);
+    else
+        calib_mpw_str(w, sl->name);
+    calib_mpw_key(w, "other");
+    calib_mpw_bool(w, other);
     if (!other) {
         calib_mpw_key_uint(w, "count", sl->count);
         calib_mpw_key_uint(w, "count_error", sl->err);

@@ -188,8 +188,8 @@ assert s['key'] == 'g' and s['tracked'] == 2 and s['values'] == 4096 and s['flag
 a, b, other = s['segments']
 assert (a['value'], a['pairs'], b['value'], b['pairs']) == ('a', 2, 'b', 1), s
 assert close(a['dss']['mean'], ((1 - 0.5)**2 / 2 + math.log(2) + 1) / 2)
-assert other['value'] == 'other' and other['pairs'] == 0 and other['dss']['mean'] is None
-assert all(set(x) == {'value', 'pairs', 'dss'} for x in s['segments'])
+assert other['value'] is None and other['other'] is True and other['pairs'] == 0 and other['dss']['mean'] is None
+assert all(set(x) == {'value', 'other', 'pairs', 'dss'} for x in s['segments'])
 assert close(r['dss'], ((1 - 0.5)**2 / 2 + math.log(2) + 0 + 1) / 3)
 " 'y,mean,var,g\n1,0.5,2,a\n3,3,1,b\n1,0,1,a\n' --segment g
 
@@ -244,7 +244,7 @@ v = s['segments']
 assert (s['key'], s['values'], s['tracked'], s['evictions']) == ('segment', 4096, 40, 0), s
 assert (s['alpha'], s['min_effect']) == (0.05, 0.02)
 assert abs(s['threshold'] - 4096 / 0.05) < 1e-9 * 81920
-assert len(v) == 41 and v[-1]['value'] == 'other' and v[-1]['pairs'] == 0
+assert len(v) == 41 and v[-1]['value'] is None and v[-1]['other'] and not any(s['other'] for s in v[:-1]) and v[-1]['pairs'] == 0
 assert sum(x['pairs'] for x in v) == r['n'] == 20000
 for x in v[:-1]:
     if x['flagged']:  # e-BH at a tick: row 100 t, e above K / (alpha r) for some r <= 3

@@ -58,6 +58,23 @@ PY
 check "a bad seg map is rejected as bad_segment; the next message is scored" \
     'wait_for "$work/s.json" "r[\"models\"][\"seg\"][\"rejected\"].get(\"bad_segment\") == 1 and r[\"models\"][\"seg\"][\"scored\"] == 20001"'
 
+# values named like the other bucket: tracked as any value, and the other
+# bucket still one, with a label no value can take
+send_py "$PULL" <<'PY'
+for v in ["other", "(other)", "v1"]:
+    send("names", {"v": 1, "type": "pred", "id": v, "seg": {"segment": v},
+                   "logits": [0.0] * 10, "y": 3})
+PY
+names() { echo "r['models']['names']['segments']['by_key']['segment']['segments']"; }
+check "values \"other\" and \"(other)\" are values; the status's other bucket is one, value null" \
+    'wait_for "$work/n.json" "r[\"models\"][\"names\"][\"scored\"] == 3" &&
+     [ "$(json_get "$work/n.json" "sorted(str(s[\"value\"]) for s in $(names)) == [\"(other)\", \"None\", \"other\", \"v1\"] and [s[\"other\"] for s in $(names)] == [False] * 3 + [True]")" = True ]'
+check "/metrics: four series of model names, none twice, the other bucket value=\"\"" \
+    'curl -sS "$HTTP" | grep "^calibd_segment_pairs{model=\"names\"" > "$work/names.prom" &&
+     [ "$(wc -l < "$work/names.prom")" -eq 4 ] && [ -z "$(sed "s/}.*//" "$work/names.prom" | sort | uniq -d)" ] &&
+     grep -q "value=\"\"}" "$work/names.prom" && grep -q "value=\"other\"}" "$work/names.prom" &&
+     grep -q "value=\"(other)\"}" "$work/names.prom"'
+
 # kill -9 after a snapshot that holds them: flags and figures come back
 json_get "$work/s.json" "[(s['value'], s['pairs'], s.get('flagged')) for s in $(seg)['segments']]" > "$work/before"
 # snapped: a snapshot on disk holds every pair
