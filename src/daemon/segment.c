@@ -37,6 +37,7 @@ size_t seg_key_bytes(const seg_cfg *c)
 {
     size_t slots = c->values + 1, cells = slots * SEG_VIEWS * c->bins;
     return slots * sizeof(seg_slot) + nbuckets_for(c->values) * sizeof(uint32_t) +
+           c->values * (sizeof(seg_ord) + sizeof(seg_bkt)) +
            cells * (2 * sizeof(uint64_t) + sizeof(calib_ksum));
 }
 
@@ -44,6 +45,8 @@ static void key_free(seg_key *k)
 {
     free(k->slot);
     free(k->bucket);
+    free(k->ord);
+    free(k->bkt);
     free(k->bin_count);
     free(k->bin_correct);
     free(k->bin_conf);
@@ -85,6 +88,144 @@ static void slot_restart_test(seg_slot *s)
             s->lw[i][b] = s->lw[i][b] < 0 ? s->lw[i][b] : 0;
 }
 
+/* ------------------------------------------------- the sketch's order */
+
+/* Every bucket free, no slot in the order. */
+static void ord_clear(seg_key *k, size_t values)
+{
+    memset(k->ord, 0, values * sizeof *k->ord);
+    for (size_t b = 0; b < values; b++)
+        k->bkt[b] = (seg_bkt){.next = b + 1 < values ? (uint32_t)(b + 2) : 0};
+    k->least = 0;
+    k->free_bkt = values ? 1 : 0;
+}
+
+/* A free bucket of count c between prev and next (0: an end). There is
+ * always one: each bucket in use holds a slot. */
+static uint32_t bkt_new(seg_key *k, uint64_t c, uint32_t prev, uint32_t next)
+{
+    uint32_t b = k->free_bkt;
+    seg_bkt *x = &k->bkt[b - 1];
+    k->free_bkt = x->next;
+    *x = (seg_bkt){.count = c, .prev = prev, .next = next};
+    if (prev)
+        k->bkt[prev - 1].next = b;
+    else
+        k->least = b;
+    if (next)
+        k->bkt[next - 1].prev = b;
+    return b;
+}
+
+/* Slot j at the end of bucket b. */
+static void bkt_link(seg_key *k, size_t j, uint32_t b)
+{
+    seg_bkt *x = &k->bkt[b - 1];
+    k->ord[j] = (seg_ord){.prev = x->tail, .next = 0, .bkt = b};
+    if (x->tail)
+        k->ord[x->tail - 1].next = (uint32_t)(j + 1);
+    else
+        x->head = (uint32_t)(j + 1);
+    x->tail = (uint32_t)(j + 1);
+}
+
+/* Slot j out of the order (nothing when it is not in it); its bucket is
+ * freed when it empties. */
+static void ord_remove(seg_key *k, size_t j)
+{
+    seg_ord *o = &k->ord[j];
+    uint32_t b = o->bkt;
+    if (!b)
+        return;
+    seg_bkt *x = &k->bkt[b - 1];
+    if (o->prev)
+        k->ord[o->prev - 1].next = o->next;
+    else
+        x->head = o->next;
+    if (o->next)
+        k->ord[o->next - 1].prev = o->prev;
+    else
+        x->tail = o->prev;
+    *o = (seg_ord){0};
+    if (x->head)
+        return;
+    if (x->prev)
+        k->bkt[x->prev - 1].next = x->next;
+    else
+        k->least = x->next;
+    if (x->next)
+        k->bkt[x->next - 1].prev = x->prev;
+    *x = (seg_bkt){.next = k->free_bkt};
+    k->free_bkt = b;
+}
+
+/* Slot j into the order at its count, which is at most every count there. */
+static void ord_add_least(seg_key *k, size_t j, uint64_t count)
+{
+    uint32_t b = k->least;
+    if (!b || k->bkt[b - 1].count != count)
+        b = bkt_new(k, count, 0, b);
+    bkt_link(k, j, b);
+}
+
+/* Slot j's count grew by one, to count: it moves to the next bucket. */
+static void ord_bump(seg_key *k, size_t j, uint64_t count)
+{
+    seg_ord *o = &k->ord[j];
+    uint32_t b = o->bkt;
+    if (!b)
+        return;
+    seg_bkt *x = &k->bkt[b - 1];
+    uint32_t next = x->next;
+    if (next && k->bkt[next - 1].count == count) {
+        ord_remove(k, j);
+        bkt_link(k, j, next);
+    } else if (x->head == j + 1 && x->tail == j + 1) {
+        x->count = count; /* alone in its bucket, the next one above count */
+    } else {
+        ord_remove(k, j); /* the bucket keeps its other slots */
+        bkt_link(k, j, bkt_new(k, count, b, next));
+    }
+}
+
+/* The slot of least count in the order, or -1 when it is empty. */
+static long ord_least(const seg_key *k)
+{
+    return k->least ? (long)k->bkt[k->least - 1].head - 1 : -1;
+}
+
+typedef struct counted {
+    uint64_t count;
+    uint32_t slot;
+} counted;
+
+static int by_count_desc(const void *a, const void *b)
+{
+    const counted *x = a, *y = b;
+    return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
+}
+
+/* The order built again from the slots (after a restore or a merge): the
+ * unflagged occupied ones, each added as the least, largest count first.
+ * O(values log values). CALIB_OK, or CALIB_ENOMEM (the order is then
+ * empty: no slot is evicted until the next rebuild). */
+static int ord_rebuild(seg_key *k, size_t values)
+{
+    ord_clear(k, values);
+    counted *c = malloc((k->used ? k->used : 1) * sizeof *c);
+    if (!c)
+        return CALIB_ENOMEM;
+    size_t n = 0;
+    for (size_t j = 0; j < k->used; j++)
+        if (!k->slot[j].flagged)
+            c[n++] = (counted){k->slot[j].count, (uint32_t)j};
+    qsort(c, n, sizeof *c, by_count_desc);
+    for (size_t i = 0; i < n; i++)
+        ord_add_least(k, c[i].slot, c[i].count);
+    free(c);
+    return CALIB_OK;
+}
+
 int seg_find_key(const seg_table *t, const char *name, size_t len)
 {
     for (size_t i = 0; i < t->nkeys; i++)
@@ -113,12 +254,15 @@ int seg_add_key(seg_table *t, const char *name, size_t len)
     k->nbuckets = nbuckets_for(c->values);
     k->slot = calloc(slots, sizeof *k->slot);
     k->bucket = calloc(k->nbuckets, sizeof *k->bucket);
+    k->ord = malloc(c->values * sizeof *k->ord);
+    k->bkt = malloc(c->values * sizeof *k->bkt);
     if (cells) {
         k->bin_count = calloc(cells, sizeof *k->bin_count);
         k->bin_correct = calloc(cells, sizeof *k->bin_correct);
         k->bin_conf = calloc(cells, sizeof *k->bin_conf);
     }
-    if (!k->slot || !k->bucket || (cells && (!k->bin_count || !k->bin_correct || !k->bin_conf))) {
+    if (!k->slot || !k->bucket || !k->ord || !k->bkt ||
+        (cells && (!k->bin_count || !k->bin_correct || !k->bin_conf))) {
         key_free(k);
         calib_budget_give(t->budget, bytes);
         t->refused++;
@@ -126,6 +270,7 @@ int seg_add_key(seg_table *t, const char *name, size_t len)
     }
     memcpy(k->name, name, len);
     k->name[len] = 0;
+    ord_clear(k, c->values);
     for (size_t j = 0; j < slots; j++) {
         seg_slot *s = &k->slot[j];
         for (int v = 0; v < SEG_VIEWS && c->bins; v++) {
@@ -187,8 +332,9 @@ static void link_slot(const seg_table *t, seg_key *k, size_t j, uint64_t h)
 }
 
 /* The slot for a value not tracked: a free one, else the unflagged one of
- * least count (space-saving), whose occupant's pairs go to "other"; -1
- * when every slot is flagged. */
+ * least count (space-saving, O(1): the order's first), whose occupant's
+ * pairs go to "other"; -1 when every slot is flagged. The new occupant
+ * enters the order at the count it inherits, the least there. */
 static long take_slot(seg_table *t, seg_key *k, const char *v, size_t len, uint64_t h,
                       double now)
 {
@@ -198,11 +344,9 @@ static long take_slot(seg_table *t, seg_key *k, const char *v, size_t len, uint6
     if (k->used < c->values) {
         j = (long)k->used++;
     } else {
-        for (size_t i = 0; i < c->values; i++)
-            if (!k->slot[i].flagged && (j < 0 || k->slot[i].count < k->slot[j].count))
-                j = (long)i;
-        if (j < 0)
+        if ((j = ord_least(k)) < 0)
             return -1;
+        ord_remove(k, (size_t)j);
         seg_slot *s = &k->slot[j], *o = &k->slot[c->values];
         for (int vw = 0; vw < SEG_VIEWS; vw++) {
             for (int i = 0; i < 2; i++)
@@ -213,6 +357,7 @@ static long take_slot(seg_table *t, seg_key *k, const char *v, size_t len, uint6
         calib_accum_merge(&o->resid, &s->resid);
         unlink_slot(t, k, (size_t)j);
         inherit = s->count;
+        k->dirty = 1; /* the slot's bets restart */
         k->evictions++;
         slot_clear_stats(s);
         slot_restart_test(s);
@@ -225,6 +370,7 @@ static long take_slot(seg_table *t, seg_key *k, const char *v, size_t len, uint6
     s->err = inherit;
     s->since = now;
     link_slot(t, k, (size_t)j, h);
+    ord_add_least(k, (size_t)j, inherit);
     return j;
 }
 
@@ -250,7 +396,7 @@ void seg_predict(seg_table *t, const seg_kv *kv, size_t n, double *codes, double
             codes[ki] = code_of(t->cfg.values, 0); /* "other" */
             continue;
         }
-        k->slot[j].count++;
+        ord_bump(k, (size_t)j, ++k->slot[j].count);
         codes[ki] = code_of((size_t)j, k->slot[j].gen);
     }
 }
@@ -365,8 +511,11 @@ void seg_observe(seg_table *t, const double *codes, const seg_obs *o)
 {
     for (size_t i = 0; i < t->nkeys; i++) {
         seg_slot *s = seg_route(t, i, codes[i]);
-        if (s)
-            slot_add(t, s, o, s != seg_other(t, i));
+        if (!s)
+            continue;
+        int test = s != seg_other(t, i);
+        slot_add(t, s, o, test);
+        t->key[i].dirty |= test;
     }
 }
 
@@ -375,41 +524,70 @@ double seg_log_threshold(const seg_table *t, size_t r)
     return log((double)t->cfg.values / (t->cfg.alpha * (double)r));
 }
 
-static int by_value_desc(const void *a, const void *b)
+typedef struct cand {
+    double log_e;
+    uint32_t slot;
+} cand;
+
+static int by_log_e_desc(const void *a, const void *b)
 {
-    double x = *(const double *)a, y = *(const double *)b;
+    double x = ((const cand *)a)->log_e, y = ((const cand *)b)->log_e;
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/*
+ * e-BH over a key's slots, done only for a key whose e-values changed
+ * since the last call (dirty), and only over the slots that could be
+ * rejected: e-BH rejects r slots when the r-th largest e-value is at
+ * least K / (alpha r) >= 1 / alpha, so a slot below 1 / alpha is never in
+ * the set and leaves r as it is. ln E is at most the largest bet's ln
+ * product, so most slots are passed over without an exp. A tick with no
+ * pairs costs nothing; one with pairs, a pass over the changed keys'
+ * slots and a sort of the few candidates.
+ */
 size_t seg_decide(seg_table *t, double now, seg_flag_fn fn, void *arg)
 {
     size_t flagged = 0;
-    double *e = t->nkeys ? malloc(t->cfg.values * sizeof *e) : NULL;
-    if (!e)
-        return 0; /* tried again at the next tick */
+    cand *e = NULL;
+    double floor = seg_log_threshold(t, t->cfg.values); /* ln(1 / alpha) */
     for (size_t i = 0; i < t->nkeys; i++) {
         seg_key *k = &t->key[i];
+        if (!k->dirty)
+            continue;
+        if (!e && !(e = malloc(t->cfg.values * sizeof *e)))
+            return flagged; /* tried again at the next tick: still dirty */
+        k->dirty = 0;
         size_t n = 0;
-        for (size_t j = 0; j < k->used; j++)
-            e[n++] = seg_log_e_decide(&k->slot[j]);
+        for (size_t j = 0; j < k->used; j++) {
+            const seg_slot *s = &k->slot[j];
+            if (!s->flagged) {
+                const double *lw = &s->lw[0][0];
+                double hi = lw[0];
+                for (int b = 1; b < 2 * SEG_BETS; b++)
+                    hi = lw[b] > hi ? lw[b] : hi;
+                if (hi < floor)
+                    continue;
+            }
+            double le = seg_log_e_decide(s);
+            if (le >= floor)
+                e[n++] = (cand){le, (uint32_t)j};
+        }
         if (!n)
             continue;
-        qsort(e, n, sizeof *e, by_value_desc);
+        qsort(e, n, sizeof *e, by_log_e_desc);
         /* e-BH: the largest r with e_(r) >= K / (alpha r) */
         size_t r = 0;
         for (size_t q = n; q >= 1 && !r; q--)
-            if (e[q - 1] >= seg_log_threshold(t, q))
+            if (e[q - 1].log_e >= seg_log_threshold(t, q))
                 r = q;
-        if (!r)
-            continue;
-        double cut = e[r - 1];
-        for (size_t j = 0; j < k->used; j++) {
-            seg_slot *s = &k->slot[j];
-            if (s->flagged || seg_log_e(s) < cut)
+        for (size_t q = 0; q < r; q++) {
+            seg_slot *s = &k->slot[e[q].slot];
+            if (s->flagged)
                 continue;
-            s->flagged = 1;
+            s->flagged = 1; /* never evicted: out of the order */
+            ord_remove(k, e[q].slot);
             s->flagged_at = now;
-            s->log_e_flag = seg_log_e(s); /* its e-value from now on */
+            s->log_e_flag = e[q].log_e; /* its e-value from now on */
             k->flags++;
             flagged++;
             if (fn)
@@ -420,16 +598,22 @@ size_t seg_decide(seg_table *t, double now, seg_flag_fn fn, void *arg)
     return flagged;
 }
 
+/* The gap's 95% interval into ci, and the lower end of |gap|'s: 0 when
+ * the interval holds 0 or is not there. */
+static double gap_interval(const seg_slot *s, double ci[2])
+{
+    double r[2];
+    calib_accum_ci95(&s->resid, r); /* of r; the gap is -r */
+    ci[0] = -r[1];
+    ci[1] = -r[0];
+    return isnan(r[0]) ? 0 : ci[0] > 0 ? ci[0] : ci[1] < 0 ? -ci[1] : 0;
+}
+
 void seg_figures_of(const seg_slot *s, seg_figures *f)
 {
     f->pairs = s->score[1][0].n;
     f->gap = -calib_accum_mean(&s->resid);
-    double ci[2];
-    calib_accum_ci95(&s->resid, ci);
-    f->gap_ci[0] = -ci[1];
-    f->gap_ci[1] = -ci[0];
-    f->gap_lo = isnan(ci[0]) ? 0 : f->gap_ci[0] > 0 ? f->gap_ci[0]
-              : f->gap_ci[1] < 0 ? -f->gap_ci[1] : 0;
+    f->gap_lo = gap_interval(s, f->gap_ci);
     for (int v = 0; v < SEG_VIEWS; v++) {
         f->brier[v] = calib_accum_mean(&s->score[v][0]);
         f->log[v] = calib_accum_mean(&s->score[v][1]);
@@ -455,24 +639,58 @@ static int worst_first(const void *a, const void *b)
     return x->slot < y->slot ? -1 : x->slot > y->slot;
 }
 
+static ranked rank_of(const seg_slot *s, size_t j)
+{
+    double ci[2];
+    return (ranked){gap_interval(s, ci), s->score[1][0].n, j};
+}
+
+/* Heap order: the root ranks after both children (it is the best of the
+ * worst kept). */
+static void sift_down(ranked *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            return;
+        if (c + 1 < n && worst_first(&h[c + 1], &h[c]) > 0)
+            c++;
+        if (worst_first(&h[c], &h[i]) <= 0)
+            return;
+        ranked x = h[i];
+        h[i] = h[c];
+        h[c] = x;
+        i = c;
+    }
+}
+
+/* The max worst in O(used log max): a heap of those kept so far, whose
+ * root a worse slot replaces; then sorted. */
 size_t seg_rank(const seg_table *t, size_t key, size_t *idx, size_t max)
 {
     if (key >= t->nkeys || !max)
         return 0;
     const seg_key *k = &t->key[key];
-    ranked *r = malloc((k->used ? k->used : 1) * sizeof *r);
-    if (!r)
+    size_t cap = k->used < max ? k->used : max, n = 0;
+    ranked *h = malloc((cap ? cap : 1) * sizeof *h);
+    if (!h)
         return 0;
     for (size_t j = 0; j < k->used; j++) {
-        seg_figures f;
-        seg_figures_of(&k->slot[j], &f);
-        r[j] = (ranked){f.gap_lo, f.pairs, j};
+        ranked r = rank_of(&k->slot[j], j);
+        if (n < cap) {
+            h[n++] = r;
+            if (n == cap) /* heapify */
+                for (size_t i = n / 2; i-- > 0;)
+                    sift_down(h, n, i);
+        } else if (worst_first(&r, &h[0]) < 0) {
+            h[0] = r;
+            sift_down(h, n, 0);
+        }
     }
-    qsort(r, k->used, sizeof *r, worst_first);
-    size_t n = k->used < max ? k->used : max;
+    qsort(h, n, sizeof *h, worst_first);
     for (size_t j = 0; j < n; j++)
-        idx[j] = r[j].slot;
-    free(r);
+        idx[j] = h[j].slot;
+    free(h);
     return n;
 }
 
@@ -565,6 +783,9 @@ int seg_merge(seg_table *dst, const seg_table *src, seg_map *map)
         dk->slot[c->values].flagged = 0;
         if (to)
             to[c->values] = (uint32_t)c->values;
+        dk->dirty = 1;
+        if (ord_rebuild(dk, c->values) != CALIB_OK) /* counts and flags changed */
+            return CALIB_ENOMEM;
     }
     return CALIB_OK;
 }
@@ -761,6 +982,9 @@ static int keys_load(calib_mpr *r, const msgpack_object *keys, seg_table *t)
                 return calib_mpr_fail(r, "segments: value %s of %s twice", s->name, name);
             link_slot(t, k, j, h);
         }
+        k->dirty = 1;
+        if (ord_rebuild(k, c->values) != CALIB_OK)
+            return KEYS_NO_ROOM;
     }
     return 1;
 }

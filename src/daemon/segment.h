@@ -115,12 +115,33 @@ typedef struct seg_slot {
     uint32_t hnext;     /* private: next slot + 1 in the hash chain, 0: none */
 } seg_slot;
 
+/* The sketch's order (segment.c): the unflagged occupied slots grouped in
+ * buckets of equal count, the buckets listed by ascending count (the
+ * "stream summary" of Metwally et al.). A count grows by one at a time,
+ * so a slot moves at most to the next bucket: counting a value and finding
+ * the slot of least count both take O(1). Of slots of equal count, the
+ * first to reach it goes first. Indices are + 1, 0: none. */
+typedef struct seg_ord {
+    uint32_t prev, next; /* neighbours in the slot's bucket */
+    uint32_t bkt;        /* its bucket; 0: not in the order (free, flagged) */
+} seg_ord;
+typedef struct seg_bkt {
+    uint64_t count;
+    uint32_t head, tail; /* its slots, first to reach the count first */
+    uint32_t prev, next; /* neighbouring buckets (next: the free list's) */
+} seg_bkt;
+
 typedef struct seg_key {
     char name[SEG_NAME_MAX + 1];
     size_t used;        /* slots that ever had an occupant (< values) */
     seg_slot *slot;     /* values + 1: the last is "other" */
     uint32_t *bucket;   /* nbuckets chain heads: slot + 1, 0: none */
     size_t nbuckets;    /* power of two */
+    seg_ord *ord;       /* values: each slot's place in the order */
+    seg_bkt *bkt;       /* values: the order's buckets */
+    uint32_t least;     /* the bucket of least count */
+    uint32_t free_bkt;  /* the first free bucket */
+    int dirty;          /* e-values changed since seg_decide looked */
     uint64_t *bin_count, *bin_correct; /* the bins' arrays */
     calib_ksum *bin_conf;
     uint64_t evictions; /* occupants replaced */
@@ -144,7 +165,7 @@ typedef struct seg_table {
  * alpha or min_effect out of range); allocates nothing. */
 int seg_init(seg_table *t, const seg_cfg *cfg, calib_budget *budget);
 void seg_free(seg_table *t);
-/* Bytes one key takes (its slots, hash heads and bins). */
+/* Bytes one key takes (its slots, hash heads, order and bins). */
 size_t seg_key_bytes(const seg_cfg *cfg);
 /* The key named so, or -1 (never adds one). */
 int seg_find_key(const seg_table *t, const char *name, size_t len);

@@ -408,6 +408,150 @@ static void test_load_rejects(void **state)
     seg_free(&a);
 }
 
+/* The sketch evicts the unflagged slot of least count, the first to reach
+ * that count among equals: checked against a scan of every slot, over a
+ * long random stream with flags raised on the way, and after a restore
+ * (the order is built again from the counts). */
+static void check_eviction(seg_table *t, uint64_t *rng, int *evicted_checked)
+{
+    seg_key *k = &t->key[0];
+    size_t values = t->cfg.values;
+    char v[32];
+    /* a value: mostly a few heavy ones, sometimes a new one */
+    uint64_t x = (*rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL) >> 33;
+    snprintf(v, sizeof v, "v%llu", (unsigned long long)(x % 4 ? x % 12 : x % 100000));
+    long want = -1;
+    int tracked = 0;
+    for (size_t j = 0; j < k->used; j++)
+        tracked |= strcmp(k->slot[j].name, v) == 0;
+    if (!tracked && k->used == values)
+        for (size_t j = 0; j < values; j++)
+            if (!k->slot[j].flagged && (want < 0 || k->slot[j].count < k->slot[want].count))
+                want = (long)j;
+    uint64_t least = want >= 0 ? k->slot[want].count : 0;
+    (void)predict1(t, "key", v);
+    if (want < 0)
+        return;
+    /* the value took a slot of least count, which counts least + 1 now */
+    long got = -1;
+    for (size_t j = 0; j < values; j++)
+        if (strcmp(k->slot[j].name, v) == 0)
+            got = (long)j;
+    assert_true(got >= 0);
+    assert_false(k->slot[got].flagged);
+    assert_int_equal(k->slot[got].count, least + 1);
+    (*evicted_checked)++;
+}
+
+static void test_least_counted(void **state)
+{
+    (void)state;
+    seg_table t;
+    seg_cfg c = cfg_of(1, 16);
+    assert_int_equal(seg_init(&t, &c, NULL), CALIB_OK);
+    uint64_t rng = 7;
+    int checked = 0;
+    for (int i = 0; i < 20000; i++) {
+        check_eviction(&t, &rng, &checked);
+        if (i == 5000 || i == 9000) {
+            /* two slots flagged (their bets won): never evicted after */
+            seg_key *k = &t.key[0];
+            size_t j = (size_t)i % 7;
+            for (int b = 0; b < SEG_BETS; b++)
+                k->slot[j].lw[0][b] = 50;
+            k->dirty = 1;
+            assert_true(seg_decide(&t, 1, NULL, NULL) >= 1);
+            assert_true(k->slot[j].flagged);
+        }
+        if (i == 12000) {
+            /* a restore: the order comes back from the counts */
+            seg_table u;
+            char err[200] = "";
+            assert_int_equal(seg_init(&u, &c, NULL), CALIB_OK);
+            assert_int_equal(round_trip(&t, &u, err, sizeof err), CALIB_LOAD_OK);
+            seg_free(&t);
+            t = u;
+        }
+    }
+    assert_true(checked > 3000);
+    size_t flagged = 0;
+    for (size_t j = 0; j < c.values; j++)
+        flagged += (size_t)t.key[0].slot[j].flagged;
+    assert_int_equal(flagged, 2);
+    seg_free(&t);
+}
+
+/* What a key costs is what calibd.conf(5), MEMORY, says: (values + 1)
+ * (480 + 64B), 4 per hash bucket and 36 per value; 94.2 KiB at the
+ * defaults (64 values, 15 bins). */
+static void test_key_bytes_documented(void **state)
+{
+    (void)state;
+    seg_cfg c = cfg_of(1, 64);
+    assert_int_equal(seg_key_bytes(&c), 65 * (480 + 64 * 15) + 128 * 4 + 64 * 36);
+    c.bins = 0;
+    c.values = 4096;
+    assert_int_equal(seg_key_bytes(&c), 4097 * 480 + 8192 * 4 + 4096 * 36);
+}
+
+/* seg_rank's worst max, for any max: the first max of every slot sorted
+ * by gap_lo, then pairs, then slot (as the test computes them here). */
+typedef struct expect_rank {
+    double lo;
+    uint64_t pairs;
+    size_t slot;
+} expect_rank;
+
+static int expect_order(const void *a, const void *b)
+{
+    const expect_rank *x = a, *y = b;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? 1 : -1;
+    if (x->pairs != y->pairs)
+        return x->pairs < y->pairs ? 1 : -1;
+    return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+static void test_rank(void **state)
+{
+    (void)state;
+    seg_table t;
+    seg_cfg c = cfg_of(1, 200);
+    assert_int_equal(seg_init(&t, &c, NULL), CALIB_OK);
+    calib_rng r;
+    calib_rng_seed(&r, 11);
+    double codes[200];
+    for (int v = 0; v < 200; v++) {
+        char name[16];
+        snprintf(name, sizeof name, "v%d", v);
+        codes[v] = predict1(&t, "key", name);
+    }
+    /* pairs of various numbers and biases: many ties at gap_lo 0 */
+    for (int i = 0; i < 20000; i++) {
+        int v = (int)(calib_rng_uniform(&r) * 200);
+        seg_obs o = draw(&r, v % 5 == 0 ? 0.2 * v / 200.0 : 0);
+        seg_observe(&t, (double[]){codes[v]}, &o);
+    }
+    expect_rank want[200];
+    for (size_t j = 0; j < 200; j++) {
+        seg_figures f;
+        seg_figures_of(&t.key[0].slot[j], &f);
+        want[j] = (expect_rank){f.gap_lo, f.pairs, j};
+    }
+    qsort(want, 200, sizeof *want, expect_order);
+    assert_true(want[0].lo > 0 && want[199].lo == 0);
+    size_t idx[300], maxes[] = {1, 2, 7, 40, 199, 200, 300};
+    for (size_t m = 0; m < sizeof maxes / sizeof *maxes; m++) {
+        size_t n = seg_rank(&t, 0, idx, maxes[m]);
+        assert_int_equal(n, maxes[m] < 200 ? maxes[m] : 200);
+        for (size_t j = 0; j < n; j++)
+            assert_int_equal(idx[j], want[j].slot);
+    }
+    assert_int_equal(seg_rank(&t, 0, idx, 0), 0);
+    assert_int_equal(seg_rank(&t, 1, idx, 5), 0);
+    seg_free(&t);
+}
+
 /* Two shards' tables: values match by name, figures and counts add, a
  * value past dst's room goes to its "other", flags stay, and a code src
  * issued routes in dst to the same value. */
@@ -471,6 +615,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_cfg),
         cmocka_unit_test(test_sketch_and_codes),
+        cmocka_unit_test(test_least_counted),
+        cmocka_unit_test(test_key_bytes_documented),
+        cmocka_unit_test(test_rank),
         cmocka_unit_test(test_keys),
         cmocka_unit_test(test_arithmetic),
         cmocka_unit_test(test_power),
