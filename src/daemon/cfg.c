@@ -134,6 +134,7 @@ static const struct model_key {
     {"segment_alpha", K_PROB, F(segment_alpha), 0, 0, "a level in (0, 1)"},
     {"segment_min_effect", K_FRAC, F(segment_min_effect), 0, 0, "a number in [0, 1)"},
     {"segment_metrics", K_UINT, F(segment_metrics), 0, SEG_MAX_VALUES, "0..4096"},
+    {"segment_status", K_UINT, F(segment_status), 0, SEG_MAX_VALUES, "0..4096"},
     {"segment_refit", K_BOOL, F(segment_refit), 0, 0, "yes or no"},
     {"segment_refit_samples", K_UINT, F(segment_refit_samples), 50, 1000000, "50..1e6"},
 #undef F
@@ -546,7 +547,7 @@ int config_init(daemon_cfg *c)
         .alert_hysteresis = 0.1, .alert_cooldown = 300, .label_starvation = 0,
         .kserve_output = "", .kserve_form = -1,
         .segment_keys = 4, .segment_values = 64, .segment_alpha = 0.05,
-        .segment_min_effect = 0.02, .segment_metrics = 10, .segment_refit = 0,
+        .segment_min_effect = 0.02, .segment_metrics = 10, .segment_status = 20, .segment_refit = 0,
         .segment_refit_samples = 500,
     };
     c->params_interval = 10;

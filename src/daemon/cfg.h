@@ -61,6 +61,7 @@ typedef struct model_cfg {
     uint64_t segment_keys, segment_values;
     double segment_alpha, segment_min_effect;
     uint64_t segment_metrics; /* values per key /metrics exports, worst first */
+    uint64_t segment_status;  /* values per key status lists, worst first */
     int segment_refit;        /* a flagged segment gets its own parameters */
     uint64_t segment_refit_samples; /* pairs its fit takes */
     uint64_t set;           /* bit i: field i given in this section */

@@ -490,7 +490,8 @@ static void pack_segment(calib_mpw *w, const model *m, const seg_slot *sl, int o
     calib_mpw_end(w);
 }
 
-/* Per segment key its tracked values, worst first, then "other". */
+/* Per segment key its segment_status worst values (the size of a status
+ * does not grow with segment_values), then "other". */
 static void pack_segments(calib_mpw *w, const model *m)
 {
     const seg_table *t = &m->seg;
@@ -506,19 +507,21 @@ static void pack_segments(calib_mpw *w, const model *m)
     calib_mpw_key_uint(w, "late", t->late);
     calib_mpw_key(w, "by_key");
     calib_mpw_map(w);
-    size_t *idx = t->nkeys ? malloc(t->cfg.values * sizeof *idx) : NULL;
+    size_t most = (size_t)m->cfg.segment_status;
+    size_t *idx = t->nkeys ? malloc((most ? most : 1) * sizeof *idx) : NULL;
     for (size_t i = 0; i < t->nkeys && idx; i++) {
         const seg_key *k = &t->key[i];
         calib_mpw_key(w, k->name);
         calib_mpw_map(w);
         calib_mpw_key_uint(w, "tracked", k->used);
+        size_t n = seg_rank(t, i, idx, most);
+        calib_mpw_key_uint(w, "listed", n); /* of them, below */
         calib_mpw_key_uint(w, "evictions", k->evictions);
         calib_mpw_key_uint(w, "flagged", k->flags);
         calib_mpw_key(w, "threshold");
         calib_mpw_num(w, exp(seg_log_threshold(t, 1))); /* flags a value alone */
         calib_mpw_key(w, "segments");
         calib_mpw_array(w);
-        size_t n = seg_rank(t, i, idx, t->cfg.values);
         for (size_t j = 0; j < n; j++)
             pack_segment(w, m, &k->slot[idx[j]], 0);
         pack_segment(w, m, seg_other(t, i), 1);

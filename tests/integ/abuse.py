@@ -20,6 +20,10 @@ Modes:
   new-models     --count models, one prediction of --k logits with y each
                  (a binary p with --k 2)
   oversize       one batch one byte over --max-size
+  segment-flood  batches of --batch rows of K = --k float32 logits with
+                 inline y, each row naming a new value of each of --keys
+                 segment keys (every value a slot would take is new), for
+                 --seconds or --count messages
 """
 import argparse
 import struct
@@ -66,6 +70,7 @@ def main():
     ap.add_argument("--batch", type=int, default=500)
     ap.add_argument("--max-size", type=int, default=1 << 20)
     ap.add_argument("--push", action="store_true", help="PUSH instead of PUB")
+    ap.add_argument("--keys", type=int, default=8, help="segment keys (segment-flood)")
     ap.add_argument("--warmup", type=float, default=60,
                     help="seconds to wait for calibd's subscription at most")
     a = ap.parse_args()
@@ -123,6 +128,17 @@ def main():
                      "logits": struct.pack("<%df" % a.k, *([0.25] * a.k))})
         for i in range(a.count):
             send(body, model=b"%s-%d" % (topic, i))
+            if time.monotonic() > deadline:
+                break
+    elif a.mode == "segment-flood":
+        body = batch(a.k, a.batch, 0, True)
+        start = 0
+        for i in range(a.count):
+            body["id"] = list(range(start, start + a.batch))
+            body["seg"] = {"k%d" % j: ["v%d" % (start + r) for r in range(a.batch)]
+                           for j in range(a.keys)}
+            start += a.batch
+            send(body)
             if time.monotonic() > deadline:
                 break
     elif a.mode == "oversize":

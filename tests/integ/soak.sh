@@ -32,6 +32,9 @@ memory_limit = $MEMLIMIT
 max_models = 100000
 http_timeout = 5
 ingest_pull = tcp://127.0.0.1:*
+[model segs]
+segment_keys = 8
+segment_values = 4096
 EOF
 start_calibd -c "$work/soak.conf" --http 127.0.0.1:0 --log-level info
 HTTP=$(awk '$1 == "http" {print $2; exit}' "$work/state/endpoints")
@@ -66,6 +69,24 @@ under() {
 under flood_unique 10 flood-unique --model flood --k 100 --batch 500 --seconds 10
 under flood_max 10 flood-max --model big --seconds 10 --max-size "$MAXMSG"
 check "flood_max: rows scored" '[ "$(metric "calibd_scored_total{model=\"big\"}")" -gt 0 ]'
+
+# 8 segment keys of ever-new values at segment_values = 4096, in batches
+# of 2,000 rows: every row after the first 4,096 replaces a tracked value
+# in each key. calibd(8), LIMITS: a new value costs the same at any
+# segment_values, so the loop's turns stay short and control answers
+# within 250 ms (times TIME_SCALE, the suite's allowance for a slow
+# machine); the status lists segment_status values a key, not 4,096.
+under segment_flood 8 segment-flood --push --endpoint "$PULL" --model segs --k 10 \
+    --batch 2000 --count 60 --seconds "$(scaled 60)"
+evictions() { metric 'calibd_segment_evictions_total{model="segs",key="k7"}'; }
+seg_p99=$(field control_p99_ms "$work/segment_flood.probe")
+check "segment_flood: every key tracks 4096 values and replaces the least counted" \
+    'wait_until "[ \$(evictions) -ge 50000 ]"'
+check "segment_flood: control p99 $seg_p99 ms, within 250 ms x TIME_SCALE $TIME_SCALE (calibd(8), LIMITS)" \
+    '"$PY" -c "import sys; sys.exit(not $seg_p99 <= 250 * $TIME_SCALE)"'
+status segs > "$work/segs.json"
+check "segment_flood: the status lists 20 values a key (segment_status), $(stat -c %s "$work/segs.json") bytes" \
+    '[ "$(json_get "$work/segs.json" "all(k[\"tracked\"] == 4096 and k[\"listed\"] == 20 and len(k[\"segments\"]) == 21 for k in r[\"models\"][\"segs\"][\"segments\"][\"by_key\"].values()) and len(r[\"models\"][\"segs\"][\"segments\"][\"by_key\"]) == 8")" = True ]'
 
 # K = 16384, never labelled: the join holds what its bytes allow, and keeps
 # a sample of ids past that (what it drops counted)
