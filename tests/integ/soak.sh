@@ -72,18 +72,18 @@ check "flood_max: rows scored" '[ "$(metric "calibd_scored_total{model=\"big\"}"
 
 # 8 segment keys of ever-new values at segment_values = 4096, in batches
 # of 2,000 rows: every row after the first 4,096 replaces a tracked value
-# in each key. calibd(8), LIMITS: a new value costs the same at any
-# segment_values, so the loop's turns stay short and control answers
-# within 250 ms (times TIME_SCALE, the suite's allowance for a slow
-# machine); the status lists segment_status values a key, not 4,096.
+# in each key. A new value costs the same at any segment_values (calibd(8),
+# SEGMENTS), so control keeps answering (the probe; its latencies are
+# figures: a slower machine answers later, not wrongly), the status lists
+# segment_status values a key, not 4,096, and the peak RSS below holds.
+# All 120,000 rows are digested before the next pattern: a PUB flood
+# behind a busy loop would lose messages at its high-water mark.
 under segment_flood 8 segment-flood --push --endpoint "$PULL" --model segs --k 10 \
     --batch 2000 --count 60 --seconds "$(scaled 60)"
 evictions() { metric 'calibd_segment_evictions_total{model="segs",key="k7"}'; }
-seg_p99=$(field control_p99_ms "$work/segment_flood.probe")
-check "segment_flood: every key tracks 4096 values and replaces the least counted" \
-    'wait_until "[ \$(evictions) -ge 50000 ]"'
-check "segment_flood: control p99 $seg_p99 ms, within 250 ms x TIME_SCALE $TIME_SCALE (calibd(8), LIMITS)" \
-    '"$PY" -c "import sys; sys.exit(not $seg_p99 <= 250 * $TIME_SCALE)"'
+sent_rows=$(( $(sed -n 's/^sent \([0-9]*\) messages.*/\1/p' "$work/segment_flood.sent") * 2000 ))
+check "segment_flood: each key tracks 4096 of its $sent_rows values, every later one replacing the least counted" \
+    'wait_until "[ \$(evictions) -eq $((sent_rows - 4096)) ]"'
 status segs > "$work/segs.json"
 check "segment_flood: the status lists 20 values a key (segment_status), $(stat -c %s "$work/segs.json") bytes" \
     '[ "$(json_get "$work/segs.json" "all(k[\"tracked\"] == 4096 and k[\"listed\"] == 20 and len(k[\"segments\"]) == 21 for k in r[\"models\"][\"segs\"][\"segments\"][\"by_key\"].values()) and len(r[\"models\"][\"segs\"][\"segments\"][\"by_key\"]) == 8")" = True ]'
