@@ -499,6 +499,27 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
         if (!*state && http_auth_required(a, 0) &&
             (v = authorize(a, c, 0, &bearer)) != HTTP_AUTH_PASS)
             return refuse(h, a, c, method, url, v, bearer);
+        if (*state && !*upload_len) {
+            /* the body is complete: from here calibd answers it (or
+             * refuses it at once), and a message it takes is answered
+             * however long the loop takes (the expected wait is bounded:
+             * http_ingest.c). The deadline stops before the body is
+             * queued, under the lock cut_slow takes, so that no tick can
+             * cut a connection whose message the loop may take; one cut
+             * already (its body read before the cut) is not taken. */
+            const union MHD_ConnectionInfo *info =
+                MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+            int cut = 0;
+            if (info && info->socket_context) {
+                http_conn *hc = info->socket_context;
+                pthread_mutex_lock(&h->lock);
+                hc->held = !hc->cut;
+                cut = hc->cut;
+                pthread_mutex_unlock(&h->lock);
+            }
+            if (cut)
+                return MHD_NO;
+        }
         return http_ingest_answer(&h->ingest, c, url, method, upload, upload_len, state);
     }
     int i = route_of(url);
@@ -580,6 +601,7 @@ static void on_request_done(void *cls, struct MHD_Connection *c, void **req_ctx,
         return;
     pthread_mutex_lock(&h->lock);
     ((http_conn *)info->socket_context)->since = mono_now();
+    ((http_conn *)info->socket_context)->held = 0;
     pthread_mutex_unlock(&h->lock);
 }
 
@@ -590,7 +612,7 @@ static void cut_slow(http_server *h)
     double now = mono_now();
     pthread_mutex_lock(&h->lock);
     for (http_conn *c = h->conns; c; c = c->next)
-        if (!c->cut && now - c->since > h->lim.timeout) {
+        if (!c->cut && !c->held && now - c->since > h->lim.timeout) {
             shutdown(c->fd, SHUT_RDWR);
             c->cut = 1;
             h->timeouts++;
@@ -623,8 +645,8 @@ int http_start(http_server *h, const char *addr, const http_limits *lim,
     h->lim = *lim;
     history_init(&h->hist, lim->history, lim->history_step);
     if (http_ingest_init(&h->ingest, acc && acc->ingest, acc ? acc->ingest_max_body : 0,
-                         acc ? acc->ingest_budget : 0, acc ? acc->ingest_token_file : NULL,
-                         err, errlen) != 0) {
+                         acc ? acc->ingest_budget : 0, lim->timeout,
+                         acc ? acc->ingest_token_file : NULL, err, errlen) != 0) {
         history_free(&h->hist);
         pthread_mutex_destroy(&h->note_lock);
         pthread_mutex_destroy(&h->lock);

@@ -26,6 +26,7 @@ typedef struct http_conn {
     int fd;
     double since;  /* monotonic seconds: opened, or its last request done */
     int cut;       /* shut down for its deadline */
+    int held;      /* its body waits for the loop: no deadline until answered */
     struct http_conn *prev, *next;
 } http_conn;
 

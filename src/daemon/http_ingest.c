@@ -4,6 +4,7 @@
  * ingested, writes the outcome into the request and resumes its
  * connection, which the server's thread then answers. A request is the
  * job: the loop touches it only between taking it and resuming it. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,7 @@ typedef struct http_ingest_job {
     size_t len, cap;
     int too_large;          /* the body passed max_body: 413 */
     int queued;             /* handed to the loop */
+    uint64_t queued_at;     /* uv_hrtime then */
     int answered;           /* the loop has ingested it (or refused its JSON) */
     size_t bytes;           /* its share of the queue's budget */
     char why[256];          /* the JSON's fault, when it is no JSON object */
@@ -107,13 +109,18 @@ static void take_event(http_ingest *g, http_ingest_job *j)
 static void take(http_ingest *g, http_ingest_job *j)
 {
     calibd *d = g->d;
+    uint64_t t0 = uv_hrtime();
     if (j->ce)
         take_event(g, j);
     else if (j->why[0])
         ingest_reject(d, j->topic, j->topic_len, REJ_BAD_JSON, j->why, &j->out);
     else
         ingest_message(d, j->topic, j->topic_len, j->body, j->len, j->type, &j->out);
+    /* the loop's time per byte, a moving mean over the last 16 or so */
+    double per_byte = (double)(uv_hrtime() - t0) / (double)j->bytes;
     pthread_mutex_lock(&g->lock);
+    g->ns_per_byte = g->ns_per_byte > 0 ? g->ns_per_byte + (per_byte - g->ns_per_byte) / 16
+                                        : per_byte;
     g->queued -= j->bytes;
     g->messages++;
     g->kserve_unusable += j->ignored == 2;
@@ -157,12 +164,13 @@ static void on_async(uv_async_t *a)
     drain(a->data, 0);
 }
 
-int http_ingest_init(http_ingest *g, int on, size_t max_body, size_t budget,
+int http_ingest_init(http_ingest *g, int on, size_t max_body, size_t budget, double timeout,
                      const char *token_file, char *err, size_t errlen)
 {
     g->on = on;
     g->max_body = max_body;
     g->budget = budget;
+    g->timeout = timeout;
     pthread_mutex_init(&g->lock, NULL);
     if (on && token_file && http_auth_load(&g->auth, token_file, NULL, err, errlen) != 0) {
         pthread_mutex_destroy(&g->lock);
@@ -456,17 +464,34 @@ static enum MHD_Result hand_over(http_ingest *g, struct MHD_Connection *c, http_
         calib_mpw_destroy(&w);
     }
     j->bytes = j->len + sizeof *j;
+    uint64_t now = uv_hrtime();
     pthread_mutex_lock(&g->lock);
     /* a body alone always fits (max_msg_size <= ingest_memory is not
      * required of the configuration): the budget bounds what waits */
     int busy = g->closed || !g->async_ready || (g->queued && g->queued + j->bytes > g->budget);
-    if (busy) {
+    /* and a message is taken only when its answer is expected within
+     * http_timeout: the time the first waiting one has waited (the loop's
+     * other work shows there), plus the loop's time for every byte up to
+     * this body's end. A message taken is answered however long it takes
+     * (its connection is held, http.c), so this keeps the producer's own
+     * timeout, which is likely about calibd's, from cutting an answer. */
+    double wait = 0;
+    int late = 0;
+    if (!busy && g->head) {
+        wait = (double)(now - g->head->queued_at) / 1e9 +
+               (double)(g->queued + j->bytes) * g->ns_per_byte / 1e9;
+        late = wait > g->timeout;
+    }
+    if (late) {
+        g->late++;
+    } else if (busy) {
         g->busy++;
     } else {
         /* suspended before the loop can see it, so that its resume comes
          * after */
         MHD_suspend_connection(c);
         j->queued = 1;
+        j->queued_at = now;
         g->queued += j->bytes;
         if (g->tail)
             g->tail->next = j;
@@ -476,9 +501,13 @@ static enum MHD_Result hand_over(http_ingest *g, struct MHD_Connection *c, http_
         uv_async_send(&g->async); /* under the lock: stop closes it under it too */
     }
     pthread_mutex_unlock(&g->lock);
-    if (busy)
+    if (busy || late) {
+        /* Retry-After: the expected wait, at least 1 s */
+        char after[24];
+        snprintf(after, sizeof after, "%.0f", wait > 1 ? ceil(wait) : 1.0);
         return refuse(c, MHD_HTTP_SERVICE_UNAVAILABLE, "busy",
-                      "calibd is behind (or stopping): send again later", RETRY_AFTER);
+                      "calibd is behind (or stopping): send again later", after);
+    }
     return MHD_YES;
 }
 

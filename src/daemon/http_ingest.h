@@ -7,7 +7,9 @@
  * with the records taken, 400 with the reason when the message (or every
  * record of it) is rejected, counted like any rejection; 413 over
  * max_msg_size, 415 for another content type, 503 with Retry-After when
- * the bodies waiting for the loop would pass ingest_memory. And POST
+ * the bodies waiting for the loop would pass ingest_memory, or when the
+ * expected wait for the loop would pass http_timeout. A message taken is
+ * always answered: its connection has no deadline while it waits. And POST
  * /v1/cloudevents: KServe's payload logger's CloudEvents (kserve.h). */
 #ifndef CALIBD_HTTP_INGEST_H
 #define CALIBD_HTTP_INGEST_H
@@ -28,10 +30,12 @@ typedef struct http_ingest {
     int on;                 /* http_ingest = yes */
     size_t max_body;        /* max_msg_size */
     size_t budget;          /* ingest_memory: bytes of bodies waiting at most */
+    double timeout;         /* http_timeout: the longest expected wait taken */
     http_auth auth;         /* the producers' token (http_ingest_token_file) */
     pthread_mutex_t lock;   /* the queue and the counters */
     struct http_ingest_job *head, *tail; /* waiting for the loop */
     size_t queued;          /* their bytes */
+    double ns_per_byte;     /* the loop's time to ingest a byte (moving mean) */
     int closed;             /* no loop to take them: 503 */
     uv_async_t async;       /* the loop's wake-up */
     int async_ready;
@@ -39,13 +43,14 @@ typedef struct http_ingest {
     /* counters (calibd_http_ingest_*): messages answered by the loop, and
      * requests refused before it: too large, unsupported type, busy */
     unsigned long long messages, too_large, unsupported, busy, bad_event;
+    unsigned long long late;  /* refused: the expected wait passed http_timeout */
     /* KServe events ignored: requests, and responses without a usable output */
     unsigned long long kserve_requests, kserve_unusable;
 } http_ingest;
 
 /* On the server's start: the settings and the producers' token file
  * (NULL: none). 0, or -1 with err set. */
-int http_ingest_init(http_ingest *g, int on, size_t max_body, size_t budget,
+int http_ingest_init(http_ingest *g, int on, size_t max_body, size_t budget, double timeout,
                      const char *token_file, char *err, size_t errlen);
 /* At the first tick, on the loop: the wake-up handle. 0, or -1 (libuv). */
 int http_ingest_start(http_ingest *g, struct calibd *d);

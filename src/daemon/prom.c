@@ -839,20 +839,26 @@ static void http_counters(out *t, http_server *h)
         pthread_mutex_lock(&g->lock);
         unsigned long long msgs = g->messages, large = g->too_large, media = g->unsupported,
                            busy = g->busy, event = g->bad_event, kreq = g->kserve_requests,
-                           kunusable = g->kserve_unusable;
+                           kunusable = g->kserve_unusable, late = g->late,
+                           queued = g->queued;
         pthread_mutex_unlock(&g->lock);
         help(t, "calibd_http_ingest_messages_total", "counter",
              "Messages posted over HTTP that calibd ingested (or refused, counted in "
              "calibd_rejected_total).");
         put(t, "calibd_http_ingest_messages_total %llu\n", msgs);
+        help(t, "calibd_http_ingest_queued_bytes", "gauge",
+             "Bytes of HTTP bodies waiting for the loop (at most ingest_memory).");
+        put(t, "calibd_http_ingest_queued_bytes %llu\n", queued);
         help(t, "calibd_http_ingest_refused_total", "counter",
              "HTTP ingest requests refused before the loop, by reason: a body past "
-             "max_msg_size (413), another content type (415), the loop behind (503), a "
-             "CloudEvent without the headers of KServe's (400).");
+             "max_msg_size (413), another content type (415), the bodies waiting past "
+             "ingest_memory or calibd stopping (busy, 503), an answer expected later than "
+             "http_timeout (late, 503), a CloudEvent without the headers of KServe's (400).");
         put(t, "calibd_http_ingest_refused_total{reason=\"too_large\"} %llu\n", large);
         put(t, "calibd_http_ingest_refused_total{reason=\"unsupported_media_type\"} %llu\n",
             media);
         put(t, "calibd_http_ingest_refused_total{reason=\"busy\"} %llu\n", busy);
+        put(t, "calibd_http_ingest_refused_total{reason=\"late\"} %llu\n", late);
         put(t, "calibd_http_ingest_refused_total{reason=\"bad_event\"} %llu\n", event);
         help(t, "calibd_kserve_ignored_total", "counter",
              "KServe payload-logger events ignored: requests (their inputs), and responses "
