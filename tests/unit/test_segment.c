@@ -21,10 +21,11 @@ static seg_cfg cfg_of(size_t keys, size_t values)
                      .min_effect = 0.02, .seed = 42};
 }
 
-/* One prediction with one segment key. */
+/* One prediction with one segment key: its first column's code (0 when
+ * the table has no column: seg_predict writes cfg.keys of them). */
 static double predict1(seg_table *t, const char *key, const char *val)
 {
-    double codes[SEG_MAX_KEYS];
+    double codes[SEG_MAX_KEYS] = {0};
     seg_kv kv = {key, val, strlen(key), strlen(val)};
     seg_predict(t, &kv, 1, codes, 0);
     return codes[0];
