@@ -41,11 +41,13 @@ HTTP=$(awk '$1 == "http" {print $2; exit}' "$work/state/endpoints")
 worst_p99=0 worst_max=0
 
 # probed NAME FILE: the probe's checks: it ran (a probe that made no
-# request would prove nothing), and every request was answered
+# request would prove nothing; how many it makes in its seconds depends
+# on the machine's speed: 9 at half a core while calibd packed the segment
+# flood's 50 MB model in one slice), and every request was answered
 probed() {
     local requests fails p99
     requests=$(field requests "$2") fails=$(field failures "$2") p99=$(field control_p99_ms "$2")
-    check "$1: the probe ran beside it ($requests requests)" '[ "${requests:-0}" -ge 10 ]'
+    check "$1: the probe ran beside it ($requests requests)" '[ "${requests:-0}" -ge 3 ]'
     check "$1: every control request and scrape answered (p99 $p99 ms)" '[ "$fails" = 0 ]'
 }
 
