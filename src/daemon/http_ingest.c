@@ -505,8 +505,9 @@ static enum MHD_Result hand_over(http_ingest *g, struct MHD_Connection *c, http_
         /* Retry-After: the expected wait, at least 1 s */
         char after[24];
         snprintf(after, sizeof after, "%.0f", wait > 1 ? ceil(wait) : 1.0);
-        return refuse(c, MHD_HTTP_SERVICE_UNAVAILABLE, "busy",
-                      "calibd is behind (or stopping): send again later", after);
+        return refuse(c, MHD_HTTP_SERVICE_UNAVAILABLE, late ? "late" : "busy",
+                      late ? "the answer would come later than http_timeout: send again later"
+                           : "calibd is behind (or stopping): send again later", after);
     }
     return MHD_YES;
 }
