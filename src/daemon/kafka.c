@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -682,9 +683,46 @@ static int configured(const kafka_cfg *c, const char *key)
     return 0;
 }
 
+/* --check-config does not load code: librdkafka dlopens
+ * plugin.library.paths as the property is set, so a check only looks for
+ * the files. Each ';'-separated entry with a '/' must be readable as named
+ * or with ".so" appended (librdkafka appends it to a name without an
+ * extension); a bare name is the dynamic loader's to find and is not
+ * checked. */
+static int plugin_paths_exist(const char *list, char *err, size_t errlen)
+{
+    const char *p = list;
+    while (*p) {
+        size_t n = strcspn(p, ";");
+        char path[PATH_MAX];
+        if (n > 0 && memchr(p, '/', n)) {
+            if (n + 4 >= sizeof path) {
+                snprintf(err, errlen, "[kafka] plugin.library.paths: a path is too long");
+                return -1;
+            }
+            memcpy(path, p, n);
+            path[n] = '\0';
+            int found = access(path, R_OK) == 0;
+            if (!found) {
+                memcpy(path + n, ".so", 4);
+                found = access(path, R_OK) == 0;
+                path[n] = '\0';
+            }
+            if (!found) {
+                snprintf(err, errlen, "[kafka] plugin.library.paths: %s: %s", path,
+                         strerror(errno));
+                return -1;
+            }
+        }
+        p += n + (p[n] == ';');
+    }
+    return 0;
+}
+
 /* librdkafka's configuration from [kafka]: NULL with err set when it
- * refuses a property or a value. */
-static rd_kafka_conf_t *make_conf(const kafka_cfg *c, char *err, size_t errlen)
+ * refuses a property or a value. With check (--check-config), properties
+ * that load code are checked, not set. */
+static rd_kafka_conf_t *make_conf(const kafka_cfg *c, int check, char *err, size_t errlen)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     if (!conf) {
@@ -700,7 +738,9 @@ static rd_kafka_conf_t *make_conf(const kafka_cfg *c, char *err, size_t errlen)
               set(conf, "enable.partition.eof", "false", err, errlen) ||
               set(conf, "log.queue", "true", err, errlen);
     for (size_t i = 0; !bad && i < c->nprops; i++)
-        bad = set(conf, c->prop_key[i], c->prop_value[i], err, errlen);
+        bad = check && strcmp(c->prop_key[i], "plugin.library.paths") == 0
+                  ? plugin_paths_exist(c->prop_value[i], err, errlen)
+                  : set(conf, c->prop_key[i], c->prop_value[i], err, errlen);
     if (!bad && !configured(c, "auto.offset.reset")) /* a new group reads it all */
         bad = set(conf, "auto.offset.reset", "earliest", err, errlen);
     if (!bad && !configured(c, "client.id"))
@@ -716,7 +756,7 @@ int kafka_check(const daemon_cfg *c, char *err, size_t errlen)
 {
     if (!c->kafka.brokers)
         return 0;
-    rd_kafka_conf_t *conf = make_conf(&c->kafka, err, errlen);
+    rd_kafka_conf_t *conf = make_conf(&c->kafka, 1, err, errlen);
     if (!conf)
         return -1;
     rd_kafka_conf_destroy(conf);
@@ -762,7 +802,7 @@ int kafka_start(calibd *d, char *err, size_t errlen)
         snprintf(err, errlen, "[kafka] state_dir %s: not a directory", c->state_dir);
         return -1;
     }
-    rd_kafka_conf_t *conf = make_conf(c, err, errlen);
+    rd_kafka_conf_t *conf = make_conf(c, 0, err, errlen);
     if (!conf)
         return -1;
     set_callbacks(conf, d);

@@ -55,6 +55,16 @@ check check_config_models '[ $? -eq 2 ] && grep -q "model two: too_many_models" 
 printf '[kafka]\nbrokers = 127.0.0.1:1\ntopics = t\ngroup = g\nstate_dir = %s\nsession.timeout.ms = 6000\nsesion.timeout.ms = 1\n' "$work/k" > "$work/kafka.conf"
 "$CALIBD" --check-config "$work/kafka.conf" > /dev/null 2> "$work/err"
 check check_config_kafka '[ $? -eq 2 ] && grep -q "\[kafka\] sesion.timeout.ms: No such configuration property" "$work/err" && [ ! -e "$work/k" ]'
+# a check loads no code: librdkafka would dlopen plugin.library.paths as it
+# is set (the dynamic loader's own trace says whether it did); the check
+# looks for the file only, and says when it is missing
+plugin="$CALIB_PLUGIN_DIR/ets"
+printf '[kafka]\nbrokers = 127.0.0.1:1\ntopics = t\ngroup = g\nstate_dir = %s\nplugin.library.paths = %s\n' "$work/k" "$plugin" > "$work/kplug.conf"
+LD_DEBUG=files "$CALIBD" --check-config "$work/kplug.conf" > "$work/out" 2> "$work/err"
+check check_config_no_code '[ $? -eq 0 ] && grep -q "kplug.conf: ok" "$work/out" && grep -q "calling init" "$work/err" && ! grep -q "ets" "$work/err"'
+sed 's|plugin.library.paths = .*|plugin.library.paths = '"$work"'/none|' "$work/kplug.conf" > "$work/knone.conf"
+"$CALIBD" --check-config "$work/knone.conf" > /dev/null 2> "$work/err"
+check check_config_plugin_missing '[ $? -eq 2 ] && grep -q "plugin.library.paths: .*/none: No such file" "$work/err"'
 
 # unknown section and key: warned with the line, not fatal; CLI overrides
 printf '[daemon]\ncontrol = tcp://127.0.0.1:1\ncolour = blue\n[extras]\nx = 1\n[model m]\nform = probs\nk = 3\nlabel_ttl = 60\n[defaults]\nform = binary\n[model empty]\n' > "$work/ok.conf"
