@@ -77,6 +77,9 @@ void calib_mpw_int(calib_mpw *w, int64_t x);
 void calib_mpw_bool(calib_mpw *w, int b);
 void calib_mpw_nil(calib_mpw *w);
 void calib_mpw_bin(calib_mpw *w, const void *data, size_t len);
+/* Bytes as they are, between top-level values (framing around them: a
+ * snapshot's section headers); misuse inside an open container. */
+void calib_mpw_raw(calib_mpw *w, const void *data, size_t len);
 /* [lo, hi], or nil unless both are finite. */
 void calib_mpw_pair(calib_mpw *w, const double v[2]);
 /* A key and its value, in one call. */

@@ -165,8 +165,14 @@ int cmd_snapshot(int argc, char **argv)
     int more;
     char name[CFG_NAME_MAX + 1];
     err[0] = 0;
-    while ((more = snapshot_next(&h, &off, &u, err, sizeof err)) == 1 &&
+    while ((more = snapshot_next(&h, &off, &u, err, sizeof err)) > 0 &&
            nmodels + skipped < h.models) {
+        if (more == 2) { /* a damaged section: that model only */
+            ctl_error(path, 0, "a model skipped: %s", err);
+            err[0] = 0;
+            skipped++;
+            continue;
+        }
         model *m = rebuild(&u.data, &dc.defaults, 0, name, err, sizeof err);
         if (!m && name[0]) { /* that model's section only: the others are read */
             ctl_error(path, 0, "model %s skipped: %s", name, err);
@@ -182,6 +188,12 @@ int cmd_snapshot(int argc, char **argv)
     }
     msgpack_unpacked_destroy(&u);
     st.models = nmodels;
+    if (more == 0 && h.sections && nmodels + skipped < h.models) {
+        ctl_error(path, 0, "%llu models skipped: the file is cut short (%llu of %llu bytes "
+                  "of its body)", (unsigned long long)(h.models - nmodels - skipped),
+                  (unsigned long long)h.len, (unsigned long long)h.body_bytes);
+        skipped = h.models - nmodels;
+    }
     if (more < 0 || nmodels + skipped != h.models) {
         ctl_error(path, 0, "%s", more < 0 || err[0] ? err : "fewer models than the header says");
         goto out;
@@ -265,8 +277,12 @@ static int merge_file(merged *g, const char *path, const model_cfg *defaults)
     size_t off = 0;
     uint64_t n = 0;
     int more;
-    while ((more = snapshot_next(&h, &off, &u, err, sizeof err)) == 1 && n < h.models) {
+    while ((more = snapshot_next(&h, &off, &u, err, sizeof err)) > 0 && n < h.models) {
         char name[CFG_NAME_MAX + 1];
+        if (more == 2) { /* a merge of a damaged file would lose a model unsaid */
+            ctl_error(path, 0, "%s", err);
+            goto out;
+        }
         model *m = rebuild(&u.data, defaults, h.written - h.mono, name, err, sizeof err);
         if (!m) {
             ctl_error(path, 0, "%s", err);
@@ -332,9 +348,9 @@ static int reads_back(const calib_mpw *head, const calib_mpw *body, const model_
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);
     size_t off = 0;
-    while (rc == 0 && (more = snapshot_next(&h, &off, &u, err, errlen)) == 1) {
+    while (rc == 0 && (more = snapshot_next(&h, &off, &u, err, errlen)) > 0) {
         char name[CFG_NAME_MAX + 1];
-        model *m = rebuild(&u.data, defaults, 0, name, err, errlen);
+        model *m = more == 1 ? rebuild(&u.data, defaults, 0, name, err, errlen) : NULL;
         if (!m)
             rc = -1;
         else

@@ -103,22 +103,45 @@ int persist_restore_models(calibd *d, const snapshot_head *h, double age, uint64
     msgpack_unpacked_init(&u);
     size_t off = 0;
     int rc;
+    char why[ERR_MAX];
     *n = *lost = *pairs = *waiting = 0;
-    while ((rc = snapshot_next(h, &off, &u, err, errlen)) == 1 && *n < h->models) {
+    while ((rc = snapshot_next(h, &off, &u, why, sizeof why)) > 0 && *n < h->models) {
+        if (rc == 2) { /* a damaged section: its model only (snapshot.h) */
+            log_msg(&d->log, LOG_ERROR, "snapshot", "%s: its model is lost", why);
+            ++*lost;
+            ++*n;
+            continue;
+        }
         int one = restore_one(d, &u.data, shift, err, errlen, pairs, waiting);
         if (one < 0) {
-            rc = -1;
-            break;
+            if (!h->sections) {
+                rc = -1;
+                break;
+            }
+            /* intact but unusable: that model only */
+            log_msg(&d->log, LOG_ERROR, "snapshot", "a section cannot be used (%s): its "
+                    "model is lost", err);
+            one = 1;
         }
         *lost += one == 1;
         ++*n;
     }
     msgpack_unpacked_destroy(&u);
+    if (rc < 0)
+        snprintf(err, errlen, "%s", why);
+    if (rc == 0 && h->sections && *n < h->models) {
+        /* cut short: the models of the sections that are not there */
+        log_msg(&d->log, LOG_ERROR, "snapshot", "%llu of the %llu bytes of the body are "
+                "there: %llu models lost", (unsigned long long)h->len,
+                (unsigned long long)h->body_bytes, (unsigned long long)(h->models - *n));
+        *lost += h->models - *n;
+        *n = h->models;
+    }
     if (rc == 0 && *n != h->models) {
         snprintf(err, errlen, "%llu models in the body, %llu in the header",
                  (unsigned long long)*n, (unsigned long long)h->models);
         rc = -1;
-    } else if (rc == 1) {
+    } else if (rc > 0) {
         snprintf(err, errlen, "more models in the body than the header's %llu",
                  (unsigned long long)h->models);
         rc = -1;

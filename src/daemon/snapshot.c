@@ -232,6 +232,7 @@ static void pack_cfg(calib_mpw *w, const model *m)
 
 void snapshot_pack_model(calib_mpw *w, const model *m)
 {
+    size_t at = snapshot_section_begin(w);
     calib_mpw_map(w);
     calib_mpw_key(w, "name");
     calib_mpw_str(w, m->name);
@@ -322,6 +323,7 @@ void snapshot_pack_model(calib_mpw *w, const model *m)
         seg_save(w, &m->seg);
     }
     calib_mpw_end(w);
+    snapshot_section_end(w, at);
 }
 
 /* ------------------------------------------------------------------ reading */

@@ -8,8 +8,9 @@
  *    "written": wall seconds, "mono": the loop's monotonic seconds then,
  *    "models": N, "daemon": {counters}, "body_bytes": B,
  *    "crc32": CRC-32 of the body}
- * followed by the body, B bytes: N msgpack maps, one per model, back to
- * back: the loop packs
+ * followed by the body, B bytes: N sections, one per model, back to back,
+ * each a msgpack map framed with its own length and CRC-32 (version 4):
+ * one damaged byte costs the model it falls in, not the file. The loop packs
  * them a few at a time between messages (snapshot_pack_model), never
  * holding up ingest for long, and a worker thread writes the framed file
  * atomically (state_write_file). Arrays of numbers are binaries of the
@@ -28,7 +29,8 @@
  * a ring's record count ("total") is no longer tied to its slots (a ring
  * so restored and grown again has pushed more than its slots show).
  * Version 1 (no bound) is read as well: a store stopped lower in it cannot
- * be told from one configured so, and is left fresh as before.
+ * be told from one configured so, and is left fresh as before. Versions 1
+ * to 3 hold bare maps under the header's one CRC-32, checked whole.
  */
 #ifndef CALIBD_SNAPSHOT_H
 #define CALIBD_SNAPSHOT_H
@@ -48,8 +50,8 @@
  * (v > its own) all the same, its known parts, skipping the keys it does
  * not know (calib_save(3)); one of format < compat refuses it. Formats 1
  * and 2 (calibd 0.1) have no compat: a reader reads them up to its own. */
-#define SNAPSHOT_VERSION 3
-#define SNAPSHOT_COMPAT 3
+#define SNAPSHOT_VERSION 4
+#define SNAPSHOT_COMPAT 4
 
 /* What the frame says. body points into the data given to snapshot_open. */
 /* The writer's clocks when it wrote (clock.h), so that the next start
@@ -73,6 +75,9 @@ typedef struct snapshot_source {
 
 typedef struct snapshot_head {
     unsigned version; /* the file's format (later ones read as this one's) */
+    int sections;     /* the body is checked section by section (v >= 4) */
+    uint64_t body_bytes; /* what the header says the body holds: more than
+                            len when the file was cut short (sections) */
     double written;   /* wall clock */
     double mono;      /* the writer's monotonic clock at `written` */
     snapshot_clocks clocks; /* optional keys, absent from older files */
@@ -85,8 +90,19 @@ typedef struct snapshot_head {
     size_t len;
 } snapshot_head;
 
-/* Appends model m's state to w as one map; mono: the loop's clock now. */
+/* Appends model m's state to w as one section (its map, framed). */
 void snapshot_pack_model(calib_mpw *w, const model *m);
+
+/* A section of the body (version 4): SNAPSHOT_SECTION_HEAD bytes, the
+ * magic "\xc1calsec\xc1" (0xc1 is never msgpack), the map's length and
+ * CRC-32 and the CRC-32 of these 20 bytes (little-endian u64, u32, u32),
+ * then the map. begin reserves the head and returns where it is; end
+ * fills it for what was written since. snapshot_section frames a map
+ * packed elsewhere (tests, fuzzing). */
+#define SNAPSHOT_SECTION_HEAD 24
+size_t snapshot_section_begin(calib_mpw *w);
+void snapshot_section_end(calib_mpw *w, size_t at);
+void snapshot_section(calib_mpw *w, const char *map, size_t len);
 
 /* The CRC-32 (zlib's) of len more bytes at p, after crc (0 to start). */
 uint32_t snapshot_crc(uint32_t crc, const char *p, size_t len);
@@ -116,7 +132,11 @@ void snapshot_frame(calib_mpw *w, const char *body, size_t len, uint64_t models,
 int snapshot_open(const char *data, size_t len, snapshot_head *h, char *err, size_t errlen);
 
 /* The next model map of the body from *off into u: 1, 0 at the end, -1
- * with err set when the body does not parse. */
+ * with err set when the body does not parse (a file before version 4,
+ * whose one checksum covers the body), 2 with err set when a section is
+ * damaged (version 4: its checksum does not match, its map does not parse,
+ * it is cut short, or its head is damaged and the walk goes on at the next
+ * intact head): that section's model is lost, the walk goes on. */
 int snapshot_next(const snapshot_head *h, size_t *off, msgpack_unpacked *u, char *err,
                   size_t errlen);
 

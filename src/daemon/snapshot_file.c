@@ -61,6 +61,116 @@ uint32_t snapshot_crc(uint32_t crc, const char *p, size_t len)
     return (uint32_t)c;
 }
 
+/* ------------------------------------------------------------------ sections */
+
+static const char section_magic[8] = {'\xc1', 'c', 'a', 'l', 's', 'e', 'c', '\xc1'};
+
+static void put_le(char *p, uint64_t x, int n)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (char)(x >> (8 * i));
+}
+
+static uint64_t get_le(const char *p, int n)
+{
+    uint64_t x = 0;
+    for (int i = n - 1; i >= 0; i--)
+        x = x << 8 | (unsigned char)p[i];
+    return x;
+}
+
+size_t snapshot_section_begin(calib_mpw *w)
+{
+    static const char zeros[SNAPSHOT_SECTION_HEAD];
+    size_t at = w->sb.size;
+    calib_mpw_raw(w, zeros, sizeof zeros);
+    return at;
+}
+
+void snapshot_section_end(calib_mpw *w, size_t at)
+{
+    if (calib_mpw_error(w) != CALIB_OK || w->sb.size < at + SNAPSHOT_SECTION_HEAD)
+        return;
+    char *h = w->sb.data + at;
+    const char *map = h + SNAPSHOT_SECTION_HEAD;
+    size_t len = w->sb.size - at - SNAPSHOT_SECTION_HEAD;
+    memcpy(h, section_magic, 8);
+    put_le(h + 8, len, 8);
+    put_le(h + 16, crc_of(map, len), 4);
+    put_le(h + 20, crc_of(h, 20), 4);
+}
+
+void snapshot_section(calib_mpw *w, const char *map, size_t len)
+{
+    size_t at = snapshot_section_begin(w);
+    calib_mpw_raw(w, map, len);
+    snapshot_section_end(w, at);
+}
+
+/* An intact section head at p (n bytes there): 1 and *len. */
+static int section_head(const char *p, size_t n, uint64_t *len)
+{
+    if (n < SNAPSHOT_SECTION_HEAD || memcmp(p, section_magic, 8) != 0 ||
+        get_le(p + 20, 4) != crc_of(p, 20))
+        return 0;
+    *len = get_le(p + 8, 8);
+    return 1;
+}
+
+/* The next section of a version 4 body: snapshot_next's. */
+static int next_section(const snapshot_head *h, size_t *off, msgpack_unpacked *u, char *err,
+                        size_t errlen)
+{
+    const char *p = h->body + *off;
+    size_t left = h->len - *off, end;
+    uint64_t len;
+    if (!section_head(p, left, &len)) {
+        /* on to the next intact head: a damaged byte in a head costs that
+         * section (a head's own CRC-32 tells a real one from the magic's
+         * bytes inside a map) */
+        size_t skip = 1;
+        for (; skip < left; skip++) {
+            const char *q = memchr(p + skip, section_magic[0], left - skip);
+            if (!q) {
+                skip = left;
+                break;
+            }
+            skip = (size_t)(q - p);
+            if (section_head(q, left - skip, &len))
+                break;
+        }
+        snprintf(err, errlen, "%s at body byte %zu: %zu bytes skipped",
+                 left < SNAPSHOT_SECTION_HEAD ? "a section cut short" : "a damaged section head",
+                 *off, skip);
+        *off += skip;
+        return 2;
+    }
+    size_t at = *off;
+    if (len > left - SNAPSHOT_SECTION_HEAD) {
+        snprintf(err, errlen, "the section at body byte %zu is cut short (%zu of %llu bytes)",
+                 at, left - SNAPSHOT_SECTION_HEAD, (unsigned long long)len);
+        *off = h->len;
+        return 2;
+    }
+    const char *map = p + SNAPSHOT_SECTION_HEAD;
+    *off += SNAPSHOT_SECTION_HEAD + (size_t)len;
+    uint32_t c = crc_of(map, (size_t)len);
+    if (c != (uint32_t)get_le(p + 16, 4)) {
+        snprintf(err, errlen, "the section at body byte %zu (%llu bytes) is damaged: its "
+                 "checksum does not match", at, (unsigned long long)len);
+        return 2;
+    }
+    /* a checksum proves no intent: every count backed by bytes first */
+    size_t used = 0;
+    if (calib_proto_scan(map, (size_t)len, &end) != CALIB_REJ_NONE || end != len ||
+        msgpack_unpack_next(u, map, (size_t)len, &used) != MSGPACK_UNPACK_SUCCESS ||
+        used != len || u->data.type != MSGPACK_OBJECT_MAP) {
+        snprintf(err, errlen, "the section at body byte %zu is not one model map", at);
+        return 2;
+    }
+    return 1;
+}
+
 void snapshot_frame(calib_mpw *w, const char *body, size_t len, uint64_t models, double wall,
                     double mono, uint64_t messages, const uint64_t rejected[REJ_MAX])
 {
@@ -216,6 +326,16 @@ int snapshot_open(const char *data, size_t len, snapshot_head *h, char *err, siz
     uint64_t crc = calib_mpr_uint(&r, o, "crc32", 0, UINT32_MAX);
     if (r.failed)
         goto out;
+    h->body_bytes = blen;
+    /* the format this calibd reads it as: a later one's compat */
+    h->sections = need >= 4;
+    if (h->sections) {
+        /* checked section by section (next_section): a file cut short
+         * keeps the sections it still holds whole */
+        h->body = data + off;
+        h->len = blen < len - off ? (size_t)blen : len - off;
+        goto out;
+    }
     if (blen != len - off) {
         calib_mpr_fail(&r, "%zu bytes follow the header, not the %llu written (truncated?)",
                  len - off, (unsigned long long)blen);
@@ -240,6 +360,8 @@ int snapshot_next(const snapshot_head *h, size_t *off, msgpack_unpacked *u, char
     size_t end;
     if (*off >= h->len)
         return 0;
+    if (h->sections)
+        return next_section(h, off, u, err, errlen);
     /* a checksum proves no intent: a crafted body's map of 2^32 entries
      * would have msgpack-c allocate 64 GiB (tests/fuzz/corpus/snapshot/
      * crash-huge_count) */

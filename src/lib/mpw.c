@@ -73,6 +73,17 @@ static void wrote(calib_mpw *w, int rc)
         fail(w, CALIB_ENOMEM);
 }
 
+void calib_mpw_raw(calib_mpw *w, const void *data, size_t len)
+{
+    if (w->err)
+        return;
+    if (w->depth) {
+        fail(w, CALIB_EINVAL);
+        return;
+    }
+    wrote(w, msgpack_sbuffer_write(&w->sb, data, len));
+}
+
 static void open_container(calib_mpw *w, int map)
 {
     if (!value(w))

@@ -9,10 +9,11 @@
  *     model from the configuration the file stores), and `calibctl merge
  *     FILE FILE -o OUT`, whose output `calibctl snapshot` must read.
  *
- * The body is checksummed, which mutations would rarely keep: the first
- * byte of an input chooses what the rest is. Bit 0 clear: the whole file;
- * set: the body only, framed here with a header of the right length,
- * checksum and model count, so that mutations reach the models' parsing.
+ * The body's sections are checksummed, which mutations would rarely keep:
+ * the first byte of an input chooses what the rest is. Bit 0 clear: the
+ * whole file; set: the body's maps only, each framed here in its section
+ * (what follows the last whole map, as it is) under a header of the right
+ * length and model count, so that mutations reach the models' parsing.
  * Bit 1 set: the rest is also read as the state directory's other msgpack
  * file, the page's history (hist.c, which http.c loads at start); what it
  * reads, written again, must read back to the same bytes.
@@ -45,20 +46,25 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-/* body framed as calibd frames it, counting the maps it holds */
-static void frame(calib_mpw *head, const void *body, size_t len)
+/* body's maps framed as calibd frames them, each in its section (the
+ * rest, past the last map, as it is: a damaged section), counting them */
+static void frame(calib_mpw *head, calib_mpw *sections, const void *body, size_t len)
 {
     uint64_t models = 0;
     size_t at = 0, end;
-    while (at < len && calib_proto_scan((const char *)body + at, len - at, &end) ==
-                           CALIB_REJ_NONE) {
+    const char *b = body;
+    calib_mpw_reset(sections);
+    while (at < len && calib_proto_scan(b + at, len - at, &end) == CALIB_REJ_NONE) {
+        snapshot_section(sections, b + at, end);
         at += end;
         models++;
     }
+    calib_mpw_raw(sections, b + at, len - at);
     uint64_t rejected[REJ_MAX] = {0};
     rejected[REJ_SHAPE] = 3;
-    snapshot_frame(head, body, len, models, 1.7e9, 1000, 42, rejected);
-    FUZZ_CHECK(calib_mpw_error(head) == CALIB_OK);
+    snapshot_frame(head, sections->sb.data, sections->sb.size, models, 1.7e9, 1000, 42,
+                   rejected);
+    FUZZ_CHECK(calib_mpw_error(head) == CALIB_OK && calib_mpw_error(sections) == CALIB_OK);
 }
 
 static int file_exists(const char *name)
@@ -172,15 +178,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_dir_clear();
     const void *file = data + 1;
     size_t len = size - 1;
-    calib_mpw head;
+    calib_mpw head, sections;
     calib_mpw_init(&head);
+    calib_mpw_init(&sections);
     char *framed = NULL;
     if (data[0] & 1) {
-        frame(&head, data + 1, size - 1);
-        len = head.sb.size + size - 1;
-        FUZZ_CHECK((framed = malloc(len)) != NULL);
+        frame(&head, &sections, data + 1, size - 1);
+        len = head.sb.size + sections.sb.size;
+        FUZZ_CHECK((framed = malloc(len ? len : 1)) != NULL);
         memcpy(framed, head.sb.data, head.sb.size);
-        memcpy(framed + head.sb.size, data + 1, size - 1);
+        if (sections.sb.size)
+            memcpy(framed + head.sb.size, sections.sb.data, sections.sb.size);
         file = framed;
     }
     if (data[0] & 2)
@@ -189,5 +197,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     as_calibctl(file, len);
     free(framed);
     calib_mpw_destroy(&head);
+    calib_mpw_destroy(&sections);
     return 0;
 }

@@ -46,20 +46,17 @@ check "calibd stops cleanly" "stop_calibd"
 
 # a's section made unreadable (its window's head before its first pane);
 # an earlier snapshot.bad is there already
-# (the header framed again: body_bytes and crc32, calibd(8) SNAPSHOTS)
-"$PY" - "$work/state/snapshot" <<'PY'
-import sys, zlib, msgpack
+# (its section framed again: tests/fixtures/snapfile.py, calibd(8) SNAPSHOTS)
+"$PY" - "$work/state/snapshot" "$srcdir/tests/fixtures" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2])
+import snapfile
 p = sys.argv[1]
-u = msgpack.Unpacker(raw=False, strict_map_key=False)
-u.feed(open(p, "rb").read())
-head = next(u)
-models = list(u)
+head, models = snapfile.read(p)
 for m in models:
     if m["name"] == "a":
         m["window"]["head"] = -7
-body = b"".join(msgpack.packb(m, use_bin_type=True) for m in models)
-head["body_bytes"], head["crc32"] = len(body), zlib.crc32(body)
-open(p, "wb").write(msgpack.packb(head, use_bin_type=True) + body)
+open(p, "wb").write(snapfile.pack(head, models))
 PY
 echo "an earlier file kept aside" > "$work/state/snapshot.bad"
 cp "$work/state/snapshot" "$work/damaged"

@@ -32,16 +32,15 @@ EOF2
 # (the format of calibd(8), SNAPSHOTS), in one read: each FIELD of scored,
 # waiting, mean (raw Brier), joined, version, space-separated; or "none"
 snap() {
-    "$PY" - "$work/state/snapshot" "$@" <<'PY'
-import sys, msgpack
+    "$PY" - "$work/state/snapshot" "$srcdir/tests/fixtures" "$@" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2])
+import snapfile
 try:
-    data = open(sys.argv[1], "rb").read()
+    head, models = snapfile.read(sys.argv[1])
 except OSError:
     print("none"); sys.exit()
-u = msgpack.Unpacker(raw=False, strict_map_key=False)
-u.feed(data)
-head = next(u)
-for m in u:
+for m in models:
     if m["name"] != "m":
         continue
     a = m["cum"][0]   # the raw view's Brier accumulator (calib_save(3))
@@ -51,7 +50,7 @@ for m in u:
          "joined": j["joined"],
          "mean": repr((a["sum"] + a["sum_c"]) / n) if n else "nan",
          "version": m["params"]["version"]}
-    print(" ".join(str(f[k]) for k in sys.argv[2:]))
+    print(" ".join(str(f[k]) for k in sys.argv[3:]))
     break
 else:
     print("none")
@@ -194,26 +193,41 @@ check "calibctl snapshot of a file that is no snapshot: exit 2, saying why ($(ca
     '[ $rc -eq 2 ] && [ -s "$work/cs3.err" ]'
 
 # ---------------------------------------------------------------- damaged files
-# each: moved aside to snapshot.bad with one error line, a fresh start.
+# A file calibd cannot read at all (its header, its format): moved aside to
+# snapshot.bad with one error line, a fresh start. A damaged section (a
+# flipped bit, a file cut short) costs its model only: here the file's one
+# model, which starts afresh; the file is kept aside as snapshot.bad.
 # No periodic snapshot while it is judged: the file absent is the proof.
 sed 's/^snapshot_interval = .*/snapshot_interval = 3600/' "$work/calibd.conf" > "$work/quiet.conf"
-damaged() { # NAME: the snapshot is damaged; calibd must start without it
+damaged() { # NAME moved|lost: the snapshot is damaged; calibd must start without it
     rm -f "$work/state/snapshot.bad"
     rm -rf "$work/state/snapshot.bad"
     start_calibd -c "$work/quiet.conf" --log-level info
     status > "$work/d.json"
     local lines
-    lines=$(grep -c "snapshot.*moved aside" "$work/calibd.log")
-    check "$1: moved aside to snapshot.bad with one log line, calibd starts afresh
+    if [ "$2" = moved ]; then
+        lines=$(grep -c "snapshot.*moved aside" "$work/calibd.log")
+        check "$1: moved aside to snapshot.bad with one log line, calibd starts afresh
 $(grep snapshot "$work/calibd.log" | sed 's/^/  /')" \
-        '[ "$lines" -eq 1 ] && [ -e "$work/state/snapshot.bad" ] && [ ! -e "$work/state/snapshot" ] &&
-         [ "$(field "$work/d.json" "r[\"models\"].get(\"m\", {}).get(\"scored\", 0)")" = 0 ]'
+            '[ "$lines" -eq 1 ] && [ -e "$work/state/snapshot.bad" ] && [ ! -e "$work/state/snapshot" ] &&
+             [ "$(field "$work/d.json" "r[\"models\"].get(\"m\", {}).get(\"scored\", 0)")" = 0 ]'
+    else
+        lines=$(grep -c "snapshot: .*section.*: its model is lost" "$work/calibd.log")
+        check "$1: its one model is lost (one line says where), the file kept aside as snapshot.bad, m starts afresh
+$(grep snapshot "$work/calibd.log" | sed 's/^/  /')" \
+            '[ "$lines" -eq 1 ] && cmp -s "$work/state/snapshot" "$work/state/snapshot.bad" &&
+             log_has "1 of 1 models could not be restored; the file is kept in $work/state/snapshot.bad" &&
+             [ "$(field "$work/d.json" "r[\"models\"].get(\"m\", {}).get(\"scored\", 0)")" = 0 ]'
+    fi
     stop_calibd > /dev/null
+    rm -f "$work/state/snapshot"
 }
 cp "$work/state/snapshot" "$work/good"
 size=$(stat -c %s "$work/good")
 head -c $((size / 2)) "$work/good" > "$work/state/snapshot"
-damaged "a truncated snapshot"
+damaged "a truncated snapshot" lost
+head -c 100 "$work/good" > "$work/state/snapshot"
+damaged "a snapshot cut in its header" moved
 cp "$work/good" "$work/state/snapshot"
 "$PY" - "$work/state/snapshot" <<'PY'
 import sys
@@ -222,7 +236,7 @@ b = bytearray(open(p, "rb").read())
 b[len(b) * 3 // 4] ^= 0x10   # one bit in the body
 open(p, "wb").write(b)
 PY
-damaged "a bit-flipped snapshot"
+damaged "a bit-flipped snapshot" lost
 "$PY" - "$work/good" "$work/state/snapshot" <<'PY'
 import sys, msgpack
 data = open(sys.argv[1], "rb").read()
@@ -234,8 +248,78 @@ head["v"] = 99   # a version this calibd does not read,
 head["compat"] = 99   # written not to be read by it
 open(sys.argv[2], "wb").write(msgpack.packb(head, use_bin_type=True) + data[off:])
 PY
-damaged "a snapshot of another format version"
+damaged "a snapshot of another format version" moved
 rm -f "$work/state/snapshot"
 mkdir "$work/state/snapshot"
-damaged "an unreadable snapshot (a directory)"
+damaged "an unreadable snapshot (a directory)" moved
+rmdir "$work/state/snapshot"
+
+# ---------------------------------------------------------------- one model's bytes
+# Four models, each 100 pairs and 500 predictions waiting, in the file
+# calibd writes at its stop; one byte flipped in m1's section, then the
+# file cut 1,000 bytes short: the other models keep every pair and every
+# waiting prediction.
+printf '[daemon]\nsnapshot_interval = 3600\ningest_pull = tcp://127.0.0.1:*\n[defaults]\nform = binary\n' > "$work/four.conf"
+start_calibd -c "$work/four.conf" --log-level info
+send_py "$PULL" <<'PY'
+for m in range(4):
+    for i in range(600):
+        send("m%d" % m, {"v": 1, "type": "pred", "id": "p%d" % i, "p": 0.2 + 0.001 * i})
+    for i in range(100):
+        send("m%d" % m, {"v": 1, "type": "label", "id": "p%d" % i, "y": i % 2})
+PY
+four() { # the (scored, waiting) of m0..m3 in status FILE
+    field "$1" "' '.join('%d/%d' % (r['models'][m]['scored'], r['models'][m]['join']['waiting_predictions']) if m in r['models'] else '-' for m in ('m0', 'm1', 'm2', 'm3'))"
+}
+wait_for "$work/f0.json" "all(r['models'].get('m%d' % m, {}).get('scored') == 100 and r['models']['m%d' % m]['join']['waiting_predictions'] == 500 for m in range(4))" ||
+    bad "four models, 100 pairs and 500 waiting each"
+stop_calibd
+cp "$work/state/snapshot" "$work/four"
+# where each model's section is: tests/fixtures/snapfile.py
+sections() {
+    "$PY" - "$1" "$srcdir/tests/fixtures" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2])
+import snapfile
+head, models = snapfile.split(open(sys.argv[1], "rb").read())
+for m, a, b in models:
+    print(m["name"], a, b)
+PY
+}
+sections "$work/four" > "$work/four.sections"
+read -r _ a b <<< "$(grep '^m1 ' "$work/four.sections")"
+"$PY" - "$work/state/snapshot" "$(( (a + b) / 2 ))" <<'PY'
+import sys
+p, at = sys.argv[1], int(sys.argv[2])
+f = bytearray(open(p, "rb").read())
+f[at] ^= 0x04
+open(p, "wb").write(f)
+PY
+cp "$work/state/snapshot" "$work/four.flipped"
+start_calibd -c "$work/four.conf" --log-level info
+status > "$work/f1.json"
+check "one byte flipped in m1's section: m1 is lost (made afresh by its next message), m0, m2 and m3 keep 100 pairs and 500 waiting each ($(four "$work/f1.json"))
+$(grep snapshot "$work/calibd.log" | sed 's/^/  /')" \
+    '[ "$(four "$work/f1.json")" = "100/500 - 100/500 100/500" ] &&
+     log_has "1 of 4 models could not be restored"'
+stop_calibd
+"$CALIBCTL" snapshot "$work/four.flipped" > "$work/f1c.json" 2> "$work/f1c.err"
+rc=$?
+check "calibctl snapshot of it: m0, m2 and m3, m1 left out with a line saying where ($(cat "$work/f1c.err"))" \
+    '[ $rc = 0 ] && [ "$(field "$work/f1c.json" "\" \".join(sorted(r[\"models\"]))")" = "m0 m2 m3" ] &&
+     grep -q "a model skipped: the section at body byte $((a - $(sed -n 1p "$work/four.sections" | cut -d" " -f2))) .*checksum does not match" "$work/f1c.err"'
+"$CALIBCTL" merge "$work/four.flipped" "$work/four" -o "$work/merged" > /dev/null 2> "$work/f1m.err"
+rc=$?
+check "calibctl merge refuses it: exit 2, saying why, nothing written" \
+    '[ $rc = 2 ] && grep -q "checksum does not match" "$work/f1m.err" && [ ! -e "$work/merged" ]'
+last=$(tail -n 1 "$work/four.sections" | cut -d" " -f1)
+size=$(stat -c %s "$work/four")
+head -c $((size - 1000)) "$work/four" > "$work/state/snapshot"
+start_calibd -c "$work/four.conf" --log-level info
+status > "$work/f2.json"
+want=$(for m in m0 m1 m2 m3; do [ "$m" = "$last" ] && printf -- '- ' || printf '100/500 '; done)
+check "the file cut 1,000 bytes short: the last section's model ($last) is lost, the others keep theirs ($(four "$work/f2.json"))
+$(grep snapshot "$work/calibd.log" | sed 's/^/  /')" \
+    '[ "$(four "$work/f2.json") " = "$want" ] && log_has "1 of 4 models could not be restored"'
+stop_calibd
 finish

@@ -125,15 +125,15 @@ static void feed(model *m, uint64_t seed, int n, double t0)
     model_event_add(m, t0, "drift", "seed %llu", (unsigned long long)seed);
 }
 
-/* A file of one model's body (blen bytes): the header (42 messages, 2
- * shape rejections) then the body. */
-static char *framed(const char *body, size_t blen, size_t *len)
+/* A file of `models` bodies (blen bytes, sections unless bare): the
+ * header (42 messages, 2 shape rejections) then the body. */
+static char *framed_n(const char *body, size_t blen, uint64_t models, size_t *len)
 {
     calib_mpw head;
     calib_mpw_init(&head);
     uint64_t rej[REJ_MAX] = {0};
     rej[REJ_SHAPE] = 2;
-    snapshot_frame(&head, body, blen, 1, 1e9, 500, 42, rej);
+    snapshot_frame(&head, body, blen, models, 1e9, 500, 42, rej);
     assert_int_equal(calib_mpw_error(&head), CALIB_OK);
     *len = head.sb.size + blen;
     char *f = malloc(*len);
@@ -141,6 +141,18 @@ static char *framed(const char *body, size_t blen, size_t *len)
     memcpy(f, head.sb.data, head.sb.size);
     memcpy(f + head.sb.size, body, blen);
     calib_mpw_destroy(&head);
+    return f;
+}
+
+/* A file of one model's map (mlen bytes), framed as a section. */
+static char *framed(const char *map, size_t mlen, size_t *len)
+{
+    calib_mpw w;
+    calib_mpw_init(&w);
+    snapshot_section(&w, map, mlen);
+    assert_int_equal(calib_mpw_error(&w), CALIB_OK);
+    char *f = framed_n(w.sb.data, w.sb.size, 1, len);
+    calib_mpw_destroy(&w);
     return f;
 }
 
@@ -156,17 +168,18 @@ static char *file_of(const model *m, size_t *len)
     return f;
 }
 
-/* The body of one model (its packed bytes). */
+/* The map of one model (its packed bytes, without its section's head). */
 static char *body_of(const model *m, size_t *len)
 {
     calib_mpw w;
     calib_mpw_init(&w);
     snapshot_pack_model(&w, m);
     assert_int_equal(calib_mpw_error(&w), CALIB_OK);
-    *len = w.sb.size;
+    assert_true(w.sb.size > SNAPSHOT_SECTION_HEAD);
+    *len = w.sb.size - SNAPSHOT_SECTION_HEAD;
     char *b = malloc(*len);
     assert_non_null(b);
-    memcpy(b, w.sb.data, *len);
+    memcpy(b, w.sb.data + SNAPSHOT_SECTION_HEAD, *len);
     calib_mpw_destroy(&w);
     return b;
 }
@@ -803,8 +816,9 @@ static void pack_without(msgpack_packer *pk, const msgpack_object *o, const char
     }
 }
 
-/* m's file without the map entries named drop (there are some). */
-static char *file_without(const model *m, const char *drop, size_t *len)
+/* m's file without the map entries named drop (there are some); bare:
+ * its map not in a section (as formats 1 to 3 wrote it). */
+static char *file_without_as(const model *m, const char *drop, int bare, size_t *len)
 {
     size_t blen, off = 0;
     char *body = body_of(m, &blen);
@@ -817,23 +831,28 @@ static char *file_without(const model *m, const char *drop, size_t *len)
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     pack_without(&pk, &u.data, drop);
     assert_true(sb.size < blen);
-    char *f = framed(sb.data, sb.size, len);
+    char *f = bare ? framed_n(sb.data, sb.size, 1, len) : framed(sb.data, sb.size, len);
     msgpack_sbuffer_destroy(&sb);
     msgpack_unpacked_destroy(&u);
     free(body);
     return f;
 }
 
+static char *file_without(const model *m, const char *drop, size_t *len)
+{
+    return file_without_as(m, drop, 0, len);
+}
+
 /* m's file in format version 1: its body without the stores' bounds, its
  * header saying "v": 1. */
 static char *file_v1(const model *m, size_t *len)
 {
-    char *f = file_without(m, "bound", len);
-    /* the header's "v": 3 (fixstr "v", fixint 3) becomes 1: a file
-     * without the stores' bounds, its sections as written now */
+    char *f = file_without_as(m, "bound", 1, len);
+    /* the header's "v": 4 (fixstr "v", fixint 4) becomes 1: a file
+     * without the stores' bounds, its map bare, its sections as written now */
     char *v = NULL;
     for (size_t i = 0; !v && i + 3 <= *len; i++)
-        if (memcmp(f + i, "\xa1v\x03", 3) == 0)
+        if (memcmp(f + i, "\xa1v\x04", 3) == 0)
             v = f + i;
     assert_non_null(v);
     v[2] = 1;
@@ -905,42 +924,123 @@ static void files_without_periods(void **state)
     model_free(&b);
 }
 
-/* Every truncation and every bit flip of the body is refused by the
- * frame; flips in the header are refused or harmless. */
-static void damaged_files_are_refused(void **state)
+/* The walk over a file's body: what snapshot_next said of each section
+ * (1 a map, 2 damaged), at most 8; each map restored into out[i] when
+ * given. The number of results, or -1 when the header is refused. */
+static int walk(const char *f, size_t len, const model_cfg *c, model *out, int got[8],
+                snapshot_head *h)
 {
+    char err[600], skipped[600];
+    if (snapshot_open(f, len, h, err, sizeof err) != 0)
+        return -1;
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    size_t off = 0;
+    int n = 0, rc;
+    while (n < 8 && (rc = snapshot_next(h, &off, &u, err, sizeof err)) > 0) {
+        got[n] = rc;
+        if (rc == 1 && out) {
+            make(&out[n], c, 0);
+            assert_int_equal(snapshot_restore_model(&out[n], &u.data, 0, 0, skipped,
+                                                    sizeof skipped, err, sizeof err), 0);
+        }
+        if (rc == 2)
+            assert_true(strstr(err, "section") != NULL);
+        n++;
+    }
+    assert_true(rc >= 0); /* a body of sections is never refused whole */
+    msgpack_unpacked_destroy(&u);
+    return n;
+}
+
+/* One damaged byte costs the model it falls in (its section's checksum,
+ * or its head's, after which the walk finds the next intact head), not
+ * the file; a file cut short keeps every section it still holds whole.
+ * Flips in the header are refused or harmless. */
+static void damage_costs_one_model(void **state)
+{
+    enum { M = 4 };
     model_cfg c = small_cfg();
-    model a;
-    make(&a, &c, 1);
-    feed(&a, 5, 400, 4000);
+    model a[M];
+    calib_mpw body;
+    calib_mpw_init(&body);
+    size_t at[M + 1];
+    for (int i = 0; i < M; i++) {
+        make(&a[i], &c, i == 1);
+        feed(&a[i], 5 + (uint64_t)i, 100 + 100 * i, 4000);
+        at[i] = body.sb.size;
+        snapshot_pack_model(&body, &a[i]);
+    }
+    at[M] = body.sb.size;
+    assert_int_equal(calib_mpw_error(&body), CALIB_OK);
     size_t len;
-    char *f = file_of(&a, &len);
-    char skipped[600], err[600];
+    char *f = framed_n(body.sb.data, body.sb.size, M, &len);
+    size_t head = len - body.sb.size;
     snapshot_head h;
-    assert_int_equal(snapshot_open(f, len, &h, err, sizeof err), 0);
-    assert_int_equal(h.models, 1);
+    int got[8];
+    model b[8];
+    /* intact: all four, exactly */
+    assert_int_equal(walk(f, len, &c, b, got, &h), M);
     assert_int_equal(h.messages, 42);
     assert_int_equal(h.rejected[REJ_SHAPE], 2);
-    size_t head = (size_t)(h.body - f);
-    for (size_t cut = 0; cut < len; cut += 1 + cut / 7)
-        assert_int_equal(snapshot_open(f, cut, &h, err, sizeof err), -1);
-    assert_int_equal(snapshot_open(f, len - 1, &h, err, sizeof err), -1);
+    for (int i = 0; i < M; i++) {
+        assert_int_equal(got[i], 1);
+        same_bytes(&a[i], &b[i]);
+        model_free(&b[i]);
+    }
     calib_rng r;
     calib_rng_seed(&r, 9);
-    for (int i = 0; i < 400; i++) {
-        size_t at = (size_t)(calib_rng_next(&r) % len);
+    for (int t = 0; t < 300; t++) {
+        /* a third in the sections' heads, the rest anywhere */
+        size_t pos = t % 3 == 0 ? head + at[t % M] + calib_rng_next(&r) % SNAPSHOT_SECTION_HEAD
+                                : (size_t)(calib_rng_next(&r) % len);
         unsigned char bit = (unsigned char)(1u << (calib_rng_next(&r) % 8));
-        f[at] ^= bit;
-        model b;
-        make(&b, &c, 0);
-        int rc = restore(f, len, &b, 0, skipped, sizeof skipped, err, sizeof err);
-        if (at >= head)
-            assert_int_equal(rc, -1);
-        model_free(&b);
-        f[at] ^= bit;
+        f[pos] ^= bit;
+        int n = walk(f, len, &c, b, got, &h);
+        f[pos] ^= bit;
+        if (pos < head) { /* the header: refused, or read as before */
+            for (int i = 0; i < n; i++)
+                if (got[i] == 1)
+                    model_free(&b[i]);
+            continue;
+        }
+        int hit = 0;
+        while (pos - head >= at[hit + 1])
+            hit++;
+        assert_int_equal(n, M);
+        for (int i = 0; i < M; i++) {
+            assert_int_equal(got[i], i == hit ? 2 : 1);
+            if (i != hit) {
+                same_bytes(&a[i], &b[i]);
+                model_free(&b[i]);
+            }
+        }
+    }
+    /* cut short, anywhere: the sections wholly there, exactly; a cut in
+     * the header refuses the file */
+    for (size_t cut = 0; cut < len; cut += 1 + cut / 5) {
+        int n = walk(f, cut, &c, b, got, &h);
+        if (cut < head) {
+            assert_int_equal(n, -1);
+            continue;
+        }
+        int whole = 0;
+        while (whole < M && at[whole + 1] <= cut - head)
+            whole++;
+        assert_int_equal(n, whole + (cut - head > at[whole] && whole < M));
+        for (int i = 0; i < n; i++) {
+            assert_int_equal(got[i], i < whole ? 1 : 2);
+            if (i < whole) {
+                same_bytes(&a[i], &b[i]);
+                model_free(&b[i]);
+            }
+        }
+        assert_true(h.body_bytes == at[M] && h.len == cut - head);
     }
     free(f);
-    model_free(&a);
+    calib_mpw_destroy(&body);
+    for (int i = 0; i < M; i++)
+        model_free(&a[i]);
 }
 
 /* A Kafka partition's snapshot: its header names the partition and the
@@ -1262,7 +1362,7 @@ int main(void)
         cmocka_unit_test(stopped_by_memory_is_restored),
         cmocka_unit_test(version_1_is_read),
         cmocka_unit_test(files_without_periods),
-        cmocka_unit_test(damaged_files_are_refused),
+        cmocka_unit_test(damage_costs_one_model),
         cmocka_unit_test(foreign_files_are_refused),
         cmocka_unit_test(crafted_bodies_do_no_harm),
         cmocka_unit_test(merged_shards_equal_the_whole),
