@@ -350,8 +350,11 @@ static size_t drop_models(calibd *d, kafka_part *p)
 }
 
 /* Restores partition p from its snapshot in the group's directory: the
- * offset to read it from (the file's), or RD_KAFKA_OFFSET_STORED (the
- * group's committed offset, else auto.offset.reset) without a usable one. */
+ * offset to read it from (the file's); RD_KAFKA_OFFSET_STORED (the
+ * group's committed offset, else auto.offset.reset) without one;
+ * RD_KAFKA_OFFSET_BEGINNING when it cannot be used (its models' history
+ * is read again). A file with damaged sections loses their models only:
+ * they start afresh at the file's offset. */
 static int64_t restore_part(struct kafka *k, kafka_part *p)
 {
     calibd *d = k->d;
@@ -408,15 +411,18 @@ static int64_t restore_part(struct kafka *k, kafka_part *p)
     free(data);
     drop_models(d, p);
     k->st.restore_errors++;
+    /* the group's committed offset is past the messages whose state is
+     * lost (a commit follows a snapshot): the partition is read again
+     * from the earliest message the brokers hold */
     if (state_move_aside(dir, name, moved, sizeof moved) == 0)
         log_msg(&d->log, LOG_ERROR, "kafka", "partition %s/%d: %s/%s cannot be used (%s): "
-                "moved aside to %s; read from the group's committed offset", p->topic,
-                (int)p->partition, dir, name, err, moved);
+                "moved aside to %s; read again from the earliest offset the brokers hold",
+                p->topic, (int)p->partition, dir, name, err, moved);
     else
         log_msg(&d->log, LOG_ERROR, "kafka", "partition %s/%d: %s/%s cannot be used (%s) nor "
-                "moved aside (%s); read from the group's committed offset", p->topic,
-                (int)p->partition, dir, name, err, strerror(errno));
-    return RD_KAFKA_OFFSET_STORED;
+                "moved aside (%s); read again from the earliest offset the brokers hold",
+                p->topic, (int)p->partition, dir, name, err, strerror(errno));
+    return RD_KAFKA_OFFSET_BEGINNING;
 }
 
 /* Hands librdkafka the partitions taken (take) or let go, incrementally

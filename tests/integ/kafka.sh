@@ -18,7 +18,9 @@
 # - every params message (kafka_watch.py on every PUB socket) shows no
 #   version going back, and no model published by two instances at once;
 # - an idle member stays one: polled within max.poll.interval.ms, it keeps
-#   its partitions through a silence longer than that.
+#   its partitions through a silence longer than that;
+# - a partition file that cannot be used is read again from the earliest
+#   offset: C, started alone on the group's files, holds W's figures.
 # One model (km-0) has a [model] section: it is made by its first message
 # or its partition's snapshot, never ahead of them.
 # KAFKA_STRATEGY: the group's partition.assignment.strategy (unset:
@@ -216,6 +218,19 @@ for name in sorted(merged):
         assert m["raw"][k] == ref[r], (name, k, m["raw"][k], ref[r])
     assert not m["rejected"], (name, m["rejected"])
 PY'
+
+# a partition file that cannot be used: its history is read again from
+# the earliest offset the brokers hold (the group's committed offset is
+# past it), so C, alone in the group, holds every model whole again
+head -c 100 "$work/shared/partition.preds.1" > "$work/p1" && mv "$work/p1" "$work/shared/partition.preds.1"
+one C g "$work/shared" 3600 1
+check "a damaged partition file: moved aside, its partition read again from the earliest offset; C holds all 100,000 pairs, each model as W has it" \
+    'wait_until "holds C 4 && [ \"\$(scored C)\" = 100000 ]" 60 &&
+     grep -q "partition preds/1: .*partition.preds.1 cannot be used .*read again from the earliest offset the brokers hold" "$work/C/calibd.log" &&
+     [ -e "$work/shared/partition.preds.1.bad" ] &&
+     [ "$(q C "sorted((n, m[\"raw\"][\"brier\"][\"mean\"]) for n, m in r[\"models\"].items())")" = "$(json_get "$work/W.json" "sorted((n, m[\"raw\"][\"brier\"][\"mean\"]) for n, m in r[\"models\"].items())")" ]'
+kill -TERM "${pid[C]}"
+ends_within "${pid[C]}" "$(scaled 60)" || kill -KILL "${pid[C]}"
 
 kill "$(jobs -p)" 2> /dev/null
 check "the models were refitted and published (some version >= 1): $(awk '$4 > 0' "$work/published" | wc -l) messages" \
