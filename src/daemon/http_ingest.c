@@ -26,6 +26,7 @@
 
 typedef struct http_ingest_job {
     struct http_ingest_job *next;
+    http_ingest *g;
     struct MHD_Connection *conn;
     int type;               /* CALIB_MSG_PRED or CALIB_MSG_LABEL: the route's */
     int json;               /* the body is JSON, else msgpack */
@@ -34,6 +35,8 @@ typedef struct http_ingest_job {
     char *body;             /* as read; once queued, msgpack */
     size_t len, cap;
     int too_large;          /* the body passed max_body: 413 */
+    int over;               /* its buffer would pass ingest_memory: 503 */
+    size_t held;            /* its buffer's bytes counted in g->reading */
     int queued;             /* handed to the loop */
     uint64_t queued_at;     /* uv_hrtime then */
     int answered;           /* the loop has ingested it (or refused its JSON) */
@@ -389,6 +392,7 @@ static enum MHD_Result begin(http_ingest *g, struct MHD_Connection *c, const cha
     http_ingest_job *j = calloc(1, sizeof *j);
     if (!j)
         return MHD_NO;
+    j->g = g;
     if (!http_ingest_route(url, j->topic, &j->topic_len, &j->type)) {
         free(j);
         return MHD_NO;
@@ -415,11 +419,43 @@ static enum MHD_Result begin(http_ingest *g, struct MHD_Connection *c, const cha
     return MHD_YES;
 }
 
-/* A chunk of the body; past max_body the rest is discarded. */
+static void count_bytes(http_ingest *g, size_t n)
+{
+    pthread_mutex_lock(&g->lock);
+    g->received += n;
+    pthread_mutex_unlock(&g->lock);
+}
+
+/* The bytes of j's buffer no longer counted as being read. */
+static void release(http_ingest *g, http_ingest_job *j)
+{
+    if (!j->held)
+        return;
+    pthread_mutex_lock(&g->lock);
+    g->reading -= j->held;
+    pthread_mutex_unlock(&g->lock);
+    j->held = 0;
+}
+
+/* The body's buffer dropped, the rest of it discarded as it comes. */
+static void drop_body(http_ingest *g, http_ingest_job *j)
+{
+    release(g, j);
+    free(j->body);
+    j->body = NULL;
+    j->len = j->cap = 0;
+}
+
+/* A chunk of the body; past max_body, or past what ingest_memory leaves
+ * (bodies being read and bodies waiting for the loop together; a body
+ * alone always fits), the rest is discarded. */
 static void append(http_ingest *g, http_ingest_job *j, const char *data, size_t len)
 {
-    if (j->too_large || len > g->max_body - j->len) {
+    if (j->too_large || j->over)
+        return;
+    if (len > g->max_body - j->len) {
         j->too_large = 1;
+        drop_body(g, j);
         return;
     }
     if (j->len + len > j->cap) {
@@ -428,9 +464,26 @@ static void append(http_ingest *g, http_ingest_job *j, const char *data, size_t 
             cap *= 2;
         if (cap > g->max_body)
             cap = g->max_body;
+        size_t more = cap - j->cap;
+        pthread_mutex_lock(&g->lock);
+        size_t used = g->reading + g->queued;
+        int fits = used == j->held || (used <= g->budget && more <= g->budget - used);
+        if (fits) {
+            g->reading += more;
+            j->held += more;
+            if (g->reading > g->reading_max)
+                g->reading_max = g->reading;
+        }
+        pthread_mutex_unlock(&g->lock);
+        if (!fits) {
+            j->over = 1;
+            drop_body(g, j);
+            return;
+        }
         char *b = realloc(j->body, cap);
         if (!b) {
             j->too_large = 1; /* answered as too large: nothing is half-read */
+            drop_body(g, j);
             return;
         }
         j->body = b;
@@ -444,6 +497,13 @@ static void append(http_ingest *g, http_ingest_job *j, const char *data, size_t 
  * to count), then queued unless the queue is full or closed. */
 static enum MHD_Result hand_over(http_ingest *g, struct MHD_Connection *c, http_ingest_job *j)
 {
+    release(g, j); /* read: counted as waiting from here, if taken */
+    if (j->over) {
+        count(g, &g->busy);
+        return refuse(c, MHD_HTTP_SERVICE_UNAVAILABLE, "busy",
+                      "the bodies being read and waiting would pass ingest_memory: send "
+                      "again later", RETRY_AFTER);
+    }
     if (j->too_large) {
         count(g, &g->too_large);
         return refuse(c, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
@@ -521,6 +581,7 @@ enum MHD_Result http_ingest_answer(http_ingest *g, struct MHD_Connection *c, con
         return begin(g, c, url, method, state);
     int request = j->ce && !j->ce_response;
     if (*upload_len) {
+        count_bytes(g, *upload_len);
         if (!request) /* a request event's inputs: read, not kept */
             append(g, j, upload, *upload_len);
         *upload_len = 0;
@@ -549,6 +610,7 @@ void http_ingest_done(void **state)
     http_ingest_job *j = *state;
     if (!j)
         return;
+    release(j->g, j); /* a connection gone mid-body */
     free(j->body);
     free(j);
     *state = NULL;

@@ -7,7 +7,8 @@
  * with the records taken, 400 with the reason when the message (or every
  * record of it) is rejected, counted like any rejection; 413 over
  * max_msg_size, 415 for another content type, 503 with Retry-After when
- * the bodies waiting for the loop would pass ingest_memory, or when the
+ * the bodies being read and waiting for the loop would pass ingest_memory
+ * (the rest of a body past it is discarded as it comes), or when the
  * expected wait for the loop would pass http_timeout. A message taken is
  * always answered: its connection has no deadline while it waits. And POST
  * /v1/cloudevents: KServe's payload logger's CloudEvents (kserve.h). */
@@ -35,6 +36,11 @@ typedef struct http_ingest {
     pthread_mutex_t lock;   /* the queue and the counters */
     struct http_ingest_job *head, *tail; /* waiting for the loop */
     size_t queued;          /* their bytes */
+    size_t reading;         /* bytes of the buffers of bodies being read:
+                               with queued, at most budget (one body alone
+                               always fits) */
+    size_t reading_max;     /* the most reading has been */
+    unsigned long long received; /* bytes of bodies received, kept or not */
     double ns_per_byte;     /* the loop's time to ingest a byte (moving mean) */
     int closed;             /* no loop to take them: 503 */
     uv_async_t async;       /* the loop's wake-up */

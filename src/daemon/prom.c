@@ -840,7 +840,8 @@ static void http_counters(out *t, http_server *h)
         unsigned long long msgs = g->messages, large = g->too_large, media = g->unsupported,
                            busy = g->busy, event = g->bad_event, kreq = g->kserve_requests,
                            kunusable = g->kserve_unusable, late = g->late,
-                           queued = g->queued;
+                           queued = g->queued, reading = g->reading,
+                           reading_max = g->reading_max, received = g->received;
         pthread_mutex_unlock(&g->lock);
         help(t, "calibd_http_ingest_messages_total", "counter",
              "Messages posted over HTTP that calibd ingested (or refused, counted in "
@@ -849,10 +850,20 @@ static void http_counters(out *t, http_server *h)
         help(t, "calibd_http_ingest_queued_bytes", "gauge",
              "Bytes of HTTP bodies waiting for the loop (at most ingest_memory).");
         put(t, "calibd_http_ingest_queued_bytes %llu\n", queued);
+        help(t, "calibd_http_ingest_reading_bytes", "gauge",
+             "Bytes of the buffers of HTTP bodies being read (with the queued ones, at most "
+             "ingest_memory, or one body).");
+        put(t, "calibd_http_ingest_reading_bytes %llu\n", reading);
+        help(t, "calibd_http_ingest_reading_max_bytes", "gauge",
+             "The most calibd_http_ingest_reading_bytes has been since the start.");
+        put(t, "calibd_http_ingest_reading_max_bytes %llu\n", reading_max);
+        help(t, "calibd_http_ingest_received_bytes_total", "counter",
+             "Bytes of HTTP ingest bodies received, kept or discarded.");
+        put(t, "calibd_http_ingest_received_bytes_total %llu\n", received);
         help(t, "calibd_http_ingest_refused_total", "counter",
              "HTTP ingest requests refused before the loop, by reason: a body past "
-             "max_msg_size (413), another content type (415), the bodies waiting past "
-             "ingest_memory or calibd stopping (busy, 503), an answer expected later than "
+             "max_msg_size (413), another content type (415), the bodies being read and "
+             "waiting past ingest_memory or calibd stopping (busy, 503), an answer expected later than "
              "http_timeout (late, 503), a CloudEvent without the headers of KServe's (400).");
         put(t, "calibd_http_ingest_refused_total{reason=\"too_large\"} %llu\n", large);
         put(t, "calibd_http_ingest_refused_total{reason=\"unsupported_media_type\"} %llu\n",

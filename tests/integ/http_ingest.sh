@@ -218,4 +218,85 @@ check "every message calibd took was answered 200 (the 200s: $(late ok))" 'wait_
 check "the rows scored are the 200s' rows, none ingested unanswered" \
     'wait_for "$work/late.json" "r[\"models\"].get(\"late\", {}).get(\"scored\", 0) == $(late rows)"'
 check "calibd stops cleanly after it" stop_calibd
+
+# Bodies being read count against ingest_memory with the waiting ones: 40
+# connections each send all but the last byte of a 1 MiB body and hold it.
+# calibd keeps at most ingest_memory (4 MiB) of them and discards the rest
+# of the others as it comes; once complete, the kept ones are answered 200,
+# the others 503 busy with Retry-After. Before, each held its 1 MiB.
+cat > "$work/read.conf" <<EOF2
+[daemon]
+http_ingest = yes
+http_timeout = 60
+max_msg_size = 1048576
+ingest_memory = 4194304
+http_max_per_address = 64
+EOF2
+start_calibd -c "$work/read.conf" --http 127.0.0.1:0
+rss() { awk '/^VmRSS/ {print $2}' "/proc/$calibd_pid/status"; }
+rss0=$(rss)
+mkfifo "$work/go"
+"$PY" - "${HTTP%/metrics}" "$work/go" > "$work/read.out" <<'PY' &
+import socket, sys, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+n, size = 40, (1 << 20) - 1
+conns = []
+for i in range(n):
+    head = '{"v": 1, "type": "pred", "id": "r%d", "p": 0.25, "pad": "' % i
+    body = (head + "x" * (size - len(head) - 2) + '"}').encode()
+    s = socket.create_connection((u.hostname, u.port))
+    s.sendall(b"POST /v1/models/read/predictions HTTP/1.1\r\nHost: x\r\n"
+              b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % size)
+    s.sendall(body[:-1])
+    conns.append((s, body[-1:]))
+print("held %d" % n, flush=True)
+open(sys.argv[2]).read()  # the checks of the held bodies are done
+codes = {}
+for s, last in conns:
+    s.sendall(last)
+    f = s.makefile("rb")
+    status = int(f.readline().split()[1])
+    retry = False
+    while True:
+        line = f.readline().strip()
+        if not line:
+            break
+        retry |= line.lower().startswith(b"retry-after:")
+    key = "%d%s" % (status, "+retry" if retry else "")
+    codes[key] = codes.get(key, 0) + 1
+    s.close()
+print(" ".join("%s=%d" % kv for kv in sorted(codes.items())), flush=True)
+PY
+poster=$!
+wait_until "grep -q '^held 40' '$work/read.out'"
+# every byte sent is in calibd, kept or discarded, before the RSS is read
+reading() { curl -sS "$HTTP" | awk '$1 == "calibd_http_ingest_reading_bytes" {print $2}'; }
+received() { curl -sS "$HTTP" | awk '$1 == "calibd_http_ingest_received_bytes_total" {print $2}'; }
+check "calibd received every byte sent ($(( 40 * ((1 << 20) - 2) )))" \
+    'wait_until "[ \"\$(received)\" = $(( 40 * ((1 << 20) - 2) )) ]"'
+
+rss1=$(rss)
+peak=$(curl -sS "$HTTP" | awk '$1 == "calibd_http_ingest_reading_max_bytes" {print $2}')
+check "40 bodies of 1 MiB held: at most ingest_memory of them kept ($peak bytes at most)" \
+    '[ "$peak" -le 4194304 ]'
+if [ "${CALIB_SANITIZERS:-no}" != yes ]; then # a sanitizer's shadow memory is no measure
+    check "and the resident memory grew by less than ingest_memory and 8 MiB ($(( (rss1 - rss0) / 1024 )) MiB)" \
+        '[ $(( rss1 - rss0 )) -lt $(( 4096 + 8192 )) ]'
+fi
+echo > "$work/go"
+wait "$poster"
+echo "# $(tail -n 1 "$work/read.out")"
+codes() { tr ' ' '\n' < <(tail -n 1 "$work/read.out") | sed -n "s/^$1=//p"; }
+# (/metrics is rendered by the loop's rounds: the next one counts them)
+busy_counted() { curl -sS "$HTTP" | grep -F "calibd_http_ingest_refused_total{reason=\"busy\"} $(codes 503+retry)" > /dev/null; }
+check "once complete, the kept ones answered 200, the others 503 with Retry-After, counted busy ($(tail -n 1 "$work/read.out"))" \
+    '[ "$(( $(codes 200) + $(codes 503+retry) ))" = 40 ] && [ "$(codes 200)" -ge 1 ] && [ "$(codes 503+retry)" -ge 1 ] &&
+     wait_until busy_counted'
+post_one() {
+    curl -sS -o /dev/null -w "%{http_code}" -H "Content-Type: application/json" \
+        --data "{\"v\": 1, \"type\": \"pred\", \"id\": \"after\", \"p\": 0.5}" "${HTTP%/metrics}/v1/models/read/predictions"
+}
+check "nothing held after: the gauge back to 0 ($(reading)), a new post answered 200" \
+    'wait_until "[ \"\$(reading)\" = 0 ]" && [ "$(post_one)" = 200 ]'
+check "calibd stops cleanly after it" stop_calibd
 finish
