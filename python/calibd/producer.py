@@ -17,7 +17,10 @@ Which socket loses what (calibd-protocol(7), INGEST):
 - "kafka": a Kafka producer (confluent-kafka) on the brokers given as the
   endpoint ("host:port,..."), writing to `kafka_topic`, each message keyed
   by its model's name, so that a model's predictions and labels land on
-  one partition, in order (calibd(8), KAFKA). The brokers keep what is
+  one partition, in order (calibd(8), KAFKA): the partition librdkafka's
+  consistent_random partitioner (CRC-32 of the name) gives it, the one
+  calibd expects unless its [kafka] partitioner says another (pass the
+  same "partitioner" in kafka_config). The brokers keep what is
   sent: nothing is lost while calibd is down. close() waits up to `linger`
   seconds for every message to be acknowledged (RuntimeError if not).
 """
@@ -213,6 +216,9 @@ class Producer:
         # a retry must not put a label before its prediction, nor send a
         # message twice
         conf.setdefault("enable.idempotence", True)
+        # the partitioner calibd expects by default ([kafka] partitioner):
+        # a model's partition is the one its name hashes to
+        conf.setdefault("partitioner", "consistent_random")
         self._kafka = confluent_kafka.Producer(conf)
         self._kafka_topic = topic
         self._kafka_failed = []  # type: list

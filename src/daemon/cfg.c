@@ -713,7 +713,9 @@ int config_set_kafka(kafka_cfg *k, const char *key, const char *value, char *err
     }
     if (strcmp(key, "topics") == 0)
         return set_topics(k, value, err, errlen);
-    if (!strchr(key, '.') && strcmp(key, "debug") != 0) /* librdkafka's one without */
+    /* librdkafka's two without a dot: debug, and partitioner (a producer's,
+     * which calibd reads to know its producers': kafka.h) */
+    if (!strchr(key, '.') && strcmp(key, "debug") != 0 && strcmp(key, "partitioner") != 0)
         return 1;
     for (size_t i = 0; kafka_owned[i]; i++)
         if (strcmp(key, kafka_owned[i]) == 0) {

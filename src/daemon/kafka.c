@@ -56,6 +56,53 @@ struct kafka {
 };
 
 #define KAFKA_COMMIT_RETRY 5.0 /* seconds between two rounds of commits behind */
+#define KAFKA_METADATA_MS 5000 /* the longest an assignment waits for a topic's
+                                  partition count */
+
+/* A key's partition among count, as the producers' partitioner puts it:
+ * librdkafka's own functions (the _random variants differ only for
+ * messages without a key, which calibd does not check). */
+typedef int32_t (*partitioner_fn)(const rd_kafka_topic_t *, const void *, size_t, int32_t,
+                                  void *, void *);
+static const struct {
+    const char *name;
+    partitioner_fn fn;
+} partitioners[] = {
+    {"consistent_random", rd_kafka_msg_partitioner_consistent},
+    {"consistent", rd_kafka_msg_partitioner_consistent},
+    {"murmur2_random", rd_kafka_msg_partitioner_murmur2},
+    {"murmur2", rd_kafka_msg_partitioner_murmur2},
+    {"fnv1a_random", rd_kafka_msg_partitioner_fnv1a},
+    {"fnv1a", rd_kafka_msg_partitioner_fnv1a},
+};
+/* one consumer a process: the partitioner its producers use */
+static partitioner_fn partition_of = rd_kafka_msg_partitioner_consistent;
+
+/* [kafka] partitioner (librdkafka's property; consistent_random when not
+ * set): its function, or NULL with err set for one that does not hash the
+ * key (random). */
+static partitioner_fn partitioner_of(const kafka_cfg *c, char *err, size_t errlen)
+{
+    const char *name = "consistent_random";
+    for (size_t i = 0; i < c->nprops; i++)
+        if (strcmp(c->prop_key[i], "partitioner") == 0)
+            name = c->prop_value[i];
+    for (size_t i = 0; i < sizeof partitioners / sizeof *partitioners; i++)
+        if (strcmp(name, partitioners[i].name) == 0)
+            return partitioners[i].fn;
+    snprintf(err, errlen, "[kafka] partitioner = %s: calibd needs the partitioner its producers "
+             "use, one that hashes the key (consistent_random, the default, murmur2_random, "
+             "fnv1a_random, or the same without _random)", name);
+    return NULL;
+}
+
+int kafka_part_owns(const kafka_part *p, const void *key, size_t key_len, int32_t *want)
+{
+    if (p->count <= 0 || key_len == 0)
+        return 1;
+    *want = partition_of(NULL, key, key_len, p->count, NULL, NULL);
+    return *want == p->partition;
+}
 
 void kafka_part_file(const char *topic, int32_t partition, char *name, size_t len)
 {
@@ -446,6 +493,31 @@ static int reassign(struct kafka *k, rd_kafka_topic_partition_list_t *l, int tak
     return -1;
 }
 
+/* The topic's partition count from the brokers' metadata (waits at most
+ * KAFKA_METADATA_MS, on the loop, as the rest of an assignment does), or
+ * 0 when unknown (logged: its models then belong to the first of its
+ * partitions that feeds them). */
+static int32_t topic_partitions(struct kafka *k, const char *topic)
+{
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(k->rk, topic, NULL);
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t e = rkt ? rd_kafka_metadata(k->rk, 0, rkt, &md, KAFKA_METADATA_MS)
+                                : rd_kafka_last_error();
+    int32_t n = 0;
+    for (int i = 0; !e && md && i < md->topic_cnt; i++)
+        if (strcmp(md->topics[i].topic, topic) == 0 && !md->topics[i].err)
+            n = md->topics[i].partition_cnt;
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    if (rkt)
+        rd_kafka_topic_destroy(rkt);
+    if (n <= 0)
+        log_msg(&k->d->log, LOG_WARN, "kafka", "%s: its partition count is unknown (%s): a "
+                "model belongs to the first of its partitions that feeds it", topic,
+                e ? rd_kafka_err2str(e) : "not in the brokers' metadata");
+    return n;
+}
+
 static void assign(struct kafka *k, rd_kafka_topic_partition_list_t *l)
 {
     calibd *d = k->d;
@@ -463,6 +535,16 @@ static void assign(struct kafka *k, rd_kafka_topic_partition_list_t *l)
         }
         if (p->assigned) /* ours already (a cooperative rebalance's extra) */
             continue;
+        /* the topic's count, asked once an assignment (partitions added to
+         * a topic rebalance the group) */
+        p->count = 0;
+        for (int j = 0; j < i && !p->count; j++) {
+            kafka_part *q = part_find(k, l->elems[j].topic, l->elems[j].partition);
+            if (q && q->count && strcmp(l->elems[j].topic, e->topic) == 0)
+                p->count = q->count;
+        }
+        if (!p->count)
+            p->count = topic_partitions(k, e->topic);
         p->epoch++;
         p->committed = -1; /* the group's, as far as this assignment knows */
         e->offset = restore_part(k, p);
@@ -614,12 +696,22 @@ static void on_message(struct kafka *k, rd_kafka_message_t *msg)
         k->st.skipped++;
         return;
     }
-    d->source = p;
-    if (msg->key_len)
-        ingest_message(d, msg->key, msg->key_len, msg->payload, msg->len, -1, NULL);
-    else
-        ingest_message(d, topic, strlen(topic), msg->payload, msg->len, -1, NULL);
-    d->source = NULL;
+    int32_t want;
+    if (msg->key_len && !kafka_part_owns(p, msg->key, msg->key_len, &want)) {
+        /* a stray: its model is another partition's, and stays so */
+        char why[KAFKA_TOPIC_MAX + 200];
+        snprintf(why, sizeof why, "on partition %s/%d, but its key hashes to partition %d of "
+                 "%d (a producer with another partitioner? calibd(8), KAFKA)", topic,
+                 (int)p->partition, (int)want, (int)p->count);
+        ingest_reject(d, msg->key, msg->key_len, REJ_OTHER_SOURCE, why, NULL);
+    } else {
+        d->source = p;
+        if (msg->key_len)
+            ingest_message(d, msg->key, msg->key_len, msg->payload, msg->len, -1, NULL);
+        else
+            ingest_message(d, topic, strlen(topic), msg->payload, msg->len, -1, NULL);
+        d->source = NULL;
+    }
     p->next = msg->offset + 1;
     p->messages++;
     k->st.messages++;
@@ -762,6 +854,8 @@ int kafka_check(const daemon_cfg *c, char *err, size_t errlen)
 {
     if (!c->kafka.brokers)
         return 0;
+    if (!partitioner_of(&c->kafka, err, errlen))
+        return -1;
     rd_kafka_conf_t *conf = make_conf(&c->kafka, 1, err, errlen);
     if (!conf)
         return -1;
@@ -808,6 +902,10 @@ int kafka_start(calibd *d, char *err, size_t errlen)
         snprintf(err, errlen, "[kafka] state_dir %s: not a directory", c->state_dir);
         return -1;
     }
+    partitioner_fn fn = partitioner_of(c, err, errlen);
+    if (!fn)
+        return -1;
+    partition_of = fn;
     rd_kafka_conf_t *conf = make_conf(c, 0, err, errlen);
     if (!conf)
         return -1;

@@ -4,10 +4,13 @@
  *
  * A message's value is a protocol v1 message (msgpack), its key the model's
  * name (no key: the topic's name), so that a model's predictions and labels
- * meet on one partition and so on one instance of the group. The models fed
- * from a partition are that partition's: they take messages from it alone
- * (REJ_OTHER_SOURCE otherwise), and their state is kept per partition, in
- * the group's shared directory ([kafka] state_dir):
+ * meet on one partition and so on one instance of the group. A model's
+ * partition is the one its key hashes to with the producers' partitioner
+ * (kafka_part_owns): a message keyed to another is rejected
+ * (REJ_OTHER_SOURCE) and changes nothing. The models fed from a partition
+ * are that partition's: they take messages from it alone, and their state
+ * is kept per partition, in the group's shared directory ([kafka]
+ * state_dir):
  *
  *   partition.TOPIC.N   a snapshot (snapshot.h) of the partition's models,
  *                       whose header names the partition and the offset of
@@ -55,7 +58,16 @@ typedef struct kafka_part {
     uint64_t messages; /* messages read from it */
     uint64_t epoch;    /* assignments so far: a snapshot packed in an
                           earlier one is not this one's */
+    int32_t count;     /* the topic's partitions, from the brokers' metadata
+                          at the assignment; 0: unknown */
 } kafka_part;
+
+/* Whether a message keyed key (key_len > 0) belongs on partition p: the
+ * partition the producers' partitioner ([kafka] partitioner, librdkafka's
+ * property; consistent_random by default) hashes the key to among
+ * p->count. 1 when it does or the count is unknown; 0 with *want the
+ * partition it belongs on. */
+int kafka_part_owns(const kafka_part *p, const void *key, size_t key_len, int32_t *want);
 
 /* The partition snapshot's file name: "partition.TOPIC.N". */
 void kafka_part_file(const char *topic, int32_t partition, char *name, size_t len);

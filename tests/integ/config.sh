@@ -55,6 +55,13 @@ check check_config_models '[ $? -eq 2 ] && grep -q "model two: too_many_models" 
 printf '[kafka]\nbrokers = 127.0.0.1:1\ntopics = t\ngroup = g\nstate_dir = %s\nsession.timeout.ms = 6000\nsesion.timeout.ms = 1\n' "$work/k" > "$work/kafka.conf"
 "$CALIBD" --check-config "$work/kafka.conf" > /dev/null 2> "$work/err"
 check check_config_kafka '[ $? -eq 2 ] && grep -q "\[kafka\] sesion.timeout.ms: No such configuration property" "$work/err" && [ ! -e "$work/k" ]'
+# a partitioner that does not hash the key: no model could have its partition
+sed 's/^sesion.timeout.ms = 1$/partitioner = random/' "$work/kafka.conf" > "$work/krandom.conf"
+"$CALIBD" --check-config "$work/krandom.conf" > /dev/null 2> "$work/err"
+check check_config_partitioner '[ $? -eq 2 ] && grep -q "\[kafka\] partitioner = random: calibd needs the partitioner its producers use" "$work/err"'
+sed 's/^sesion.timeout.ms = 1$/partitioner = murmur2_random/' "$work/kafka.conf" > "$work/kmurmur.conf"
+"$CALIBD" --check-config "$work/kmurmur.conf" > /dev/null 2> "$work/err"
+check check_config_partitioner_murmur2 '[ $? -eq 0 ]'
 # a check loads no code: librdkafka would dlopen plugin.library.paths as it
 # is set (the dynamic loader's own trace says whether it did); the check
 # looks for the file only, and says when it is missing

@@ -229,6 +229,26 @@ check "a damaged partition file: moved aside, its partition read again from the 
      grep -q "partition preds/1: .*partition.preds.1 cannot be used .*read again from the earliest offset the brokers hold" "$work/C/calibd.log" &&
      [ -e "$work/shared/partition.preds.1.bad" ] &&
      [ "$(q C "sorted((n, m[\"raw\"][\"brier\"][\"mean\"]) for n, m in r[\"models\"].items())")" = "$(json_get "$work/W.json" "sorted((n, m[\"raw\"][\"brier\"][\"mean\"]) for n, m in r[\"models\"].items())")" ]'
+# a stray: one message keyed stray-1 on a partition its key does not hash
+# to (a producer with another partitioner), then 100 from the Python
+# package's producer (librdkafka's default, consistent_random: CRC-32 of
+# the key): the stray is rejected, other_source, and the 100 are taken
+"$PY" - "$BOOT" <<'PY'
+import sys, zlib, msgpack, confluent_kafka
+from calibd import Producer
+right = zlib.crc32(b"stray-1") % 4
+k = confluent_kafka.Producer({"bootstrap.servers": sys.argv[1]})
+k.produce("preds", key=b"stray-1", partition=(right + 1) % 4,
+          value=msgpack.packb({"v": 1, "type": "pred", "id": "s", "logits": [0, 0, 0, 1]}))
+k.flush(30)
+with Producer(sys.argv[1], socket="kafka", kafka_topic="preds") as p:
+    p.predict("stray-1", ["s%d" % i for i in range(100)], logits=[[0.1, 0.2, 0.3, 0.4]] * 100)
+PY
+# (the stray comes first: no model holds it, the daemon counts it)
+stray() { q C "(r['models'].get('stray-1', {}).get('join', {}).get('waiting_predictions'), r['rejected'].get('other_source'))"; }
+check "a stray message keyed to another partition: rejected (other_source), and the model's 100 real ones taken" \
+    'wait_until "[ \"\$(stray)\" = \"(100, 1)\" ]" 60 &&
+     grep -q "stray-1.*(other_source): on partition preds/.*, but its key hashes to partition" "$work/C/calibd.log"'
 kill -TERM "${pid[C]}"
 ends_within "${pid[C]}" "$(scaled 60)" || kill -KILL "${pid[C]}"
 
