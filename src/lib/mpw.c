@@ -81,7 +81,8 @@ void calib_mpw_raw(calib_mpw *w, const void *data, size_t len)
         fail(w, CALIB_EINVAL);
         return;
     }
-    wrote(w, msgpack_sbuffer_write(&w->sb, data, len));
+    if (len) /* msgpack-c adds 0 to a buffer not yet allocated */
+        wrote(w, msgpack_sbuffer_write(&w->sb, data, len));
 }
 
 static void open_container(calib_mpw *w, int map)

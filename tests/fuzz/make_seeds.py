@@ -8,8 +8,9 @@ change of the formats, then check the new seeds in:
 
 With --calibd, the snapshot seeds are made afresh by that calibd: it is fed
 small models of every form, stopped, and its snapshot file taken (whole,
-and as a body for fuzz_snapshot's framed mode). Without, the snapshot seeds
-already there are kept. A crash input that fuzzing found goes into the
+and each model's map for fuzz_snapshot's framed mode). Without, the snapshot
+seeds already there are kept; those of earlier formats are kept under
+formatN- names (format3-whole, ...). A crash input that fuzzing found goes into the
 target's folder too (named crash-WHAT), and is listed the same way.
 
 Needs python3-msgpack, and python3-zmq with --calibd (Debian's python3).
@@ -350,25 +351,22 @@ def snapshot(calibd):
             whole = f.read()
     finally:
         shutil.rmtree(tmp)
-    # the header is one msgpack map; the body, the models' maps, follows
-    u = msgpack.Unpacker(raw=False)
-    u.feed(whole)
-    head = u.unpack()
-    body = whole[u.tell():]
+    # the header is one msgpack map; the body, the models' sections,
+    # follows (tests/fixtures/snapfile.py, the tests' codec of the file)
+    sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
+    import snapfile
+    head, models = snapfile.split(whole)
+    body = whole[models[0][1]:] if models else b""
     write("snapshot", "whole", b"\x00" + whole)
     # a Kafka partition's snapshot (kafka.h): its header names the partition
     part = dict(head)
     part.pop("pad", None)
     part["kafka"] = {"topic": "preds", "partition": 3, "offset": 12345}
     write("snapshot", "kafka_partition", b"\x00" + pk(part) + body)
-    # each model alone, framed by the target
-    u = msgpack.Unpacker(raw=False)
-    u.feed(body)
-    at = 0
-    for m in u:
-        end = u.tell()
-        write("snapshot", "model_" + m.get("name", "x"), b"\x01" + body[at:end])
-        at = end
+    # each model's map alone, framed in its section by the target
+    for m, at, end in models:
+        write("snapshot", "model_" + m.get("name", "x"),
+              b"\x01" + whole[at + snapfile.HEAD:end])
     sys.stderr.write("snapshot: %d models, %d bytes (%s)\n" % (head["models"], len(whole),
                                                               calibd))
 
