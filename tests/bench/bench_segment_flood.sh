@@ -6,7 +6,8 @@
 # tests/integ/probe.py timing control and /metrics beside it. Prints the
 # time until every row is scored, the probe's latencies, calibd's RSS, the
 # model's accounted memory, the size of its status, its CPU over 5 idle
-# seconds after, and how long SIGTERM takes.
+# seconds after, the first periodic snapshot's longest slice of the loop
+# and its time, and how long SIGTERM (with the final snapshot) takes.
 # Run: tests/bench/bench_segment_flood.sh build/plain 4096
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,6 +21,7 @@ trap 'kill "$pid" 2> /dev/null; rm -rf "$work"' EXIT
 cat > "$work/c.conf" <<EOC
 [daemon]
 memory_limit = 1073741824
+snapshot_interval = 25
 [model segs]
 segment_keys = 8
 segment_values = $values
@@ -54,6 +56,13 @@ echo "probe: $(cat "$work/probe")"
 echo "RSS $(awk '/VmRSS/ {print $2}' "/proc/$pid/status") kB, peak $(awk '/VmHWM/ {print $2}' "/proc/$pid/status") kB;" \
      "model memory $(/usr/bin/python3 -c "import json; print(json.load(open('$work/status.json'))['models']['segs']['memory']['bytes'])") bytes;" \
      "status $(stat -c %s "$work/status.json") bytes; idle CPU $((u1 - u0)) ticks in 5 s"
+# the first periodic snapshot (25 s after the start): the loop's longest
+# slice packing it, and its whole time
+metric() { curl -sS "$(ep http)" | awk -v m="$1" '$1 == m {print $2}'; }
+until [ "$(metric calibd_snapshot_writes_total)" = 1 ]; do sleep 0.2; done
+echo "periodic snapshot: $(metric calibd_snapshot_bytes) bytes, longest slice" \
+     "$(metric calibd_snapshot_slice_max_seconds) s, packed and written in" \
+     "$(metric calibd_snapshot_duration_seconds) s"
 t2=$(date +%s.%N)
 kill -TERM "$pid"
 wait "$pid" || true
