@@ -12,7 +12,10 @@
  * closing with nothing open, nesting deeper than CALIB_MPW_MAX_DEPTH) and a
  * failed allocation are sticky: later calls do nothing and calib_mpw_error
  * says what happened first. Headers are the shortest msgpack allows, so the
- * bytes are those a hand-counted msgpack_pack_map would have made.
+ * bytes are those a hand-counted msgpack_pack_map would have made -- but
+ * for a container whose body is CALIB_MPW_LONG_BODY bytes or more, which
+ * keeps the 5-byte header (map 32 / array 32, valid for any count), so
+ * that closing it never moves its body.
  *
  * This header includes <msgpack.h>.
  */
@@ -29,6 +32,7 @@ extern "C" {
 #endif
 
 #define CALIB_MPW_MAX_DEPTH 16
+#define CALIB_MPW_LONG_BODY ((size_t)1 << 20)
 
 /* Private: one open container. */
 typedef struct calib_mpw_frame {

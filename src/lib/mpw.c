@@ -113,6 +113,15 @@ void calib_mpw_array(calib_mpw *w)
 }
 
 /* The shortest header of a container of n entries, in h; its length. */
+/* map 32 / array 32 */
+static size_t header32(int map, uint32_t n, unsigned char *h)
+{
+    h[0] = map ? 0xdf : 0xdd;
+    for (int i = 0; i < 4; i++)
+        h[1 + i] = (unsigned char)(n >> (24 - 8 * i));
+    return 5;
+}
+
 static size_t header(int map, uint32_t n, unsigned char h[HEAD_MAX])
 {
     if (n < 16) {
@@ -125,10 +134,7 @@ static size_t header(int map, uint32_t n, unsigned char h[HEAD_MAX])
         h[2] = (unsigned char)n;
         return 3;
     }
-    h[0] = map ? 0xdf : 0xdd;
-    for (int i = 0; i < 4; i++)
-        h[1 + i] = (unsigned char)(n >> (24 - 8 * i));
-    return 5;
+    return header32(map, n, h);
 }
 
 void calib_mpw_end(calib_mpw *w)
@@ -145,9 +151,12 @@ void calib_mpw_end(calib_mpw *w)
         return;
     }
     unsigned char h[HEAD_MAX];
-    size_t hl = header(f->map, f->n, h);
     char *base = w->sb.data + f->at;
     size_t body = w->sb.size - f->at - HEAD_MAX;
+    /* a long body keeps the 32-bit header, whatever its count: moving it
+     * down by a few bytes would copy it again at every level it nests in
+     * (a snapshot's model of 40 MB, copied 5 times over) */
+    size_t hl = body >= CALIB_MPW_LONG_BODY ? header32(f->map, f->n, h) : header(f->map, f->n, h);
     if (hl < HEAD_MAX)
         memmove(base + hl, base + HEAD_MAX, body);
     memcpy(base, h, hl);

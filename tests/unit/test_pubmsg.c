@@ -112,6 +112,50 @@ static void writer_counts_its_own_entries(void **state)
     calib_mpw_destroy(&w);
 }
 
+/* A container whose body is CALIB_MPW_LONG_BODY or more keeps the 32-bit
+ * header whatever its count (its body not moved); msgpack-c reads it as
+ * the same object. Below that, the shortest. */
+static void writer_long_bodies_keep_32_bit_headers(void **state)
+{
+    static const char blob[4096];
+    for (int map = 0; map < 2; map++) {
+        /* n entries of `entry` bytes: the last count below the bound,
+         * then the first at or past it */
+        size_t entry = sizeof blob - 5 + 3 + (map ? 2 : 0);
+        size_t first = (CALIB_MPW_LONG_BODY + entry - 1) / entry;
+        for (size_t n = first - 1; n <= first; n++) {
+            calib_mpw w;
+            calib_mpw_init(&w);
+            if (map)
+                calib_mpw_map(&w);
+            else
+                calib_mpw_array(&w);
+            for (size_t i = 0; i < n; i++) {
+                if (map)
+                    calib_mpw_key(&w, "k");
+                calib_mpw_bin(&w, blob, sizeof blob - 5);
+            }
+            calib_mpw_end(&w);
+            assert_int_equal(calib_mpw_error(&w), CALIB_OK);
+            size_t body = n * entry;
+            int long_body = n == first;
+            assert_int_equal(long_body, body >= CALIB_MPW_LONG_BODY);
+            assert_int_equal(w.sb.size, body + (long_body ? 5 : 3));
+            assert_int_equal((unsigned char)w.sb.data[0],
+                             long_body ? (map ? 0xdf : 0xdd) : (map ? 0xde : 0xdc));
+            msgpack_unpacked u;
+            msgpack_unpacked_init(&u);
+            size_t off = 0;
+            assert_int_equal(msgpack_unpack_next(&u, w.sb.data, w.sb.size, &off),
+                             MSGPACK_UNPACK_SUCCESS);
+            assert_int_equal(off, w.sb.size);
+            assert_int_equal(map ? u.data.via.map.size : u.data.via.array.size, n);
+            msgpack_unpacked_destroy(&u);
+            calib_mpw_destroy(&w);
+        }
+    }
+}
+
 /* Around each header size: fix (15), 16-bit (16, 65535), 32-bit (65536). */
 static void writer_header_sizes(void **state)
 {
@@ -994,6 +1038,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(writer_counts_its_own_entries),
         cmocka_unit_test(writer_header_sizes),
+        cmocka_unit_test(writer_long_bodies_keep_32_bit_headers),
         cmocka_unit_test(writer_refuses_misuse),
         cmocka_unit_test(writer_numbers),
         cmocka_unit_test(round_trips_params),
