@@ -103,6 +103,14 @@ static void help(out *t, const char *name, const char *type, const char *what)
         put(t, "# HELP %s %s\n# TYPE %s %s\n", name, what, name, type);
 }
 
+/* A family of one unlabelled integer sample. */
+static void one(out *t, const char *name, const char *type, const char *what,
+                unsigned long long v)
+{
+    help(t, name, type, what);
+    put(t, "%s %llu\n", name, v);
+}
+
 static void counters(out *t, const snap *s, size_t n)
 {
     static const struct {
@@ -843,23 +851,18 @@ static void http_counters(out *t, http_server *h)
                            queued = g->queued, reading = g->reading,
                            reading_max = g->reading_max, received = g->received;
         pthread_mutex_unlock(&g->lock);
-        help(t, "calibd_http_ingest_messages_total", "counter",
-             "Messages posted over HTTP that calibd ingested (or refused, counted in "
-             "calibd_rejected_total).");
-        put(t, "calibd_http_ingest_messages_total %llu\n", msgs);
-        help(t, "calibd_http_ingest_queued_bytes", "gauge",
-             "Bytes of HTTP bodies waiting for the loop (at most ingest_memory).");
-        put(t, "calibd_http_ingest_queued_bytes %llu\n", queued);
-        help(t, "calibd_http_ingest_reading_bytes", "gauge",
-             "Bytes of the buffers of HTTP bodies being read (with the queued ones, at most "
-             "ingest_memory, or one body).");
-        put(t, "calibd_http_ingest_reading_bytes %llu\n", reading);
-        help(t, "calibd_http_ingest_reading_max_bytes", "gauge",
-             "The most calibd_http_ingest_reading_bytes has been since the start.");
-        put(t, "calibd_http_ingest_reading_max_bytes %llu\n", reading_max);
-        help(t, "calibd_http_ingest_received_bytes_total", "counter",
-             "Bytes of HTTP ingest bodies received, kept or discarded.");
-        put(t, "calibd_http_ingest_received_bytes_total %llu\n", received);
+        one(t, "calibd_http_ingest_messages_total", "counter",
+            "Messages posted over HTTP that calibd ingested (or refused, counted in "
+            "calibd_rejected_total).", msgs);
+        one(t, "calibd_http_ingest_queued_bytes", "gauge",
+            "Bytes of HTTP bodies waiting for the loop (at most ingest_memory).", queued);
+        one(t, "calibd_http_ingest_reading_bytes", "gauge",
+            "Bytes of the buffers of HTTP bodies being read (with the queued ones, at most "
+            "ingest_memory, or one body).", reading);
+        one(t, "calibd_http_ingest_reading_max_bytes", "gauge",
+            "The most calibd_http_ingest_reading_bytes has been since the start.", reading_max);
+        one(t, "calibd_http_ingest_received_bytes_total", "counter",
+            "Bytes of HTTP ingest bodies received, kept or discarded.", received);
         help(t, "calibd_http_ingest_refused_total", "counter",
              "HTTP ingest requests refused before the loop, by reason: a body past "
              "max_msg_size (413), another content type (415), the bodies being read and "

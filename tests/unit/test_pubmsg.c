@@ -112,6 +112,17 @@ static void writer_counts_its_own_entries(void **state)
     calib_mpw_destroy(&w);
 }
 
+/* w's bytes as one msgpack object, every byte of them, into u (to
+ * destroy). */
+static void unpack_whole(const calib_mpw *w, msgpack_unpacked *u)
+{
+    msgpack_unpacked_init(u);
+    size_t off = 0;
+    assert_int_equal(msgpack_unpack_next(u, w->sb.data, w->sb.size, &off),
+                     MSGPACK_UNPACK_SUCCESS);
+    assert_int_equal(off, w->sb.size);
+}
+
 /* A container whose body is CALIB_MPW_LONG_BODY or more keeps the 32-bit
  * header whatever its count (its body not moved); msgpack-c reads it as
  * the same object. Below that, the shortest. */
@@ -144,11 +155,7 @@ static void writer_long_bodies_keep_32_bit_headers(void **state)
             assert_int_equal((unsigned char)w.sb.data[0],
                              long_body ? (map ? 0xdf : 0xdd) : (map ? 0xde : 0xdc));
             msgpack_unpacked u;
-            msgpack_unpacked_init(&u);
-            size_t off = 0;
-            assert_int_equal(msgpack_unpack_next(&u, w.sb.data, w.sb.size, &off),
-                             MSGPACK_UNPACK_SUCCESS);
-            assert_int_equal(off, w.sb.size);
+            unpack_whole(&w, &u);
             assert_int_equal(map ? u.data.via.map.size : u.data.via.array.size, n);
             msgpack_unpacked_destroy(&u);
             calib_mpw_destroy(&w);
@@ -265,11 +272,7 @@ static void writer_numbers(void **state)
     assert_int_equal(calib_mpw_error(&w), CALIB_OK);
 
     msgpack_unpacked u;
-    msgpack_unpacked_init(&u);
-    size_t off = 0;
-    assert_int_equal(msgpack_unpack_next(&u, w.sb.data, w.sb.size, &off),
-                     MSGPACK_UNPACK_SUCCESS);
-    assert_int_equal(off, w.sb.size);
+    unpack_whole(&w, &u);
     const msgpack_object_array *a = &u.data.via.array;
     assert_int_equal(a->size, 8);
     assert_int_equal(a->ptr[7].type, MSGPACK_OBJECT_FLOAT32);
