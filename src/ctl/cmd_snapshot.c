@@ -415,7 +415,7 @@ int cmd_merge(int argc, char **argv)
         if (slash == out)
             snprintf(dir, sizeof dir, "/");
         state_part parts[2] = {{head.sb.data, head.sb.size}, {body.sb.data, body.sb.size}};
-        if (state_write_parts(dir, slash ? slash + 1 : out, parts, 2, err, sizeof err) < 0) {
+        if (state_write_parts(dir, slash ? slash + 1 : out, NULL, parts, 2, err, sizeof err) < 0) {
             ctl_error(NULL, 0, "%s", err);
             rc = CTL_FAIL;
         } else {

@@ -53,6 +53,16 @@ struct kafka {
     double next_commit; /* commit_behind's turn */
     kafka_part *behind[64];
     kafka_stats st;
+    char tag[96];    /* this instance's temporary names in the shared
+                        directory: host and a hash of its own state_dir */
+    /* a stall of the loop past session.timeout.ms (SIGSTOP, a frozen VM):
+     * the group may have gone on without this member, which holds its
+     * partitions' writes and publishes until the group answers (a
+     * rebalance) or three heartbeat intervals pass without one */
+    uint64_t session_ns, heartbeat_ns;
+    uint64_t last_tick;  /* uv_hrtime of the last kafka_tick */
+    uint64_t held_until; /* 0: not held */
+    unsigned long long held; /* publishes held back */
 };
 
 #define KAFKA_COMMIT_RETRY 5.0 /* seconds between two rounds of commits behind */
@@ -192,8 +202,15 @@ static void write_part(struct kafka *k, part_write *w)
     state_part parts[2] = {{w->head.sb.data, w->head.sb.size},
                            {w->body.sb.data, w->body.sb.size}};
     uv_mutex_lock(&k->lock);
-    if (!w->cancelled) {
-        w->rc = state_write_parts(k->d->cfg.kafka.state_dir, name, parts, 2, w->err,
+    if (!w->cancelled && rd_kafka_assignment_lost(k->rk)) {
+        /* the group went on without us (a stall past session.timeout.ms):
+         * the partition's next owner writes it from now on */
+        w->rc = -1;
+        snprintf(w->err, sizeof w->err, "not written: this member's assignment is lost (the "
+                 "group went on without it)");
+        w->done = 1;
+    } else if (!w->cancelled) {
+        w->rc = state_write_parts(k->d->cfg.kafka.state_dir, name, k->tag, parts, 2, w->err,
                                   sizeof w->err);
         w->done = 1;
     }
@@ -324,11 +341,36 @@ static void commit_behind(struct kafka *k)
         commit_saved(k, k->behind, n);
 }
 
+int kafka_may_act(calibd *d, const char *name)
+{
+    struct kafka *k = d->kafka;
+    if (!k)
+        return 1;
+    if (name) {
+        const model *m = registry_find(d, name, strlen(name));
+        if (!m || !m->kpart)
+            return 1;
+    }
+    uint64_t now = uv_hrtime();
+    int ok = !(k->last_tick && now - k->last_tick > k->session_ns) && /* stalled now */
+             !(k->held_until && now < k->held_until) && !rd_kafka_assignment_lost(k->rk);
+    k->held += !ok && name;
+    return ok;
+}
+
 void kafka_tick(calibd *d)
 {
     struct kafka *k = d->kafka;
     if (!k || k->closing)
         return;
+    uint64_t t = uv_hrtime();
+    if (k->last_tick && t - k->last_tick > k->session_ns) {
+        k->held_until = t + 3 * k->heartbeat_ns;
+        log_msg(&d->log, LOG_WARN, "kafka", "the loop stalled %.1f s, past session.timeout.ms: "
+                "the partitions' writes and publishes are held until the group answers",
+                (double)(t - k->last_tick) / 1e9);
+    }
+    k->last_tick = t;
     /* the queue served each tick too: an idle group is polled within
      * max.poll.interval.ms, or librdkafka would leave it */
     drain(k);
@@ -340,6 +382,8 @@ void kafka_tick(calibd *d)
         commit_behind(k);
     }
     if (k->writing || d->cfg.snapshot_interval <= 0 || now < k->next_due)
+        return;
+    if (!kafka_may_act(d, NULL)) /* lost, or maybe: its revocation comes next */
         return;
     k->next_due = now + d->cfg.snapshot_interval;
     size_t n = 0;
@@ -396,6 +440,22 @@ static size_t drop_models(calibd *d, kafka_part *p)
     return n;
 }
 
+/* The group's committed offset of partition p (waits at most
+ * KAFKA_METADATA_MS), or -1 when none or unknown. */
+static int64_t committed_offset(struct kafka *k, const kafka_part *p)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    if (!l)
+        return -1;
+    rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
+    int64_t off = -1;
+    if (!rd_kafka_committed(k->rk, l, KAFKA_METADATA_MS) && !l->elems[0].err &&
+        l->elems[0].offset >= 0)
+        off = l->elems[0].offset;
+    rd_kafka_topic_partition_list_destroy(l);
+    return off;
+}
+
 /* Restores partition p from its snapshot in the group's directory: the
  * offset to read it from (the file's); RD_KAFKA_OFFSET_STORED (the
  * group's committed offset, else auto.offset.reset) without one;
@@ -422,9 +482,19 @@ static int64_t restore_part(struct kafka *k, kafka_part *p)
     snapshot_head h;
     uint64_t n = 0, lost = 0, pairs = 0, waiting = 0;
     if (rc == 0 && snapshot_open(data, len, &h, err, sizeof err) == 0) {
+        int64_t committed;
         if (!h.has_source || strcmp(h.source.topic, p->topic) != 0 ||
             h.source.partition != p->partition) {
             snprintf(err, sizeof err, "not this partition's snapshot");
+            rc = -1;
+        } else if ((committed = committed_offset(k, p)) >= 0 && h.source.offset < committed) {
+            /* the group committed past it: a later owner's file was
+             * written over by a member fenced since (a stall past
+             * session.timeout.ms); the broker refused that member's
+             * commit, not its file */
+            snprintf(err, sizeof err, "stale: its offset %lld is behind the group's committed "
+                     "%lld (written by a member the group had fenced)",
+                     (long long)h.source.offset, (long long)committed);
             rc = -1;
         } else {
             d->source = p;
@@ -610,6 +680,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     struct kafka *k = d->kafka;
     (void)rk;
     k->st.rebalances++;
+    k->held_until = 0; /* the group answered */
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         assign(k, l);
     } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
@@ -873,6 +944,37 @@ static void set_callbacks(rd_kafka_conf_t *conf, calibd *d)
     rd_kafka_conf_set_log_cb(conf, on_log);
 }
 
+/* A [kafka] property in milliseconds, or librdkafka's default def. */
+static uint64_t prop_ms(const kafka_cfg *c, const char *key, uint64_t def)
+{
+    for (size_t i = 0; i < c->nprops; i++)
+        if (strcmp(c->prop_key[i], key) == 0) {
+            char *end;
+            unsigned long long v = strtoull(c->prop_value[i], &end, 10);
+            return *end || !v ? def : v;
+        }
+    return def;
+}
+
+/* This instance's tag for temporary names in the shared directory: its
+ * host and its own state directory's device and inode, a directory one
+ * live calibd holds at a time (state_lock): two members never write the
+ * same temporary file, and a member's restart writes over what its crash
+ * left. */
+static void make_tag(char *tag, size_t len, const char *state_dir)
+{
+    char host[65] = "";
+    if (gethostname(host, sizeof host - 1) != 0 || !host[0])
+        snprintf(host, sizeof host, "host");
+    for (char *c = host; *c; c++) /* a file name's: no '/' */
+        if (*c == '/' || *c == '.')
+            *c = '-';
+    struct stat st;
+    if (stat(state_dir, &st) != 0)
+        st.st_dev = 0, st.st_ino = (ino_t)getpid();
+    snprintf(tag, len, "%s-%jx-%jx", host, (uintmax_t)st.st_dev, (uintmax_t)st.st_ino);
+}
+
 int kafka_start(calibd *d, char *err, size_t errlen)
 {
     const kafka_cfg *c = &d->cfg.kafka;
@@ -885,6 +987,9 @@ int kafka_start(calibd *d, char *err, size_t errlen)
     }
     k->d = d;
     k->fds[0] = k->fds[1] = -1;
+    make_tag(k->tag, sizeof k->tag, d->cfg.state_dir);
+    k->session_ns = prop_ms(c, "session.timeout.ms", 45000) * 1000000ull;
+    k->heartbeat_ns = prop_ms(c, "heartbeat.interval.ms", 3000) * 1000000ull;
     d->kafka = k;
     if (uv_mutex_init(&k->lock) != 0) {
         snprintf(err, errlen, "kafka: out of memory");

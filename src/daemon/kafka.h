@@ -32,8 +32,12 @@
  * made by their first message or their partition's snapshot (main.c), so
  * that they belong to the source that feeds them.
  *
- * Not fenced: a member stalled past session.timeout.ms can write a
- * partition's snapshot once after its next owner (calibd(8), KAFKA).
+ * Fenced: a member writes its partitions' files under its own temporary
+ * names, holds its writes and publishes while its assignment is lost or
+ * after its loop stalled past session.timeout.ms (kafka_may_act), and a
+ * file whose offset is behind the group's committed one (the brokers
+ * fence commits by generation) is refused at restore as stale: its
+ * partition is read again from the earliest offset.
  */
 #ifndef CALIBD_KAFKA_H
 #define CALIBD_KAFKA_H
@@ -82,6 +86,13 @@ int kafka_check(const daemon_cfg *c, char *err, size_t errlen);
 /* From the tick: writes every assigned partition's snapshot that changed,
  * every snapshot_interval, in a worker, and commits their offsets after. */
 void kafka_tick(struct calibd *d);
+/* Whether this member may write or publish for its partitions now
+ * (name: for that model, NULL: for all): not while its assignment is
+ * lost, nor while its loop is stalled past session.timeout.ms, nor after
+ * such a stall until the group answers (a rebalance) or three heartbeat
+ * intervals pass. 1 too without [kafka], or for a model not fed from
+ * Kafka. */
+int kafka_may_act(struct calibd *d, const char *name);
 /* At stop, on the loop: leaves the group; every partition is written and
  * committed (the revocation) before this returns. */
 void kafka_stop(struct calibd *d);

@@ -37,7 +37,7 @@ int state_write_file(const char *dir, const char *name, const void *data, size_t
                      char *err, size_t errlen)
 {
     const state_part part = {data, len};
-    return state_write_parts(dir, name, &part, 1, err, errlen);
+    return state_write_parts(dir, name, NULL, &part, 1, err, errlen);
 }
 
 /* f, the open path.tmp, made path: synced, closed, renamed, the directory
@@ -68,12 +68,12 @@ fail:
     return -1;
 }
 
-int state_write_parts(const char *dir, const char *name, const state_part *parts, int n,
-                      char *err, size_t errlen)
+int state_write_parts(const char *dir, const char *name, const char *tag,
+                      const state_part *parts, int n, char *err, size_t errlen)
 {
-    char path[4352], tmp[4360];
+    char path[4352], tmp[4480];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    snprintf(tmp, sizeof tmp, "%s.tmp%s%s", path, tag ? "." : "", tag ? tag : "");
     FILE *f = fopen(tmp, "we");
     if (!f) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
@@ -237,7 +237,7 @@ int state_keep_aside(const char *dir, const char *name, const void *data, size_t
         return -1;
     const char *base = strrchr(kept, '/');
     const state_part part = {data, len};
-    return state_write_parts(dir, base ? base + 1 : kept, &part, 1, err, sizeof err) < 0 ? -1 : 0;
+    return state_write_parts(dir, base ? base + 1 : kept, NULL, &part, 1, err, sizeof err) < 0 ? -1 : 0;
 }
 
 /* "V1 ... Vn KEY=VALUE\n" of a segment, after the n param lines; 0 or -1. */

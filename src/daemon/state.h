@@ -32,8 +32,10 @@ typedef struct state_part {
     const void *data;
     size_t len;
 } state_part;
-int state_write_parts(const char *dir, const char *name, const state_part *parts, int n,
-                      char *err, size_t errlen);
+/* tag: the temporary file is NAME.tmp.TAG (NULL: NAME.tmp), for a
+ * directory that several writers share (kafka.h) */
+int state_write_parts(const char *dir, const char *name, const char *tag,
+                      const state_part *parts, int n, char *err, size_t errlen);
 /* A file written in pieces over time (a snapshot's body, streamed): NAME.tmp
  * opened for writing (NULL, err set, when it cannot be), then either
  * committed -- len bytes of head written over its start, synced, renamed
