@@ -59,7 +59,8 @@ struct kafka {
      * the group may have gone on without this member, which holds its
      * partitions' writes and publishes until the group answers (a
      * rebalance) or three heartbeat intervals pass without one */
-    uint64_t session_ns, heartbeat_ns;
+    uint64_t stall_ns, heartbeat_ns; /* a gap between two ticks longer than
+                        stall_ns (the tick plus session.timeout.ms) is a stall */
     uint64_t last_tick;  /* uv_hrtime of the last kafka_tick */
     uint64_t held_until; /* 0: not held */
     unsigned long long held; /* publishes held back */
@@ -352,7 +353,7 @@ int kafka_may_act(calibd *d, const char *name)
             return 1;
     }
     uint64_t now = uv_hrtime();
-    int ok = !(k->last_tick && now - k->last_tick > k->session_ns) && /* stalled now */
+    int ok = !(k->last_tick && now - k->last_tick > k->stall_ns) && /* stalled now */
              !(k->held_until && now < k->held_until) && !rd_kafka_assignment_lost(k->rk);
     k->held += !ok && name;
     return ok;
@@ -364,7 +365,7 @@ void kafka_tick(calibd *d)
     if (!k || k->closing)
         return;
     uint64_t t = uv_hrtime();
-    if (k->last_tick && t - k->last_tick > k->session_ns) {
+    if (k->last_tick && t - k->last_tick > k->stall_ns) {
         k->held_until = t + 3 * k->heartbeat_ns;
         log_msg(&d->log, LOG_WARN, "kafka", "the loop stalled %.1f s, past session.timeout.ms: "
                 "the partitions' writes and publishes are held until the group answers",
@@ -988,7 +989,8 @@ int kafka_start(calibd *d, char *err, size_t errlen)
     k->d = d;
     k->fds[0] = k->fds[1] = -1;
     make_tag(k->tag, sizeof k->tag, d->cfg.state_dir);
-    k->session_ns = prop_ms(c, "session.timeout.ms", 45000) * 1000000ull;
+    k->stall_ns = prop_ms(c, "session.timeout.ms", 45000) * 1000000ull +
+                  (uint64_t)(d->cfg.tick * 1e9);
     k->heartbeat_ns = prop_ms(c, "heartbeat.interval.ms", 3000) * 1000000ull;
     d->kafka = k;
     if (uv_mutex_init(&k->lock) != 0) {
