@@ -63,7 +63,6 @@ struct kafka {
                         stall_ns (the tick plus session.timeout.ms) is a stall */
     uint64_t last_tick;  /* uv_hrtime of the last kafka_tick */
     uint64_t held_until; /* 0: not held */
-    unsigned long long held; /* publishes held back */
 };
 
 #define KAFKA_COMMIT_RETRY 5.0 /* seconds between two rounds of commits behind */
@@ -355,7 +354,6 @@ int kafka_may_act(calibd *d, const char *name)
     uint64_t now = uv_hrtime();
     int ok = !(k->last_tick && now - k->last_tick > k->stall_ns) && /* stalled now */
              !(k->held_until && now < k->held_until) && !rd_kafka_assignment_lost(k->rk);
-    k->held += !ok && name;
     return ok;
 }
 
