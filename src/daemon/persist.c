@@ -227,20 +227,31 @@ int persist_restore(calibd *d)
 /*
  * The body goes into STATE_DIR/snapshot.tmp, after a slot for the header,
  * a chunk at a time while the loop packs the models, so that a snapshot
- * holds one chunk (and one model) in memory, not every model packed again
+ * holds two chunks (and one model) in memory, not every model packed again
  * beside the models (13,609 models once took calibd to 3.3 GB under a
  * memory_limit of 2 GiB), and the disk holds the old snapshot and the new
- * one, no more. Its length and CRC are summed on the way; then the worker
- * writes the header into its slot (snapshot_frame_slot pads it to fill
- * it), syncs the file and renames it.
+ * one, no more. The loop packs into one chunk while the worker writes the
+ * other to the file and sums its CRC-32 (a chunk's write and CRC took 40%
+ * of the loop's time when the loop did them); a step that finds its chunk
+ * full while the worker is still busy pauses the slicer until the worker
+ * is done. After the last chunk, the loop frames the header for the slot
+ * (snapshot_frame_slot pads it to fill it), and the worker writes it,
+ * syncs the file and renames it.
  */
 #define SNAPSHOT_CHUNK ((size_t)1 << 20)
+
+/* The chunk the loop packs into. */
+static calib_mpw *packing_chunk(persister *s)
+{
+    return &s->chunk[s->cur];
+}
 
 /* 0, or -1 with s->err set. */
 static int body_open(calibd *d)
 {
     persister *s = &d->snap;
-    calib_mpw_reset(&s->body);
+    calib_mpw_reset(&s->chunk[0]);
+    calib_mpw_reset(&s->chunk[1]);
     s->body_len = 0;
     s->crc = snapshot_crc(0, NULL, 0);
     s->body_errno = 0;
@@ -248,7 +259,8 @@ static int body_open(calibd *d)
     if (!s->chunks)
         return -1;
     if (fseeko(s->chunks, SNAPSHOT_HEAD_SLOT, SEEK_SET) != 0) {
-        snprintf(s->err, sizeof s->err, "snapshot: %s", strerror(errno));
+        snprintf(s->err, sizeof s->err, "its file cannot skip the header's slot: %s",
+                 strerror(errno));
         state_drop_tmp(d->cfg.state_dir, SNAPSHOT_FILE, s->chunks);
         s->chunks = NULL;
         return -1;
@@ -256,45 +268,48 @@ static int body_open(calibd *d)
     return 0;
 }
 
-/* What body holds goes to the file (unless an earlier chunk failed). */
-static void body_flush(persister *s)
+/* What chunk c holds goes to the file (unless an earlier chunk failed),
+ * its CRC-32 summed; c is emptied. The worker's while s->flushing, else
+ * the loop's. */
+static void chunk_write(persister *s, calib_mpw *c)
 {
-    size_t n = s->body.sb.size;
+    size_t n = c->sb.size;
     if (!s->body_errno && n) {
-        if (fwrite(s->body.sb.data, 1, n, s->chunks) == n) {
-            s->crc = snapshot_crc(s->crc, s->body.sb.data, n);
+        if (fwrite(c->sb.data, 1, n, s->chunks) == n) {
+            s->crc = snapshot_crc(s->crc, c->sb.data, n);
             s->body_len += n;
         } else {
             s->body_errno = errno ? errno : EIO;
         }
     }
-    calib_mpw_reset(&s->body);
+    calib_mpw_reset(c);
 }
 
-static void body_pack(calibd *d, const model *m)
+/* A chunk that grew past two megabytes (a large model packed whole) gives
+ * its buffer back between snapshots. */
+static void chunks_trim(persister *s)
 {
-    persister *s = &d->snap;
-    snapshot_pack_model(&s->body, m);
-    if (s->body.sb.size >= SNAPSHOT_CHUNK && calib_mpw_error(&s->body) == CALIB_OK)
-        body_flush(s);
+    for (int i = 0; i < 2; i++)
+        if (s->chunk[i].sb.alloc > 2 * SNAPSHOT_CHUNK) {
+            calib_mpw_destroy(&s->chunk[i]);
+            calib_mpw_init(&s->chunk[i]);
+        }
 }
 
-/* The last chunk out, then the header of `models` models for the slot: 0,
- * or -1 with s->err set and the file dropped. */
+/* The header of `models` models for the slot, once the whole body is in
+ * the file: 0, or -1 with s->err set and the file dropped. */
 static int body_close(calibd *d, uint64_t models)
 {
     persister *s = &d->snap;
-    int oom = calib_mpw_error(&s->body) != CALIB_OK;
-    if (!oom)
-        body_flush(s);
+    int oom = calib_mpw_error(packing_chunk(s)) != CALIB_OK;
     snapshot_clocks clocks = {steady_now(d), boot_now(), ""};
     boot_id(clocks.boot_id, sizeof clocks.boot_id);
     if (oom || s->body_errno)
-        snprintf(s->err, sizeof s->err, "snapshot: %s", oom ? "out of memory to pack the models"
-                 : strerror(s->body_errno));
+        snprintf(s->err, sizeof s->err, "%s%s", oom ? "out of memory to pack the models"
+                 : "the body cannot be written: ", oom ? "" : strerror(s->body_errno));
     else if (snapshot_frame_slot(&s->head, s->body_len, s->crc, models, wall_now(), tick_now(d),
                                  &clocks, d->messages, d->rejected) != 0)
-        snprintf(s->err, sizeof s->err, "snapshot: the header does not fit its %d bytes",
+        snprintf(s->err, sizeof s->err, "the header does not fit its %d bytes",
                  SNAPSHOT_HEAD_SLOT);
     else
         return 0;
@@ -345,6 +360,80 @@ static void write_done(uv_work_t *req, int status)
     s->next_due = tick_now(d) + d->cfg.snapshot_interval;
 }
 
+static void start_flush(calibd *d);
+
+/* Every model packed and every chunk in the file: the header framed, the
+ * worker writes it and renames the file. */
+static void finish(calibd *d)
+{
+    persister *s = &d->snap;
+    if (packing_chunk(s)->sb.size && calib_mpw_error(packing_chunk(s)) == CALIB_OK) {
+        start_flush(d); /* the last chunk first: back here when written */
+        return;
+    }
+    s->all_packed = 0;
+    int rc = body_close(d, s->models);
+    chunks_trim(s);
+    if (rc != 0) {
+        written(d, -1, s->err);
+        s->next_due = tick_now(d) + d->cfg.snapshot_interval;
+        return;
+    }
+    s->writing = 1;
+    s->req.data = d;
+    rc = uv_queue_work(d->loop, &s->req, write_work, write_done);
+    if (rc != 0) {
+        s->writing = 0;
+        state_drop_tmp(d->cfg.state_dir, SNAPSHOT_FILE, s->chunks);
+        s->chunks = NULL;
+        written(d, -1, uv_strerror(rc));
+        s->next_due = tick_now(d) + d->cfg.snapshot_interval;
+    }
+}
+
+/* On the loop, the worker's chunk written: the packing goes on, or the
+ * snapshot ends; a snapshot stopped meanwhile drops its file. */
+static void flushed(calibd *d)
+{
+    persister *s = &d->snap;
+    s->flushing = 0;
+    if (s->abandoned) {
+        s->abandoned = 0;
+        state_drop_tmp(d->cfg.state_dir, SNAPSHOT_FILE, s->chunks);
+        s->chunks = NULL;
+        return;
+    }
+    if (s->all_packed)
+        finish(d);
+    else
+        slicer_resume(&s->pack);
+}
+
+static void flush_work(uv_work_t *req)
+{
+    persister *s = &((calibd *)req->data)->snap;
+    chunk_write(s, &s->chunk[!s->cur]);
+}
+
+static void flush_done(uv_work_t *req, int status)
+{
+    (void)status; /* a work request is never cancelled here */
+    flushed(req->data);
+}
+
+/* The full chunk goes to the worker; the loop packs into the other. */
+static void start_flush(calibd *d)
+{
+    persister *s = &d->snap;
+    s->cur = !s->cur;
+    s->flushing = 1;
+    s->flush.data = d;
+    if (uv_queue_work(d->loop, &s->flush, flush_work, flush_done) != 0) {
+        chunk_write(s, &s->chunk[!s->cur]); /* no worker: written here */
+        flushed(d);
+    }
+}
+
 /* The loop's share, a slice at a time: the models, then the header. */
 static size_t models_now(void *arg)
 {
@@ -355,11 +444,19 @@ static size_t models_now(void *arg)
 static void pack_one(void *arg, size_t i)
 {
     calibd *d = arg;
+    persister *s = &d->snap;
     const model *m = d->reg.models[i];
-    if (!m->kpart) {
-        body_pack(d, m);
-        d->snap.packed++;
+    if (m->kpart)
+        return;
+    calib_mpw *c = packing_chunk(s);
+    if (s->flushing && c->sb.size >= SNAPSHOT_CHUNK) { /* the worker has the other */
+        slicer_pause(&s->pack);
+        return;
     }
+    snapshot_pack_model(c, m);
+    s->packed++;
+    if (c->sb.size >= SNAPSHOT_CHUNK && !s->flushing && calib_mpw_error(c) == CALIB_OK)
+        start_flush(d);
 }
 
 static void packed(void *arg)
@@ -369,34 +466,24 @@ static void packed(void *arg)
     s->packing = 0;
     s->slice_max = s->pack.slice_max;
     s->models = s->packed;
-    if (body_close(d, s->models) != 0) {
-        written(d, -1, s->err);
-        s->next_due = tick_now(d) + d->cfg.snapshot_interval;
-        return;
-    }
-    s->writing = 1;
-    s->req.data = d;
-    int rc = uv_queue_work(d->loop, &s->req, write_work, write_done);
-    if (rc != 0) {
-        s->writing = 0;
-        state_drop_tmp(d->cfg.state_dir, SNAPSHOT_FILE, s->chunks);
-        s->chunks = NULL;
-        written(d, -1, uv_strerror(rc));
-        s->next_due = tick_now(d) + d->cfg.snapshot_interval;
-    }
+    s->all_packed = 1;
+    if (!s->flushing)
+        finish(d);
 }
 
 void persist_tick(calibd *d)
 {
     persister *s = &d->snap;
     double now = tick_now(d);
-    if (d->cfg.snapshot_interval <= 0 || d->stopping || s->packing || s->writing)
+    if (d->cfg.snapshot_interval <= 0 || d->stopping || s->packing || s->all_packed ||
+        s->flushing || s->writing)
         return;
     if (!s->ready) {
         if (slicer_init(&s->pack, d->loop, models_now, pack_one, packed, d) != 0)
             return; /* tried again next tick */
         calib_mpw_init(&s->head);
-        calib_mpw_init(&s->body);
+        calib_mpw_init(&s->chunk[0]);
+        calib_mpw_init(&s->chunk[1]);
         s->ready = 1;
         s->next_due = now + d->cfg.snapshot_interval;
         return;
@@ -420,11 +507,17 @@ void persist_stop(calibd *d)
     if (!s->ready)
         return;
     slicer_close(&s->pack);
-    if (s->packing && s->chunks) { /* cut short: the final snapshot follows */
-        state_drop_tmp(d->cfg.state_dir, SNAPSHOT_FILE, s->chunks);
-        s->chunks = NULL;
+    if ((s->packing || s->all_packed) && s->chunks) {
+        /* cut short: the final snapshot follows (after the worker's chunk,
+         * if it has one: the loop runs until it is written) */
+        if (s->flushing)
+            s->abandoned = 1;
+        else {
+            state_drop_tmp(d->cfg.state_dir, SNAPSHOT_FILE, s->chunks);
+            s->chunks = NULL;
+        }
     }
-    s->packing = 0;
+    s->packing = s->all_packed = 0;
 }
 
 int persist_final(calibd *d)
@@ -434,16 +527,27 @@ int persist_final(calibd *d)
         return 0;
     if (!s->ready) {
         calib_mpw_init(&s->head);
-        calib_mpw_init(&s->body);
+        calib_mpw_init(&s->chunk[0]);
+        calib_mpw_init(&s->chunk[1]);
         s->ready = 1;
     }
     s->begun_ns = uv_hrtime();
     int rc = body_open(d);
     s->packed = 0;
     if (rc == 0) {
-        for (size_t i = 0; i < d->reg.n; i++)
-            pack_one(d, i);
+        for (size_t i = 0; i < d->reg.n; i++) {
+            const model *m = d->reg.models[i];
+            if (!m->kpart) {
+                snapshot_pack_model(packing_chunk(s), m);
+                s->packed++;
+            }
+            if (packing_chunk(s)->sb.size >= SNAPSHOT_CHUNK)
+                chunk_write(s, packing_chunk(s));
+        }
+        if (calib_mpw_error(packing_chunk(s)) == CALIB_OK)
+            chunk_write(s, packing_chunk(s));
         rc = body_close(d, s->packed);
+        chunks_trim(s);
     }
     if (rc == 0)
         rc = write_file(d);
@@ -461,6 +565,7 @@ void persist_free(calibd *d)
     if (!s->ready)
         return;
     calib_mpw_destroy(&s->head);
-    calib_mpw_destroy(&s->body);
+    calib_mpw_destroy(&s->chunk[0]);
+    calib_mpw_destroy(&s->chunk[1]);
     s->ready = 0;
 }

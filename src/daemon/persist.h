@@ -21,11 +21,16 @@ struct calibd;
 
 typedef struct persister {
     int ready;            /* the slicer is initialised */
-    int packing;          /* models are being packed into body */
-    int writing;          /* the worker owns head and body */
-    slicer pack;          /* packs model i into body */
-    uv_work_t req;
-    calib_mpw head, body; /* body: the chunk being packed (persist.c) */
+    int packing;          /* models are being packed into the chunks */
+    int all_packed;       /* every model packed; the last chunks to write */
+    int flushing;         /* the worker owns chunk[!cur] and the file */
+    int abandoned;        /* stopped while flushing: the file goes after it */
+    int writing;          /* the worker owns head and the file */
+    slicer pack;          /* packs model i into chunk[cur] */
+    uv_work_t req, flush;
+    calib_mpw head;
+    calib_mpw chunk[2];   /* the loop packs into chunk[cur] (persist.c) */
+    int cur;
     FILE *chunks;         /* STATE_DIR/snapshot.tmp while packing and writing */
     uint64_t body_len;    /* bytes of the body written there */
     uint32_t crc;         /* their CRC-32 */

@@ -6,13 +6,20 @@ static void on_idle(uv_idle_t *h)
     slicer *s = h->data;
     uint64_t t0 = s->clock_ns();
     while (s->running && s->next < s->count(s->arg)) {
-        s->step(s->arg, s->next++);
+        s->step(s->arg, s->next);
+        if (s->paused)
+            break;
+        s->next++;
         if (s->clock_ns() - t0 >= SLICE_NS)
             break;
     }
     double slice = (double)(s->clock_ns() - t0) * 1e-9;
     if (slice > s->slice_max)
         s->slice_max = slice;
+    if (s->running && s->paused) {
+        uv_idle_stop(&s->idle);
+        return;
+    }
     if (!s->running || s->next < s->count(s->arg))
         return;
     slicer_stop(s);
@@ -38,6 +45,21 @@ void slicer_start(slicer *s)
     s->next = 0;
     s->slice_max = 0;
     s->running = 1;
+    s->paused = 0;
+    uv_idle_start(&s->idle, on_idle);
+}
+
+void slicer_pause(slicer *s)
+{
+    if (s->running)
+        s->paused = 1;
+}
+
+void slicer_resume(slicer *s)
+{
+    if (!s->ready || !s->running || !s->paused)
+        return;
+    s->paused = 0;
     uv_idle_start(&s->idle, on_idle);
 }
 
@@ -46,6 +68,7 @@ void slicer_stop(slicer *s)
     if (!s->ready)
         return;
     s->running = 0;
+    s->paused = 0;
     uv_idle_stop(&s->idle);
 }
 

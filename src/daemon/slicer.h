@@ -6,6 +6,11 @@
  * polled), for at most SLICE_NS at a time; one item is handled whole,
  * however long it takes. Snapshots pack their models this way, the HTTP
  * server renders its metrics and status, and saves its history.
+ *
+ * A step that cannot take its item now (a snapshot's writer still busy
+ * with the chunk before) calls slicer_pause and returns: the item is not
+ * counted as handled, and the run waits, using no CPU, until
+ * slicer_resume, which hands it the same item again.
  */
 #ifndef CALIBD_SLICER_H
 #define CALIBD_SLICER_H
@@ -21,6 +26,7 @@ typedef struct slicer {
     uv_idle_t idle;
     int ready;                        /* the handle is initialised */
     int running;
+    int paused;                       /* slicer_pause: waits for slicer_resume */
     size_t next;                      /* the item handled next */
     size_t (*count)(void *arg);       /* items now: read before each item,
                                          so the run takes items added meanwhile */
@@ -36,6 +42,10 @@ int slicer_init(slicer *s, uv_loop_t *loop, size_t (*count)(void *arg),
                 void (*step)(void *arg, size_t i), void (*done)(void *arg), void *arg);
 /* Starts a run from item 0 (nothing if one is running). */
 void slicer_start(slicer *s);
+/* From a step: its item is not taken; the run waits for slicer_resume. */
+void slicer_pause(slicer *s);
+/* A paused run goes on, from the item it paused at (nothing otherwise). */
+void slicer_resume(slicer *s);
 /* Ends a run where it is, without calling done. */
 void slicer_stop(slicer *s);
 /* Stops it and closes its handle (before the loop's end). */
