@@ -124,27 +124,69 @@ json_get() { "$PY" -c "import json,sys; r=json.load(open(sys.argv[1])); print($2
 
 # wait_for FILE EXPR [SECONDS]: polls status into FILE until the python EXPR
 # on r holds (WAIT_CEILING s at most, or SECONDS, scaled); gives up at once
-# if calibd has died. One python process polls (calibctl status, every
-# 50 ms, then every 100 ms past the first second): a python started for
-# each poll would take half a core from the calibd under test.
+# if calibd has died. One python process polls, every 50 ms, then every
+# 100 ms past the first second, over one REQ socket of its own: FILE holds
+# the answer as `calibctl status` prints it (JSON; a float that is not
+# finite, or bytes, as null). A calibctl started for each poll took 80 ms
+# of CPU under the sanitizers, most of a core while a script waited. With
+# CURVE keys in the environment (CALIBD_KEY), calibctl asks, which reads
+# them.
 wait_for() {
     "$PY" - "$1" "$2" "$(scaled "${3:-$WAIT_CEILING}")" "$calibd_pid" "$CALIBCTL" "$CONTROL" \
         "$TIME_SCALE" <<'PY'
-import json, os, subprocess, sys, time
+import json, math, os, subprocess, sys, time
 f, expr, secs, pid, calibctl, control, scale = sys.argv[1:]
 code = compile("bool(%s)" % expr, "wait_for", "eval")
+curve = bool(os.environ.get("CALIBD_KEY"))
+if not curve:
+    import msgpack, zmq
+    ctx = zmq.Context()
+    sock = None
+    request = msgpack.packb({"v": 1, "cmd": "status"})
+
+def as_json(o):
+    """What calibctl prints for a msgpack object (src/ctl/msgpack_json.c)."""
+    if isinstance(o, float):
+        return o if math.isfinite(o) else None
+    if isinstance(o, (bytes, bytearray)):
+        return None
+    if isinstance(o, dict):
+        return {k if isinstance(k, str) else "?": as_json(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [as_json(v) for v in o]
+    return o
+
+def ask():
+    """The status as calibctl prints it, or None (no answer in time)."""
+    global sock
+    if curve:
+        r = subprocess.run([calibctl, "status", "--control", control, "--timeout", scale],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        return r.stdout if r.returncode == 0 else None
+    if sock is None:
+        sock = ctx.socket(zmq.REQ)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(control.lstrip(">@"))
+    sock.send(request)
+    if not sock.poll(int(float(scale) * 1000)):
+        sock.close()  # a REQ socket without its answer: a new one next time
+        sock = None
+        return None
+    reply = msgpack.unpackb(sock.recv(), raw=False, strict_map_key=False)
+    return json.dumps(as_json(reply), ensure_ascii=False).encode()
+
 start = time.monotonic()
 while True:
     try:
         os.kill(int(pid), 0)
     except (ValueError, OSError):
         sys.exit(2)
-    with open(f, "wb") as out:
-        done = subprocess.run([calibctl, "status", "--control", control, "--timeout", scale],
-                              stdout=out, stderr=subprocess.DEVNULL).returncode == 0
-    if done:
+    text = ask()
+    if text is not None:
+        with open(f, "wb") as out:
+            out.write(text)
         try:
-            if eval(code, {"json": json, "sys": sys, "r": json.load(open(f))}):
+            if eval(code, {"json": json, "sys": sys, "r": json.loads(text)}):
                 sys.exit(0)
         except Exception:
             pass
@@ -163,14 +205,23 @@ PY
 }
 
 # wait_until SHELL-CONDITION [SECONDS]: polls the condition until it holds
-# (WAIT_CEILING s at most, or SECONDS, scaled): every 50 ms, then every
-# 100 ms past the first second (a condition may start processes)
+# (WAIT_CEILING s at most, or SECONDS, scaled): every 50 ms in the first
+# second, every 100 ms to the fifth, every 250 ms to the fifteenth, then
+# every 500 ms. A condition may start processes (calibctl, python: 80 ms
+# of CPU each under the sanitizers), and one that waits long waits on
+# something slow (a rebalance, a timeout), which a poll more or less in a
+# second does not delay much but a loaded machine feels.
 wait_until() {
-    local start=$SECONDS end=$((SECONDS + $(scaled "${2:-$WAIT_CEILING}")))
+    local start=$SECONDS end=$((SECONDS + $(scaled "${2:-$WAIT_CEILING}"))) waited
     while :; do
         eval "$1" && return 0
         [ "$SECONDS" -ge "$end" ] && return 1
-        if [ $((SECONDS - start)) -lt 1 ]; then sleep 0.05; else sleep 0.1; fi
+        waited=$((SECONDS - start))
+        if [ "$waited" -lt 1 ]; then sleep 0.05
+        elif [ "$waited" -lt 5 ]; then sleep 0.1
+        elif [ "$waited" -lt 15 ]; then sleep 0.25
+        else sleep 0.5
+        fi
     done
 }
 
