@@ -42,6 +42,9 @@ int calib_bins_init(calib_bins *b, uint32_t m); /* m >= 1; allocates */
 /* Bytes calib_bins_init allocates for m bins; 0 if m is 0. */
 size_t calib_bins_bytes(uint32_t m);
 void calib_bins_free(calib_bins *b);
+/* dst becomes a copy of src that shares no memory with it (free it with
+ * calib_bins_free): CALIB_OK, or CALIB_ENOMEM (dst then holds nothing). */
+int calib_bins_copy(calib_bins *dst, const calib_bins *src);
 void calib_bins_reset(calib_bins *b);
 void calib_bins_add(calib_bins *b, double conf, int correct);
 int calib_bins_merge(calib_bins *dst, const calib_bins *src); /* same m */
@@ -71,6 +74,8 @@ int calib_cwbins_init(calib_cwbins *b, uint32_t k, uint32_t m); /* allocates */
 /* Bytes calib_cwbins_init allocates; 0 for k or m 0, or an overflow. */
 size_t calib_cwbins_bytes(uint32_t k, uint32_t m);
 void calib_cwbins_free(calib_cwbins *b);
+/* As calib_bins_copy. */
+int calib_cwbins_copy(calib_cwbins *dst, const calib_cwbins *src);
 void calib_cwbins_reset(calib_cwbins *b);
 void calib_cwbins_add(calib_cwbins *b, const double *p, size_t y);
 int calib_cwbins_merge(calib_cwbins *dst, const calib_cwbins *src);

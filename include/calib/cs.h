@@ -149,6 +149,9 @@ size_t calib_cs_bytes(uint32_t grid);
  * is safe). */
 int calib_cs_init(calib_cs *cs, double lo, double hi, double alpha, uint32_t grid);
 void calib_cs_free(calib_cs *cs);
+/* dst becomes a copy of src that shares no memory with it (free it with
+ * calib_cs_free): CALIB_OK, or CALIB_ENOMEM (dst then holds nothing). */
+int calib_cs_copy(calib_cs *dst, const calib_cs *src);
 /* Starts again from no values (same configuration and storage). */
 void calib_cs_reset(calib_cs *cs);
 /* Adds one value: NaN is ignored, anything else is clamped to [lo, hi]

@@ -185,6 +185,9 @@ typedef struct calib_drift {
 /* CALIB_EINVAL for a bad cfg, CALIB_ENOMEM. */
 int calib_drift_init(calib_drift *d, const calib_drift_cfg *cfg);
 void calib_drift_free(calib_drift *d);
+/* dst becomes a copy of src that shares no memory with it (free it with
+ * calib_drift_free): CALIB_OK, or CALIB_ENOMEM (dst then holds nothing). */
+int calib_drift_copy(calib_drift *dst, const calib_drift *src);
 /* Bytes calib_drift_init allocates for cfg (0 for a bad cfg):
  * MEAN 2 * CALIB_DRIFT_RING * reference, EXCEED 8 * reference. */
 size_t calib_drift_bytes(const calib_drift_cfg *cfg);

@@ -211,6 +211,10 @@ typedef struct calib_join {
  * joined_capacity above the maxima), CALIB_ENOMEM. */
 int calib_join_init(calib_join *j, const calib_join_cfg *cfg);
 void calib_join_free(calib_join *j);
+/* dst becomes a copy of src that shares no memory with it and takes its
+ * bytes from no budget (cfg.budget NULL); free it with calib_join_free.
+ * CALIB_OK, or CALIB_ENOMEM (dst then holds nothing). */
+int calib_join_copy(calib_join *dst, const calib_join *src);
 /* Bytes a table of cfg holds at most (full), or 0 for a bad cfg. */
 size_t calib_join_bytes(const calib_join_cfg *cfg);
 /* Bytes a table holds now. */

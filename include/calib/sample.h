@@ -75,6 +75,10 @@ void calib_store_stop(calib_store *s);
  * CALIB_EINVAL (n out of range), CALIB_ENOMEM (nothing changed). */
 int calib_store_limit(calib_store *s, size_t n);
 void calib_store_free(calib_store *s);
+/* dst becomes a copy of src that shares no memory with it and takes its
+ * bytes from no budget (budget NULL); free it with calib_store_free.
+ * CALIB_OK, or CALIB_ENOMEM (dst then holds nothing). */
+int calib_store_copy(calib_store *dst, const calib_store *src);
 /* Record i in storage order (i < len). */
 calib_record calib_store_get(const calib_store *s, size_t i);
 
@@ -102,6 +106,8 @@ typedef struct calib_ring {
 int calib_ring_init(calib_ring *r, size_t width, size_t cap,
                     struct calib_budget *budget);
 void calib_ring_free(calib_ring *r);
+/* As calib_store_copy, the ring's place and count with it. */
+int calib_ring_copy(calib_ring *dst, const calib_ring *src);
 void calib_ring_push(calib_ring *r, const double *x, double y, double t);
 /* The i-th oldest record held (0 = oldest, len - 1 = newest). */
 calib_record calib_ring_get(const calib_ring *r, size_t i);
@@ -128,6 +134,8 @@ typedef struct calib_reservoir {
 int calib_reservoir_init(calib_reservoir *r, size_t width, size_t cap,
                          uint64_t seed, struct calib_budget *budget);
 void calib_reservoir_free(calib_reservoir *r);
+/* As calib_store_copy, the sampler's state (its generator too) with it. */
+int calib_reservoir_copy(calib_reservoir *dst, const calib_reservoir *src);
 /* Offers a record; returns the slot it was stored in, or -1 if skipped. */
 long calib_reservoir_offer(calib_reservoir *r, const double *x, double y,
                            double t);

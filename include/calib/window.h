@@ -63,6 +63,9 @@ typedef struct calib_window {
 size_t calib_window_bytes(const calib_window_cfg *cfg);
 int calib_window_init(calib_window *w, const calib_window_cfg *cfg);
 void calib_window_free(calib_window *w);
+/* dst becomes a copy of src that shares no memory with it (free it with
+ * calib_window_free): CALIB_OK, or CALIB_ENOMEM (dst then holds nothing). */
+int calib_window_copy(calib_window *dst, const calib_window *src);
 
 /* Count window: the pane that takes the next sample (counts it). */
 calib_pane *calib_window_next(calib_window *w);

@@ -295,6 +295,62 @@ void model_free(model *m)
     calib_budget_give(&m->mem, sizeof *m);
 }
 
+model *model_copy(const model *m)
+{
+    model *c = malloc(sizeof *c);
+    if (!c)
+        return NULL;
+    *c = *m;
+    /* its own account, drawing on nobody's: model_free gives back to it */
+    c->mem.parent = NULL;
+    /* nothing of m's memory, before anything can fail: model_free frees
+     * what the copy holds and no more */
+    c->join = (calib_join){0};
+    memset(&c->seg, 0, sizeof c->seg);
+    memset(&c->view, 0, sizeof c->view);
+    c->win = (calib_window){0};
+    c->reservoir = (calib_reservoir){0};
+    c->ring = (calib_ring){0};
+    for (int v = 0; v < VIEWS; v++) {
+        c->top[v] = (calib_bins){0};
+        c->cs[v] = (calib_cs){0};
+        c->period.cs[v] = (calib_cs){0};
+    }
+    c->cw = (calib_cwbins){0};
+    c->recalib.drift = (calib_drift){0};
+    c->p = c->pcal = c->xcal = c->recalib.xcand = c->ring_score = NULL; /* scratch: none */
+    c->ring_score_n = 0;
+    int rc = calib_join_copy(&c->join, &m->join);
+    if (rc == CALIB_OK && m->shaped) {
+        rc |= seg_copy(&c->seg, &m->seg);
+        rc |= calib_window_copy(&c->win, &m->win);
+        rc |= calib_reservoir_copy(&c->reservoir, &m->reservoir);
+        rc |= calib_ring_copy(&c->ring, &m->ring);
+        for (int v = 0; v < VIEWS; v++) {
+            rc |= calib_bins_copy(&c->top[v], &m->top[v]);
+            rc |= calib_cs_copy(&c->cs[v], &m->cs[v]);
+            rc |= calib_cs_copy(&c->period.cs[v], &m->period.cs[v]);
+        }
+        rc |= calib_cwbins_copy(&c->cw, &m->cw);
+        rc |= calib_drift_copy(&c->recalib.drift, &m->recalib.drift);
+        if (m->ring_score) {
+            c->ring_score = malloc(m->ring_score_n * sizeof *c->ring_score);
+            if (c->ring_score) {
+                memcpy(c->ring_score, m->ring_score, m->ring_score_n * sizeof *c->ring_score);
+                c->ring_score_n = m->ring_score_n;
+            } else {
+                rc = CALIB_ENOMEM;
+            }
+        }
+    }
+    if (rc != CALIB_OK) {
+        model_free(c);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
 int model_ring_reserve(model *m, size_t n)
 {
     /* the store grows by doubling: aim at the size it will take, so that

@@ -314,6 +314,11 @@ void model_ring_push(model *m, const double *x, double y, double t, double score
  * join table keeps its waiting labels. */
 void model_unshape(model *m);
 void model_free(model *m);
+/* A copy of m, malloc'ed, that shares no memory with it and draws on no
+ * account but its own (its scratch buffers are none): what a snapshot
+ * packs on a worker thread while the loop goes on with m. Free it with
+ * model_free, then free. NULL when out of memory. */
+model *model_copy(const model *m);
 
 /* From the tick: the join table takes the model's label_ttl (a reload may
  * change it) and expires what is due at now (the monotonic clock, as

@@ -65,6 +65,82 @@ void seg_free(seg_table *t)
     t->nkeys = 0;
 }
 
+/* A malloc'ed copy of n bytes at src (NULL for NULL), *fail set when out
+ * of memory. */
+static void *dup_or_fail(const void *src, size_t n, int *fail)
+{
+    if (!src)
+        return NULL;
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        *fail = 1;
+    else
+        memcpy(p, src, n);
+    return p;
+}
+
+int seg_copy(seg_table *dst, const seg_table *src)
+{
+    const seg_cfg *c = &src->cfg;
+    size_t slots = c->values + 1, cells = slots * SEG_VIEWS * c->bins;
+    int fail = 0;
+    *dst = *src;
+    dst->budget = NULL;
+    for (size_t i = 0; i < src->nkeys; i++) { /* nothing of src's, before anything can fail */
+        seg_key *k = &dst->key[i];
+        k->slot = NULL;
+        k->bucket = NULL;
+        k->ord = NULL;
+        k->bkt = NULL;
+        k->bin_count = k->bin_correct = NULL;
+        k->bin_conf = NULL;
+    }
+    for (size_t i = 0; i < src->nkeys && !fail; i++) {
+        const seg_key *s = &src->key[i];
+        seg_key *k = &dst->key[i];
+        k->slot = dup_or_fail(s->slot, slots * sizeof *s->slot, &fail);
+        if (k->slot) /* the fixes are the copy's own, below */
+            for (size_t j = 0; j < slots; j++)
+                k->slot[j].fix = NULL;
+        k->bucket = dup_or_fail(s->bucket, k->nbuckets * sizeof *s->bucket, &fail);
+        k->ord = dup_or_fail(s->ord, c->values * sizeof *s->ord, &fail);
+        k->bkt = dup_or_fail(s->bkt, c->values * sizeof *s->bkt, &fail);
+        if (cells) {
+            k->bin_count = dup_or_fail(s->bin_count, cells * sizeof *s->bin_count, &fail);
+            k->bin_correct = dup_or_fail(s->bin_correct, cells * sizeof *s->bin_correct, &fail);
+            k->bin_conf = dup_or_fail(s->bin_conf, cells * sizeof *s->bin_conf, &fail);
+        }
+        if (fail)
+            break;
+        for (size_t j = 0; j < slots; j++) {
+            const seg_slot *o = &s->slot[j];
+            seg_slot *d = &k->slot[j];
+            for (int v = 0; v < SEG_VIEWS && o->top[v].m; v++) { /* into the key's arrays */
+                d->top[v].count = k->bin_count + (o->top[v].count - s->bin_count);
+                d->top[v].conf = k->bin_conf + (o->top[v].conf - s->bin_conf);
+                d->top[v].correct = k->bin_correct + (o->top[v].correct - s->bin_correct);
+            }
+            if (j < s->used && o->fix) { /* seg_free ends the fixes of used slots */
+                d->fix = dup_or_fail(o->fix, sizeof *o->fix, &fail);
+                if (d->fix) {
+                    d->fix->rec = dup_or_fail(o->fix->rec, o->fix->stride * o->fix->cap *
+                                              sizeof *o->fix->rec, &fail);
+                    if (!d->fix->rec) {
+                        free(d->fix);
+                        d->fix = NULL;
+                        fail = 1;
+                    }
+                }
+            }
+        }
+    }
+    if (fail) {
+        seg_free(dst);
+        return CALIB_ENOMEM;
+    }
+    return CALIB_OK;
+}
+
 /* A fresh occupant's statistics (the test's state is the slot's). */
 static void slot_clear_stats(seg_slot *s)
 {

@@ -165,6 +165,10 @@ typedef struct seg_table {
  * alpha or min_effect out of range); allocates nothing. */
 int seg_init(seg_table *t, const seg_cfg *cfg, calib_budget *budget);
 void seg_free(seg_table *t);
+/* dst becomes a copy of src that shares no memory with it and takes its
+ * bytes from no budget; free it with seg_free. CALIB_OK, or CALIB_ENOMEM
+ * (dst then holds nothing). */
+int seg_copy(seg_table *dst, const seg_table *src);
 /* Bytes one key takes (its slots, hash heads, order and bins). */
 size_t seg_key_bytes(const seg_cfg *cfg);
 /* The key named so, or -1 (never adds one). */

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dup.h"
+
 #include "calib/calib.h"
 
 /* The bin of v, inlined where bins are filled (several per pair, K per
@@ -95,6 +97,20 @@ void calib_bins_free(calib_bins *b)
     free(b->conf);
     free(b->correct);
     *b = (calib_bins){0};
+}
+
+int calib_bins_copy(calib_bins *dst, const calib_bins *src)
+{
+    int fail = 0;
+    *dst = *src;
+    dst->count = calib_dup(src->count, src->m * sizeof *src->count, &fail);
+    dst->conf = calib_dup(src->conf, src->m * sizeof *src->conf, &fail);
+    dst->correct = calib_dup(src->correct, src->m * sizeof *src->correct, &fail);
+    if (fail) {
+        calib_bins_free(dst);
+        return CALIB_ENOMEM;
+    }
+    return CALIB_OK;
 }
 
 void calib_bins_reset(calib_bins *b)
@@ -197,6 +213,21 @@ void calib_cwbins_free(calib_cwbins *b)
     free(b->psum);
     free(b->hits);
     *b = (calib_cwbins){0};
+}
+
+int calib_cwbins_copy(calib_cwbins *dst, const calib_cwbins *src)
+{
+    int fail = 0;
+    size_t cells = (size_t)src->k * src->m;
+    *dst = *src;
+    dst->count = calib_dup(src->count, cells * sizeof *src->count, &fail);
+    dst->psum = calib_dup(src->psum, cells * sizeof *src->psum, &fail);
+    dst->hits = calib_dup(src->hits, cells * sizeof *src->hits, &fail);
+    if (fail) {
+        calib_cwbins_free(dst);
+        return CALIB_ENOMEM;
+    }
+    return CALIB_OK;
 }
 
 void calib_cwbins_reset(calib_cwbins *b)

@@ -366,6 +366,27 @@ int calib_cs_init(calib_cs *cs, double lo, double hi, double alpha, uint32_t gri
     return CALIB_OK;
 }
 
+int calib_cs_copy(calib_cs *dst, const calib_cs *src)
+{
+    *dst = *src;
+    if (!src->lp) /* never initialised, or freed */
+        return CALIB_OK;
+    size_t bytes = calib_cs_bytes(src->grid);
+    double *block = malloc(bytes);
+    if (!block) {
+        *dst = (calib_cs){0};
+        return CALIB_ENOMEM;
+    }
+    memcpy(block, src->lp, bytes);
+    /* every array is in the block that lp starts: each keeps its place */
+    double **arrays[] = {&dst->lp, &dst->pp, &dst->ap, &dst->qp, &dst->lm,
+                         &dst->pm, &dst->am, &dst->qm, &dst->m, &dst->cp,
+                         &dst->cm, &dst->tp, &dst->tm, &dst->scratch};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+        *arrays[i] = block + (*arrays[i] - src->lp);
+    return CALIB_OK;
+}
+
 void calib_cs_free(calib_cs *cs)
 {
     if (!cs)

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dup.h"
+
 #include "calib/calib.h"
 #include "calib/drift.h"
 
@@ -164,6 +166,19 @@ int calib_drift_init(calib_drift *d, const calib_drift_cfg *cfg)
     }
     calib_drift_reset(d);
     d->resets = 0;
+    return CALIB_OK;
+}
+
+int calib_drift_copy(calib_drift *dst, const calib_drift *src)
+{
+    int fail = 0;
+    *dst = *src;
+    dst->ref_x = calib_dup(src->ref_x, src->cfg.reference * sizeof *src->ref_x, &fail);
+    dst->ring = calib_dup(src->ring, src->ring_len * sizeof *src->ring, &fail);
+    if (fail) {
+        calib_drift_free(dst);
+        return CALIB_ENOMEM;
+    }
     return CALIB_OK;
 }
 

@@ -39,6 +39,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dup.h"
+
 #include "calib/calib.h"
 #include "calib/join.h"
 
@@ -422,6 +424,23 @@ int calib_join_set_ttl(calib_join *j, double ttl)
     for (size_t n = 0; n < j->dlen; n++)
         j->done[(j->dhead + n) % j->dalloc].deadline += shift;
     j->cfg.ttl = ttl;
+    return CALIB_OK;
+}
+
+int calib_join_copy(calib_join *dst, const calib_join *src)
+{
+    int fail = 0;
+    *dst = *src;
+    dst->cfg.budget = NULL;
+    dst->ent = calib_dup(src->ent, ent_bytes(src->alloc), &fail);
+    dst->x = calib_dup(src->x, x_bytes(src->alloc, src->cfg.width), &fail);
+    dst->bucket = calib_dup(src->bucket, bucket_bytes(src->nbuckets), &fail);
+    dst->done = calib_dup(src->done, done_bytes(src->dalloc), &fail);
+    dst->dbucket = calib_dup(src->dbucket, bucket_bytes(src->ndbuckets), &fail);
+    if (fail) {
+        calib_join_free(dst);
+        return CALIB_ENOMEM;
+    }
     return CALIB_OK;
 }
 

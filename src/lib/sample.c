@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dup.h"
+
 #include "calib/calib.h"
 
 /* ------------------------------------------------------------------ rng */
@@ -181,6 +183,31 @@ int calib_ring_init(calib_ring *r, size_t width, size_t cap, calib_budget *budge
 {
     *r = (calib_ring){0};
     return calib_store_init(&r->s, width, cap, budget);
+}
+
+int calib_store_copy(calib_store *dst, const calib_store *src)
+{
+    int fail = 0;
+    *dst = *src;
+    dst->budget = NULL;
+    dst->data = calib_dup(src->data, calib_store_held(src), &fail);
+    if (fail) {
+        *dst = (calib_store){0};
+        return CALIB_ENOMEM;
+    }
+    return CALIB_OK;
+}
+
+int calib_ring_copy(calib_ring *dst, const calib_ring *src)
+{
+    *dst = *src;
+    return calib_store_copy(&dst->s, &src->s);
+}
+
+int calib_reservoir_copy(calib_reservoir *dst, const calib_reservoir *src)
+{
+    *dst = *src;
+    return calib_store_copy(&dst->s, &src->s);
 }
 
 void calib_ring_free(calib_ring *r)

@@ -1,6 +1,7 @@
 /* window.c — sliding windows: a ring of panes of accumulators and bins. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "calib/calib.h"
 
@@ -117,6 +118,30 @@ void calib_window_free(calib_window *w)
             calib_pane_free(&w->pane[i]);
     free(w->pane);
     w->pane = NULL;
+}
+
+int calib_window_copy(calib_window *dst, const calib_window *src)
+{
+    *dst = *src;
+    if (!src->pane)
+        return CALIB_OK;
+    dst->pane = calloc(src->cfg.panes, sizeof *dst->pane);
+    if (!dst->pane)
+        return CALIB_ENOMEM;
+    for (uint32_t i = 0; i < src->cfg.panes; i++) {
+        const calib_pane *s = &src->pane[i];
+        calib_pane *d = &dst->pane[i];
+        d->index = s->index;
+        memcpy(d->stat, s->stat, sizeof d->stat);
+        int rc = calib_cwbins_copy(&d->cw, &s->cw);
+        for (int t = 0; rc == CALIB_OK && t < CALIB_WINDOW_MAXTOP; t++)
+            rc = calib_bins_copy(&d->top[t], &s->top[t]);
+        if (rc != CALIB_OK) {
+            calib_window_free(dst);
+            return CALIB_ENOMEM;
+        }
+    }
+    return CALIB_OK;
 }
 
 static calib_pane *slot(const calib_window *w, int64_t index)

@@ -213,6 +213,24 @@ static void same_bytes(const model *a, const model *b)
     free(pb);
 }
 
+/* model_copy(a) packs to a's bytes and shares none of a's memory: a copy
+ * of the copy, made before the first copy is freed, still packs to them
+ * (a copy that shared memory would be read after its free: the sanitizer
+ * build fails on it, and a plain build reads other bytes). */
+static void same_copy(const model *a)
+{
+    model *c1 = model_copy(a);
+    assert_non_null(c1);
+    model *c2 = model_copy(c1);
+    assert_non_null(c2);
+    model_free(c1);
+    memset(c1, 0x5a, sizeof *c1);
+    free(c1);
+    same_bytes(a, c2);
+    model_free(c2);
+    free(c2);
+}
+
 /* a made (with a shadow run if shadow), fed n pairs from time 1000 and
  * snapshotted; b made without one and restored from the file, which is
  * returned (to free) with what the restore skipped. */
@@ -513,6 +531,7 @@ static void every_state_reads_back(void **state)
             } else {
                 same_bytes(&a, &b);
             }
+            same_copy(&a);
             free(f);
             model_free(&b);
         }
@@ -525,6 +544,54 @@ static void every_state_reads_back(void **state)
     for (int p = PHASE_IDLE; p <= PHASE_STORING; p++)
         assert_true(phases[p] > 0);
     assert_true(rollbacks > 0);
+}
+
+/* A model with every part a snapshot packs: segments (two keys, more
+ * values than slots, so occupants were evicted; a segment's own refit
+ * collecting), a shadow run, the guard, the drift detector, confidence
+ * sequences. Its copy packs to its bytes after the model itself is freed
+ * and overwritten. */
+static void copy_holds_everything(void **state)
+{
+    model_cfg c = small_cfg();
+    c.segment_keys = 2;
+    c.segment_values = 8;
+    model a;
+    make(&a, &c, 1);
+    assert_int_equal(a.seg.cfg.keys, 2);
+    feed(&a, 3, 300, 1000);
+    calib_rng r;
+    calib_rng_seed(&r, 11);
+    double x[K + SEG_MAX_KEYS] = {0}, *codes = x + K;
+    for (int i = 0; i < 400; i++) {
+        char v1[16], v2[16];
+        int n1 = snprintf(v1, sizeof v1, "c%d", (int)(calib_rng_next(&r) % 20));
+        int n2 = snprintf(v2, sizeof v2, "d%d", (int)(calib_rng_next(&r) % 5));
+        seg_kv kv[2] = {{"country", v1, 7, (size_t)n1}, {"device", v2, 6, (size_t)n2}};
+        model_segments(&a, kv, 2, codes, 1020 + 0.01 * i);
+        for (int j = 0; j < K; j++)
+            x[j] = 2 * calib_rng_normal(&r);
+        model_observe(&a, x, (double)(calib_rng_next(&r) % K), 1020 + 0.01 * i, codes);
+    }
+    assert_true(a.seg.nkeys == 2 && a.seg.key[0].evictions > 0);
+    assert_int_equal(seg_fix_start(&a.seg, &a.seg.key[1].slot[0], K + 1, 16), CALIB_OK);
+    a.seg.key[1].slot[0].fix->rec[3] = 0.25;
+    a.seg.key[1].slot[0].fix->n = 1;
+    size_t la;
+    char *before = body_of(&a, &la);
+    same_copy(&a);
+    model *cp = model_copy(&a);
+    assert_non_null(cp);
+    model_free(&a);
+    memset(&a, 0xa5, sizeof a);
+    size_t lc;
+    char *after = body_of(cp, &lc);
+    assert_int_equal(la, lc);
+    assert_memory_equal(before, after, la);
+    free(before);
+    free(after);
+    model_free(cp);
+    free(cp);
 }
 
 /* Merged, the confidence sequences follow the paired comparison: a newer
@@ -1355,6 +1422,7 @@ int main(void)
         cmocka_unit_test(silence_longer_than_the_window),
         cmocka_unit_test(join_sample_is_restored),
         cmocka_unit_test(every_state_reads_back),
+        cmocka_unit_test(copy_holds_everything),
         cmocka_unit_test(merged_sequences_follow_the_version),
         cmocka_unit_test(restored_small_ring_grows),
         cmocka_unit_test(waiting_items_move_with_the_clock),

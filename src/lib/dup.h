@@ -1,0 +1,22 @@
+/* dup.h — libcalib's private copy of an array, for the *_copy functions. */
+#ifndef CALIB_DUP_H
+#define CALIB_DUP_H
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A malloc'ed copy of n bytes at src; NULL for a NULL src, or (with *fail
+ * set) when out of memory. */
+static inline void *calib_dup(const void *src, size_t n, int *fail)
+{
+    if (!src)
+        return NULL;
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        *fail = 1;
+    else
+        memcpy(p, src, n);
+    return p;
+}
+
+#endif
