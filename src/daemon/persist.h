@@ -31,6 +31,7 @@ typedef struct persister {
     calib_mpw head;
     calib_mpw chunk[2];   /* the loop packs into chunk[cur] (persist.c) */
     int cur;
+    struct model *copy;   /* a large model's copy, for the worker to pack */
     FILE *chunks;         /* STATE_DIR/snapshot.tmp while packing and writing */
     uint64_t body_len;    /* bytes of the body written there */
     uint32_t crc;         /* their CRC-32 */
@@ -42,6 +43,8 @@ typedef struct persister {
     /* figures (metrics) */
     uint64_t writes, errors;
     uint64_t models;      /* of the last snapshot written */
+    uint64_t copied;      /* of them, copied by the loop and packed by the worker */
+    size_t copies;        /* models copied so far */
     size_t packed;        /* models packed so far (a Kafka partition's are not) */
     double last_ok;       /* wall clock of the last success, 0 before */
     size_t bytes;         /* of the last snapshot written */

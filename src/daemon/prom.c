@@ -711,6 +711,9 @@ static void snapshot_metrics(out *t, const persister *s)
     put(t, "calibd_snapshot_bytes %zu\n", s->bytes);
     help(t, "calibd_snapshot_models", "gauge", "Models in the last snapshot written.");
     put(t, "calibd_snapshot_models %llu\n", (unsigned long long)s->models);
+    help(t, "calibd_snapshot_copied_models", "gauge",
+         "Models of the last snapshot copied by the loop and packed by a worker (large ones).");
+    put(t, "calibd_snapshot_copied_models %llu\n", (unsigned long long)s->copied);
     help(t, "calibd_snapshot_duration_seconds", "gauge",
          "Seconds from the start of the last snapshot's packing to its file written.");
     sample(t, s->duration, "calibd_snapshot_duration_seconds");

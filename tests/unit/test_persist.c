@@ -1,8 +1,9 @@
 /* test_persist.c — the daemon's periodic snapshot on a libuv loop,
  * without sockets: the loop packs the models into one chunk while the
- * worker writes the other, and the file so written holds the same body,
- * byte for byte, as the final snapshot written in one go on the calling
- * thread; it opens, checks out, and restores every model with its pairs. */
+ * worker writes the other, and copies a large model for the worker to
+ * pack; the file so written holds the same body, byte for byte, as the
+ * final snapshot written in one go on the calling thread; it opens, checks
+ * out, and restores every model with its pairs. */
 #define _POSIX_C_SOURCE 200809L
 #include "unit.h"
 
@@ -17,7 +18,7 @@
 #include "snapshot.h"
 #include "state.h"
 
-enum { MODELS = 24, K = 10, PAIRS = 1500 };
+enum { MODELS = 24, K = 10, PAIRS = 1500, BIG = 12, BIG_PAIRS = 60000 };
 
 static calibd *daemon_new(uv_loop_t *loop, char *dir)
 {
@@ -42,9 +43,11 @@ static void daemon_free(calibd *d)
 }
 
 /* MODELS models of K logits, each with PAIRS pairs in its ring: about
- * 200 KB packed each, so that the body spans several chunks. */
+ * 200 KB packed each, so that the body spans several chunks; model BIG
+ * with BIG_PAIRS, over 4 MiB, the size a snapshot copies. */
 static void fill(calibd *d)
 {
+    d->cfg.defaults.ring = BIG_PAIRS;
     char name[32], why[256];
     int reject = 0;
     calib_rng r;
@@ -55,7 +58,7 @@ static void fill(calibd *d)
         model *m = registry_get(d, name, (size_t)n, 1, &reject);
         assert_non_null(m);
         assert_int_equal(registry_shape(d, m, CALIB_FORM_LOGITS, K, why, sizeof why), 0);
-        for (int p = 0; p < PAIRS; p++) {
+        for (int p = 0; p < (i == BIG ? BIG_PAIRS : PAIRS); p++) {
             for (int j = 0; j < K; j++)
                 x[j] = 2 * calib_rng_normal(&r);
             model_observe(m, x, (double)(calib_rng_next(&r) % K), 1000 + 0.01 * p, NULL);
@@ -88,6 +91,8 @@ static void periodic_equals_final(void **state)
     assert_int_equal(d->snap.errors, 0);
     assert_int_equal(d->snap.writes, 1);
     assert_int_equal(d->snap.models, MODELS);
+    assert_true(d->reg.models[BIG]->mem.used >= ((size_t)4 << 20));
+    assert_int_equal(d->snap.copied, 1); /* BIG, packed by the worker */
     assert_false(d->snap.packing || d->snap.all_packed || d->snap.flushing ||
                  d->snap.writing);
     /* the body spanned chunks: the worker wrote several of them */
@@ -113,7 +118,7 @@ static void periodic_equals_final(void **state)
                                             sizeof err), 0);
     assert_int_equal(n, MODELS);
     assert_int_equal(lost, 0);
-    assert_int_equal(pairs, (uint64_t)MODELS * PAIRS);
+    assert_int_equal(pairs, (uint64_t)(MODELS - 1) * PAIRS + BIG_PAIRS);
     assert_int_equal(e->reg.n, MODELS);
     free(periodic);
     free(final);
