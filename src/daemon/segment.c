@@ -8,6 +8,7 @@
 #include "calib/join.h"
 #include "calib/protocol.h"
 #include "calib/save.h"
+#include "dup.h"
 #include "segment.h"
 
 _Static_assert(SEG_MAX_KEYS == CALIB_PROTO_MAX_SEG && SEG_NAME_MAX == CALIB_PROTO_MAX_SEG_NAME,
@@ -65,20 +66,6 @@ void seg_free(seg_table *t)
     t->nkeys = 0;
 }
 
-/* A malloc'ed copy of n bytes at src (NULL for NULL), *fail set when out
- * of memory. */
-static void *dup_or_fail(const void *src, size_t n, int *fail)
-{
-    if (!src)
-        return NULL;
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        *fail = 1;
-    else
-        memcpy(p, src, n);
-    return p;
-}
-
 int seg_copy(seg_table *dst, const seg_table *src)
 {
     const seg_cfg *c = &src->cfg;
@@ -98,17 +85,17 @@ int seg_copy(seg_table *dst, const seg_table *src)
     for (size_t i = 0; i < src->nkeys && !fail; i++) {
         const seg_key *s = &src->key[i];
         seg_key *k = &dst->key[i];
-        k->slot = dup_or_fail(s->slot, slots * sizeof *s->slot, &fail);
+        k->slot = calib_dup(s->slot, slots * sizeof *s->slot, &fail);
         if (k->slot) /* the fixes are the copy's own, below */
             for (size_t j = 0; j < slots; j++)
                 k->slot[j].fix = NULL;
-        k->bucket = dup_or_fail(s->bucket, k->nbuckets * sizeof *s->bucket, &fail);
-        k->ord = dup_or_fail(s->ord, c->values * sizeof *s->ord, &fail);
-        k->bkt = dup_or_fail(s->bkt, c->values * sizeof *s->bkt, &fail);
+        k->bucket = calib_dup(s->bucket, k->nbuckets * sizeof *s->bucket, &fail);
+        k->ord = calib_dup(s->ord, c->values * sizeof *s->ord, &fail);
+        k->bkt = calib_dup(s->bkt, c->values * sizeof *s->bkt, &fail);
         if (cells) {
-            k->bin_count = dup_or_fail(s->bin_count, cells * sizeof *s->bin_count, &fail);
-            k->bin_correct = dup_or_fail(s->bin_correct, cells * sizeof *s->bin_correct, &fail);
-            k->bin_conf = dup_or_fail(s->bin_conf, cells * sizeof *s->bin_conf, &fail);
+            k->bin_count = calib_dup(s->bin_count, cells * sizeof *s->bin_count, &fail);
+            k->bin_correct = calib_dup(s->bin_correct, cells * sizeof *s->bin_correct, &fail);
+            k->bin_conf = calib_dup(s->bin_conf, cells * sizeof *s->bin_conf, &fail);
         }
         if (fail)
             break;
@@ -121,9 +108,9 @@ int seg_copy(seg_table *dst, const seg_table *src)
                 d->top[v].correct = k->bin_correct + (o->top[v].correct - s->bin_correct);
             }
             if (j < s->used && o->fix) { /* seg_free ends the fixes of used slots */
-                d->fix = dup_or_fail(o->fix, sizeof *o->fix, &fail);
+                d->fix = calib_dup(o->fix, sizeof *o->fix, &fail);
                 if (d->fix) {
-                    d->fix->rec = dup_or_fail(o->fix->rec, o->fix->stride * o->fix->cap *
+                    d->fix->rec = calib_dup(o->fix->rec, o->fix->stride * o->fix->cap *
                                               sizeof *o->fix->rec, &fail);
                     if (!d->fix->rec) {
                         free(d->fix);

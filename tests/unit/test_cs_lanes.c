@@ -17,6 +17,7 @@
 
 #define calib_cs_add scalar_cs_add
 #define calib_cs_bytes scalar_cs_bytes
+#define calib_cs_copy scalar_cs_copy
 #define calib_cs_free scalar_cs_free
 #define calib_cs_init scalar_cs_init
 #define calib_cs_interval scalar_cs_interval

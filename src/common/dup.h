@@ -1,4 +1,5 @@
-/* dup.h — libcalib's private copy of an array, for the *_copy functions. */
+/* dup.h — a private copy of an array: libcalib's *_copy functions and the
+ * daemon's seg_copy. */
 #ifndef CALIB_DUP_H
 #define CALIB_DUP_H
 
