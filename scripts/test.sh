@@ -97,9 +97,12 @@ if git rev-parse --is-inside-work-tree > /dev/null 2>&1 && ls build/plain/calibd
         passed=$((passed + 1))
     fi
 fi
-echo "== the ten slowest tests (seconds, both variants run two a core at a time)"
-sort -rn "$times" | head -10 | sed 's/^/  /'
+echo "== the ten slowest tests (seconds of wall clock and of CPU; both variants run two a core at a time)"
+sort -rn "$times" | head -10 | awk '{ printf "  %7.1f %7.1f  %s %s\n", $1, $2, $3, $4 }'
+echo "== the ten costliest in CPU"
+sort -k2,2 -rn "$times" | head -10 | awk '{ printf "  %7.1f %7.1f  %s %s\n", $1, $2, $3, $4 }'
 echo "== phases"
 printf '  %s\n' "${phases[@]}"
+awk '{ c[$4] += $2 } END { for (v in c) printf "  %.0f s  CPU of the tests, %s\n", c[v], v }' "$times" | sort -k5
 echo "$passed passed, $failed failed"
 exit $status

@@ -1,6 +1,8 @@
 #!/bin/sh
 # timed.sh TEST [ARGS...] — the tests' LOG_COMPILER (Makefile.am): runs TEST
-# as it would have run, then appends "SECONDS TEST" to CALIB_TEST_TIMES
+# as it would have run, then appends "SECONDS CPU TEST" to CALIB_TEST_TIMES
+# (CPU: the user and system seconds of TEST and of every process it waited
+# for, daemons included; a loaded machine lengthens SECONDS, not CPU)
 # (scripts/test.sh sets it), else to test-times in the current directory
 # (the build tree's top, where make check runs tests).
 # scripts/test.sh prints the slowest. One short line a write: appends from
@@ -19,5 +21,10 @@ end=$(date +%s.%N)
 if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
     echo "Bail out! $1 did not end within $ceiling s (CALIB_TEST_CEILING): ended"
 fi
-awk -v a="$start" -v b="$end" -v t="$1" 'BEGIN { sub(/^(\.\.\/)+/, "", t); printf "%.1f %s\n", b - a, t }' >> "${CALIB_TEST_TIMES:-test-times}"
+# the shell's `times`: its own line, then its children's "1m2.5s 0m3.1s"
+# (run here, not in a pipe's subshell, which has no children)
+t=$(mktemp) && times > "$t" &&
+    cpu=$(awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); s += a[1] * 60 + a[2] } print s }' "$t")
+rm -f "$t"
+awk -v a="$start" -v b="$end" -v c="${cpu:-0}" -v t="$1" 'BEGIN { sub(/^(\.\.\/)+/, "", t); printf "%.1f %.1f %s\n", b - a, c, t }' >> "${CALIB_TEST_TIMES:-test-times}"
 exit $rc
