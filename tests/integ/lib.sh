@@ -145,9 +145,13 @@ if not curve:
     request = msgpack.packb({"v": 1, "cmd": "status"})
 
 def as_json(o):
-    """What calibctl prints for a msgpack object (src/ctl/msgpack_json.c)."""
+    """What calibctl prints for a msgpack object (src/ctl/msgpack_json.c),
+    as json reads it back: a float as %.17g (120.0 is 120, an int)."""
     if isinstance(o, float):
-        return o if math.isfinite(o) else None
+        if not math.isfinite(o):
+            return None
+        t = "%.17g" % o
+        return int(t) if t.lstrip("-").isdigit() else float(t)
     if isinstance(o, (bytes, bytearray)):
         return None
     if isinstance(o, dict):
