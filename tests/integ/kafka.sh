@@ -83,7 +83,16 @@ EOF
 st() { "$CALIBCTL" status --control "${ctl[$1]}" --timeout "$TIME_SCALE" 2> /dev/null; }
 # q NAME EXPR: the python EXPR on NAME's status r (fails while it does not answer)
 q() { st "$1" > "$work/$1.json" && json_get "$work/$1.json" "$2" 2> /dev/null; }
-holds() { [ "$(q "$1" "len(r['kafka']['partitions'])")" = "$2" ]; }
+# kwait "NAME..." EXPR SECONDS: polls the named instances' status in one
+# process (tests/integ/status.py) until the python EXPR holds: s[NAME] the
+# status, parts("NAME") the partitions held, scored("NAME") the pairs.
+# (q starts a calibctl and a python, 80 ms of CPU each under the
+# sanitizers: polled so, a wait on two instances took a core)
+kwait() {
+    local named=() n
+    for n in $1; do named+=("$n=${ctl[$n]}"); done
+    "$PY" "$srcdir/tests/integ/status.py" all "$2" "$(scaled "$3")" "$TIME_SCALE" "${named[@]}"
+}
 scored() { q "$1" "sum(m['scored'] for m in r['models'].values())"; }
 
 "$PY" "$srcdir/tests/integ/kafka_watch.py" "$work/pubs" "$work/published" 2> "$work/watch.log" &
@@ -97,11 +106,11 @@ one A g "$work/shared" 3600 1
 $FEED "$BOOT" preds "$work/pairs" --from 0 --to 80 2> "$work/feed1.log" ||
     { echo "Bail out! the producer failed: $(cat "$work/feed1.log")"; exit 1; }
 check "A alone holds the 4 partitions and scores part 1 (31,200 pairs)" \
-    'wait_until "holds A 4 && [ \"\$(scored A)\" = 31200 ]" 60'
+    'kwait A "parts(\"A\") == 4 and scored(\"A\") == 31200" 60'
 
 one B g "$work/shared" 2
 check "B joins: A writes its partitions and hands 2 over; each holds 2" \
-    'wait_until "holds A 2 && holds B 2" 60'
+    'kwait "A B" "parts(\"A\") == 2 and parts(\"B\") == 2" 60'
 # (one of the files A wrote, of part 1 only, comes back at the end as a
 # fenced member's late write: A wrote the partitions it handed over)
 mkdir -p "$work/old" && cp "$work/shared"/partition.preds.* "$work/old/"
@@ -128,7 +137,7 @@ touch "$work/A.down"
 check "A killed -9 mid-stream, past its last snapshot: $(json_get "$work/A.killed.json" "[(p['partition'], p['saved'], p['next']) for p in r['kafka']['partitions']]")" \
     '[ "$(json_get "$work/A.killed.json" "any(p['"'"'next'"'"'] > max(p['"'"'saved'"'"'], 0) for p in r['"'"'kafka'"'"']['"'"'partitions'"'"'])")" = True ] && [ $alive = yes ]'
 check "B takes A's partitions (session timeout) and reads them again from A's snapshots' offsets (or, where A wrote none, from the group's committed offset), before where A was" \
-    'wait_until "holds B 4" 60 && "$PY" - "$work/A.killed.json" "$work/B/calibd.log" <<'"'"'PY'"'"'
+    'kwait B "parts(\"B\") == 4" 60 && "$PY" - "$work/A.killed.json" "$work/B/calibd.log" <<'"'"'PY'"'"'
 import json, re, sys
 a = json.load(open(sys.argv[1]))["kafka"]["partitions"]
 log = open(sys.argv[2]).read()
@@ -142,24 +151,24 @@ $FEED "$BOOT" preds "$work/pairs" --from 160 2> "$work/feed3.log" ||
     { echo "Bail out! the producer failed: $(cat "$work/feed3.log")"; exit 1; }
 
 one A g "$work/shared" 3600 2
-check "A restarts: each holds 2 partitions again" 'wait_until "holds A 2 && holds B 2" 60'
+check "A restarts: each holds 2 partitions again" 'kwait "A B" "parts(\"A\") == 2 and parts(\"B\") == 2" 60'
 check "A and B score all 100,000 pairs, each model on one of them" \
-    'wait_until "[ \$(( \$(scored A) + \$(scored B) )) = 100000 ]" 60 &&
+    'kwait "A B" "scored(\"A\") + scored(\"B\") == 100000" 60 &&
      [ "$(q A "len(r['"'"'models'"'"'])") $(q B "len(r['"'"'models'"'"'])")" = "4 4" ]'
-check "W scores all 100,000 pairs" 'wait_until "[ \"\$(scored W)\" = 100000 ]" 60'
+check "W scores all 100,000 pairs" 'kwait W "scored(\"W\") == 100000" 60'
 
 # B stalls (SIGSTOP) past session.timeout.ms: the group goes on without it
 # and A takes its partitions from their files; SIGCONT: B learns its
 # assignment is lost before it writes, and rejoins. The final merge below
 # shows the partitions' state intact.
 kill -STOP "${pid[B]}"
-check "B stopped past the session timeout: A holds the 4 partitions" 'wait_until "holds A 4" 60'
+check "B stopped past the session timeout: A holds the 4 partitions" 'kwait A "parts(\"A\") == 4" 60'
 # (the watcher's clock, CLOCK_MONOTONIC: what B publishes after this is
 # its next run, B*, in the check of who publishes below)
 "$PY" -c 'import time; print(time.monotonic())' > "$work/B.resumed"
 kill -CONT "${pid[B]}"
 check "B resumes: it holds its writes and publishes (it stalled past session.timeout.ms), hands its partitions over as lost, unwritten, and the two hold 2 each again" \
-    'wait_until "holds A 2 && holds B 2" 60 && grep -q "lost" "$work/B/calibd.log" &&
+    'kwait "A B" "parts(\"A\") == 2 and parts(\"B\") == 2" 60 && grep -q "lost" "$work/B/calibd.log" &&
      grep -q "the loop stalled [0-9.]* s, past session.timeout.ms: the partitions. writes and publishes are held" "$work/B/calibd.log"'
 
 # W's /metrics: the calibd_kafka_* families, in the exposition format
@@ -248,7 +257,7 @@ head -c 100 "$work/shared/partition.preds.1" > "$work/p1" && mv "$work/p1" "$wor
 cp "$work/old/$stale" "$work/shared/$stale"
 one C g "$work/shared" 3600 1
 check "a damaged partition file and a stale one: moved aside, their partitions read again from the earliest offset; C holds all 100,000 pairs, each model as W has it" \
-    'wait_until "holds C 4 && [ \"\$(scored C)\" = 100000 ]" 60 &&
+    'kwait C "parts(\"C\") == 4 and scored(\"C\") == 100000" 60 &&
      grep -q "partition preds/1: .*partition.preds.1 cannot be used .*read again from the earliest offset the brokers hold" "$work/C/calibd.log" &&
      grep -q "partition preds/${stale##*.}: .*$stale cannot be used (stale: its offset [0-9]* is behind the group.s committed [0-9]*.*read again from the earliest" "$work/C/calibd.log" &&
      [ -e "$work/shared/partition.preds.1.bad" ] &&

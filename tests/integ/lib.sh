@@ -124,81 +124,12 @@ json_get() { "$PY" -c "import json,sys; r=json.load(open(sys.argv[1])); print($2
 
 # wait_for FILE EXPR [SECONDS]: polls status into FILE until the python EXPR
 # on r holds (WAIT_CEILING s at most, or SECONDS, scaled); gives up at once
-# if calibd has died. One python process polls, every 50 ms, then every
-# 100 ms past the first second, over one REQ socket of its own: FILE holds
-# the answer as `calibctl status` prints it (JSON; a float that is not
-# finite, or bytes, as null). A calibctl started for each poll took 80 ms
-# of CPU under the sanitizers, most of a core while a script waited. With
-# CURVE keys in the environment (CALIBD_KEY), calibctl asks, which reads
-# them.
+# if calibd has died. One python process polls over a REQ socket of its
+# own (tests/integ/status.py); FILE holds the last answer as `calibctl
+# status` prints it.
 wait_for() {
-    "$PY" - "$1" "$2" "$(scaled "${3:-$WAIT_CEILING}")" "$calibd_pid" "$CALIBCTL" "$CONTROL" \
-        "$TIME_SCALE" <<'PY'
-import json, math, os, subprocess, sys, time
-f, expr, secs, pid, calibctl, control, scale = sys.argv[1:]
-code = compile("bool(%s)" % expr, "wait_for", "eval")
-curve = bool(os.environ.get("CALIBD_KEY"))
-if not curve:
-    import msgpack, zmq
-    ctx = zmq.Context()
-    sock = None
-    request = msgpack.packb({"v": 1, "cmd": "status"})
-
-def as_json(o):
-    """What calibctl prints for a msgpack object (src/ctl/msgpack_json.c),
-    as json reads it back: a float as %.17g (120.0 is 120, an int)."""
-    if isinstance(o, float):
-        if not math.isfinite(o):
-            return None
-        t = "%.17g" % o
-        return int(t) if t.lstrip("-").isdigit() else float(t)
-    if isinstance(o, (bytes, bytearray)):
-        return None
-    if isinstance(o, dict):
-        return {k if isinstance(k, str) else "?": as_json(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [as_json(v) for v in o]
-    return o
-
-def ask():
-    """The status as calibctl prints it, or None (no answer in time)."""
-    global sock
-    if curve:
-        r = subprocess.run([calibctl, "status", "--control", control, "--timeout", scale],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        return r.stdout if r.returncode == 0 else None
-    if sock is None:
-        sock = ctx.socket(zmq.REQ)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.connect(control.lstrip(">@"))
-    sock.send(request)
-    if not sock.poll(int(float(scale) * 1000)):
-        sock.close()  # a REQ socket without its answer: a new one next time
-        sock = None
-        return None
-    reply = msgpack.unpackb(sock.recv(), raw=False, strict_map_key=False)
-    return json.dumps(as_json(reply), ensure_ascii=False).encode()
-
-start = time.monotonic()
-while True:
-    try:
-        os.kill(int(pid), 0)
-    except (ValueError, OSError):
-        sys.exit(2)
-    text = ask()
-    if text is not None:
-        with open(f, "wb") as out:
-            out.write(text)
-        try:
-            if eval(code, {"json": json, "sys": sys, "r": json.loads(text)}):
-                sys.exit(0)
-        except Exception:
-            pass
-    waited = time.monotonic() - start
-    if waited >= float(secs):
-        sys.exit(1)
-    time.sleep(0.05 if waited < 1 else 0.1)
-PY
+    "$PY" "$srcdir/tests/integ/status.py" one "$1" "$2" "$(scaled "${3:-$WAIT_CEILING}")" \
+        "$calibd_pid" "$CONTROL" "$TIME_SCALE"
     case $? in
         0) return 0 ;;
         2) echo "# calibd is not running; its log:"
