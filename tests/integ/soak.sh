@@ -20,7 +20,18 @@ abuse() { "$PY" "$srcdir/tests/integ/abuse.py" "$1" --endpoint "$INGEST" "${@:2}
 # (a request unanswered within a generous ceiling is a failure)
 probe() { "$PY" "$srcdir/tests/integ/probe.py" --control "$CONTROL" --http "$HTTP" --model flood \
               --timeout "$(scaled 5)" "$@"; }
-metric() { curl -sS "$HTTP" | awk -v m="$1" '$1 == m {print $2; found = 1} END {if (!found) print 0}'; }
+# metric NAME: NAME's value on /metrics (0 when absent), from a scrape that
+# succeeded: with over 256 models calibd answers 503 with Retry-After while
+# it renders again after a pause (calibd(8), LIMITS), which a check must
+# not read as 0. Prints nothing if no scrape succeeds within the ceiling.
+metric() {
+    local end=$((SECONDS + $(scaled 10)))
+    until curl -sSf -o "$work/metrics.scrape" "$HTTP" 2> /dev/null; do
+        [ "$SECONDS" -ge "$end" ] && return 1
+        sleep 0.2
+    done
+    awk -v m="$1" '$1 == m {print $2; found = 1} END {if (!found) print 0}' "$work/metrics.scrape"
+}
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" "$2"; }
 
 MAXMSG=1048576 INGEST_MEM=67108864 MEMLIMIT=1073741824
