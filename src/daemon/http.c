@@ -654,7 +654,10 @@ int http_start(http_server *h, const char *addr, const http_limits *lim,
     }
     if (acc && access_start(h, acc, host, err, errlen) != 0)
         goto fail;
-    unsigned idle = (unsigned)ceil(lim->timeout);
+    /* libmicrohttpd's own idle cut is a backstop for a stalled loop: the
+     * deadline (cut_slow, counted) comes first, even for a client too
+     * starved of CPU to trickle its bytes */
+    unsigned idle = (unsigned)ceil(2 * lim->timeout) + 1;
     /* TLS 1.2 and 1.3 only, from the key and certificate read above */
     struct MHD_OptionItem tls[] = {
         {MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls_key},
