@@ -9,6 +9,7 @@
 #include "calib/protocol.h"
 #include "calib/recal.h"
 #include "log.h"
+#include "dup.h"
 #include "model.h"
 
 const char *reject_name(int reason)
@@ -333,15 +334,10 @@ model *model_copy(const model *m)
         }
         rc |= calib_cwbins_copy(&c->cw, &m->cw);
         rc |= calib_drift_copy(&c->recalib.drift, &m->recalib.drift);
-        if (m->ring_score) {
-            c->ring_score = malloc(m->ring_score_n * sizeof *c->ring_score);
-            if (c->ring_score) {
-                memcpy(c->ring_score, m->ring_score, m->ring_score_n * sizeof *c->ring_score);
-                c->ring_score_n = m->ring_score_n;
-            } else {
-                rc = CALIB_ENOMEM;
-            }
-        }
+        int fail = 0;
+        c->ring_score = calib_dup(m->ring_score, m->ring_score_n * sizeof *m->ring_score, &fail);
+        c->ring_score_n = c->ring_score ? m->ring_score_n : 0;
+        rc |= fail ? CALIB_ENOMEM : CALIB_OK;
     }
     if (rc != CALIB_OK) {
         model_free(c);
