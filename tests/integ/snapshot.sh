@@ -66,6 +66,7 @@ kill9() {
 
 # ---------------------------------------------------------------- 20 kills
 seed=0
+want=0 # the pairs the last snapshot held (none before the first daemon)
 last_scored=0 last_version=0
 exact=0 loss_ok=0 versions_ok=0 max_loss=0
 for round in $(seq 20); do
@@ -73,14 +74,15 @@ for round in $(seq 20); do
     if [ "$round" -gt 1 ]; then
         status > "$work/r.json"
         want=$(snap scored waiting mean joined)
-        got=$(field "$work/r.json" "(lambda m, j: '%d %d %r %d' % (m['scored'], j['waiting_predictions'] + j['waiting_labels'], m['raw']['brier']['mean'], j['joined']))(r['models']['m'], r['models']['m']['join'])")
+        # the same four figures from the status, and the version
+        got=$(field "$work/r.json" "(lambda m, j: '%d %d %r %d %d' % (m['scored'], j['waiting_predictions'] + j['waiting_labels'], m['raw']['brier']['mean'], j['joined'], m['params']['version']))(r['models']['m'], r['models']['m']['join'])")
+        v=${got##* } got=${got% *}
         if [ "$got" = "$want" ]; then
             exact=$((exact + 1))
         else
             echo "# round $round: restored '$got', the snapshot says '$want'"
             sed 's/^/#   /' "$work/calibd.log"
         fi
-        v=$(field "$work/r.json" "r['models']['m']['params']['version']")
         [ "$v" -ge "$last_version" ] && versions_ok=$((versions_ok + 1)) ||
             echo "# round $round: version $v after $last_version"
     fi
@@ -96,12 +98,13 @@ for round in $(seq 20); do
     # in shadow or stores its version
     case $round in 3|8|13) "$CALIBCTL" refit --control "$CONTROL" m > /dev/null 2>&1 ;; esac
     # a random moment: between 0.5 and 1.5 s of pairs after this restart
-    # (one to three snapshot intervals)
-    target=$(( $(snap scored | sed 's/none/0/') + RATE / 2 + RANDOM % RATE ))
+    # (one to three snapshot intervals), counted from what the restored
+    # model holds (the snapshot's pairs)
+    held=${want%% *}
+    target=$(( ${held/none/0} + RATE / 2 + RANDOM % RATE ))
     wait_for "$work/k.json" "r['models']['m']['scored'] >= $target" 20 ||
         bad "round $round: $target pairs scored"
-    last_scored=$(field "$work/k.json" "r['models']['m']['scored']")
-    last_version=$(field "$work/k.json" "r['models']['m']['params']['version']")
+    read -r last_scored last_version <<< "$(field "$work/k.json" "'%d %d' % (r['models']['m']['scored'], r['models']['m']['params']['version'])")"
     kill9
     kill "$sim_pid" 2> /dev/null
     wait "$sim_pid" 2> /dev/null
