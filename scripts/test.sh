@@ -39,47 +39,75 @@ times_of() { [ -f "$2" ] && sed "s|\$| ($1)|" "$2" >> "$times"; rm -f "$2"; }
 # less CPU than bash (a sixth less for the sanitizers' build). The scripts
 # that need bash say so in their first line.
 [ -x /bin/dash ] && export CONFIG_SHELL=/bin/dash
-jobs=$(( 2 * $(nproc) ))
+# cpus: the CPUs this process may use: nproc's, or fewer where its cgroup
+# has a CPU quota (systemd-run -p CPUQuota=, docker --cpus), rounded up
+cpus() {
+    local n=$(nproc) cg q p d
+    cg=$(awk -F: '$1 == "0" {print $3}' /proc/self/cgroup)
+    if [ -r "/sys/fs/cgroup$cg/cpu.max" ]; then
+        read -r q p < "/sys/fs/cgroup$cg/cpu.max"
+    else
+        cg=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ {print $3}' /proc/self/cgroup)
+        for d in /sys/fs/cgroup/cpu /sys/fs/cgroup/cpu,cpuacct; do
+            [ -r "$d$cg/cpu.cfs_quota_us" ] || continue
+            q=$(cat "$d$cg/cpu.cfs_quota_us") p=$(cat "$d$cg/cpu.cfs_period_us")
+            break
+        done
+    fi
+    case ${q:-max} in
+        max|-1) echo "$n" ;;
+        *) echo $(( (q + p - 1) / p < n ? (q + p - 1) / p : n )) ;;
+    esac
+}
+# both variants' tests run at once, each two a CPU
+jobs=$(( 2 * $(cpus) ))
 
-# The plain build, out of the git tree into build/plain. Then two things
-# at once, each running its tests two a core (most of a script's time is
-# spent waiting on a daemon's ticks and streams, not computing), so that
-# one's waits are the other's CPU:
-# - every test on the plain build (make check);
-# - the sanitizers' build, which is the tarball's: `make distcheck` builds
-#   the tarball, unpacks it read-only, configures it with AddressSanitizer
-#   + UndefinedBehaviorSanitizer (clang where installed: its UBSan checks
+# Two things at once, each running its tests two a CPU (most of a
+# script's time is spent waiting on a daemon's ticks and streams, not
+# computing), so that one's waits are the other's CPU:
+# - the sanitizers' build, which is the tarball's, started first (the
+#   longer of the two): `make distcheck` builds the tarball, unpacks it
+#   read-only, configures it with AddressSanitizer +
+#   UndefinedBehaviorSanitizer (clang where installed: its UBSan checks
 #   more than GCC's; with it the libFuzzer targets, tests/fuzz, each run
 #   FUZZ_SECONDS, 20), builds it, runs every test there, installs it
 #   (installcheck: every manual page), uninstalls and cleans it. One build
 #   serves both: the tests under the sanitizers, and the tarball holding
 #   everything they need. Its tree, with test-suite.log, stays in
 #   build/plain/calibd-*/_build/sub when a test fails.
-# (make dist reads the sources only; neither touches what the other writes.)
-# The plain check prints as it goes; the distcheck's log follows once the
+# - the plain build, out of the git tree into build/plain, and every test
+#   on it (make check).
+# Both start from build/plain, configured first: make dist reads the
+# sources only, and neither touches what the other writes. The plain
+# build and check print as they go; the distcheck's log follows once the
 # plain check has ended.
 san=(--enable-werror --enable-sanitizers)
 command -v clang > /dev/null && san+=(CC=clang --enable-fuzzing)
 t0=$SECONDS
-if dir=$(scripts/build.sh plain --enable-werror); then
-    phases+=("$((SECONDS - t0)) s  plain: build")
-    log=$PWD/build/plain/distcheck.log
-    t0=$SECONDS
+log=$PWD/build/plain/distcheck.log
+if dir=$(BUILD_TARGETS=Makefile scripts/build.sh plain --enable-werror); then
     (cd "$dir" && CALIB_TEST_TIMES="$PWD/../test-times.sanitizers" &&
         rm -f "$CALIB_TEST_TIMES" && export CALIB_TEST_TIMES &&
         make -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS="${san[*]}" > "$log" 2>&1
      echo $? > "$log.rc"; echo $((SECONDS - t0)) > "$log.seconds") &
     dc=$!
-    echo "== plain: make check (and, at the same time, sanitizers: make distcheck, in $log)"
-    (cd "$dir" && CALIB_TEST_TIMES="$PWD/../test-times.plain" &&
-        rm -f "$CALIB_TEST_TIMES" && export CALIB_TEST_TIMES && make -j"$jobs" check)
-    phases+=("$((SECONDS - t0)) s  plain: make check")
-    times_of plain build/test-times.plain
-    count "$dir/test-suite.log" || { cat "$dir/test-suite.log" 2> /dev/null; status=1; }
+    echo "== plain: build (and, at the same time, sanitizers: make distcheck, in $log)"
+    if (cd "$dir" && make -j"$jobs"); then
+        phases+=("$((SECONDS - t0)) s  plain: configure and build")
+        echo "== plain: make check"
+        t1=$SECONDS
+        (cd "$dir" && CALIB_TEST_TIMES="$PWD/../test-times.plain" &&
+            rm -f "$CALIB_TEST_TIMES" && export CALIB_TEST_TIMES && make -j"$jobs" check)
+        phases+=("$((SECONDS - t1)) s  plain: make check")
+        times_of plain build/test-times.plain
+        count "$dir/test-suite.log" || { cat "$dir/test-suite.log" 2> /dev/null; status=1; }
+    else
+        status=1 failed=$((failed + 1))
+    fi
     echo "== sanitizers: make distcheck (the tarball's build: every test, installcheck)"
     tail -n +1 --pid="$dc" -f "$log"
     wait "$dc"
-    phases+=("$(cat "$log.seconds") s  sanitizers: make distcheck (from the plain build's end)")
+    phases+=("$(cat "$log.seconds") s  sanitizers: make distcheck (from the start)")
     times_of sanitizers build/test-times.sanitizers
     if count "$log"; then
         # the tests passed; installcheck, uninstall or distcleancheck did not
