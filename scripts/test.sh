@@ -59,10 +59,10 @@ cpus() {
         *) echo $(( (q + p - 1) / p < n ? (q + p - 1) / p : n )) ;;
     esac
 }
-# both variants' tests run at once, each three a CPU
-jobs=$(( 3 * $(cpus) ))
+# both variants' tests run at once, each two a CPU
+jobs=$(( 2 * $(cpus) ))
 
-# Two things at once, each running its tests three a CPU (most of a
+# Two things at once, each running its tests two a CPU (most of a
 # script's time is spent waiting on a daemon's ticks and streams, not
 # computing), so that one's waits are the other's CPU:
 # - the sanitizers' build, which is the tarball's, started first (the
@@ -134,7 +134,7 @@ if git rev-parse --is-inside-work-tree > /dev/null 2>&1 && ls build/plain/calibd
         passed=$((passed + 1))
     fi
 fi
-echo "== the ten slowest tests (seconds of wall clock and of CPU; each variant runs three a CPU, both at once)"
+echo "== the ten slowest tests (seconds of wall clock and of CPU; each variant runs two a CPU, both at once)"
 sort -rn "$times" | head -10 | awk '{ printf "  %7.1f %7.1f  %s %s\n", $1, $2, $3, $4 }'
 echo "== the ten costliest in CPU"
 sort -k2,2 -rn "$times" | head -10 | awk '{ printf "  %7.1f %7.1f  %s %s\n", $1, $2, $3, $4 }'
