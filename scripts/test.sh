@@ -59,12 +59,13 @@ cpus() {
         *) echo $(( (q + p - 1) / p < n ? (q + p - 1) / p : n )) ;;
     esac
 }
-# both variants' tests run at once, each two a CPU
-jobs=$(( 2 * $(cpus) ))
+# both variants' jobs (compiles, tests) at once, four a CPU in all
+jobs=$(( 4 * $(cpus) ))
 
-# Two things at once, each running its tests two a CPU (most of a
-# script's time is spent waiting on a daemon's ticks and streams, not
-# computing), so that one's waits are the other's CPU:
+# Two things at once, drawing on one pool of job slots, four a CPU (most
+# of a script's time is spent waiting on a daemon's ticks and streams,
+# not computing), so that one's waits are the other's CPU, and the one
+# still running when the other ends takes all the slots:
 # - the sanitizers' build, which is the tarball's, started first (the
 #   longer of the two): `make distcheck` builds the tarball, unpacks it
 #   read-only, configures it with AddressSanitizer +
@@ -86,18 +87,26 @@ command -v clang > /dev/null && san+=(CC=clang --enable-fuzzing)
 t0=$SECONDS
 log=$PWD/build/plain/distcheck.log
 if dir=$(BUILD_TARGETS=Makefile scripts/build.sh plain --enable-werror); then
+    # The pool: a jobserver, as `make -jN` makes one for its sub-makes (GNU
+    # make 4.3: a pipe's two ends in MAKEFLAGS; a FIFO opened read-write is
+    # both). Each of the two makes has a slot of its own beside the FIFO's
+    # tokens, and passes its slots down to distcheck's and check's sub-makes.
+    pool=$(mktemp -u "${TMPDIR:-/tmp}/calib-jobs.XXXXXX")
+    mkfifo "$pool" && exec 9<> "$pool" && rm -f "$pool" || { echo "test.sh: no FIFO for the job pool" >&2; exit 1; }
+    printf "%$((jobs - 2))s" '' | tr ' ' + >&9
+    export MAKEFLAGS=" -j --jobserver-auth=9,9"
     (cd "$dir" && CALIB_TEST_TIMES="$PWD/../test-times.sanitizers" &&
         rm -f "$CALIB_TEST_TIMES" && export CALIB_TEST_TIMES &&
-        make -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS="${san[*]}" > "$log" 2>&1
+        make distcheck DISTCHECK_CONFIGURE_FLAGS="${san[*]}" > "$log" 2>&1
      echo $? > "$log.rc"; echo $((SECONDS - t0)) > "$log.seconds") &
     dc=$!
     echo "== plain: build (and, at the same time, sanitizers: make distcheck, in $log)"
-    if (cd "$dir" && make -j"$jobs"); then
+    if (cd "$dir" && make); then
         phases+=("$((SECONDS - t0)) s  plain: configure and build")
         echo "== plain: make check"
         t1=$SECONDS
         (cd "$dir" && CALIB_TEST_TIMES="$PWD/../test-times.plain" &&
-            rm -f "$CALIB_TEST_TIMES" && export CALIB_TEST_TIMES && make -j"$jobs" check)
+            rm -f "$CALIB_TEST_TIMES" && export CALIB_TEST_TIMES && make check)
         phases+=("$((SECONDS - t1)) s  plain: make check")
         times_of plain build/test-times.plain
         count "$dir/test-suite.log" || { cat "$dir/test-suite.log" 2> /dev/null; status=1; }
@@ -134,7 +143,7 @@ if git rev-parse --is-inside-work-tree > /dev/null 2>&1 && ls build/plain/calibd
         passed=$((passed + 1))
     fi
 fi
-echo "== the ten slowest tests (seconds of wall clock and of CPU; each variant runs two a CPU, both at once)"
+echo "== the ten slowest tests (seconds of wall clock and of CPU; both variants at once, four jobs a CPU in all)"
 sort -rn "$times" | head -10 | awk '{ printf "  %7.1f %7.1f  %s %s\n", $1, $2, $3, $4 }'
 echo "== the ten costliest in CPU"
 sort -k2,2 -rn "$times" | head -10 | awk '{ printf "  %7.1f %7.1f  %s %s\n", $1, $2, $3, $4 }'
