@@ -149,10 +149,9 @@ int cmd_snapshot(int argc, char **argv)
         goto out;
     }
     st.uptime = wall_now() - h.written; /* as ever: the file's age */
-    st.messages = h.messages;
+    st.counts = h.counts;
     st.mem_limit = dc.memory_limit;
     st.max_models = dc.max_models;
-    memcpy(st.rejected, h.rejected, sizeof st.rejected);
     models = h.models <= SIZE_MAX / sizeof *models
                  ? calloc(h.models ? h.models : 1, sizeof *models) : NULL;
     if (!models) {
@@ -239,8 +238,7 @@ typedef struct merged {
     model **m;
     size_t n, cap;
     double written;
-    uint64_t messages;
-    uint64_t rejected[REJ_MAX];
+    snapshot_counts counts; /* the files' summed */
 } merged;
 
 static model *find(const merged *g, const char *name)
@@ -271,9 +269,7 @@ static int merge_file(merged *g, const char *path, const model_cfg *defaults)
     }
     if (h.written > g->written)
         g->written = h.written;
-    g->messages += h.messages;
-    for (int i = 0; i < REJ_MAX; i++)
-        g->rejected[i] += h.rejected[i];
+    snapshot_counts_add(&g->counts, &h.counts);
     size_t off = 0;
     uint64_t n = 0;
     int more;
@@ -394,7 +390,7 @@ int cmd_merge(int argc, char **argv)
         for (size_t i = 0; i < g.n; i++)
             snapshot_pack_model(&body, g.m[i]);
         snapshot_frame(&head, body.sb.data, body.sb.size, g.n, g.written, g.written,
-                       g.messages, g.rejected);
+                       &g.counts);
         if (calib_mpw_error(&body) != CALIB_OK || calib_mpw_error(&head) != CALIB_OK) {
             ctl_error(NULL, 0, "out of memory");
             rc = CTL_FAIL;

@@ -46,10 +46,9 @@ void calibd_free(calibd *d)
     config_free(&d->cfg);
 }
 
-void calibd_status(const calibd *d, status_daemon *s)
+void calibd_counts(const calibd *d, snapshot_counts *c)
 {
-    *s = (status_daemon){
-        .uptime = wall_now() - d->started,
+    *c = (snapshot_counts){
         .messages = d->messages,
         .publish_errors = d->publish_errors,
         .reloads = d->reloads,
@@ -61,13 +60,38 @@ void calibd_status(const calibd *d, status_daemon *s)
         .sinks_failed = d->alert.sinks_failed,
         .sinks_killed = d->alert.sinks_killed,
         .sinks_dropped = d->alert.sinks_dropped,
+    };
+    memcpy(c->rejected, d->rejected, sizeof c->rejected);
+}
+
+void calibd_counts_add(calibd *d, const snapshot_counts *c)
+{
+    d->messages += c->messages;
+    d->publish_errors += c->publish_errors;
+    d->reloads += c->reloads;
+    d->reloads_refused += c->reloads_refused;
+    d->reg.forgotten += c->models_forgotten;
+    d->reg.expired += c->models_expired;
+    d->alert.sent += c->alerts_sent;
+    d->alert.suppressed += c->alerts_suppressed;
+    d->alert.sinks_failed += c->sinks_failed;
+    d->alert.sinks_killed += c->sinks_killed;
+    d->alert.sinks_dropped += c->sinks_dropped;
+    for (int i = 0; i < REJ_MAX; i++)
+        d->rejected[i] += c->rejected[i];
+}
+
+void calibd_status(const calibd *d, status_daemon *s)
+{
+    *s = (status_daemon){
+        .uptime = wall_now() - d->started,
         .mem_bytes = d->reg.mem.used,
         .mem_limit = d->cfg.memory_limit,
         .mem_refused = d->reg.mem.refused,
         .models = d->reg.n - d->reg.leaving,
         .max_models = d->cfg.max_models,
     };
-    memcpy(s->rejected, d->rejected, sizeof s->rejected);
+    calibd_counts(d, &s->counts);
     if ((s->kafka = kafka_stats_get(d, &s->kstats)) != 0) {
         s->kafka_group = d->cfg.kafka.group;
         s->kparts = kafka_parts(d, &s->nkparts);

@@ -16,6 +16,7 @@
 #include "zsock.h"
 
 struct cli; /* main.c: the command line */
+struct snapshot_counts; /* snapshot.h */
 
 /* The models by name (registry.c). */
 typedef struct registry {
@@ -115,6 +116,9 @@ void calibd_free(calibd *d);
 /* The daemon's counters as the status map opens with them (status.h). */
 struct status_daemon;
 void calibd_status(const calibd *d, struct status_daemon *s);
+/* The counters a snapshot keeps (snapshot.h), and a restore's added on. */
+void calibd_counts(const calibd *d, struct snapshot_counts *c);
+void calibd_counts_add(calibd *d, const struct snapshot_counts *c);
 
 
 #endif

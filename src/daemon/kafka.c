@@ -158,7 +158,8 @@ static void drain(struct kafka *k);
 /* Packs partition p's models, as of now, into w. 0, or -1 out of memory. */
 static int pack_part(calibd *d, kafka_part *p, part_write *w)
 {
-    static const uint64_t none[REJ_MAX];
+    /* the partition's messages; the daemon's counters are the daemon's */
+    snapshot_counts counts = {.messages = p->messages};
     memset(w, 0, sizeof *w);
     w->p = p;
     w->epoch = p->epoch;
@@ -178,8 +179,8 @@ static int pack_part(calibd *d, kafka_part *p, part_write *w)
     snapshot_source src = {.partition = p->partition, .offset = p->next};
     snprintf(src.topic, sizeof src.topic, "%s", p->topic);
     snapshot_frame_sum(&w->head, w->body.sb.size, snapshot_crc(0, w->body.sb.data,
-                       w->body.sb.size), n, wall_now(), tick_now(d), &clocks, p->messages,
-                       none, &src);
+                       w->body.sb.size), n, wall_now(), tick_now(d), &clocks, &counts,
+                       &src);
     if (calib_mpw_error(&w->head) != CALIB_OK || calib_mpw_error(&w->body) != CALIB_OK) {
         snprintf(w->err, sizeof w->err, "out of memory to pack the partition's models");
         return -1;

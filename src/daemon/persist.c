@@ -199,9 +199,7 @@ int persist_restore(calibd *d)
     }
     free(data);
     if (rc == 0) {
-        d->messages = h.messages;
-        for (int i = 0; i < REJ_MAX; i++)
-            d->rejected[i] += h.rejected[i];
+        calibd_counts_add(d, &h.counts);
         s->restored_age = age;
         log_msg(&d->log, LOG_INFO, "snapshot", "restored %llu models from %s/%s, written %.0f s "
                 "ago: %llu pairs scored, %llu items waiting", (unsigned long long)(n - lost),
@@ -311,11 +309,13 @@ static int body_close(calibd *d, uint64_t models)
     int oom = calib_mpw_error(packing_chunk(s)) != CALIB_OK;
     snapshot_clocks clocks = {steady_now(d), boot_now(), ""};
     boot_id(clocks.boot_id, sizeof clocks.boot_id);
+    snapshot_counts counts;
+    calibd_counts(d, &counts);
     if (oom || s->body_errno)
         snprintf(s->err, sizeof s->err, "%s%s", oom ? "out of memory to pack the models"
                  : "the body cannot be written: ", oom ? "" : strerror(s->body_errno));
     else if (snapshot_frame_slot(&s->head, s->body_len, s->crc, models, wall_now(), tick_now(d),
-                                 &clocks, d->messages, d->rejected) != 0)
+                                 &clocks, &counts) != 0)
         snprintf(s->err, sizeof s->err, "the header does not fit its %d bytes",
                  SNAPSHOT_HEAD_SLOT);
     else

@@ -6,7 +6,7 @@
  * The file is a msgpack map, the header,
  *   {"format": "calibd-snapshot", "v": 2, "byte_order": "little",
  *    "written": wall seconds, "mono": the loop's monotonic seconds then,
- *    "models": N, "daemon": {counters}, "body_bytes": B,
+ *    "models": N, "daemon": {counters: snapshot_counts}, "body_bytes": B,
  *    "crc32": CRC-32 of the body}
  * followed by the body, B bytes: N sections, one per model, back to back,
  * each a msgpack map framed with its own length and CRC-32 (version 4):
@@ -73,6 +73,19 @@ typedef struct snapshot_source {
     int64_t offset;
 } snapshot_source;
 
+/* The daemon's counters, the status map's but memory's: the header's
+ * "daemon" map, so that a restarted calibd counts on from them (and
+ * calibctl snapshot shows what status showed). A key absent from the file
+ * (one before 0.3 holds messages and rejected only) reads 0. */
+typedef struct snapshot_counts {
+    uint64_t messages;
+    uint64_t rejected[REJ_MAX]; /* rejections whose model is unknown */
+    uint64_t publish_errors, reloads, reloads_refused, models_forgotten, models_expired;
+    uint64_t alerts_sent, alerts_suppressed, sinks_failed, sinks_killed, sinks_dropped;
+} snapshot_counts;
+/* dst += src, counter by counter (calibctl merge sums its files'). */
+void snapshot_counts_add(snapshot_counts *dst, const snapshot_counts *src);
+
 typedef struct snapshot_head {
     unsigned version; /* the file's format (later ones read as this one's) */
     int sections;     /* the body is checked section by section (v >= 4) */
@@ -84,8 +97,7 @@ typedef struct snapshot_head {
     int has_source;         /* a Kafka partition's snapshot */
     snapshot_source source;
     uint64_t models;
-    uint64_t messages;                 /* the daemon's counters */
-    uint64_t rejected[REJ_MAX];
+    snapshot_counts counts;
     const char *body;
     size_t len;
 } snapshot_head;
@@ -111,20 +123,20 @@ uint32_t snapshot_crc(uint32_t crc, const char *p, size_t len);
  * writer's clocks (NULL: none) and the Kafka partition of its models (NULL:
  * none). */
 void snapshot_frame_sum(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t models, double wall,
-                        double mono, const snapshot_clocks *clocks, uint64_t messages,
-                        const uint64_t rejected[REJ_MAX], const snapshot_source *src);
+                        double mono, const snapshot_clocks *clocks,
+                        const snapshot_counts *counts, const snapshot_source *src);
 /* The same, SNAPSHOT_HEAD_SLOT bytes exactly (a last key "pad" fills it),
  * so that the body can be written after the slot before the header is
  * known: 0, or -1 when the header does not fit (or out of memory). */
 #define SNAPSHOT_HEAD_SLOT 4096
 int snapshot_frame_slot(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t models, double wall,
-                        double mono, const snapshot_clocks *clocks, uint64_t messages,
-                        const uint64_t rejected[REJ_MAX]);
+                        double mono, const snapshot_clocks *clocks,
+                        const snapshot_counts *counts);
 /* The header of a body of len bytes holding `models` maps into w (reset
  * first), with the daemon's counters: the file is the header, then the
  * body. */
 void snapshot_frame(calib_mpw *w, const char *body, size_t len, uint64_t models, double wall,
-                    double mono, uint64_t messages, const uint64_t rejected[REJ_MAX]);
+                    double mono, const snapshot_counts *counts);
 
 /* Checks the frame of a file's len bytes and fills h; 0, or -1 with err
  * set (not a snapshot, a version this calibd does not read, another byte

@@ -172,18 +172,78 @@ static int next_section(const snapshot_head *h, size_t *off, msgpack_unpacked *u
 }
 
 void snapshot_frame(calib_mpw *w, const char *body, size_t len, uint64_t models, double wall,
-                    double mono, uint64_t messages, const uint64_t rejected[REJ_MAX])
+                    double mono, const snapshot_counts *counts)
 {
-    snapshot_frame_sum(w, len, crc_of(body, len), models, wall, mono, NULL, messages, rejected,
-                       NULL);
+    snapshot_frame_sum(w, len, crc_of(body, len), models, wall, mono, NULL, counts, NULL);
+}
+
+/* The header's "daemon" map: its counters by name, beside "messages" and
+ * "rejected" (the one codec of both sides). */
+static const struct {
+    const char *key;
+    size_t at;
+} daemon_counts[] = {
+    {"publish_errors", offsetof(snapshot_counts, publish_errors)},
+    {"config_reloads", offsetof(snapshot_counts, reloads)},
+    {"config_reloads_refused", offsetof(snapshot_counts, reloads_refused)},
+    {"models_forgotten", offsetof(snapshot_counts, models_forgotten)},
+    {"models_expired", offsetof(snapshot_counts, models_expired)},
+    {"alerts_sent", offsetof(snapshot_counts, alerts_sent)},
+    {"alerts_suppressed", offsetof(snapshot_counts, alerts_suppressed)},
+    {"alert_sinks_failed", offsetof(snapshot_counts, sinks_failed)},
+    {"alert_sinks_killed", offsetof(snapshot_counts, sinks_killed)},
+    {"alert_sinks_dropped", offsetof(snapshot_counts, sinks_dropped)},
+};
+
+#define NCOUNTS (sizeof daemon_counts / sizeof *daemon_counts)
+
+static uint64_t count_get(const snapshot_counts *c, size_t i)
+{
+    uint64_t v;
+    memcpy(&v, (const char *)c + daemon_counts[i].at, sizeof v);
+    return v;
+}
+
+void snapshot_counts_add(snapshot_counts *dst, const snapshot_counts *src)
+{
+    dst->messages += src->messages;
+    for (int i = 0; i < REJ_MAX; i++)
+        dst->rejected[i] += src->rejected[i];
+    for (size_t i = 0; i < NCOUNTS; i++) {
+        uint64_t v = count_get(dst, i) + count_get(src, i);
+        memcpy((char *)dst + daemon_counts[i].at, &v, sizeof v);
+    }
+}
+
+static void pack_counts(calib_mpw *w, const snapshot_counts *c)
+{
+    calib_mpw_map(w);
+    calib_mpw_key_uint(w, "messages", c->messages);
+    calib_mpw_key(w, "rejected");
+    snapshot_pack_rejected(w, c->rejected);
+    for (size_t i = 0; i < NCOUNTS; i++)
+        calib_mpw_key_uint(w, daemon_counts[i].key, count_get(c, i));
+    calib_mpw_end(w);
+}
+
+static void read_counts(calib_mpr *r, const msgpack_object *dm, snapshot_counts *c)
+{
+    c->messages = calib_mpr_uint(r, dm, "messages", 0, UINT64_MAX);
+    if (!r->failed)
+        snapshot_read_rejected(r, calib_mpr_get(r, dm, "rejected"), c->rejected);
+    for (size_t i = 0; i < NCOUNTS && !r->failed; i++) {
+        if (!calib_mpr_find(dm, daemon_counts[i].key)) /* absent before 0.3: 0 */
+            continue;
+        uint64_t v = calib_mpr_uint(r, dm, daemon_counts[i].key, 0, UINT64_MAX);
+        memcpy((char *)c + daemon_counts[i].at, &v, sizeof v);
+    }
 }
 
 /* The header's fields; with pad >= 0 a last key "pad" of that many zero
  * bytes (readers skip unknown keys: the header can fill a slot). */
 static void frame_fields(calib_mpw *w, long pad, uint64_t len, uint32_t crc, uint64_t models,
                          double wall, double mono, const snapshot_clocks *clocks,
-                         uint64_t messages, const uint64_t rejected[REJ_MAX],
-                         const snapshot_source *src)
+                         const snapshot_counts *counts, const snapshot_source *src)
 {
     static const char zeros[SNAPSHOT_HEAD_SLOT];
     calib_mpw_reset(w);
@@ -213,11 +273,7 @@ static void frame_fields(calib_mpw *w, long pad, uint64_t len, uint32_t crc, uin
     }
     calib_mpw_key_uint(w, "models", models);
     calib_mpw_key(w, "daemon");
-    calib_mpw_map(w);
-    calib_mpw_key_uint(w, "messages", messages);
-    calib_mpw_key(w, "rejected");
-    snapshot_pack_rejected(w, rejected);
-    calib_mpw_end(w);
+    pack_counts(w, counts);
     calib_mpw_key_uint(w, "body_bytes", len);
     calib_mpw_key_uint(w, "crc32", crc);
     if (pad >= 0) {
@@ -228,19 +284,19 @@ static void frame_fields(calib_mpw *w, long pad, uint64_t len, uint32_t crc, uin
 }
 
 void snapshot_frame_sum(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t models, double wall,
-                        double mono, const snapshot_clocks *clocks, uint64_t messages,
-                        const uint64_t rejected[REJ_MAX], const snapshot_source *src)
+                        double mono, const snapshot_clocks *clocks,
+                        const snapshot_counts *counts, const snapshot_source *src)
 {
-    frame_fields(w, -1, len, crc, models, wall, mono, clocks, messages, rejected, src);
+    frame_fields(w, -1, len, crc, models, wall, mono, clocks, counts, src);
 }
 
 int snapshot_frame_slot(calib_mpw *w, uint64_t len, uint32_t crc, uint64_t models, double wall,
-                        double mono, const snapshot_clocks *clocks, uint64_t messages,
-                        const uint64_t rejected[REJ_MAX])
+                        double mono, const snapshot_clocks *clocks,
+                        const snapshot_counts *counts)
 {
     long pad = 0;
     for (int i = 0; i < 4 && pad >= 0 && pad < SNAPSHOT_HEAD_SLOT; i++) {
-        frame_fields(w, pad, len, crc, models, wall, mono, clocks, messages, rejected, NULL);
+        frame_fields(w, pad, len, crc, models, wall, mono, clocks, counts, NULL);
         if (calib_mpw_error(w) != CALIB_OK)
             return -1;
         if (w->sb.size == SNAPSHOT_HEAD_SLOT)
@@ -319,9 +375,8 @@ int snapshot_open(const char *data, size_t len, snapshot_head *h, char *err, siz
     }
     h->models = calib_mpr_uint(&r, o, "models", 0, UINT64_MAX);
     const msgpack_object *dm = calib_mpr_map(&r, o, "daemon");
-    h->messages = calib_mpr_uint(&r, dm, "messages", 0, UINT64_MAX);
     if (!r.failed)
-        snapshot_read_rejected(&r, calib_mpr_get(&r, dm, "rejected"), h->rejected);
+        read_counts(&r, dm, &h->counts);
     uint64_t blen = calib_mpr_uint(&r, o, "body_bytes", 0, UINT64_MAX);
     uint64_t crc = calib_mpr_uint(&r, o, "crc32", 0, UINT32_MAX);
     if (r.failed)

@@ -9,16 +9,14 @@
 #include "calib/mpw.h"
 #include "kafka.h"
 #include "model.h"
+#include "snapshot.h"
 
 /* The daemon's figures the map opens with: counters, whoever holds them
  * (calibd_status fills them from a running daemon, calibctl from a
  * snapshot's header). */
 typedef struct status_daemon {
     double uptime; /* seconds */
-    uint64_t messages;
-    uint64_t rejected[REJ_MAX]; /* rejections whose model is unknown */
-    uint64_t publish_errors, reloads, reloads_refused, models_forgotten, models_expired;
-    uint64_t alerts_sent, alerts_suppressed, sinks_failed, sinks_killed, sinks_dropped;
+    snapshot_counts counts; /* the counters a snapshot keeps */
     uint64_t mem_bytes, mem_limit, mem_refused, models, max_models;
     /* Kafka (kafka.h): kafka 0 when off; the partitions ever held (those
      * assigned now are listed) */

@@ -60,10 +60,9 @@ static void frame(calib_mpw *head, calib_mpw *sections, const void *body, size_t
         models++;
     }
     calib_mpw_raw(sections, b + at, len - at);
-    uint64_t rejected[REJ_MAX] = {0};
-    rejected[REJ_SHAPE] = 3;
-    snapshot_frame(head, sections->sb.data, sections->sb.size, models, 1.7e9, 1000, 42,
-                   rejected);
+    snapshot_counts c = {.messages = 42, .alerts_sent = 5};
+    c.rejected[REJ_SHAPE] = 3;
+    snapshot_frame(head, sections->sb.data, sections->sb.size, models, 1.7e9, 1000, &c);
     FUZZ_CHECK(calib_mpw_error(head) == CALIB_OK && calib_mpw_error(sections) == CALIB_OK);
 }
 
@@ -82,8 +81,10 @@ static void snapshot_all(void)
     calib_mpw_init(&body);
     for (size_t i = 0; i < d->reg.n; i++)
         snapshot_pack_model(&body, d->reg.models[i]);
+    snapshot_counts counts;
+    calibd_counts(d, &counts);
     snapshot_frame(&head, body.sb.data, body.sb.size, d->reg.n, wall_now(), tick_now(d),
-                   d->messages, d->rejected);
+                   &counts);
     FUZZ_CHECK(calib_mpw_error(&head) == CALIB_OK && calib_mpw_error(&body) == CALIB_OK);
     size_t len = head.sb.size + body.sb.size;
     char *f = malloc(len);

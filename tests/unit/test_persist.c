@@ -3,7 +3,8 @@
  * worker writes the other, and copies a large model for the worker to
  * pack; the file so written holds the same body, byte for byte, as the
  * final snapshot written in one go on the calling thread; it opens, checks
- * out, and restores every model with its pairs. */
+ * out, and restores every model with its pairs, and a daemon restored from
+ * it counts on from the daemon's counters. */
 #define _POSIX_C_SOURCE 200809L
 #include "unit.h"
 
@@ -83,6 +84,14 @@ static void periodic_equals_final(void **state)
     assert_int_equal(uv_loop_init(&loop), 0);
     calibd *d = daemon_new(&loop, dir);
     fill(d);
+    /* a counter of each kind the status map shows */
+    d->messages = 90001;
+    d->rejected[REJ_SHAPE] = 7;
+    d->publish_errors = 2;
+    d->reloads = 3, d->reloads_refused = 1;
+    d->reg.forgotten = 4, d->reg.expired = 5;
+    d->alert.sent = 6, d->alert.suppressed = 8;
+    d->alert.sinks_failed = 9, d->alert.sinks_killed = 10, d->alert.sinks_dropped = 11;
     persist_tick(d);            /* the first tick readies the slicer */
     d->snap.next_due = -1e300;  /* due now */
     persist_tick(d);
@@ -122,6 +131,18 @@ static void periodic_equals_final(void **state)
     assert_int_equal(e->reg.n, MODELS);
     free(periodic);
     free(final);
+    daemon_free(e);
+    /* a daemon restored from the final file: its models, and the counters
+     * on from where they were */
+    e = daemon_new(&loop, dir);
+    assert_int_equal(persist_restore(e), 0);
+    assert_int_equal(e->reg.n, MODELS);
+    snapshot_counts was, now;
+    calibd_counts(d, &was);
+    calibd_counts(e, &now);
+    assert_memory_equal(&was, &now, sizeof was);
+    assert_int_equal(now.alerts_sent, 6);
+    assert_int_equal(now.sinks_dropped, 11);
     daemon_free(e);
     daemon_free(d);
     uv_run(&loop, UV_RUN_DEFAULT); /* the closed handles */

@@ -126,14 +126,15 @@ static void feed(model *m, uint64_t seed, int n, double t0)
 }
 
 /* A file of `models` bodies (blen bytes, sections unless bare): the
- * header (42 messages, 2 shape rejections) then the body. */
+ * header (42 messages, 2 shape rejections, 3 alerts sent, 4 models
+ * forgotten) then the body. */
 static char *framed_n(const char *body, size_t blen, uint64_t models, size_t *len)
 {
     calib_mpw head;
     calib_mpw_init(&head);
-    uint64_t rej[REJ_MAX] = {0};
-    rej[REJ_SHAPE] = 2;
-    snapshot_frame(&head, body, blen, models, 1e9, 500, 42, rej);
+    snapshot_counts c = {.messages = 42, .alerts_sent = 3, .models_forgotten = 4};
+    c.rejected[REJ_SHAPE] = 2;
+    snapshot_frame(&head, body, blen, models, 1e9, 500, &c);
     assert_int_equal(calib_mpw_error(&head), CALIB_OK);
     *len = head.sb.size + blen;
     char *f = malloc(*len);
@@ -1048,8 +1049,11 @@ static void damage_costs_one_model(void **state)
     model b[8];
     /* intact: all four, exactly */
     assert_int_equal(walk(f, len, &c, b, got, &h), M);
-    assert_int_equal(h.messages, 42);
-    assert_int_equal(h.rejected[REJ_SHAPE], 2);
+    assert_int_equal(h.counts.messages, 42);
+    assert_int_equal(h.counts.rejected[REJ_SHAPE], 2);
+    assert_int_equal(h.counts.alerts_sent, 3);
+    assert_int_equal(h.counts.models_forgotten, 4);
+    assert_int_equal(h.counts.publish_errors, 0);
     for (int i = 0; i < M; i++) {
         assert_int_equal(got[i], 1);
         same_bytes(&a[i], &b[i]);
@@ -1116,11 +1120,11 @@ static void damage_costs_one_model(void **state)
 static void partition_source_in_the_header(void **state)
 {
     char err[600], body[] = "\x80"; /* an empty model map stands in */
-    static const uint64_t none[REJ_MAX];
+    snapshot_counts seven = {.messages = 7};
     snapshot_source src = {.topic = "preds.v2", .partition = 3, .offset = 123456789012LL};
     calib_mpw w;
     calib_mpw_init(&w);
-    snapshot_frame_sum(&w, 1, snapshot_crc(0, body, 1), 1, 1e9, 5, NULL, 7, none, &src);
+    snapshot_frame_sum(&w, 1, snapshot_crc(0, body, 1), 1, 1e9, 5, NULL, &seven, &src);
     char *f = malloc(w.sb.size + 1);
     assert_non_null(f);
     memcpy(f, w.sb.data, w.sb.size);
@@ -1131,7 +1135,7 @@ static void partition_source_in_the_header(void **state)
     assert_string_equal(h.source.topic, "preds.v2");
     assert_int_equal(h.source.partition, 3);
     assert_true(h.source.offset == 123456789012LL);
-    assert_int_equal(h.messages, 7);
+    assert_int_equal(h.counts.messages, 7);
     free(f);
     /* none: a daemon's own snapshot */
     size_t len;
