@@ -8,9 +8,10 @@ each poll cost 80 ms of CPU each under the sanitizers, most of a core
 while a script waited (tests/integ/lib.sh: wait_for; kafka.sh: kwait).
 
     status.py one FILE EXPR SECONDS PID ENDPOINT TIMEOUT
-        r: ENDPOINT's status, written to FILE at each answer (as calibctl
-        prints it); exit 0 once EXPR holds, 1 at SECONDS, 2 as soon as
-        PID is not running.
+        r: ENDPOINT's status (as calibctl prints it, read back by json);
+        exit 0 once EXPR holds, 1 at SECONDS, 2 as soon as PID is not
+        running; FILE then holds the last answer (written once, at the
+        end: a poll only decodes and evaluates).
     status.py all EXPR SECONDS TIMEOUT NAME=ENDPOINT...
         s: each NAME's status (None while it does not answer), parts(NAME)
         the Kafka partitions it holds, scored(NAME) the pairs its models
@@ -55,7 +56,8 @@ def as_json(o):
 
 class Asker:
     """One daemon's control socket: ask() is its status as calibctl
-    prints it (bytes of JSON), or None when no answer came in time."""
+    prints it, read back by json (dicts, lists, numbers, strings, None),
+    or None when no answer came in time."""
 
     def __init__(self, endpoint, timeout):
         self.endpoint = endpoint.lstrip(">@")
@@ -67,7 +69,7 @@ class Asker:
             r = subprocess.run([os.environ["CALIBCTL"], "status", "--control", self.endpoint,
                                 "--timeout", str(self.timeout)],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-            return r.stdout if r.returncode == 0 else None
+            return json.loads(r.stdout) if r.returncode == 0 else None
         if self.sock is None:
             self.sock = CTX.socket(zmq.REQ)
             self.sock.setsockopt(zmq.LINGER, 0)
@@ -77,8 +79,7 @@ class Asker:
             self.sock.close()  # a REQ socket without its answer: a new one next time
             self.sock = None
             return None
-        reply = msgpack.unpackb(self.sock.recv(), raw=False, strict_map_key=False)
-        return json.dumps(as_json(reply), ensure_ascii=False).encode()
+        return as_json(msgpack.unpackb(self.sock.recv(), raw=False, strict_map_key=False))
 
 
 def poll(step, seconds):
@@ -106,20 +107,24 @@ def holds(code, names):
 def one(f, expr, seconds, pid, endpoint, timeout):
     code = compile(expr, "wait_for", "eval")
     asker = Asker(endpoint, timeout)
+    last = []
 
     def step():
         try:
             os.kill(int(pid), 0)
         except (ValueError, OSError):
             return 2
-        text = asker.ask()
-        if text is None:
+        r = asker.ask()
+        if r is None:
             return None
-        with open(f, "wb") as out:
-            out.write(text)
-        return 0 if holds(code, {"r": json.loads(text)}) else None
+        last[:] = [r]
+        return 0 if holds(code, {"r": r}) else None
 
-    return poll(step, float(seconds))
+    rc = poll(step, float(seconds))
+    if last:
+        with open(f, "w", encoding="utf-8") as out:
+            json.dump(last[0], out, ensure_ascii=False)
+    return rc
 
 
 def every(expr, seconds, timeout, named):
@@ -132,8 +137,7 @@ def every(expr, seconds, timeout, named):
     def step():
         s = {}
         for name, a in askers.items():
-            text = a.ask()
-            s[name] = json.loads(text) if text is not None else None
+            s[name] = a.ask()
         names = {"s": s,
                  "parts": lambda n: len(s[n]["kafka"]["partitions"]),
                  "scored": lambda n: sum(m["scored"] for m in s[n]["models"].values())}
