@@ -71,9 +71,10 @@ LINGER_MS=$(( $(scaled 60) * 1000 ))
 # the tools that wait on it
 start_calibd() {
     rm -f "$work/state/endpoints" # a restart must not read the last run's
+    # (without the script's own descriptors: nap's and json_get's FIFOs)
     LD_PRELOAD="${CALIBD_PRELOAD:-${LD_PRELOAD:-}}" "$CALIBD" --ingest 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
         --control 'tcp://127.0.0.1:*' --http off --state-dir "$work/state" \
-        --log-level warn "$@" 2> "$work/calibd.log" &
+        --log-level warn "$@" 2> "$work/calibd.log" {nap_fd}>&- {json_get_req}>&- {json_get_rep}>&- &
     calibd_pid=$!
     wait_until "[ -s '$work/state/endpoints' ] || ! kill -0 $calibd_pid 2> /dev/null"
     INGEST=$(awk '$1 == "ingest" {print $2; exit}' "$work/state/endpoints" 2> /dev/null)
@@ -125,8 +126,34 @@ stop_calibd() {
 
 status() { "$CALIBCTL" status --control "$CONTROL" "$@"; }
 
-# jq-like field access with python: json_get FILE EXPR (EXPR on r)
-json_get() { "$PY" -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
+# jq-like field access with python: json_get FILE EXPR prints print(EXPR)
+# on r, FILE's JSON, and fails with python's traceback on stderr as
+# `python3 -c "...; r = json.load(open(FILE)); print(EXPR)"` would. One
+# python per script answers every call (tests/integ/json_get.py) over two
+# FIFOs: a call costs a write and a read, not a python's start (50 ms of
+# CPU, 250 calls a suite). A lock file makes a call's request and reply one
+# (background jobs call it too); each call opens it anew, since a lock is
+# its open file's and a subshell shares the shell's.
+# (The helper is started below, once PY is set, and is no job of the
+# script's shell, so that a bare `wait` does not wait for it; it ends when
+# the last holder of REQUESTS does.)
+mkfifo "$work/.json_get.req" "$work/.json_get.rep" || exit 1
+json_get() {
+    local LC_ALL=C rc nout nerr out= err=
+    {
+        flock -x 9 && printf '%s\0%s\0' "$1" "$2" >&"$json_get_req" &&
+            read -r -t "$(scaled "$WAIT_CEILING")" rc nout nerr <&"$json_get_rep" || {
+            echo "json_get: no answer from tests/integ/json_get.py; its log:" >&2
+            sed 's/^/# /' "$work/.json_get.log" >&2
+            return 1
+        }
+        [ "$nout" -eq 0 ] || IFS= read -r -d '' -N "$nout" out <&"$json_get_rep"
+        [ "$nerr" -eq 0 ] || IFS= read -r -d '' -N "$nerr" err <&"$json_get_rep"
+    } 9> "$work/.json_get.lock"
+    printf '%s' "$out"
+    [ -z "$err" ] || printf '%s' "$err" >&2
+    return "$rc"
+}
 
 # wait_for FILE EXPR [SECONDS]: polls status into FILE until the python EXPR
 # on r holds (WAIT_CEILING s at most, or SECONDS, scaled); gives up at once
@@ -176,6 +203,10 @@ PY=/usr/bin/python3 # Debian's, with python3-zmq and python3-msgpack
 # would install it
 export PYTHONPATH="$srcdir/python${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONDONTWRITEBYTECODE=1 # the source tree stays as checked out
+("$PY" "$srcdir/tests/integ/json_get.py" "$work/.json_get.req" "$work/.json_get.rep" \
+    > /dev/null 2> "$work/.json_get.log" & echo $! > "$work/.json_get.pid")
+exec {json_get_req}<> "$work/.json_get.req" {json_get_rep}<> "$work/.json_get.rep" || exit 1
+track "$(cat "$work/.json_get.pid")"
 send_py() {
     "$PY" -c '
 import struct, sys, msgpack, zmq
