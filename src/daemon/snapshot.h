@@ -76,7 +76,8 @@ typedef struct snapshot_source {
 /* The daemon's counters, the status map's but memory's: the header's
  * "daemon" map, so that a restarted calibd counts on from them (and
  * calibctl snapshot shows what status showed). A key absent from the file
- * (one before 0.3 holds messages and rejected only) reads 0. */
+ * (a file written before they were kept holds messages and rejected only)
+ * reads 0. */
 typedef struct snapshot_counts {
     uint64_t messages;
     uint64_t rejected[REJ_MAX]; /* rejections whose model is unknown */

@@ -232,7 +232,7 @@ static void read_counts(calib_mpr *r, const msgpack_object *dm, snapshot_counts 
     if (!r->failed)
         snapshot_read_rejected(r, calib_mpr_get(r, dm, "rejected"), c->rejected);
     for (size_t i = 0; i < NCOUNTS && !r->failed; i++) {
-        if (!calib_mpr_find(dm, daemon_counts[i].key)) /* absent before 0.3: 0 */
+        if (!calib_mpr_find(dm, daemon_counts[i].key)) /* an older file: 0 */
             continue;
         uint64_t v = calib_mpr_uint(r, dm, daemon_counts[i].key, 0, UINT64_MAX);
         memcpy((char *)c + daemon_counts[i].at, &v, sizeof v);
