@@ -83,15 +83,15 @@ EOF
 st() { "$CALIBCTL" status --control "${ctl[$1]}" --timeout "$TIME_SCALE" 2> /dev/null; }
 # q NAME EXPR: the python EXPR on NAME's status r (fails while it does not answer)
 q() { st "$1" > "$work/$1.json" && json_get "$work/$1.json" "$2" 2> /dev/null; }
-# kwait "NAME..." EXPR SECONDS: polls the named instances' status in one
-# process (tests/integ/status.py) until the python EXPR holds: s[NAME] the
+# kwait "NAME..." EXPR SECONDS: polls the named instances' status in the
+# script's helper (tests/integ/status.py) until the python EXPR holds: s[NAME] the
 # status, parts("NAME") the partitions held, scored("NAME") the pairs.
 # (q starts a calibctl and a python, 80 ms of CPU each under the
 # sanitizers: polled so, a wait on two instances took a core)
 kwait() {
     local named=() n
     for n in $1; do named+=("$n=${ctl[$n]}"); done
-    "$PY" "$srcdir/tests/integ/status.py" all "$2" "$(scaled "$3")" "$TIME_SCALE" "${named[@]}"
+    ask all "$2" "$(scaled "$3")" "$TIME_SCALE" "${named[@]}"
 }
 scored() { q "$1" "sum(m['scored'] for m in r['models'].values())"; }
 

@@ -71,18 +71,24 @@ LINGER_MS=$(( $(scaled 60) * 1000 ))
 # the tools that wait on it
 start_calibd() {
     rm -f "$work/state/endpoints" # a restart must not read the last run's
-    # (without the script's own descriptors: nap's and json_get's FIFOs)
+    # (without the script's own descriptor: nap's FIFO)
     LD_PRELOAD="${CALIBD_PRELOAD:-${LD_PRELOAD:-}}" "$CALIBD" --ingest 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
         --control 'tcp://127.0.0.1:*' --http off --state-dir "$work/state" \
-        --log-level warn "$@" 2> "$work/calibd.log" {nap_fd}>&- {json_get_req}>&- {json_get_rep}>&- &
+        --log-level warn "$@" 2> "$work/calibd.log" {nap_fd}>&- &
     calibd_pid=$!
     wait_until "[ -s '$work/state/endpoints' ] || ! kill -0 $calibd_pid 2> /dev/null"
-    INGEST=$(awk '$1 == "ingest" {print $2; exit}' "$work/state/endpoints" 2> /dev/null)
-    PULL=$(awk '$1 == "ingest_pull" {print $2; exit}' "$work/state/endpoints" 2> /dev/null)
-    CONTROL=$(awk '$1 == "control" {print $2; exit}' "$work/state/endpoints" 2> /dev/null)
-    PUBLISH=$(awk '$1 == "publish" {print $2; exit}' "$work/state/endpoints" 2> /dev/null)
-    HTTP=$(awk '$1 == "http" {print $2; exit}' "$work/state/endpoints" 2> /dev/null)
-    [ -n "$CONTROL" ] && timeout "$(scaled 20)" "$CALIBCTL" ping --control "$CONTROL" --timeout "$(scaled 10)" > /dev/null || {
+    local name endpoint
+    INGEST= PULL= CONTROL= PUBLISH= HTTP=
+    while read -r name endpoint _; do
+        case $name in
+            ingest) INGEST=${INGEST:-$endpoint} ;;
+            ingest_pull) PULL=${PULL:-$endpoint} ;;
+            control) CONTROL=${CONTROL:-$endpoint} ;;
+            publish) PUBLISH=${PUBLISH:-$endpoint} ;;
+            http) HTTP=${HTTP:-$endpoint} ;;
+        esac
+    done 2> /dev/null < "$work/state/endpoints"
+    [ -n "$CONTROL" ] && ASAN_OPTIONS=$probe_asan timeout "$(scaled 20)" "$CALIBCTL" ping --control "$CONTROL" --timeout "$(scaled 10)" > /dev/null || {
         sed 's/^/# /' "$work/calibd.log"
         echo "Bail out! calibd did not start"
         exit 1
@@ -124,45 +130,52 @@ stop_calibd() {
     return $rc
 }
 
-status() { "$CALIBCTL" status --control "$CONTROL" "$@"; }
+# status [OPTIONS]: calibctl status, printed. lib.sh's own probes (this and
+# start_calibd's ping, hundreds a suite) skip LeakSanitizer's scan at exit,
+# 50 of the 95 ms of CPU a calibctl takes under the sanitizers; every other
+# calibctl a script starts, status and ping included (kafka.sh, curve.sh,
+# ...), keeps the leak check.
+probe_asan=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+status() { ASAN_OPTIONS=$probe_asan "$CALIBCTL" status --control "$CONTROL" "$@"; }
 
-# jq-like field access with python: json_get FILE EXPR prints print(EXPR)
-# on r, FILE's JSON, and fails with python's traceback on stderr as
-# `python3 -c "...; r = json.load(open(FILE)); print(EXPR)"` would. One
-# python per script answers every call (tests/integ/json_get.py) over two
-# FIFOs: a call costs a write and a read, not a python's start (50 ms of
-# CPU, 250 calls a suite). A lock file makes a call's request and reply one
-# (background jobs call it too); each call opens it anew, since a lock is
-# its open file's and a subshell shares the shell's.
+# ask CMD ARG...: the answer of the script's python helper
+# (tests/integ/helper.py) to CMD, printed, and its status: each call a
+# connection of its own (bash's /dev/tcp), so that background jobs may ask
+# too and a long wait holds up no other call. A python started for each
+# call cost 50 to 150 ms of CPU, and the scripts made 400 calls a variant.
 # (The helper is started below, once PY is set, and is no job of the
-# script's shell, so that a bare `wait` does not wait for it; it ends when
-# the last holder of REQUESTS does.)
-mkfifo "$work/.json_get.req" "$work/.json_get.rep" || exit 1
-json_get() {
-    local LC_ALL=C rc nout nerr out= err=
-    {
-        flock -x 9 && printf '%s\0%s\0' "$1" "$2" >&"$json_get_req" &&
-            read -r -t "$(scaled "$WAIT_CEILING")" rc nout nerr <&"$json_get_rep" || {
-            echo "json_get: no answer from tests/integ/json_get.py; its log:" >&2
-            sed 's/^/# /' "$work/.json_get.log" >&2
-            return 1
-        }
-        [ "$nout" -eq 0 ] || IFS= read -r -d '' -N "$nout" out <&"$json_get_rep"
-        [ "$nerr" -eq 0 ] || IFS= read -r -d '' -N "$nerr" err <&"$json_get_rep"
-    } 9> "$work/.json_get.lock"
+# script's shell, so that a bare `wait` does not wait for it.)
+ask() {
+    local LC_ALL=C fd rc nout nerr out= err=
+    exec {fd}<> "/dev/tcp/127.0.0.1/$helper_port" && printf '%s\0' "$#" "$@" >&"$fd" &&
+        read -r rc nout nerr <&"$fd" || {
+        echo "ask $1: no answer from tests/integ/helper.py; its log:" >&2
+        sed 's/^/# /' "$work/.helper.log" >&2
+        [ -z "${fd:-}" ] || exec {fd}>&-
+        return 1
+    }
+    [ "$nout" -eq 0 ] || IFS= read -r -d '' -N "$nout" out <&"$fd"
+    [ "$nerr" -eq 0 ] || IFS= read -r -d '' -N "$nerr" err <&"$fd"
+    exec {fd}>&-
     printf '%s' "$out"
     [ -z "$err" ] || printf '%s' "$err" >&2
     return "$rc"
 }
 
+# jq-like field access with python: json_get FILE EXPR prints print(EXPR)
+# on r, FILE's JSON, and fails with python's traceback on stderr as
+# `python3 -c "...; r = json.load(open(FILE)); print(EXPR)"` would
+json_get() { ask get "$1" "$2"; }
+
 # wait_for FILE EXPR [SECONDS]: polls status into FILE until the python EXPR
 # on r holds (WAIT_CEILING s at most, or SECONDS, scaled); gives up at once
-# if calibd has died. One python process polls over a REQ socket of its
-# own (tests/integ/status.py); FILE holds the last answer as `calibctl
-# status` prints it.
+# if calibd has died. The helper polls over a REQ socket of its own
+# (tests/integ/status.py), or with calibctl where CURVE keys are set
+# (CALIBD_KEY: a python of its own then, which reads them); FILE holds the
+# last answer as `calibctl status` prints it.
 wait_for() {
-    "$PY" "$srcdir/tests/integ/status.py" one "$1" "$2" "$(scaled "${3:-$WAIT_CEILING}")" \
-        "$calibd_pid" "$CONTROL" "$TIME_SCALE"
+    local args=(one "$1" "$2" "$(scaled "${3:-$WAIT_CEILING}")" "$calibd_pid" "$CONTROL" "$TIME_SCALE")
+    if [ -n "${CALIBD_KEY:-}" ]; then "$PY" "$srcdir/tests/integ/status.py" "${args[@]}"; else ask "${args[@]}"; fi
     case $? in
         0) return 0 ;;
         2) echo "# calibd is not running; its log:"
@@ -203,10 +216,13 @@ PY=/usr/bin/python3 # Debian's, with python3-zmq and python3-msgpack
 # would install it
 export PYTHONPATH="$srcdir/python${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONDONTWRITEBYTECODE=1 # the source tree stays as checked out
-("$PY" "$srcdir/tests/integ/json_get.py" "$work/.json_get.req" "$work/.json_get.rep" \
-    > /dev/null 2> "$work/.json_get.log" & echo $! > "$work/.json_get.pid")
-exec {json_get_req}<> "$work/.json_get.req" {json_get_rep}<> "$work/.json_get.rep" || exit 1
-track "$(cat "$work/.json_get.pid")"
+("$PY" "$srcdir/tests/integ/helper.py" "$work/.helper.port" "$$" \
+    > /dev/null 2> "$work/.helper.log" {nap_fd}>&- & echo $! > "$work/.helper.pid")
+track "$(cat "$work/.helper.pid")"
+wait_until "[ -s '$work/.helper.port' ] || ! kill -0 $(cat "$work/.helper.pid") 2> /dev/null" ||
+    { echo "Bail out! tests/integ/helper.py did not start"; exit 1; }
+read -r helper_port < "$work/.helper.port" ||
+    { sed 's/^/# /' "$work/.helper.log"; echo "Bail out! tests/integ/helper.py did not start"; exit 1; }
 send_py() {
     "$PY" -c '
 import struct, sys, msgpack, zmq

@@ -6,6 +6,8 @@ every 50 ms in the first second, every 100 ms to the fifth, every 250 ms
 to the fifteenth, then every 500 ms. Starting a calibctl and a python for
 each poll cost 80 ms of CPU each under the sanitizers, most of a core
 while a script waited (tests/integ/lib.sh: wait_for; kafka.sh: kwait).
+The script's helper (tests/integ/helper.py) runs one() and every() for
+it; the command line below is what lib.sh uses with CURVE keys set.
 
     status.py one FILE EXPR SECONDS PID ENDPOINT TIMEOUT
         r: ENDPOINT's status (as calibctl prints it, read back by json);
