@@ -369,26 +369,30 @@ def nan_to_none(x):
     return x
 
 
-def main(argv):
-    if len(argv) != 2:
-        sys.stderr.write('usage: calib_ref.py FILE\n')
-        return 2
-    path = argv[1]
+def reference(path):
+    """(status, output): FILE's figures as one JSON line and 0, or the
+    message calibctl would give and 2 (bad input) or 1 (unreadable)."""
     try:
         form, K, data = load(path)
     except InputError as e:
-        sys.stderr.write('calibctl: %s:%d: %s\n' % (path, e.line, e.msg))
-        return 2
+        return 2, 'calibctl: %s:%d: %s\n' % (path, e.line, e.msg)
     except OSError as e:
-        sys.stderr.write('calibctl: %s: %s\n' % (path, e.strerror))
-        return 1
+        return 1, 'calibctl: %s: %s\n' % (path, e.strerror)
     if form == 'gaussian':
         out = score_gaussian(data)
     else:
         out = score_classification(form, K, data)
     out = {k: nan_to_none(v) for k, v in out.items()}
-    sys.stdout.write(json.dumps(out, allow_nan=False) + '\n')
-    return 0
+    return 0, json.dumps(out, allow_nan=False) + '\n'
+
+
+def main(argv):
+    if len(argv) != 2:
+        sys.stderr.write('usage: calib_ref.py FILE\n')
+        return 2
+    rc, text = reference(argv[1])
+    (sys.stdout if rc == 0 else sys.stderr).write(text)
+    return rc
 
 
 if __name__ == '__main__':

@@ -255,7 +255,33 @@ def gen_gaussian(rng, n):
     return out
 
 
-def main():
+def generate(seed, kind, n, k, out):
+    """Writes the file for (seed, kind, n, k) to out."""
+    rng = random.Random('%s:%d:%d:%d' % (kind, seed, n, k))
+
+    if kind == 'gaussian':
+        names = ['y', 'mean', 'var']
+        body = gen_gaussian(rng, n)
+    else:
+        if kind == 'logits':
+            cols, rows = gen_logits(rng, n, k)
+        elif kind == 'probs':
+            cols, rows = gen_probs(rng, n, k)
+        else:
+            cols, rows = gen_binary(rng, n)
+        names = ['y'] + cols
+        body = [[str(y)] + text for y, text in rows]
+
+    order = list(range(len(names)))
+    if rng.random() < 0.6:
+        rng.shuffle(order)
+    with open(out, 'w') as f:
+        f.write(','.join(names[j] for j in order) + '\n')
+        for fields in body:
+            f.write(','.join(fields[j] for j in order) + '\n')
+
+
+def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument('--seed', type=int, required=True)
     ap.add_argument('--kind', choices=['logits', 'probs', 'binary', 'gaussian'],
@@ -263,33 +289,12 @@ def main():
     ap.add_argument('--n', type=int, required=True)
     ap.add_argument('--k', type=int, default=2)
     ap.add_argument('out')
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     if a.n < 1:
         ap.error('--n must be >= 1')
     if a.kind in ('logits', 'probs') and a.k < 2:
         ap.error('--k must be >= 2')
-    rng = random.Random('%s:%d:%d:%d' % (a.kind, a.seed, a.n, a.k))
-
-    if a.kind == 'gaussian':
-        names = ['y', 'mean', 'var']
-        body = gen_gaussian(rng, a.n)
-    else:
-        if a.kind == 'logits':
-            cols, rows = gen_logits(rng, a.n, a.k)
-        elif a.kind == 'probs':
-            cols, rows = gen_probs(rng, a.n, a.k)
-        else:
-            cols, rows = gen_binary(rng, a.n)
-        names = ['y'] + cols
-        body = [[str(y)] + text for y, text in rows]
-
-    order = list(range(len(names)))
-    if rng.random() < 0.6:
-        rng.shuffle(order)
-    with open(a.out, 'w') as f:
-        f.write(','.join(names[j] for j in order) + '\n')
-        for fields in body:
-            f.write(','.join(fields[j] for j in order) + '\n')
+    generate(a.seed, a.kind, a.n, a.k, a.out)
 
 
 if __name__ == '__main__':

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # score_ref.sh — `calibctl score` against the independent Python reference
 # (tests/ref/calib_ref.py) on ~40 random but valid files from gen_csv.py
-# (logits, probs, binary, gaussian; n from 1 to 3000, K from 2 to 50), plus
+# (logits, probs, binary, gaussian; n from 1 to 3000, K from 2 to 50: the
+# lines of tests/ref/random_cases, each "KIND N K", its seed its number), plus
 # the hand-worked files in tests/ref/cases (checked against their
 # .expected.json, both calibctl and the reference).  Every key must agree
-# within 1e-9 relative or 1e-12 absolute (compare_json.py).
+# within 1e-9 relative or 1e-12 absolute (compare_json.py). The python
+# work is done in two processes (tests/ref/ref_batch.py), not three a file.
 #
 # Environment: CALIBCTL (the binary), srcdir (top source dir; the scripts are
 # in $srcdir/tests/ref).  CALIB_REF_KEEP=DIR keeps the failing inputs there.
@@ -42,93 +44,62 @@ $(printf '%s\n' "$@")"
     fi
 }
 
-# compare NAME CSV [EXPECTED.json]: calibctl vs the reference (and vs EXPECTED)
-compare() {
-    local name=$1 csv=$2 expected=${3:-} rc msgs=""
-    "$CALIBCTL" score "$csv" > "$tmp/c.json" 2> "$tmp/c.err"
+# score NAME CSV [EXPECTED.json]: calibctl's figures for CSV, in
+# $tmp/NAME.json; the case goes to $tmp/cases.tsv for ref_batch.py's check
+# (the reference's figures, compared with calibctl's and with EXPECTED)
+: > "$tmp/cases.tsv"
+score() {
+    local name=$1 csv=$2 expected=${3:-} rc
+    "$CALIBCTL" score "$csv" > "$tmp/$name.json" 2> "$tmp/$name.err"
     rc=$?
     if [ $rc -ne 0 ]; then
-        failed "$name" "$csv" "calibctl exited $rc: $(head -c 500 "$tmp/c.err")"
+        failed "$name" "$csv" "calibctl exited $rc: $(head -c 500 "$tmp/$name.err")"
         return
     fi
-    if ! "$py" "$ref/calib_ref.py" "$csv" > "$tmp/r.json" 2> "$tmp/r.err"; then
-        failed "$name" "$csv" "calib_ref.py failed: $(head -c 500 "$tmp/r.err")"
-        return
-    fi
-    msgs=$("$py" "$ref/compare_json.py" "$tmp/c.json" "$tmp/r.json" "calibctl vs ref"
-           if [ -n "$expected" ]; then
-               "$py" "$ref/compare_json.py" "$tmp/c.json" "$expected" "calibctl vs expected"
-               "$py" "$ref/compare_json.py" "$tmp/r.json" "$expected" "ref vs expected"
-           fi)
-    if [ -n "$msgs" ]; then
-        failed "$name" "$csv" "$msgs"
-    else
-        ok "$name"
-        [ -s "$tmp/c.err" ] && echo "# stderr: $(head -c 200 "$tmp/c.err" | tr '\n' ' ')"
-    fi
+    printf '%s\t%s\t%s\t%s\n' "$name" "$csv" "$tmp/$name.json" "$expected" >> "$tmp/cases.tsv"
 }
 
 # hand-worked cases
+mkdir -p "$tmp/cases" || exit 1
 for csv in "$ref"/cases/*.csv; do
     [ -f "$csv" ] || continue
     base=${csv%.csv}
-    compare "cases/$(basename "$base")" "$csv" "$base.expected.json"
+    score "cases/$(basename "$base")" "$csv" "$base.expected.json"
 done
 
-# random files: "kind n k" (seed = line number)
-seed=0
-while read -r kind n k; do
-    [ -n "$kind" ] || continue
-    seed=$((seed + 1))
-    name="$kind-s$seed-n$n-k$k"
-    csv="$tmp/$name.csv"
-    if ! "$py" "$ref/gen_csv.py" --seed "$seed" --kind "$kind" --n "$n" --k "$k" "$csv" \
-            2> "$tmp/g.err"; then
-        failed "$name" /dev/null "gen_csv.py failed: $(cat "$tmp/g.err")"
-        continue
+# random files: "kind n k" (seed = line number), all made by one python
+"$py" "$ref/ref_batch.py" gen "$tmp" < "$ref/random_cases" > "$tmp/names" 2> "$tmp/g.err" ||
+    failed "gen_csv" /dev/null "ref_batch.py gen failed: $(head -c 500 "$tmp/g.err")"
+while read -r name reason; do
+    case $name in
+        '!') failed "${reason%% *}" /dev/null "gen_csv.py failed: ${reason#* }" ;;
+        *) score "$name" "$tmp/$name.csv" ;;
+    esac
+done < "$tmp/names"
+
+# every case against the reference, in one python: a line with the case's
+# name, then one for each difference, indented
+verdict() {
+    local csv=$tmp/$name.csv
+    [ -n "$name" ] || return 0
+    case $name in cases/*) csv=$ref/$name.csv ;; esac
+    if [ -n "$msgs" ]; then
+        failed "$name" "$csv" "${msgs#$'\n'}"
+    else
+        ok "$name"
+        [ -s "$tmp/$name.err" ] && echo "# stderr: $(head -c 200 "$tmp/$name.err" | tr '\n' ' ')"
     fi
-    compare "$name" "$csv"
-done <<'EOF'
-logits 1 2
-logits 1 7
-logits 2 3
-logits 3 2
-logits 10 5
-logits 16 2
-logits 100 2
-logits 300 50
-logits 500 10
-logits 1000 3
-logits 3000 2
-logits 1200 25
-probs 1 3
-probs 2 2
-probs 3 50
-probs 15 4
-probs 16 2
-probs 31 3
-probs 200 7
-probs 1000 2
-probs 2000 10
-probs 600 50
-binary 1 2
-binary 2 2
-binary 3 2
-binary 14 2
-binary 30 2
-binary 300 2
-binary 1000 2
-binary 3000 2
-gaussian 1 2
-gaussian 2 2
-gaussian 3 2
-gaussian 100 2
-gaussian 3000 2
-logits 45 2
-probs 45 2
-binary 46 2
-logits 7 40
-probs 150 15
-EOF
+    return 0
+}
+name= msgs=
+"$py" "$ref/ref_batch.py" check < "$tmp/cases.tsv" > "$tmp/verdicts" 2> "$tmp/c.err" ||
+    failed "ref_batch.py" /dev/null "ref_batch.py check failed: $(head -c 500 "$tmp/c.err")"
+while IFS= read -r line; do
+    case $line in
+        ' '*) msgs+=$'\n'${line# } ;;
+        *) verdict; name=$line msgs= ;;
+    esac
+done < "$tmp/verdicts"
+verdict
 
 finish
