@@ -91,6 +91,9 @@ class Handler(socketserver.BaseRequestHandler):
 
 class Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
+    # connections not yet accepted (5 by default): a script's background
+    # jobs may all ask at once on a loaded machine
+    request_queue_size = 64
 
 
 def main(portfile, pid):
