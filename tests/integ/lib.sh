@@ -144,11 +144,15 @@ status() { ASAN_OPTIONS=$probe_asan "$CALIBCTL" status --control "$CONTROL" "$@"
 # too and a long wait holds up no other call. A python started for each
 # call cost 50 to 150 ms of CPU, and the scripts made 400 calls a variant.
 # (The helper is started below, once PY is set, and is no job of the
-# script's shell, so that a bare `wait` does not wait for it.)
+# script's shell, so that a bare `wait` does not wait for it.) A helper
+# that stops answering fails the call within a ceiling: the default wait's,
+# beyond the wait's own SECONDS.
 ask() {
-    local LC_ALL=C fd rc nout nerr out= err=
+    local LC_ALL=C fd rc nout nerr out= err= ceiling
+    ceiling=$(scaled "$WAIT_CEILING")
+    case $1 in one) ceiling=$((ceiling + $4)) ;; all) ceiling=$((ceiling + $3)) ;; esac
     exec {fd}<> "/dev/tcp/127.0.0.1/$helper_port" && printf '%s\0' "$#" "$@" >&"$fd" &&
-        read -r rc nout nerr <&"$fd" || {
+        read -r -t "$ceiling" rc nout nerr <&"$fd" || {
         echo "ask $1: no answer from tests/integ/helper.py; its log:" >&2
         sed 's/^/# /' "$work/.helper.log" >&2
         [ -z "${fd:-}" ] || exec {fd}>&-
