@@ -1,0 +1,138 @@
+/*
+ * Label-free estimates: what the labels of the newest predictions will
+ * probably show, from the predictions alone, and an anytime-valid test
+ * that the class mix of the predictions has moved. See calib_lfree(3).
+ *
+ * For calibrated outputs p the expected scores are known without the
+ * label: E[Brier | p] = 1 - sum_k p_k^2, E[log | p] = H(p) (p clamped below
+ * at CALIB_LOG_FLOOR, as the log score is), E[accuracy | p] = max_k p_k,
+ * and for a Gaussian N(mu, v), E[DSS] = 1 + ln v. Under a label shift
+ * (p(x | y) fixed, the priors moving from pi_s to pi_t) the target priors
+ * are the fixed point of EM (Saerens, Latinne and Decaestecker 2002) and
+ * the target posteriors are p'_k proportional to (pi_t,k / pi_s,k) p_k:
+ * the corrected estimates are the served p's expected scores for labels
+ * drawn from p' (E[Brier] = 1 - 2 p'.p + |p|^2, E[log] = -sum p'_k ln p_k,
+ * E[accuracy] = p' at p's top class), which are the naive ones when the
+ * priors have not moved.
+ *
+ * A ring keeps the newest `recent` predictions as float32; calib_lfree_add
+ * costs O(K) and allocates nothing; calib_lfree_update walks the ring
+ * (EM passes, then one pass for the figures) and is what costs.
+ */
+#ifndef CALIB_LFREE_H
+#define CALIB_LFREE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "calib/drift.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The shift test and the priors' intervals cover K up to this (memory
+ * and time of order K and K^2 per prediction); larger K gets the
+ * estimates and the priors without them. */
+#define CALIB_LFREE_TEST_MAX_K 32
+/* Predictions averaged into one sample of the shift test. */
+#define CALIB_LFREE_BLOCK 8
+/* EM passes of one calib_lfree_update at most. */
+#define CALIB_LFREE_EM_MAX 128
+/* EM stops once no prior moves by more than this in a pass. */
+#define CALIB_LFREE_EM_TOL 1e-6
+
+typedef struct calib_lfree_cfg {
+    size_t k;          /* classes, >= 2 (a binary p is K = 2: (1 - p, p));
+                          0: Gaussian forecasts (mean, variance) */
+    size_t recent;     /* predictions the ring keeps, >= 1 */
+    double alpha;      /* the shift test's level per reference period, in
+                          (0, 1); 0: no test */
+    double min_effect; /* the rise of a class's mean probability the test
+                          tolerates, in [0, 1) */
+    size_t reference;  /* predictions of the test's reference period,
+                          >= 10 * CALIB_LFREE_BLOCK */
+} calib_lfree_cfg;
+
+/* An estimate of a mean over the ring's predictions and a 95% interval
+ * for the mean their labels will give (NaN when unknown). */
+typedef struct calib_lfree_est {
+    double mean, lo, hi;
+} calib_lfree_est;
+
+enum { CALIB_LFREE_MAIN, CALIB_LFREE_LOG, CALIB_LFREE_ACC, CALIB_LFREE_FIGS };
+
+typedef struct calib_lfree_fig {
+    uint64_t n;        /* predictions the figures are of; 0: none yet */
+    uint64_t at;       /* `total` when they were computed */
+    /* MAIN: Brier (DSS for a Gaussian), LOG: log score, ACC: accuracy;
+     * naive: the served outputs taken as calibrated */
+    calib_lfree_est naive[CALIB_LFREE_FIGS];
+    /* the served outputs' under the estimated priors (classification with
+     * reference priors) */
+    int corrected;     /* 1: corrected[] and priors are computed */
+    calib_lfree_est corrected_est[CALIB_LFREE_FIGS];
+    unsigned em_passes; /* EM passes of the last update */
+    int em_converged;
+} calib_lfree_fig;
+
+typedef struct calib_lfree {
+    calib_lfree_cfg cfg; /* read-only */
+    size_t width;        /* floats a record: k, or 2 */
+    float *rec;          /* cfg.recent records; record i at (i % recent) */
+    uint64_t total;      /* predictions added */
+    /* the shift test: one MEAN detector a class on block means of p_k,
+     * each at alpha / K (a rise of some class's mean is what any move of
+     * the mix makes, as the means sum to 1) */
+    int test_on;
+    calib_drift *det;    /* k of them */
+    double *blk;         /* the running block's sums */
+    unsigned blk_n;
+    int alarm;           /* raised, until calib_lfree_test_reset */
+    uint64_t alarms;     /* alarms raised */
+    uint64_t test_n;     /* predictions since the test's reset */
+    /* EM and the figures */
+    double *src;         /* the reference priors of the last update */
+    double *priors, *prior_lo, *prior_hi; /* the estimated target priors */
+    double *scratch;     /* k accumulators and the Fisher matrix */
+    calib_lfree_fig fig;
+} calib_lfree;
+
+/* Bytes calib_lfree_init allocates for cfg (0 for a bad cfg). */
+size_t calib_lfree_bytes(const calib_lfree_cfg *cfg);
+/* CALIB_EINVAL for a bad cfg, CALIB_ENOMEM (nothing then held). */
+int calib_lfree_init(calib_lfree *lf, const calib_lfree_cfg *cfg);
+void calib_lfree_free(calib_lfree *lf); /* also on a zeroed one */
+
+/* One prediction as served: k probabilities (summing to 1), or the mean
+ * and variance. Returns 1 exactly when it raises the shift test's alarm. */
+int calib_lfree_add(calib_lfree *lf, const double *p);
+/* The shift test starts a new reference period (after its alarm was
+ * handled, or when the served map changed) and the alarm is cleared. */
+void calib_lfree_test_reset(calib_lfree *lf);
+/* The test's statistic: max over the classes of ln e - ln K (it alarms at
+ * ln(1/alpha)); 0 before its reference period ends or without a test. */
+double calib_lfree_log_e(const calib_lfree *lf);
+
+/*
+ * Recomputes lf->fig over the ring. src: the reference priors (k, each >
+ * 0, summing to 1; the class mix of the labelled pairs the served map was
+ * calibrated on), or NULL: naive figures only, and the priors are the
+ * mean of the served probabilities. EM starts from the last update's
+ * priors when src is the same, else from src, and runs at most
+ * CALIB_LFREE_EM_MAX passes. Cost: O(n K) a pass, plus O(n K^2) for the
+ * priors' intervals (K <= CALIB_LFREE_TEST_MAX_K).
+ */
+void calib_lfree_update(calib_lfree *lf, const double *src);
+
+/* Predictions the ring holds. */
+static inline size_t calib_lfree_len(const calib_lfree *lf)
+{
+    return lf->total < lf->cfg.recent ? (size_t)lf->total : lf->cfg.recent;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

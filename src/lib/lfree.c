@@ -1,0 +1,483 @@
+/* lfree.c — label-free estimates and the label-shift test (calib/lfree.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib/calib.h"
+#include "calib/lfree.h"
+
+static int cfg_ok(const calib_lfree_cfg *c)
+{
+    if (c->k == 1 || c->recent < 1 || !(c->alpha >= 0 && c->alpha < 1) ||
+        !(c->min_effect >= 0 && c->min_effect < 1))
+        return 0;
+    if (c->alpha > 0 && c->k >= 2 && c->k <= CALIB_LFREE_TEST_MAX_K &&
+        c->reference < 10 * CALIB_LFREE_BLOCK)
+        return 0;
+    size_t width = c->k ? c->k : 2;
+    return c->recent <= SIZE_MAX / sizeof(float) / width && c->k <= SIZE_MAX / 64;
+}
+
+static int test_on(const calib_lfree_cfg *c)
+{
+    return c->alpha > 0 && c->k >= 2 && c->k <= CALIB_LFREE_TEST_MAX_K;
+}
+
+static void det_cfg(const calib_lfree_cfg *c, calib_drift_cfg *dc)
+{
+    size_t blocks = c->reference / CALIB_LFREE_BLOCK;
+    *dc = (calib_drift_cfg){.kind = CALIB_DRIFT_MEAN, .lo = 0, .hi = 1,
+                            .alpha = c->alpha / (double)c->k, .min_effect = c->min_effect,
+                            .reference = blocks, .restart = blocks};
+}
+
+/* doubles of scratch: EM's accumulators and weights, then the Fisher
+ * matrix of the K - 1 free priors */
+static size_t scratch_len(size_t k)
+{
+    size_t f = k <= CALIB_LFREE_TEST_MAX_K ? (k - 1) * (k - 1) : 0;
+    return 5 * k + f;
+}
+
+size_t calib_lfree_bytes(const calib_lfree_cfg *c)
+{
+    if (!cfg_ok(c))
+        return 0;
+    size_t width = c->k ? c->k : 2;
+    size_t b = c->recent * width * sizeof(float);
+    if (!c->k)
+        return b;
+    b += (4 * c->k + scratch_len(c->k)) * sizeof(double); /* src, priors, lo, hi */
+    if (test_on(c)) {
+        calib_drift_cfg dc;
+        det_cfg(c, &dc);
+        b += c->k * (sizeof(calib_drift) + calib_drift_bytes(&dc) + sizeof(double));
+    }
+    return b;
+}
+
+void calib_lfree_free(calib_lfree *lf)
+{
+    for (size_t i = 0; lf->det && i < lf->cfg.k; i++)
+        calib_drift_free(&lf->det[i]);
+    free(lf->det);
+    free(lf->rec);
+    free(lf->blk);
+    free(lf->src);
+    free(lf->priors);
+    free(lf->prior_lo);
+    free(lf->prior_hi);
+    free(lf->scratch);
+    memset(lf, 0, sizeof *lf);
+}
+
+static void fig_clear(calib_lfree_fig *f)
+{
+    calib_lfree_est none = {NAN, NAN, NAN};
+    *f = (calib_lfree_fig){0};
+    for (int i = 0; i < CALIB_LFREE_FIGS; i++)
+        f->naive[i] = f->corrected_est[i] = none;
+}
+
+int calib_lfree_init(calib_lfree *lf, const calib_lfree_cfg *c)
+{
+    memset(lf, 0, sizeof *lf);
+    if (!cfg_ok(c))
+        return CALIB_EINVAL;
+    lf->cfg = *c;
+    lf->width = c->k ? c->k : 2;
+    fig_clear(&lf->fig);
+    lf->rec = malloc(c->recent * lf->width * sizeof *lf->rec);
+    if (!lf->rec)
+        goto nomem;
+    if (!c->k)
+        return CALIB_OK;
+    size_t k = c->k;
+    lf->src = calloc(k, sizeof *lf->src);
+    lf->priors = calloc(k, sizeof *lf->priors);
+    lf->prior_lo = calloc(k, sizeof *lf->prior_lo);
+    lf->prior_hi = calloc(k, sizeof *lf->prior_hi);
+    lf->scratch = calloc(scratch_len(k), sizeof *lf->scratch);
+    if (!lf->src || !lf->priors || !lf->prior_lo || !lf->prior_hi || !lf->scratch)
+        goto nomem;
+    for (size_t i = 0; i < k; i++)
+        lf->priors[i] = lf->prior_lo[i] = lf->prior_hi[i] = NAN;
+    if (!test_on(c))
+        return CALIB_OK;
+    lf->blk = calloc(k, sizeof *lf->blk);
+    lf->det = calloc(k, sizeof *lf->det);
+    if (!lf->blk || !lf->det)
+        goto nomem;
+    calib_drift_cfg dc;
+    det_cfg(c, &dc);
+    for (size_t i = 0; i < k; i++) {
+        int rc = calib_drift_init(&lf->det[i], &dc);
+        if (rc != CALIB_OK) {
+            calib_lfree_free(lf);
+            return rc;
+        }
+    }
+    lf->test_on = 1;
+    return CALIB_OK;
+nomem:
+    calib_lfree_free(lf);
+    return CALIB_ENOMEM;
+}
+
+int calib_lfree_add(calib_lfree *lf, const double *p)
+{
+    float *r = lf->rec + (size_t)(lf->total % lf->cfg.recent) * lf->width;
+    for (size_t i = 0; i < lf->width; i++)
+        r[i] = (float)p[i];
+    lf->total++;
+    if (!lf->test_on)
+        return 0;
+    size_t k = lf->cfg.k;
+    for (size_t i = 0; i < k; i++)
+        lf->blk[i] += p[i];
+    lf->test_n++;
+    if (++lf->blk_n < CALIB_LFREE_BLOCK)
+        return 0;
+    int raised = 0;
+    for (size_t i = 0; i < k; i++) {
+        raised |= calib_drift_add(&lf->det[i], lf->blk[i] / CALIB_LFREE_BLOCK);
+        lf->blk[i] = 0;
+    }
+    lf->blk_n = 0;
+    if (!raised || lf->alarm)
+        return 0;
+    lf->alarm = 1;
+    lf->alarms++;
+    return 1;
+}
+
+void calib_lfree_test_reset(calib_lfree *lf)
+{
+    if (!lf->test_on)
+        return;
+    for (size_t i = 0; i < lf->cfg.k; i++) {
+        calib_drift_reset(&lf->det[i]);
+        lf->blk[i] = 0;
+    }
+    lf->blk_n = 0;
+    lf->alarm = 0;
+    lf->test_n = 0;
+}
+
+double calib_lfree_log_e(const calib_lfree *lf)
+{
+    if (!lf->test_on)
+        return 0;
+    double best = 0;
+    for (size_t i = 0; i < lf->cfg.k; i++) {
+        double e = calib_drift_log_e(&lf->det[i]);
+        best = e > best ? e : best;
+    }
+    best -= log((double)lf->cfg.k);
+    return best > 0 ? best : 0;
+}
+
+/* ------------------------------------------------------------------ figures */
+
+/* Sums of the per-prediction expectations and variances of one view. */
+typedef struct sums {
+    double e[CALIB_LFREE_FIGS], v[CALIB_LFREE_FIGS];
+} sums;
+
+static double clamp01(double x)
+{
+    return x < 0 ? 0 : x > 1 ? 1 : x;
+}
+
+static void est_of(const sums *s, double n, calib_lfree_est out[CALIB_LFREE_FIGS])
+{
+    for (int i = 0; i < CALIB_LFREE_FIGS; i++) {
+        double mean = s->e[i] / n, half = CALIB_Z95 * sqrt(s->v[i] > 0 ? s->v[i] : 0) / n;
+        out[i] = (calib_lfree_est){mean, mean - half, mean + half};
+    }
+}
+
+/*
+ * One record's expected scores, added to s: those of the served p (taken
+ * as a distribution: divided by its sum) for a label drawn from q_j = w_j
+ * p_j / D, D = sum_j w_j p_j (w NULL: q = p, the naive view). With c =
+ * sum_j q_j p_j: E[Brier] = 1 - 2 c + sum_j p_j^2, variance 4 (sum_j q_j
+ * p_j^2 - c^2); E[log] = -sum_j q_j ln p_j; E[accuracy] = q at p's top
+ * class. Returns D, or 0 when the record is skipped.
+ */
+static double add_record(const float *pf, const double *w, size_t k, sums *s)
+{
+    double d = 0, tot = 0;
+    size_t top = 0;
+    for (size_t j = 0; j < k; j++) {
+        d += (w ? w[j] : 1) * pf[j];
+        tot += pf[j];
+        top = pf[j] > pf[top] ? j : top;
+    }
+    if (!(d > 0) || !isfinite(d) || !(tot > 0))
+        return 0;
+    double sq = 0, c = 0, qsq = 0, h = 0, h2 = 0;
+    for (size_t j = 0; j < k; j++) {
+        double p = pf[j] / tot, q = (w ? w[j] : 1) * pf[j] / d;
+        double l = log(p < CALIB_LOG_FLOOR ? CALIB_LOG_FLOOR : p);
+        sq += p * p;
+        c += q * p;
+        qsq += q * p * p;
+        h -= q * l;
+        h2 += q * l * l;
+    }
+    double qtop = (w ? w[top] : 1) * pf[top] / d;
+    s->e[CALIB_LFREE_MAIN] += 1 - 2 * c + sq;
+    s->v[CALIB_LFREE_MAIN] += 4 * (qsq - c * c);
+    s->e[CALIB_LFREE_LOG] += h;
+    s->v[CALIB_LFREE_LOG] += h2 - h * h;
+    s->e[CALIB_LFREE_ACC] += qtop;
+    s->v[CALIB_LFREE_ACC] += qtop * (1 - qtop);
+    return d;
+}
+
+static const float *record(const calib_lfree *lf, size_t i)
+{
+    return lf->rec + i * lf->width;
+}
+
+static void update_gaussian(calib_lfree *lf, size_t n)
+{
+    /* calibrated N(mu, v): (y - mu)^2 / v is chi^2_1, of mean 1 and
+     * variance 2, so E[DSS] = 1 + ln v with a variance of 2 */
+    sums s = {{0}, {0}};
+    for (size_t i = 0; i < n; i++)
+        s.e[CALIB_LFREE_MAIN] += 1 + log((double)record(lf, i)[1]);
+    s.v[CALIB_LFREE_MAIN] = 2 * (double)n;
+    est_of(&s, (double)n, lf->fig.naive);
+    lf->fig.naive[CALIB_LFREE_LOG] = lf->fig.naive[CALIB_LFREE_ACC] =
+        (calib_lfree_est){NAN, NAN, NAN};
+}
+
+/* One EM pass: out = F(in), the priors after one E and M step from in
+ * (may be the same array); returns the largest move of a prior. */
+static double em_pass(calib_lfree *lf, size_t n, const double *in, double *out)
+{
+    size_t k = lf->cfg.k;
+    double *acc = lf->scratch, *w = acc + k;
+    for (size_t j = 0; j < k; j++) {
+        w[j] = in[j] / lf->src[j];
+        acc[j] = 0;
+    }
+    double used = 0;
+    for (size_t i = 0; i < n; i++) {
+        const float *p = record(lf, i);
+        double d = 0;
+        for (size_t j = 0; j < k; j++)
+            d += w[j] * p[j];
+        if (!(d > 0) || !isfinite(d))
+            continue;
+        double inv = 1 / d;
+        for (size_t j = 0; j < k; j++)
+            acc[j] += w[j] * p[j] * inv;
+        used++;
+    }
+    if (!used)
+        return 0;
+    double moved = 0;
+    for (size_t j = 0; j < k; j++) {
+        double next = acc[j] / used, dj = fabs(next - in[j]);
+        moved = dj > moved ? dj : moved;
+        out[j] = next;
+    }
+    return moved;
+}
+
+/*
+ * EM from lf->priors to its fixed point, accelerated by SQUAREM (S3,
+ * Varadhan and Roland 2008): EM alone crawls where the classes overlap
+ * (hundreds of passes). A cycle of two passes t1 = F(t0), t2 = F(t1)
+ * extrapolates t' = t0 - 2a r + a^2 v (r = t1 - t0, v = t2 - t1 - r,
+ * a = -|r| / |v|, at most -1, which is t2 itself), halving a towards -1
+ * while t' leaves the simplex, and a third pass F(t') keeps the
+ * monotonicity of the likelihood in practice. Stops when a pass moves no
+ * prior by CALIB_LFREE_EM_TOL, or after CALIB_LFREE_EM_MAX passes.
+ */
+static void em_run(calib_lfree *lf, size_t n)
+{
+    size_t k = lf->cfg.k;
+    double *t0 = lf->priors, *t1 = lf->scratch + 2 * k, *t2 = t1 + k, *tp = t2 + k;
+    unsigned pass = 0;
+    lf->fig.em_converged = 0;
+    while (pass + 3 <= CALIB_LFREE_EM_MAX) {
+        pass++;
+        if (em_pass(lf, n, t0, t1) < CALIB_LFREE_EM_TOL) {
+            memcpy(t0, t1, k * sizeof *t0);
+            lf->fig.em_converged = 1;
+            break;
+        }
+        pass++;
+        em_pass(lf, n, t1, t2);
+        double rr = 0, vv = 0;
+        for (size_t j = 0; j < k; j++) {
+            double r = t1[j] - t0[j], v = t2[j] - 2 * t1[j] + t0[j];
+            rr += r * r;
+            vv += v * v;
+        }
+        double a = vv > 0 ? -sqrt(rr / vv) : -1;
+        a = a > -1 ? -1 : a;
+        for (;;) { /* a = -1 gives t2, inside: the loop ends */
+            int inside = 1;
+            for (size_t j = 0; j < k; j++) {
+                double r = t1[j] - t0[j], v = t2[j] - 2 * t1[j] + t0[j];
+                tp[j] = t0[j] - 2 * a * r + a * a * v;
+                inside &= tp[j] >= 0;
+            }
+            if (inside)
+                break;
+            a = a > -1.001 ? -1 : (a - 1) / 2;
+        }
+        pass++;
+        em_pass(lf, n, tp, t0);
+    }
+    lf->fig.em_passes = pass;
+}
+
+/* Lower-triangular Cholesky factor of the n x n matrix a, in place: 0, or
+ * -1 when it is not positive definite. */
+static int cholesky(double *a, size_t n)
+{
+    for (size_t j = 0; j < n; j++) {
+        double d = a[j * n + j];
+        for (size_t t = 0; t < j; t++)
+            d -= a[j * n + t] * a[j * n + t];
+        if (!(d > 0))
+            return -1;
+        a[j * n + j] = sqrt(d);
+        for (size_t i = j + 1; i < n; i++) {
+            double s = a[i * n + j];
+            for (size_t t = 0; t < j; t++)
+                s -= a[i * n + t] * a[j * n + t];
+            a[i * n + j] = s / a[j * n + j];
+        }
+    }
+    return 0;
+}
+
+/* Solves L L^T x = b in place (b of n). */
+static void chol_solve(const double *l, size_t n, double *b)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (size_t t = 0; t < i; t++)
+            b[i] -= l[i * n + t] * b[t];
+        b[i] /= l[i * n + i];
+    }
+    for (size_t i = n; i-- > 0;) {
+        for (size_t t = i + 1; t < n; t++)
+            b[i] -= l[t * n + i] * b[t];
+        b[i] /= l[i * n + i];
+    }
+}
+
+/*
+ * The priors' 95% intervals from the observed Fisher information of the
+ * label-shift likelihood sum_i ln sum_k pi_k r_ik, r_ik = p_ik / pi_s,k,
+ * in the K - 1 free priors (pi_K = 1 - the rest): J = sum_i g_i g_i^T /
+ * D_i^2, g_ik = r_ik - r_iK, D_i = sum_k pi_k r_ik; the covariance is
+ * J^-1, and pi_K's variance the sum of its entries.
+ */
+static void prior_intervals(calib_lfree *lf, size_t n)
+{
+    size_t k = lf->cfg.k, f = k - 1;
+    for (size_t j = 0; j < k; j++)
+        lf->prior_lo[j] = lf->prior_hi[j] = NAN;
+    if (k > CALIB_LFREE_TEST_MAX_K)
+        return;
+    double *g = lf->scratch, *col = g + k, *jm = lf->scratch + 5 * k;
+    memset(jm, 0, f * f * sizeof *jm);
+    for (size_t i = 0; i < n; i++) {
+        const float *p = record(lf, i);
+        double d = 0;
+        for (size_t j = 0; j < k; j++)
+            d += lf->priors[j] * p[j] / lf->src[j];
+        if (!(d > 0) || !isfinite(d))
+            continue;
+        double last = p[f] / lf->src[f];
+        for (size_t j = 0; j < f; j++)
+            g[j] = (p[j] / lf->src[j] - last) / d;
+        for (size_t a = 0; a < f; a++)
+            for (size_t b = 0; b <= a; b++)
+                jm[a * f + b] += g[a] * g[b];
+    }
+    for (size_t a = 0; a < f; a++)
+        for (size_t b = 0; b < a; b++)
+            jm[b * f + a] = jm[a * f + b];
+    if (cholesky(jm, f) != 0)
+        return;
+    double var_last = 0;
+    for (size_t j = 0; j < f; j++) {
+        memset(col, 0, f * sizeof *col);
+        col[j] = 1;
+        chol_solve(jm, f, col); /* column j of the covariance */
+        for (size_t t = 0; t < f; t++)
+            var_last += col[t];
+        double half = CALIB_Z95 * sqrt(col[j] > 0 ? col[j] : 0);
+        lf->prior_lo[j] = clamp01(lf->priors[j] - half);
+        lf->prior_hi[j] = clamp01(lf->priors[j] + half);
+    }
+    double half = CALIB_Z95 * sqrt(var_last > 0 ? var_last : 0);
+    lf->prior_lo[f] = clamp01(lf->priors[f] - half);
+    lf->prior_hi[f] = clamp01(lf->priors[f] + half);
+}
+
+static void update_classes(calib_lfree *lf, size_t n, const double *src)
+{
+    size_t k = lf->cfg.k;
+    calib_lfree_fig *fig = &lf->fig;
+    sums naive = {{0}, {0}}, corr = {{0}, {0}};
+    double used = 0;
+    double *mean = lf->scratch;
+    memset(mean, 0, k * sizeof *mean);
+    for (size_t i = 0; i < n; i++) {
+        double d = add_record(record(lf, i), NULL, k, &naive);
+        for (size_t j = 0; d > 0 && j < k; j++)
+            mean[j] += record(lf, i)[j] / d;
+        used += d > 0;
+    }
+    if (!used)
+        return;
+    est_of(&naive, used, fig->naive);
+    if (!src) { /* no reference: the priors the served outputs imply */
+        for (size_t j = 0; j < k; j++) {
+            lf->priors[j] = mean[j] / used;
+            lf->prior_lo[j] = lf->prior_hi[j] = NAN;
+        }
+        return;
+    }
+    /* warm: from the last priors while the reference stays */
+    int warm = memcmp(lf->src, src, k * sizeof *src) == 0 && isfinite(lf->priors[0]);
+    memcpy(lf->src, src, k * sizeof *src);
+    if (!warm)
+        memcpy(lf->priors, src, k * sizeof *src);
+    em_run(lf, n);
+    double *w = lf->scratch + k;
+    for (size_t j = 0; j < k; j++)
+        w[j] = lf->priors[j] / src[j];
+    used = 0;
+    for (size_t i = 0; i < n; i++)
+        used += add_record(record(lf, i), w, k, &corr) > 0;
+    if (!used)
+        return;
+    est_of(&corr, used, fig->corrected_est);
+    fig->corrected = 1;
+    prior_intervals(lf, n);
+}
+
+void calib_lfree_update(calib_lfree *lf, const double *src)
+{
+    size_t n = calib_lfree_len(lf);
+    fig_clear(&lf->fig);
+    if (!n)
+        return;
+    if (lf->cfg.k)
+        update_classes(lf, n, src);
+    else
+        update_gaussian(lf, n);
+    lf->fig.n = n;
+    lf->fig.at = lf->total;
+}
