@@ -42,6 +42,11 @@ extern "C" {
 /* EM stops once no prior moves by more than this in a pass. */
 #define CALIB_LFREE_EM_TOL 1e-6
 
+/* Records the ring allocates at first; it doubles as it fills. */
+#define CALIB_LFREE_FIRST 16
+
+struct calib_budget;
+
 typedef struct calib_lfree_cfg {
     size_t k;          /* classes, >= 2 (a binary p is K = 2: (1 - p, p));
                           0: Gaussian forecasts (mean, variance) */
@@ -52,6 +57,9 @@ typedef struct calib_lfree_cfg {
                           tolerates, in [0, 1) */
     size_t reference;  /* predictions of the test's reference period,
                           >= 10 * CALIB_LFREE_BLOCK */
+    struct calib_budget *budget; /* the ring's growth past its first
+                          records comes from it (NULL: no limit); refused,
+                          the ring stops growing and wraps where it is */
 } calib_lfree_cfg;
 
 /* An estimate of a mean over the ring's predictions and a 95% interval
@@ -79,7 +87,10 @@ typedef struct calib_lfree_fig {
 typedef struct calib_lfree {
     calib_lfree_cfg cfg; /* read-only */
     size_t width;        /* floats a record: k, or 2 */
-    float *rec;          /* cfg.recent records; record i at (i % recent) */
+    float *rec;          /* record i at (i % cap) */
+    size_t alloc;        /* records allocated */
+    size_t cap;          /* records kept: alloc, up to cfg.recent (which
+                            falls to cap when a growth is refused) */
     uint64_t total;      /* predictions added */
     /* the shift test: one MEAN detector a class on block means of p_k,
      * each at alpha / K (a rise of some class's mean is what any move of
@@ -98,8 +109,12 @@ typedef struct calib_lfree {
     calib_lfree_fig fig;
 } calib_lfree;
 
-/* Bytes calib_lfree_init allocates for cfg (0 for a bad cfg). */
+/* Bytes calib_lfree_init allocates for cfg (0 for a bad cfg): all but
+ * the ring's growth past its first CALIB_LFREE_FIRST records. */
 size_t calib_lfree_bytes(const calib_lfree_cfg *cfg);
+/* Bytes the ring's growth takes from cfg.budget when full, cfg.recent
+ * records (0 for a bad cfg). */
+size_t calib_lfree_ring_bytes(const calib_lfree_cfg *cfg);
 /* CALIB_EINVAL for a bad cfg, CALIB_ENOMEM (nothing then held). */
 int calib_lfree_init(calib_lfree *lf, const calib_lfree_cfg *cfg);
 void calib_lfree_free(calib_lfree *lf); /* also on a zeroed one */
@@ -128,7 +143,7 @@ void calib_lfree_update(calib_lfree *lf, const double *src);
 /* Predictions the ring holds. */
 static inline size_t calib_lfree_len(const calib_lfree *lf)
 {
-    return lf->total < lf->cfg.recent ? (size_t)lf->total : lf->cfg.recent;
+    return lf->total < lf->cap ? (size_t)lf->total : lf->cap;
 }
 
 #ifdef __cplusplus

@@ -174,7 +174,8 @@ void alert_send(calibd *d, model *m, const char *kind, const char *severity,
     log_msg(&d->log, LOG_WARN, "alert", "%s: %s %s: %s", m->name, severity, kind, message);
     /* refit results, drift, miscalibration and segments are events of their own */
     if (strcmp(kind, "refit") != 0 && strcmp(kind, "drift") != 0 &&
-        strcmp(kind, "miscalibration") != 0 && strcmp(kind, "segment_miscalibrated") != 0)
+        strcmp(kind, "miscalibration") != 0 && strcmp(kind, "segment_miscalibrated") != 0 &&
+        strcmp(kind, "label_shift") != 0)
         model_event_add(m, a.ts, "alert", "%s %s: %s", severity, kind, message);
     calib_mpw w;
     calib_mpw_init(&w);

@@ -64,6 +64,13 @@ typedef struct model_cfg {
     uint64_t segment_status;  /* values per key status lists, worst first */
     int segment_refit;        /* a flagged segment gets its own parameters */
     uint64_t segment_refit_samples; /* pairs its fit takes */
+    /* label-free estimates (calib/lfree.h; calibd(8), LABEL-FREE) */
+    uint64_t label_free_recent;  /* predictions kept, 0: off */
+    uint64_t label_free_memory;  /* bytes for them: caps label_free_recent */
+    double label_free_interval;  /* seconds between two updates at least */
+    double label_shift_alpha;    /* the shift test's level, 0: no test */
+    double label_shift_min_effect;
+    uint64_t label_shift_reference; /* predictions of its reference period */
     uint64_t set;           /* bit i: field i given in this section */
 } model_cfg;
 

@@ -168,6 +168,7 @@ static void pred_record(calibd *d, model *m, const calib_msg *msg, size_t i,
         if (check_y(d, m, r->y, "inline") != 0)
             return;
         pred_segments(d, m, msg, i, t->wall); /* counted once taken */
+        model_predicted(m, d->x, d->x + m->width);
         model_observe(m, d->x, r->y, now, d->x + m->width);
         m->inline_scored++;
         note_label(d, m); /* an inline outcome is a label too */
@@ -184,6 +185,7 @@ static void pred_record(calibd *d, model *m, const calib_msg *msg, size_t i,
         reject(d, m, CALIB_REJ_BAD_ID, "id", NULL);
         return;
     }
+    model_predicted(m, d->x, d->x + m->width);
     if (jr.status == CALIB_JOIN_JOINED)
         score_pair(d, m, d->x, jr.y, now);
 }

@@ -61,6 +61,18 @@ static void drift_cfg_of(const model_cfg *c, int form, calib_drift_cfg *dc)
                             .reference = c->drift_reference, .restart = c->drift_reference};
 }
 
+void model_lfree_cfg(const model_cfg *c, int form, size_t k, calib_lfree_cfg *lc)
+{
+    size_t kk = form == CALIB_FORM_GAUSSIAN ? 0 : k;
+    size_t rec = (kk ? kk : 2) * sizeof(float);
+    *lc = (calib_lfree_cfg){.k = kk,
+                            .recent = min_size(c->label_free_recent,
+                                               (size_t)c->label_free_memory / rec),
+                            .alpha = c->label_shift_alpha,
+                            .min_effect = c->label_shift_min_effect,
+                            .reference = (size_t)c->label_shift_reference};
+}
+
 void model_seg_cfg(const model_cfg *c, int form, seg_cfg *sc)
 {
     *sc = (seg_cfg){.keys = (size_t)c->segment_keys, .values = (size_t)c->segment_values,
@@ -104,6 +116,10 @@ void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
         drift_cfg_of(c, form, &dc);
         fixed = add_bytes(fixed, calib_drift_bytes(&dc));
     }
+    calib_lfree_cfg lc;
+    model_lfree_cfg(c, form, k, &lc);
+    if (lc.recent) /* the label-free test and first records */
+        fixed = add_bytes(fixed, calib_lfree_bytes(&lc));
     if (c->cs_alpha > 0 && form != CALIB_FORM_GAUSSIAN) /* both views' sequences, */
         fixed = add_bytes(fixed, 2 * VIEWS * calib_cs_bytes(MODEL_CS_GRID)); /* 2 scopes */
     size_t bytes = add_bytes(sizeof(model), fixed);
@@ -116,6 +132,8 @@ void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
     bytes = add_bytes(bytes, calib_store_bytes(width, s->ring));
     bytes = add_bytes(bytes, calib_store_bytes(width, s->reservoir));
     bytes = add_bytes(bytes, s->ring * sizeof(double)); /* ring_score */
+    if (lc.recent) /* the label-free ring past its first records */
+        bytes = add_bytes(bytes, calib_lfree_ring_bytes(&lc));
     s->fixed = fixed;
     s->bytes = fixed ? bytes : 0;
 }
@@ -234,6 +252,11 @@ int model_shape(model *m, int form, size_t k)
     model_seg_cfg(c, form, &sc);
     if ((rc = seg_init(&m->seg, &sc, &m->mem)) != CALIB_OK)
         goto err;
+    calib_lfree_cfg lc;
+    model_lfree_cfg(c, form, k, &lc);
+    lc.budget = &m->mem;
+    if (lc.recent && (rc = calib_lfree_init(&m->lf, &lc)) != CALIB_OK)
+        goto err;
     /* last: the one step that changes the join table */
     if ((rc = calib_join_set_width(&m->join, jwidth, sz.pending)) != CALIB_OK)
         goto err;
@@ -267,6 +290,10 @@ static void free_shaped(model *m)
     calib_budget_give(&m->mem, m->sizes.fixed);
     m->sizes.fixed = 0;
     calib_drift_free(&m->recalib.drift);
+    calib_lfree_free(&m->lf);
+    m->lf_at = 0;
+    m->lf_total = m->lf_alarm_at = m->lf_last_alarm = 0;
+    m->lf_reported = 0;
     for (int v = 0; v < VIEWS; v++) {
         calib_cs_free(&m->cs[v]);
         calib_cs_free(&m->period.cs[v]);
@@ -319,6 +346,7 @@ model *model_copy(const model *m)
     }
     c->cw = (calib_cwbins){0};
     c->recalib.drift = (calib_drift){0};
+    c->lf = (calib_lfree){0}; /* not kept by snapshots */
     c->p = c->pcal = c->xcal = c->recalib.xcand = c->ring_score = NULL; /* scratch: none */
     c->ring_score_n = 0;
     int rc = calib_join_copy(&c->join, &m->join);
@@ -471,6 +499,59 @@ static const double *apply_params(const model *m, const model_params *p, const d
     p->desc->apply(v, m->form, m->k, x, out); /* form checked at install */
     *form = calib_recal_out_form(m->form);
     return out;
+}
+
+void model_predicted(model *m, const double *x, const double *codes)
+{
+    if (!m->lf.rec)
+        return;
+    int form;
+    const double *xs = apply_params(m, &m->params, x, m->xcal, &form, codes);
+    if (m->form != CALIB_FORM_GAUSSIAN) {
+        to_probs(form, xs, m->k, m->pcal);
+        xs = m->pcal;
+    }
+    if (calib_lfree_add(&m->lf, xs))
+        m->lf_alarm_at = m->lf_last_alarm = m->lf.total;
+}
+
+int model_reference_priors(const model *m, double *src)
+{
+    size_t n = calib_ring_len(&m->ring), k = m->k;
+    if (!m->shaped || m->form == CALIB_FORM_GAUSSIAN || !n)
+        return 0;
+    for (size_t j = 0; j < k; j++)
+        src[j] = 0.5;
+    for (size_t i = 0; i < n; i++) {
+        double y = calib_ring_get(&m->ring, i).y; /* a class: checked at ingest */
+        if (y >= 0 && y < (double)k)
+            src[(size_t)y] += 1;
+    }
+    double tot = (double)n + 0.5 * (double)k;
+    for (size_t j = 0; j < k; j++)
+        src[j] /= tot;
+    return 1;
+}
+
+int model_lfree_step(model *m, double now)
+{
+    calib_lfree *lf = &m->lf;
+    if (!lf->rec)
+        return 0;
+    if (lf->alarm && m->lf_reported && lf->total - m->lf_alarm_at >= lf->cfg.recent) {
+        calib_lfree_test_reset(lf);
+        m->lf_alarm_at = 0;
+        m->lf_reported = 0;
+    }
+    int pending = m->lf_alarm_at && !m->lf_reported;
+    int due = lf->total != m->lf_total && now - m->lf_at >= m->cfg.label_free_interval;
+    if (!pending && !due)
+        return 0;
+    /* m->p: scratch of k, free between pairs */
+    calib_lfree_update(lf, model_reference_priors(m, m->p) ? m->p : NULL);
+    m->lf_at = now;
+    m->lf_total = lf->total;
+    return 1;
 }
 
 void model_score(const model *m, int form, const double *x, double y, double *p, double s[2])
@@ -951,6 +1032,9 @@ void model_paired_reset(model *m, uint64_t version, double since)
         calib_cs_reset(&m->cs[v]);
     if (m->cs_on && m->period.running) /* the next one starts at the next pair */
         model_period_close(m, since);
+    calib_lfree_test_reset(&m->lf);
+    m->lf_alarm_at = 0;
+    m->lf_reported = 0;
     for (int i = 0; i < WS_PER_VIEW; i++) {
         for (int v = 0; v < VIEWS; v++)
             calib_accum_init(&p->view[v][i]);

@@ -10,6 +10,7 @@
 #include "calib/cs.h"
 #include "calib/drift.h"
 #include "calib/join.h"
+#include "calib/lfree.h"
 #include "calib/plugin.h"
 #include "calib/pubmsg.h"
 #include "calib/reject.h"
@@ -242,6 +243,15 @@ typedef struct model {
     size_t ring_score_n;    /* allocated, >= the ring's records allocated */
     double *p, *pcal, *xcal; /* scratch: probabilities and calibrated outputs */
     model_params params;    /* current: what the calibrated view applies */
+    /* label-free estimates of the served outputs (calibd(8), LABEL-FREE):
+     * rec NULL when off; not kept by snapshots (refilled by arrivals) */
+    calib_lfree lf;
+    double lf_at;           /* tick_now() of its last update */
+    uint64_t lf_total;      /* lf.total then */
+    uint64_t lf_alarm_at;   /* lf.total when its test alarmed; 0: no alarm
+                               waits to be reported */
+    int lf_reported;        /* the standing alarm was reported */
+    uint64_t lf_last_alarm; /* lf.total at the last alarm; 0: none */
     model_recalib recalib;
     alert_state alert[RULES];
     uint64_t alerts;        /* alerts sent */
@@ -289,6 +299,24 @@ void model_counters_set(model *m, const size_t *at, size_t n, const uint64_t *v)
  * form < 0: a model without shape yet (its labels-only join table).
  */
 void model_size(const model_cfg *c, int form, size_t k, model_sizes *s);
+/* The label-free estimates' settings for a model of these settings and
+ * shape: recent 0 when they are off (label_free_recent = 0). */
+void model_lfree_cfg(const model_cfg *c, int form, size_t k, calib_lfree_cfg *lc);
+/* A prediction's outputs x (the model's form, after its segment codes were
+ * taken into codes, NULL: none) as the model serves them now, added to its
+ * label-free estimates. */
+void model_predicted(model *m, const double *x, const double *codes);
+/* The class mix of the ring's labelled pairs (the pairs the fits use),
+ * smoothed, (n_k + 1/2) / (n + K/2), into src[k]: 1, or 0 when the model
+ * is no classifier or its ring holds no pair. */
+int model_reference_priors(const model *m, double *src);
+/* The label-free figures (m->lf.fig) brought up to date at now (the loop's
+ * clock) when due: new predictions since the last update and
+ * label_free_interval seconds since it, or an alarm of the shift test not
+ * reported yet. An alarm that has stood for label_free_recent predictions
+ * (the ring holds the new mix alone) restarts the test, the new mix its
+ * reference. Returns 1 when it updated. */
+int model_lfree_step(model *m, double now);
 /* The segment table's settings for a model of these settings and form. */
 void model_seg_cfg(const model_cfg *c, int form, seg_cfg *sc);
 
@@ -387,7 +415,8 @@ void model_params_with_segment(const model *m, const seg_key *k, const seg_slot 
 void model_gate_cfg(const model *m, calib_gate_cfg *gc);
 
 /* Restarts the paired comparison under parameter version `version`, which
- * took over at wall time `since`. */
+ * took over at wall time `since`; the label-shift test starts a new
+ * reference period with it, for a new map moves the served outputs. */
 void model_paired_reset(model *m, uint64_t version, double since);
 /* The view's confidence sequence for its mean Brier since then
  * (CS_PAIRED) or in the window's period (CS_PERIOD), the raw view's for

@@ -694,6 +694,97 @@ static void loop_gauges(out *t, const snap *s, size_t n)
     }
 }
 
+/* The label-free estimates (calibd(8), LABEL-FREE): models that keep them
+ * and have figures. */
+static const calib_lfree *lfree_of(const snap *s, int need_figures)
+{
+    const model *m = s->m;
+    if (!m->shaped || !m->lf.rec || (need_figures && !m->lf.fig.n))
+        return NULL;
+    return &m->lf;
+}
+
+static void label_free_gauges(out *t, const snap *s, size_t n)
+{
+    static const char *const names[3] = {"calibd_label_free_brier", "calibd_label_free_log",
+                                         "calibd_label_free_accuracy"};
+    static const char *const whats[3] = {
+        "Brier score the labels of the newest predictions will probably give, from the "
+        "predictions alone (estimate: corrected for a label shift, or naive).",
+        "Log score the labels of the newest predictions will probably give (as "
+        "calibd_label_free_brier).",
+        "Accuracy the labels of the newest predictions will probably give (as "
+        "calibd_label_free_brier)."};
+    for (int f = 0; f < 3; f++) {
+        help(t, names[f], "gauge", whats[f]);
+        for (size_t i = 0; i < n; i++) {
+            const calib_lfree *lf = lfree_of(&s[i], 1);
+            if (!lf || !lf->cfg.k)
+                continue;
+            sample(t, lf->fig.naive[f].mean, "%s{model=\"%s\",estimate=\"naive\"}", names[f],
+                   s[i].m->name);
+            if (lf->fig.corrected)
+                sample(t, lf->fig.corrected_est[f].mean,
+                       "%s{model=\"%s\",estimate=\"corrected\"}", names[f], s[i].m->name);
+        }
+    }
+    help(t, "calibd_label_free_dss", "gauge",
+         "Dawid-Sebastiani score the labels of the newest Gaussian forecasts will probably give.");
+    for (size_t i = 0; i < n; i++) {
+        const calib_lfree *lf = lfree_of(&s[i], 1);
+        if (lf && !lf->cfg.k)
+            sample(t, lf->fig.naive[CALIB_LFREE_MAIN].mean, "calibd_label_free_dss{model=\"%s\"}",
+                   s[i].m->name);
+    }
+    help(t, "calibd_label_free_predictions", "gauge",
+         "Predictions the label-free estimates are of.");
+    for (size_t i = 0; i < n; i++) {
+        const calib_lfree *lf = lfree_of(&s[i], 0);
+        if (lf)
+            put(t, "calibd_label_free_predictions{model=\"%s\"} %llu\n", s[i].m->name,
+                (unsigned long long)lf->fig.n);
+    }
+    static const char *const pnames[2] = {"calibd_label_free_prior",
+                                          "calibd_label_free_reference_prior"};
+    static const char *const pwhats[2] = {
+        "Estimated class prior of the newest predictions (EM under label shift).",
+        "Class prior of the labelled pairs the served outputs are calibrated on."};
+    for (int f = 0; f < 2; f++) {
+        help(t, pnames[f], "gauge", pwhats[f]);
+        for (size_t i = 0; i < n; i++) {
+            const calib_lfree *lf = lfree_of(&s[i], 1);
+            if (!lf || !lf->cfg.k || (f == 1 && !lf->fig.corrected))
+                continue;
+            const double *v = f ? lf->src : lf->priors;
+            for (size_t j = 0; j < lf->cfg.k; j++)
+                sample(t, v[j], "%s{model=\"%s\",class=\"%zu\"}", pnames[f], s[i].m->name, j);
+        }
+    }
+    help(t, "calibd_label_shift_log_e", "gauge",
+         "Log of the label-shift test's e-value (it alarms at log(1/label_shift_alpha)).");
+    for (size_t i = 0; i < n; i++) {
+        const calib_lfree *lf = lfree_of(&s[i], 0);
+        if (lf && lf->test_on)
+            sample(t, calib_lfree_log_e(lf), "calibd_label_shift_log_e{model=\"%s\"}",
+                   s[i].m->name);
+    }
+    help(t, "calibd_label_shift_alarm", "gauge",
+         "1 while the label-shift test's alarm stands, else 0.");
+    for (size_t i = 0; i < n; i++) {
+        const calib_lfree *lf = lfree_of(&s[i], 0);
+        if (lf && lf->test_on)
+            put(t, "calibd_label_shift_alarm{model=\"%s\"} %d\n", s[i].m->name, lf->alarm);
+    }
+    help(t, "calibd_label_shift_alarms_total", "counter",
+         "Label-shift alarms raised since calibd started.");
+    for (size_t i = 0; i < n; i++) {
+        const calib_lfree *lf = lfree_of(&s[i], 0);
+        if (lf && lf->test_on)
+            put(t, "calibd_label_shift_alarms_total{model=\"%s\"} %llu\n", s[i].m->name,
+                (unsigned long long)lf->alarms);
+    }
+}
+
 /* The snapshots' figures (persist.h). */
 static void snapshot_metrics(out *t, const persister *s)
 {
@@ -967,6 +1058,7 @@ static void render_models(out *t, const calibd *d, const snap *s, size_t n)
     estimator_gauges(t, s, n);
     params_gauges(t, s, n);
     loop_gauges(t, s, n);
+    label_free_gauges(t, s, n);
     segment_metrics(t, s, n);
 }
 

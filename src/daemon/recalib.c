@@ -1174,6 +1174,47 @@ static void memory_check(calibd *d, model *m)
     m->mem_refused_logged = m->mem.refused;
 }
 
+/* The label-free figures kept up to date, and a label-shift alarm
+ * reported once: logged, an event and an alert naming the estimated
+ * priors against the reference's. */
+static void label_free_tick(calibd *d, model *m)
+{
+    if (!model_lfree_step(m, tick_now(d)) || !m->lf_alarm_at || m->lf_reported)
+        return;
+    const calib_lfree *lf = &m->lf;
+    m->lf_reported = 1;
+    alert_value v[CALIB_PUBMSG_MAX_VALUES] = {{"log_e", calib_lfree_log_e(lf)},
+                                              {"predictions", (double)lf->test_n}};
+    size_t nv = 2;
+    static const char *const names[] = {"prior_0", "prior_1", "prior_2", "prior_3", "prior_4",
+                                        "prior_5", "prior_6", "prior_7", "prior_8", "prior_9",
+                                        "prior_10", "prior_11", "prior_12", "prior_13"};
+    _Static_assert(2 + sizeof names / sizeof *names == CALIB_PUBMSG_MAX_VALUES, "all values");
+    for (size_t j = 0; j < m->k && nv < CALIB_PUBMSG_MAX_VALUES; j++)
+        v[nv++] = (alert_value){names[j], lf->priors[j]};
+    char msg[512], pri[256] = "", ref[256] = "";
+    size_t a = 0, b = 0;
+    for (size_t j = 0; j < m->k && j < 8; j++) {
+        a += (size_t)snprintf(pri + a, a < sizeof pri ? sizeof pri - a : 0, "%s%.3f",
+                              j ? " " : "", lf->priors[j]);
+        b += (size_t)snprintf(ref + b, b < sizeof ref ? sizeof ref - b : 0, "%s%.3f",
+                              j ? " " : "", lf->src[j]);
+    }
+    const char *more = m->k > 8 ? " ..." : "";
+    if (lf->fig.corrected)
+        snprintf(msg, sizeof msg, "label shift: the class mix of the predictions moved "
+                 "(ln e = %.3g after %llu predictions); estimated priors [%s%s], reference "
+                 "[%s%s]", calib_lfree_log_e(lf), (unsigned long long)lf->test_n, pri, more,
+                 ref, more);
+    else
+        snprintf(msg, sizeof msg, "label shift: the class mix of the predictions moved "
+                 "(ln e = %.3g after %llu predictions); mean probabilities [%s%s], no labelled "
+                 "pair to compare with yet", calib_lfree_log_e(lf),
+                 (unsigned long long)lf->test_n, pri, more);
+    model_event_add(m, wall_now(), "label_shift", "%s", msg);
+    alert_send(d, m, "label_shift", "warning", msg, v, nv);
+}
+
 static size_t pass_count(void *arg)
 {
     return ((calibd *)arg)->reg.n;
@@ -1193,6 +1234,7 @@ static void pass_model(void *arg, size_t i)
     model_view_fill(m, d->pass.steady); /* what status, metrics and alerts read */
     alert_check(d, m);
     segment_tick(d, m);
+    label_free_tick(d, m);
     if (m->recalib.refit.phase == PHASE_OFF)
         return;
     model_tick(d, m);

@@ -39,12 +39,22 @@ static size_t scratch_len(size_t k)
     return 5 * k + f;
 }
 
+/* The records allocated at init. */
+static size_t first_records(const calib_lfree_cfg *c)
+{
+    return c->recent < CALIB_LFREE_FIRST ? c->recent : CALIB_LFREE_FIRST;
+}
+
+size_t calib_lfree_ring_bytes(const calib_lfree_cfg *c)
+{
+    return cfg_ok(c) ? (c->recent - first_records(c)) * (c->k ? c->k : 2) * sizeof(float) : 0;
+}
+
 size_t calib_lfree_bytes(const calib_lfree_cfg *c)
 {
     if (!cfg_ok(c))
         return 0;
-    size_t width = c->k ? c->k : 2;
-    size_t b = c->recent * width * sizeof(float);
+    size_t b = first_records(c) * (c->k ? c->k : 2) * sizeof(float);
     if (!c->k)
         return b;
     b += (4 * c->k + scratch_len(c->k)) * sizeof(double); /* src, priors, lo, hi */
@@ -62,6 +72,9 @@ void calib_lfree_free(calib_lfree *lf)
         calib_drift_free(&lf->det[i]);
     free(lf->det);
     free(lf->rec);
+    size_t first = first_records(&lf->cfg); /* init's, not the budget's */
+    if (lf->alloc > first)
+        calib_budget_give(lf->cfg.budget, (lf->alloc - first) * lf->width * sizeof *lf->rec);
     free(lf->blk);
     free(lf->src);
     free(lf->priors);
@@ -87,7 +100,8 @@ int calib_lfree_init(calib_lfree *lf, const calib_lfree_cfg *c)
     lf->cfg = *c;
     lf->width = c->k ? c->k : 2;
     fig_clear(&lf->fig);
-    lf->rec = malloc(c->recent * lf->width * sizeof *lf->rec);
+    lf->alloc = lf->cap = first_records(c);
+    lf->rec = malloc(lf->alloc * lf->width * sizeof *lf->rec);
     if (!lf->rec)
         goto nomem;
     if (!c->k)
@@ -124,9 +138,31 @@ nomem:
     return CALIB_ENOMEM;
 }
 
+/* Room for record number lf->total: the ring doubles, within cfg.recent
+ * and the budget; refused, it stops where it is and wraps there. */
+static void grow(calib_lfree *lf)
+{
+    size_t n = lf->alloc > lf->cfg.recent / 2 ? lf->cfg.recent : 2 * lf->alloc;
+    size_t more = (n - lf->alloc) * lf->width * sizeof *lf->rec;
+    float *r = NULL;
+    if (calib_budget_take(lf->cfg.budget, more) == CALIB_OK) {
+        r = realloc(lf->rec, n * lf->width * sizeof *lf->rec);
+        if (!r)
+            calib_budget_give(lf->cfg.budget, more);
+    }
+    if (!r) {
+        lf->cfg.recent = lf->cap; /* stopped: no more attempts */
+        return;
+    }
+    lf->rec = r;
+    lf->alloc = lf->cap = n;
+}
+
 int calib_lfree_add(calib_lfree *lf, const double *p)
 {
-    float *r = lf->rec + (size_t)(lf->total % lf->cfg.recent) * lf->width;
+    if (lf->total == lf->alloc && lf->alloc < lf->cfg.recent)
+        grow(lf);
+    float *r = lf->rec + (size_t)(lf->total % lf->cap) * lf->width;
     for (size_t i = 0; i < lf->width; i++)
         r[i] = (float)p[i];
     lf->total++;

@@ -279,12 +279,42 @@ static void test_large_k(void **state)
     calib_lfree_free(&lf);
 }
 
+/* The ring doubles from its first records, its growth taken from the
+ * budget and given back; refused, it stops and wraps where it is. */
+static void test_growth(void **state)
+{
+    (void)state;
+    calib_budget b;
+    size_t rec = K * sizeof(float);
+    calib_budget_init(&b, 48 * rec, NULL); /* room for 16 + 32 more, not 64 */
+    calib_lfree lf;
+    calib_lfree_cfg c = {.k = K, .recent = 1000, .budget = &b};
+    assert_int_equal(calib_lfree_init(&lf, &c), CALIB_OK);
+    assert_int_equal(calib_lfree_ring_bytes(&c), (1000 - CALIB_LFREE_FIRST) * rec);
+    assert_int_equal(lf.alloc, CALIB_LFREE_FIRST);
+    assert_int_equal(b.used, 0);
+    double p[K] = {0.6, 0.1, 0.1, 0.1, 0.1}, q[K] = {0.2, 0.2, 0.2, 0.2, 0.2};
+    for (int i = 0; i < 100; i++)
+        calib_lfree_add(&lf, i < 90 ? p : q);
+    /* 16 -> 32 (16 more) -> 64 (32 more) -> 128 refused: 64 kept */
+    assert_int_equal(lf.alloc, 64);
+    assert_int_equal(b.used, 48 * rec);
+    assert_true(b.refused >= 1);
+    assert_int_equal(calib_lfree_len(&lf), 64);
+    calib_lfree_update(&lf, NULL);
+    /* the newest 64: 54 of p, 10 of q */
+    assert_close(lf.fig.naive[CALIB_LFREE_ACC].mean, (54 * 0.6 + 10 * 0.2) / 64, 1e-6);
+    calib_lfree_free(&lf);
+    assert_int_equal(b.used, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_cfg),     cmocka_unit_test(test_identities),
         cmocka_unit_test(test_label_shift), cmocka_unit_test(test_shift_alarm),
         cmocka_unit_test(test_gaussian),    cmocka_unit_test(test_large_k),
+        cmocka_unit_test(test_growth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

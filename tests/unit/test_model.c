@@ -670,6 +670,65 @@ static void segment_refit(void **state)
     free(m);
 }
 
+/* The label-free estimates: each prediction as served (here under T =
+ * 1.5), figures at the tick every label_free_interval seconds when
+ * predictions came, the reference priors from the ring's labels, the
+ * ring's growth on the model's budget, and the test restarted by new
+ * parameters. */
+static void label_free_step(void **state)
+{
+    (void)state;
+    model_cfg c = defaults();
+    calib_budget daemon;
+    model *m = new_k10(&c, &daemon);
+    set_temperature(m, 1, 0);
+    calib_rng rng;
+    calib_rng_seed(&rng, 5);
+    double want = 0;
+    size_t held = m->mem.used, labels[10] = {0};
+    enum { N = 200 };
+    for (int i = 0; i < N; i++) {
+        double x[10], p[10], q[10], sq = 0;
+        draw10(&rng, x, p);
+        for (int j = 0; j < 10; j++)
+            q[j] = x[j] / 1.5;
+        calib_softmax(q, 10, q);
+        for (int j = 0; j < 10; j++)
+            sq += q[j] * q[j];
+        want += 1 - sq;
+        model_predicted(m, x, NULL);
+        size_t y = calib_rng_categorical(&rng, p, 10);
+        labels[y]++;
+        model_observe(m, x, (double)y, 1000 + i, NULL);
+    }
+    assert_true(m->mem.used > held); /* the ring grew past its first 16 */
+    assert_int_equal(m->lf.total, N);
+    assert_int_equal(model_lfree_step(m, 100), 1);
+    assert_int_equal(m->lf.fig.n, N);
+    assert_close(m->lf.fig.naive[CALIB_LFREE_MAIN].mean, want / N, 1e-6);
+    assert_int_equal(m->lf.fig.corrected, 1);
+    double src[10];
+    assert_int_equal(model_reference_priors(m, src), 1);
+    for (int j = 0; j < 10; j++)
+        assert_close(src[j], (labels[j] + 0.5) / (N + 5.0), 1e-12);
+    assert_close(m->lf.src[3], src[3], 0);
+    /* nothing new: no update; new, within the interval: none; after it: one */
+    assert_int_equal(model_lfree_step(m, 200), 0);
+    double x[10], p[10];
+    draw10(&rng, x, p);
+    model_predicted(m, x, NULL);
+    assert_int_equal(model_lfree_step(m, 100 + c.label_free_interval / 2), 0);
+    assert_int_equal(model_lfree_step(m, 100 + c.label_free_interval), 1);
+    assert_int_equal(m->lf.fig.n, N + 1);
+    /* new parameters: the test starts a new reference period */
+    assert_int_equal(m->lf.test_n, N + 1);
+    set_temperature(m, 2, 1);
+    assert_int_equal(m->lf.test_n, 0);
+    model_free(m);
+    free(m);
+    assert_int_equal(daemon.used, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -686,6 +745,7 @@ int main(void)
         cmocka_unit_test(window_period_coverage),
         cmocka_unit_test(events_ring),
         cmocka_unit_test(trigger_tests_the_challenger),
+        cmocka_unit_test(label_free_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
