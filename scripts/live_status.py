@@ -5,7 +5,8 @@ cumulative and over the window, beside the binned lower bounds; raw
 against calibrated on the same pairs since the current parameters (the
 difference that measures the recalibration); the closed loop's tests (the
 miscalibration trigger, the drift detector, the shadow gate) and the story
-of what it did; with a second argument, the last line of the serving
+of what it did; the label-free estimate of U before the labels, graded
+against them once they came; with a second argument, the last line of the serving
 node's log. Used by run.sh."""
 import json
 import math
@@ -23,7 +24,8 @@ def est(e):
 # the events that tell the closed loop's story, and how each is named
 STORY = {"miscalibration": "miscalibrated", "drift": "drift", "refit": "refit",
          "shadow_start": "shadow test", "shadow_fail": "rejected", "withheld": "withheld",
-         "cancelled": "cancelled", "publish": "published", "rollback": "rolled back"}
+         "cancelled": "cancelled", "publish": "published", "rollback": "rolled back",
+         "label_shift": "label shift"}
 
 
 def main():
@@ -85,6 +87,24 @@ def main():
         print("    shadow test of a candidate %s %s: improvement %s, log e %.2f (publishes at 4.61)"
               % (shadow["method"], " ".join("%s=%.4f" % kv for kv in shadow["values"].items()),
                  est(shadow["improvement"]), shadow["log_e"] or 0))
+    lf = m.get("label_free")
+    if lf and lf["predictions"]:
+        # from the predictions alone, before their labels: what U the
+        # newest will probably show, and how far such estimates were from
+        # what the labels then showed
+        b, g = lf["brier"], lf["graded"]["since_params"]
+        print("  before the labels: the newest %d predictions' U will probably be "
+              "%.4f [%.4f, %.4f]%s" % (lf["predictions"], b["mean"], b["lo"], b["hi"],
+                                       " (label-shift corrected)" if lf.get("corrected") else ""))
+        if g["naive"]["n"]:
+            print("    graded on the %d pairs joined since the parameters: realized - estimated %s "
+                  "(0 when the served outputs are calibrated)" % (g["naive"]["n"], est(g["naive"])))
+        sh = lf.get("shift")
+        if sh:
+            print("    label-shift test: log e %.2f (alarm at %.2f), %d alarms%s"
+                  % (sh["log_e"] or 0, sh["threshold"], sh["alarms"],
+                     "; priors now " + " ".join("%.2f" % x for x in lf["priors"])
+                     if sh["alarm"] and lf.get("priors") else ""))
     story = [e for e in m.get("events", []) if e["kind"] in STORY]
     if story:
         print("  what the loop did (newest last):")

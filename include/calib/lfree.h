@@ -25,18 +25,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "calib/drift.h"
+#include "calib/accum.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The shift test and the priors' intervals cover K up to this (memory
- * and time of order K and K^2 per prediction); larger K gets the
- * estimates and the priors without them. */
-#define CALIB_LFREE_TEST_MAX_K 32
-/* Predictions averaged into one sample of the shift test. */
-#define CALIB_LFREE_BLOCK 8
+/* The priors' intervals cover K up to this (a K^2 matrix a prediction
+ * of the update's walk); larger K gets the priors without them. */
+#define CALIB_LFREE_INTERVAL_MAX_K 32
+/* The shift test's segments kept at once. */
+#define CALIB_LFREE_BANK 4
 /* EM passes of one calib_lfree_update at most. */
 #define CALIB_LFREE_EM_MAX 128
 /* EM stops once no prior moves by more than this in a pass. */
@@ -53,10 +52,8 @@ typedef struct calib_lfree_cfg {
     size_t recent;     /* predictions the ring keeps, >= 1 */
     double alpha;      /* the shift test's level per reference period, in
                           (0, 1); 0: no test */
-    double min_effect; /* the rise of a class's mean probability the test
-                          tolerates, in [0, 1) */
-    size_t reference;  /* predictions of the test's reference period,
-                          >= 10 * CALIB_LFREE_BLOCK */
+    size_t reference;  /* predictions before the test's first segment, and
+                          between two segments' starts, >= 10 */
     struct calib_budget *budget; /* the ring's growth past its first
                           records comes from it (NULL: no limit); refused,
                           the ring stops growing and wraps where it is */
@@ -92,13 +89,33 @@ typedef struct calib_lfree {
     size_t cap;          /* records kept: alloc, up to cfg.recent (which
                             falls to cap when a growth is refused) */
     uint64_t total;      /* predictions added */
-    /* the shift test: one MEAN detector a class on block means of p_k,
-     * each at alpha / K (a rise of some class's mean is what any move of
-     * the mix makes, as the means sum to 1) */
+    /* the shift test (calib_lfree(3)): the predicted classes' counts since
+     * its reset (all) and since each segment's start, a segment's e-value
+     * the universal-inference ratio of a KT mixture that predicts the
+     * samples before its start and those after apart, over the pooled
+     * maximum likelihood */
     int test_on;
-    calib_drift *det;    /* k of them */
-    double *blk;         /* the running block's sums */
-    unsigned blk_n;
+    uint64_t *all;       /* k counts since the reset */
+    uint64_t *seg_cnt;   /* CALIB_LFREE_BANK x k counts since each start */
+    /* a KT mixture's probability of its samples so far, kept as a
+     * product of its predictive probabilities: frac 2^exp (frac
+     * renormalised when it gets small), so that a sample costs a division
+     * and a product, not logarithms */
+    struct calib_lfree_kt {
+        double frac;
+        long exp;
+    } kt_all;            /* of every sample since the reset */
+    struct {
+        uint64_t start;  /* test_n at its start */
+        uint64_t n;      /* samples since */
+        double log_w;    /* ln of its weight 1 / (j (j + 1)) */
+        double log_ref;  /* ln KT of the samples before its start */
+        struct calib_lfree_kt kt; /* KT of its samples since */
+    } seg[CALIB_LFREE_BANK];
+    unsigned nseg;       /* segments kept, the oldest first */
+    uint64_t started;    /* segments started since the reset */
+    uint64_t check_at;   /* test_n of the next evaluation */
+    double log_e;        /* the last evaluation's max_j ln(w_j E_j), 0 before */
     int alarm;           /* raised, until calib_lfree_test_reset */
     uint64_t alarms;     /* alarms raised */
     uint64_t test_n;     /* predictions since the test's reset */
@@ -120,13 +137,15 @@ int calib_lfree_init(calib_lfree *lf, const calib_lfree_cfg *cfg);
 void calib_lfree_free(calib_lfree *lf); /* also on a zeroed one */
 
 /* One prediction as served: k probabilities (summing to 1), or the mean
- * and variance. Returns 1 exactly when it raises the shift test's alarm. */
+ * and variance. Returns 1 exactly when it raises the shift test's alarm
+ * (the test is evaluated every max(32, K) predictions). */
 int calib_lfree_add(calib_lfree *lf, const double *p);
 /* The shift test starts a new reference period (after its alarm was
  * handled, or when the served map changed) and the alarm is cleared. */
 void calib_lfree_test_reset(calib_lfree *lf);
-/* The test's statistic: max over the classes of ln e - ln K (it alarms at
- * ln(1/alpha)); 0 before its reference period ends or without a test. */
+/* The test's statistic at its last evaluation: max over its segments of
+ * ln(w_j E_j), floored at 0 (it alarms at ln(1/alpha)); 0 before its first
+ * segment or without a test. */
 double calib_lfree_log_e(const calib_lfree *lf);
 
 /*
@@ -136,7 +155,7 @@ double calib_lfree_log_e(const calib_lfree *lf);
  * mean of the served probabilities. EM starts from the last update's
  * priors when src is the same, else from src, and runs at most
  * CALIB_LFREE_EM_MAX passes. Cost: O(n K) a pass, plus O(n K^2) for the
- * priors' intervals (K <= CALIB_LFREE_TEST_MAX_K).
+ * priors' intervals (K <= CALIB_LFREE_INTERVAL_MAX_K).
  */
 void calib_lfree_update(calib_lfree *lf, const double *src);
 

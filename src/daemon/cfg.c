@@ -142,8 +142,7 @@ static const struct model_key {
      "65536..2^40 bytes"},
     {"label_free_interval", K_SECONDS, F(label_free_interval), 0, 0, "seconds > 0"},
     {"label_shift_alpha", K_FRAC, F(label_shift_alpha), 0, 0, "0 (off) or a level in (0, 1)"},
-    {"label_shift_min_effect", K_FRAC, F(label_shift_min_effect), 0, 0, "a number in [0, 1)"},
-    {"label_shift_reference", K_UINT, F(label_shift_reference), 80, 10000000, "80..1e7"},
+    {"label_shift_reference", K_UINT, F(label_shift_reference), 10, 10000000, "10..1e7"},
 #undef F
 };
 enum { N_MODEL_KEYS = sizeof model_keys / sizeof model_keys[0] };
@@ -557,8 +556,7 @@ int config_init(daemon_cfg *c)
         .segment_min_effect = 0.02, .segment_metrics = 10, .segment_status = 20, .segment_refit = 0,
         .segment_refit_samples = 500,
         .label_free_recent = 10000, .label_free_memory = 8u << 20, .label_free_interval = 5,
-        .label_shift_alpha = 0.01, .label_shift_min_effect = 0.01,
-        .label_shift_reference = 2000,
+        .label_shift_alpha = 0.01, .label_shift_reference = 2000,
     };
     c->params_interval = 10;
     c->model_idle_ttl = 86400;

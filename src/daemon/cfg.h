@@ -69,8 +69,7 @@ typedef struct model_cfg {
     uint64_t label_free_memory;  /* bytes for them: caps label_free_recent */
     double label_free_interval;  /* seconds between two updates at least */
     double label_shift_alpha;    /* the shift test's level, 0: no test */
-    double label_shift_min_effect;
-    uint64_t label_shift_reference; /* predictions of its reference period */
+    uint64_t label_shift_reference; /* predictions between its segments */
     uint64_t set;           /* bit i: field i given in this section */
 } model_cfg;
 

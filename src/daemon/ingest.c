@@ -168,8 +168,7 @@ static void pred_record(calibd *d, model *m, const calib_msg *msg, size_t i,
         if (check_y(d, m, r->y, "inline") != 0)
             return;
         pred_segments(d, m, msg, i, t->wall); /* counted once taken */
-        model_predicted(m, d->x, d->x + m->width);
-        model_observe(m, d->x, r->y, now, d->x + m->width);
+        model_observe_inline(m, d->x, r->y, now, d->x + m->width);
         m->inline_scored++;
         note_label(d, m); /* an inline outcome is a label too */
         return;

@@ -69,7 +69,6 @@ void model_lfree_cfg(const model_cfg *c, int form, size_t k, calib_lfree_cfg *lc
                             .recent = min_size(c->label_free_recent,
                                                (size_t)c->label_free_memory / rec),
                             .alpha = c->label_shift_alpha,
-                            .min_effect = c->label_shift_min_effect,
                             .reference = (size_t)c->label_shift_reference};
 }
 
@@ -257,6 +256,10 @@ int model_shape(model *m, int form, size_t k)
     lc.budget = &m->mem;
     if (lc.recent && (rc = calib_lfree_init(&m->lf, &lc)) != CALIB_OK)
         goto err;
+    for (int i = 0; i < 2; i++) {
+        calib_accum_init(&m->lf_graded[i]);
+        calib_accum_init(&m->lf_graded_since[i]);
+    }
     /* last: the one step that changes the join table */
     if ((rc = calib_join_set_width(&m->join, jwidth, sz.pending)) != CALIB_OK)
         goto err;
@@ -291,6 +294,8 @@ static void free_shaped(model *m)
     m->sizes.fixed = 0;
     calib_drift_free(&m->recalib.drift);
     calib_lfree_free(&m->lf);
+    memset(m->lf_graded, 0, sizeof m->lf_graded);
+    memset(m->lf_graded_since, 0, sizeof m->lf_graded_since);
     m->lf_at = 0;
     m->lf_total = m->lf_alarm_at = m->lf_last_alarm = 0;
     m->lf_reported = 0;
@@ -501,6 +506,14 @@ static const double *apply_params(const model *m, const model_params *p, const d
     return out;
 }
 
+/* Served outputs (probabilities, or the calibrated mean and variance)
+ * into the label-free ring. */
+static void lf_add(model *m, const double *served)
+{
+    if (calib_lfree_add(&m->lf, served))
+        m->lf_alarm_at = m->lf_last_alarm = m->lf.total;
+}
+
 void model_predicted(model *m, const double *x, const double *codes)
 {
     if (!m->lf.rec)
@@ -511,8 +524,7 @@ void model_predicted(model *m, const double *x, const double *codes)
         to_probs(form, xs, m->k, m->pcal);
         xs = m->pcal;
     }
-    if (calib_lfree_add(&m->lf, xs))
-        m->lf_alarm_at = m->lf_last_alarm = m->lf.total;
+    lf_add(m, xs);
 }
 
 int model_reference_priors(const model *m, double *src)
@@ -726,7 +738,56 @@ static void observe_segments(model *m, const double *codes, const double s[VIEWS
     seg_observe(&m->seg, codes, &o);
 }
 
+/* A joined pair's calibrated main score less its label-free estimates
+ * from the outputs served to it (p: probabilities, or xc: the calibrated
+ * mean and variance), naive and under the priors of the last update. */
+static void lf_grade(model *m, const double *p, const double *xc, double score)
+{
+    double est[2];
+    const calib_lfree *lf = &m->lf;
+    if (m->form == CALIB_FORM_GAUSSIAN) {
+        est[LF_NAIVE] = est[LF_CORRECTED] = 1 + log(xc[1]);
+    } else {
+        double sq = 0, d = 0, c = 0;
+        int corr = lf->fig.corrected;
+        for (size_t j = 0; j < m->k; j++) {
+            sq += p[j] * p[j];
+            if (corr) {
+                double w = lf->priors[j] / lf->src[j];
+                d += w * p[j];
+                c += w * p[j] * p[j];
+            }
+        }
+        est[LF_NAIVE] = 1 - sq;
+        est[LF_CORRECTED] = corr && d > 0 ? 1 - 2 * c / d + sq : est[LF_NAIVE];
+    }
+    for (int i = 0; i < 2; i++) {
+        double diff = score - est[i];
+        if (!isfinite(diff))
+            continue;
+        calib_accum_add(&m->lf_graded[i], diff);
+        calib_accum_add(&m->lf_graded_since[i], diff);
+    }
+}
+
+static void observe(model *m, const double *x, double y, double now, const double *codes,
+                    int predicted);
+
 void model_observe(model *m, const double *x, double y, double now, const double *codes)
+{
+    observe(m, x, y, now, codes, 0);
+}
+
+void model_observe_inline(model *m, const double *x, double y, double now, const double *codes)
+{
+    observe(m, x, y, now, codes, 1);
+}
+
+/* predicted: the pair is a prediction that came with its outcome, whose
+ * served outputs the label-free ring takes from the calibrated view's,
+ * computed here anyway. */
+static void observe(model *m, const double *x, double y, double now, const double *codes,
+                    int predicted)
 {
     double s[VIEWS][WS_PER_VIEW];
     double *p[VIEWS] = {m->p, m->pcal};
@@ -777,6 +838,11 @@ void model_observe(model *m, const double *x, double y, double now, const double
             if (!model_params_serves_identity(&m->params) && m->params.desc)
                 calib_cs_add(&cs[i][VIEW_CAL], s[VIEW_CAL][WS_MAIN]);
         }
+    }
+    if (m->lf.rec) {
+        if (predicted)
+            lf_add(m, m->form == CALIB_FORM_GAUSSIAN ? xs[VIEW_CAL] : p[VIEW_CAL]);
+        lf_grade(m, p[VIEW_CAL], xs[VIEW_CAL], s[VIEW_CAL][WS_MAIN]);
     }
     if (codes && m->seg.nkeys) {
         observe_segments(m, codes, s, p, y);
@@ -1035,6 +1101,8 @@ void model_paired_reset(model *m, uint64_t version, double since)
     calib_lfree_test_reset(&m->lf);
     m->lf_alarm_at = 0;
     m->lf_reported = 0;
+    for (int i = 0; i < 2; i++)
+        calib_accum_init(&m->lf_graded_since[i]);
     for (int i = 0; i < WS_PER_VIEW; i++) {
         for (int v = 0; v < VIEWS; v++)
             calib_accum_init(&p->view[v][i]);
@@ -1118,5 +1186,6 @@ void model_view_fill(model *m, double now)
         model_period_roll(m, now);
     v->have = m->shaped && calib_window_sum(&m->win, now, &v->w) == CALIB_OK;
     v->at = now;
+
 }
 

@@ -41,6 +41,7 @@ const char *reject_name(int reason);
 int reject_count(uint64_t counts[REJ_MAX], int reason);
 
 enum { VIEW_RAW, VIEW_CAL, VIEWS };
+enum { LF_NAIVE, LF_CORRECTED };
 /* Window accumulators: for each view, the main score (Brier, or DSS for
  * regression) then the log score (unused for regression). */
 enum { WS_MAIN, WS_LOG, WS_PER_VIEW };
@@ -252,6 +253,11 @@ typedef struct model {
                                waits to be reported */
     int lf_reported;        /* the standing alarm was reported */
     uint64_t lf_last_alarm; /* lf.total at the last alarm; 0: none */
+    /* the estimates graded: each joined pair's calibrated main score less
+     * its estimate from its served outputs alone (LF_NAIVE) and under the
+     * estimated priors (LF_CORRECTED), since the start and since the
+     * current parameters (reset with paired) */
+    calib_accum lf_graded[2], lf_graded_since[2];
     model_recalib recalib;
     alert_state alert[RULES];
     uint64_t alerts;        /* alerts sent */
@@ -365,6 +371,10 @@ void model_canonical(model *m, int form, const double *x, double *out);
  * candidate too; with its segment codes (seg.cfg.keys of them, from
  * model_segments; NULL: none), its segments. */
 void model_observe(model *m, const double *x, double y, double now, const double *codes);
+/* model_observe of a prediction that came with its outcome: it is also
+ * added to the label-free estimates (model_predicted), from the outputs
+ * the calibrated view computed. */
+void model_observe_inline(model *m, const double *x, double y, double now, const double *codes);
 /* The values of p that apply to a pair of segment codes codes (NULL:
  * none): the first of p's segment parameters the pair has, else p's own;
  * *which (may be NULL) receives the segment's index, or -1. */

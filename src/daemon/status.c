@@ -647,6 +647,22 @@ static void pack_label_free(calib_mpw *w, const model *m)
         pack_bool(w, "converged", f->em_converged);
         calib_mpw_end(w);
     }
+    /* realized less estimated on the joined pairs: the estimates graded */
+    static const char *const graded[2] = {"naive", "corrected"};
+    calib_mpw_key(w, "graded");
+    calib_mpw_map(w);
+    for (int i = 0; i < 2; i++) {
+        calib_mpw_key(w, graded[i]);
+        pack_estimate(w, &m->lf_graded[i]);
+    }
+    calib_mpw_key(w, "since_params");
+    calib_mpw_map(w);
+    for (int i = 0; i < 2; i++) {
+        calib_mpw_key(w, graded[i]);
+        pack_estimate(w, &m->lf_graded_since[i]);
+    }
+    calib_mpw_end(w);
+    calib_mpw_end(w);
     calib_mpw_key(w, "shift");
     if (lf->test_on) {
         calib_mpw_map(w);

@@ -8,11 +8,9 @@
 
 static int cfg_ok(const calib_lfree_cfg *c)
 {
-    if (c->k == 1 || c->recent < 1 || !(c->alpha >= 0 && c->alpha < 1) ||
-        !(c->min_effect >= 0 && c->min_effect < 1))
+    if (c->k == 1 || c->recent < 1 || !(c->alpha >= 0 && c->alpha < 1))
         return 0;
-    if (c->alpha > 0 && c->k >= 2 && c->k <= CALIB_LFREE_TEST_MAX_K &&
-        c->reference < 10 * CALIB_LFREE_BLOCK)
+    if (c->alpha > 0 && c->k >= 2 && c->reference < 10)
         return 0;
     size_t width = c->k ? c->k : 2;
     return c->recent <= SIZE_MAX / sizeof(float) / width && c->k <= SIZE_MAX / 64;
@@ -20,22 +18,14 @@ static int cfg_ok(const calib_lfree_cfg *c)
 
 static int test_on(const calib_lfree_cfg *c)
 {
-    return c->alpha > 0 && c->k >= 2 && c->k <= CALIB_LFREE_TEST_MAX_K;
-}
-
-static void det_cfg(const calib_lfree_cfg *c, calib_drift_cfg *dc)
-{
-    size_t blocks = c->reference / CALIB_LFREE_BLOCK;
-    *dc = (calib_drift_cfg){.kind = CALIB_DRIFT_MEAN, .lo = 0, .hi = 1,
-                            .alpha = c->alpha / (double)c->k, .min_effect = c->min_effect,
-                            .reference = blocks, .restart = blocks};
+    return c->alpha > 0 && c->k >= 2;
 }
 
 /* doubles of scratch: EM's accumulators and weights, then the Fisher
  * matrix of the K - 1 free priors */
 static size_t scratch_len(size_t k)
 {
-    size_t f = k <= CALIB_LFREE_TEST_MAX_K ? (k - 1) * (k - 1) : 0;
+    size_t f = k <= CALIB_LFREE_INTERVAL_MAX_K ? (k - 1) * (k - 1) : 0;
     return 5 * k + f;
 }
 
@@ -58,24 +48,19 @@ size_t calib_lfree_bytes(const calib_lfree_cfg *c)
     if (!c->k)
         return b;
     b += (4 * c->k + scratch_len(c->k)) * sizeof(double); /* src, priors, lo, hi */
-    if (test_on(c)) {
-        calib_drift_cfg dc;
-        det_cfg(c, &dc);
-        b += c->k * (sizeof(calib_drift) + calib_drift_bytes(&dc) + sizeof(double));
-    }
+    if (test_on(c)) /* the counts since the reset and since each start */
+        b += (1 + CALIB_LFREE_BANK) * c->k * sizeof(uint64_t);
     return b;
 }
 
 void calib_lfree_free(calib_lfree *lf)
 {
-    for (size_t i = 0; lf->det && i < lf->cfg.k; i++)
-        calib_drift_free(&lf->det[i]);
-    free(lf->det);
+    free(lf->all);
+    free(lf->seg_cnt);
     free(lf->rec);
     size_t first = first_records(&lf->cfg); /* init's, not the budget's */
     if (lf->alloc > first)
         calib_budget_give(lf->cfg.budget, (lf->alloc - first) * lf->width * sizeof *lf->rec);
-    free(lf->blk);
     free(lf->src);
     free(lf->priors);
     free(lf->prior_lo);
@@ -118,20 +103,12 @@ int calib_lfree_init(calib_lfree *lf, const calib_lfree_cfg *c)
         lf->priors[i] = lf->prior_lo[i] = lf->prior_hi[i] = NAN;
     if (!test_on(c))
         return CALIB_OK;
-    lf->blk = calloc(k, sizeof *lf->blk);
-    lf->det = calloc(k, sizeof *lf->det);
-    if (!lf->blk || !lf->det)
+    lf->all = calloc(k, sizeof *lf->all);
+    lf->seg_cnt = calloc(CALIB_LFREE_BANK * k, sizeof *lf->seg_cnt);
+    if (!lf->all || !lf->seg_cnt)
         goto nomem;
-    calib_drift_cfg dc;
-    det_cfg(c, &dc);
-    for (size_t i = 0; i < k; i++) {
-        int rc = calib_drift_init(&lf->det[i], &dc);
-        if (rc != CALIB_OK) {
-            calib_lfree_free(lf);
-            return rc;
-        }
-    }
     lf->test_on = 1;
+    calib_lfree_test_reset(lf);
     return CALIB_OK;
 nomem:
     calib_lfree_free(lf);
@@ -158,59 +135,137 @@ static void grow(calib_lfree *lf)
     lf->alloc = lf->cap = n;
 }
 
-int calib_lfree_add(calib_lfree *lf, const double *p)
+/* ------------------------------------------------------------------ the test */
+
+/*
+ * The Krichevsky-Trofimov mixture (a Dirichlet(1/2, ..., 1/2) mixture of
+ * categorical laws over K classes) gives a sample the probability
+ * (n_c + 1/2) / (n + K/2), n_c its class's count before it and n the
+ * samples before it; the mixture's probability of a sequence is the
+ * product. Kept as frac 2^exp.
+ */
+static void kt_start(struct calib_lfree_kt *kt)
 {
-    if (lf->total == lf->alloc && lf->alloc < lf->cfg.recent)
-        grow(lf);
-    float *r = lf->rec + (size_t)(lf->total % lf->cap) * lf->width;
-    for (size_t i = 0; i < lf->width; i++)
-        r[i] = (float)p[i];
-    lf->total++;
-    if (!lf->test_on)
-        return 0;
-    size_t k = lf->cfg.k;
-    for (size_t i = 0; i < k; i++)
-        lf->blk[i] += p[i];
-    lf->test_n++;
-    if (++lf->blk_n < CALIB_LFREE_BLOCK)
-        return 0;
-    int raised = 0;
-    for (size_t i = 0; i < k; i++) {
-        raised |= calib_drift_add(&lf->det[i], lf->blk[i] / CALIB_LFREE_BLOCK);
-        lf->blk[i] = 0;
+    kt->frac = 1;
+    kt->exp = 0;
+}
+
+static void kt_add(struct calib_lfree_kt *kt, uint64_t nc, uint64_t n, size_t k)
+{
+    kt->frac *= ((double)nc + 0.5) / ((double)n + 0.5 * (double)k);
+    if (kt->frac < 0x1p-512) { /* at least 2^-64 a sample: far from 2^-1022 */
+        int e;
+        kt->frac = frexp(kt->frac, &e);
+        kt->exp += e;
     }
-    lf->blk_n = 0;
-    if (!raised || lf->alarm)
+}
+
+static double kt_log(const struct calib_lfree_kt *kt)
+{
+    return log(kt->frac) + (double)kt->exp * 0.693147180559945309417; /* ln 2 */
+}
+
+/*
+ * The evaluation: for each segment j, ln E_j = ln KT(before its start) +
+ * ln KT(since its start) - ln L(pooled MLE), L(pooled MLE) = prod_k
+ * (N_k / N)^N_k over every sample since the reset. The numerator is a
+ * predictive law of the whole sequence, so under H0 (the samples i.i.d.
+ * of some law q) E_j <= numerator / L_q, a test martingale of mean 1:
+ * P(ever E_j >= 1 / (alpha w_j)) <= alpha w_j (universal inference,
+ * Wasserman, Ramdas and Balakrishnan 2020), and the sum of w_j over the
+ * segments is at most 1.
+ */
+static int evaluate(calib_lfree *lf)
+{
+    size_t k = lf->cfg.k;
+    uint64_t n = lf->test_n;
+    double mle = 0;
+    for (size_t j = 0; j < k; j++)
+        if (lf->all[j])
+            mle += (double)lf->all[j] * log((double)lf->all[j] / (double)n);
+    double best = -INFINITY;
+    for (unsigned i = 0; i < lf->nseg; i++) {
+        double e = lf->seg[i].log_w + lf->seg[i].log_ref + kt_log(&lf->seg[i].kt) - mle;
+        best = e > best ? e : best;
+    }
+    lf->log_e = best > 0 ? best : 0;
+    return lf->nseg && best >= log(1 / lf->cfg.alpha);
+}
+
+/* A segment starts after every `reference` samples since the reset; the
+ * oldest of CALIB_LFREE_BANK makes room. */
+static void segment_start(calib_lfree *lf)
+{
+    size_t k = lf->cfg.k;
+    if (lf->nseg == CALIB_LFREE_BANK) {
+        memmove(lf->seg, lf->seg + 1, (CALIB_LFREE_BANK - 1) * sizeof lf->seg[0]);
+        memmove(lf->seg_cnt, lf->seg_cnt + k, (CALIB_LFREE_BANK - 1) * k * sizeof *lf->seg_cnt);
+        lf->nseg--;
+    }
+    unsigned i = lf->nseg++;
+    double j = (double)++lf->started;
+    lf->seg[i].start = lf->test_n;
+    lf->seg[i].n = 0;
+    lf->seg[i].log_w = -log(j * (j + 1));
+    lf->seg[i].log_ref = kt_log(&lf->kt_all);
+    kt_start(&lf->seg[i].kt);
+    memset(lf->seg_cnt + i * k, 0, k * sizeof *lf->seg_cnt);
+}
+
+/* The test takes one prediction's top class. */
+static int test_add(calib_lfree *lf, size_t top)
+{
+    size_t k = lf->cfg.k;
+    if (lf->test_n && lf->test_n % lf->cfg.reference == 0)
+        segment_start(lf);
+    kt_add(&lf->kt_all, lf->all[top]++, lf->test_n, k);
+    for (unsigned i = 0; i < lf->nseg; i++)
+        kt_add(&lf->seg[i].kt, lf->seg_cnt[i * k + top]++, lf->seg[i].n++, k);
+    if (++lf->test_n < lf->check_at)
+        return 0;
+    lf->check_at += k > 32 ? k : 32;
+    if (!evaluate(lf) || lf->alarm)
         return 0;
     lf->alarm = 1;
     lf->alarms++;
     return 1;
 }
 
+int calib_lfree_add(calib_lfree *lf, const double *p)
+{
+    if (lf->total == lf->alloc && lf->alloc < lf->cfg.recent)
+        grow(lf);
+    float *r = lf->rec + (size_t)(lf->total % lf->cap) * lf->width;
+    size_t top = 0; /* ties: the lowest */
+    double best = p[0];
+    for (size_t i = 0; i < lf->width; i++) {
+        r[i] = (float)p[i];
+        if (p[i] > best) {
+            best = p[i];
+            top = i;
+        }
+    }
+    lf->total++;
+    return lf->test_on ? test_add(lf, top) : 0;
+}
+
 void calib_lfree_test_reset(calib_lfree *lf)
 {
     if (!lf->test_on)
         return;
-    for (size_t i = 0; i < lf->cfg.k; i++) {
-        calib_drift_reset(&lf->det[i]);
-        lf->blk[i] = 0;
-    }
-    lf->blk_n = 0;
-    lf->alarm = 0;
+    memset(lf->all, 0, lf->cfg.k * sizeof *lf->all);
+    kt_start(&lf->kt_all);
+    lf->nseg = 0;
+    lf->started = 0;
     lf->test_n = 0;
+    lf->check_at = lf->cfg.reference; /* nothing to test before a segment */
+    lf->log_e = 0;
+    lf->alarm = 0;
 }
 
 double calib_lfree_log_e(const calib_lfree *lf)
 {
-    if (!lf->test_on)
-        return 0;
-    double best = 0;
-    for (size_t i = 0; i < lf->cfg.k; i++) {
-        double e = calib_drift_log_e(&lf->det[i]);
-        best = e > best ? e : best;
-    }
-    best -= log((double)lf->cfg.k);
-    return best > 0 ? best : 0;
+    return lf->test_on ? lf->log_e : 0;
 }
 
 /* ------------------------------------------------------------------ figures */
@@ -422,7 +477,7 @@ static void prior_intervals(calib_lfree *lf, size_t n)
     size_t k = lf->cfg.k, f = k - 1;
     for (size_t j = 0; j < k; j++)
         lf->prior_lo[j] = lf->prior_hi[j] = NAN;
-    if (k > CALIB_LFREE_TEST_MAX_K)
+    if (k > CALIB_LFREE_INTERVAL_MAX_K)
         return;
     double *g = lf->scratch, *col = g + k, *jm = lf->scratch + 5 * k;
     memset(jm, 0, f * f * sizeof *jm);

@@ -8,9 +8,14 @@
 # scored; and inline again for a model warmed up first (its first 20,000
 # pairs not counted) until its miscalibration trigger tests a challenger,
 # so each pair is also scored under the challenger: the trigger's cost is
-# that case's count less the first's. Needs valgrind (Debian's valgrind
-# package).
+# that case's count less the first's; and a fourth whose labels come 0.2 s
+# after their predictions (the join path). Needs valgrind (Debian's
+# valgrind package).
 # Run: tests/bench/bench_ingest_instr.sh build/plain
+# CONF=FILE passes calibd a configuration: a capability's cost is the
+# count on the defaults less the count with it off, from one build (the
+# counts of one build move by a few per cent from run to run: the
+# confidence sequences' work depends on the scores).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=$(cd "${1:-build/plain}" && pwd)
@@ -21,7 +26,7 @@ printf 'version 1\nmethod temperature\nparam T 1.5\n' > "$work/model.calibrated.
 # calibd in the build tree is libtool's wrapper: valgrind the program
 "$dir/libtool" --mode=execute valgrind --tool=callgrind --toggle-collect=ingest_on_message \
     --callgrind-out-file="$work/cg.out" \
-    "$dir/calibd" --ingest 'tcp://127.0.0.1:*' --ingest-pull 'tcp://127.0.0.1:*' \
+    "$dir/calibd" ${CONF:+-c "$CONF"} --ingest 'tcp://127.0.0.1:*' --ingest-pull 'tcp://127.0.0.1:*' \
     --publish 'tcp://127.0.0.1:*' --control 'tcp://127.0.0.1:*' --http off \
     --state-dir "$work" --log-level warn 2> "$work/log" &
 pid=$!
@@ -50,7 +55,11 @@ trigger_state() {
         echo none
 }
 
-for model in inline calibrated warmed; do
+for model in inline calibrated warmed joined; do
+    extra=()
+    # joined: the labels come after their predictions (0.2 s), so each
+    # prediction waits in the join table, as in production
+    [ "$model" = joined ] && extra=(--label-delay 0.2 --flush-labels-now)
     if [ "$model" = warmed ]; then
         "$dir/examples/simulate" --push --endpoint ">$pull" --model "$model" --count 20000 \
             --batch 1000 --k 10 --encoding f32 --seed 2 2> /dev/null
@@ -61,7 +70,7 @@ for model in inline calibrated warmed; do
         n0=0
     fi
     "$dir/examples/simulate" --push --endpoint ">$pull" --model "$model" --count "$n" \
-        --batch 1000 --k 10 --encoding f32 2> /dev/null
+        --batch 1000 --k 10 --encoding f32 "${extra[@]}" 2> /dev/null
     until [ "$(scored "$model")" -ge $((n0 + n)) ]; do sleep 0.2; done
     ir=$(count)
     echo "$model: $(( ir / n )) instructions a pair ($ir for $n pairs)"

@@ -65,6 +65,12 @@ st = r['steady']['label_free']
 print('# steady:', json.dumps(st['shift']))
 assert st['shift']['alarms'] == 0 and st['shift']['last_alarm_seen'] is None, st['shift']
 assert r['steady']['scored'] == 40000
+# graded: a calibrated model's Brier less its estimate is 0 on average
+g = st['graded']
+print('# steady graded:', json.dumps(g))
+assert g['naive']['n'] == 40000 and abs(g['naive']['mean']) < 0.01, g
+assert g['naive']['ci'][0] < g['naive']['mean'] < g['naive']['ci'][1], g
+assert lf['graded']['naive']['n'] == 20000, lf['graded']
 ev = [e for e in r['shifted']['events'] if e['kind'] == 'label_shift']
 assert len(ev) == 1 and 'estimated priors' in ev[0]['text'], ev
 PY"

@@ -51,15 +51,14 @@ static void test_bad_cfg(void **state)
     calib_lfree lf;
     calib_lfree_cfg ok = {.k = K, .recent = 100, .alpha = 0.01, .reference = 800};
     assert_int_equal(calib_lfree_init(&lf, &ok), CALIB_OK);
-    assert_true(calib_lfree_bytes(&ok) >= 100 * K * sizeof(float));
+    assert_true(calib_lfree_bytes(&ok) + calib_lfree_ring_bytes(&ok) >= 100 * K * sizeof(float));
     calib_lfree_free(&lf);
     calib_lfree_cfg bad[] = {
         {.k = 1, .recent = 10},
         {.k = K, .recent = 0},
         {.k = K, .recent = 10, .alpha = 1},
         {.k = K, .recent = 10, .alpha = -0.1},
-        {.k = K, .recent = 10, .min_effect = 1},
-        {.k = K, .recent = 10, .alpha = 0.01, .reference = 10}, /* under 10 blocks */
+        {.k = K, .recent = 10, .alpha = 0.01, .reference = 9}, /* under 10 */
         {.k = K, .recent = SIZE_MAX / 2},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -197,8 +196,7 @@ static void test_shift_alarm(void **state)
 {
     (void)state;
     calib_lfree lf;
-    calib_lfree_cfg c = {.k = K, .recent = 1000, .alpha = 0.01, .min_effect = 0.01,
-                         .reference = 2000};
+    calib_lfree_cfg c = {.k = K, .recent = 1000, .alpha = 0.01, .reference = 2000};
     assert_int_equal(calib_lfree_init(&lf, &c), CALIB_OK);
     calib_rng r;
     calib_rng_seed(&r, 3939);
@@ -234,6 +232,51 @@ static void test_shift_alarm(void **state)
     calib_lfree_free(&lf);
 }
 
+static double log_kt3(const int *cls, int from, int to)
+{
+    /* ln KT of the samples cls[from..to): lgamma's closed form */
+    double n[3] = {0, 0, 0};
+    for (int i = from; i < to; i++)
+        n[cls[i]]++;
+    double v = lgamma(1.5) - lgamma((to - from) + 1.5);
+    for (int j = 0; j < 3; j++)
+        v += lgamma(n[j] + 0.5) - lgamma(0.5);
+    return v;
+}
+
+/* The test's statistic by hand: K = 3, segments every 10 predictions, the
+ * evaluation at prediction 42 (the first at 10, then every 32): max over
+ * the segments started at 10, 20, 30 and 40 of ln w_j + ln KT(before) +
+ * ln KT(after) - ln L(pooled MLE). */
+static void test_statistic(void **state)
+{
+    (void)state;
+    calib_lfree lf;
+    calib_lfree_cfg c = {.k = 3, .recent = 8, .alpha = 1e-9, .reference = 10};
+    assert_int_equal(calib_lfree_init(&lf, &c), CALIB_OK);
+    int cls[42];
+    for (int i = 0; i < 42; i++) {
+        cls[i] = i < 20 ? i % 3 : 0; /* mixed, then 0 alone */
+        double p[3] = {0.1, 0.1, 0.1};
+        p[cls[i]] = 0.8;
+        assert_int_equal(calib_lfree_add(&lf, p), 0);
+    }
+    double n[3] = {0, 0, 0}, mle = 0, best = -INFINITY;
+    for (int i = 0; i < 42; i++)
+        n[cls[i]]++;
+    for (int j = 0; j < 3; j++)
+        mle += n[j] * log(n[j] / 42);
+    for (int j = 1; j <= 4; j++) {
+        int start = 10 * j;
+        double e = -log(j * (j + 1.0)) + log_kt3(cls, 0, start) + log_kt3(cls, start, 42) - mle;
+        best = e > best ? e : best;
+    }
+    assert_int_equal(lf.nseg, 4);
+    assert_close(calib_lfree_log_e(&lf), best > 0 ? best : 0, 1e-9);
+    assert_true(best > 0); /* the sequence does move */
+    calib_lfree_free(&lf);
+}
+
 /* Gaussian forecasts: E[DSS] = 1 + ln v, an interval of half-width
  * 1.96 sqrt(2 / n). */
 static void test_gaussian(void **state)
@@ -251,19 +294,20 @@ static void test_gaussian(void **state)
     assert_close(e->hi - e->mean, CALIB_Z95 * sqrt(2.0 / 2), 1e-12);
     assert_nan(lf.fig.naive[CALIB_LFREE_LOG].mean);
     assert_int_equal(lf.fig.corrected, 0);
-    assert_false(lf.test_on);
+    assert_false(lf.test_on); /* a Gaussian has no classes */
     calib_lfree_free(&lf);
 }
 
-/* K past the test's: no test, the priors by EM without intervals. */
+/* K past the priors' intervals: the priors by EM without them, and the
+ * test, which costs O(1) a prediction at any K. */
 static void test_large_k(void **state)
 {
     (void)state;
-    enum { BIG = CALIB_LFREE_TEST_MAX_K + 1 };
+    enum { BIG = CALIB_LFREE_INTERVAL_MAX_K + 1 };
     calib_lfree lf;
     calib_lfree_cfg c = {.k = BIG, .recent = 50, .alpha = 0.01, .reference = 800};
     assert_int_equal(calib_lfree_init(&lf, &c), CALIB_OK);
-    assert_false(lf.test_on);
+    assert_true(lf.test_on);
     double p[BIG], src[BIG];
     for (size_t j = 0; j < BIG; j++) {
         p[j] = j == 0 ? 0.5 : 0.5 / (BIG - 1);
@@ -314,7 +358,7 @@ int main(void)
         cmocka_unit_test(test_bad_cfg),     cmocka_unit_test(test_identities),
         cmocka_unit_test(test_label_shift), cmocka_unit_test(test_shift_alarm),
         cmocka_unit_test(test_gaussian),    cmocka_unit_test(test_large_k),
-        cmocka_unit_test(test_growth),
+        cmocka_unit_test(test_growth),       cmocka_unit_test(test_statistic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -684,7 +684,7 @@ static void label_free_step(void **state)
     set_temperature(m, 1, 0);
     calib_rng rng;
     calib_rng_seed(&rng, 5);
-    double want = 0;
+    double want = 0, graded = 0;
     size_t held = m->mem.used, labels[10] = {0};
     enum { N = 200 };
     for (int i = 0; i < N; i++) {
@@ -699,8 +699,18 @@ static void label_free_step(void **state)
         model_predicted(m, x, NULL);
         size_t y = calib_rng_categorical(&rng, p, 10);
         labels[y]++;
+        double brier = 0; /* of the served q */
+        for (size_t j = 0; j < 10; j++)
+            brier += (q[j] - (j == y)) * (q[j] - (j == y));
+        graded += brier - (1 - sq);
         model_observe(m, x, (double)y, 1000 + i, NULL);
     }
+    /* graded: each pair's calibrated Brier less its naive estimate; no
+     * priors yet, so the corrected one is the same */
+    assert_int_equal(m->lf_graded[LF_NAIVE].n, N);
+    assert_close(calib_accum_mean(&m->lf_graded[LF_NAIVE]), graded / N, 1e-12);
+    assert_close(calib_accum_mean(&m->lf_graded[LF_CORRECTED]), graded / N, 1e-12);
+    assert_close(calib_accum_mean(&m->lf_graded_since[LF_NAIVE]), graded / N, 1e-12);
     assert_true(m->mem.used > held); /* the ring grew past its first 16 */
     assert_int_equal(m->lf.total, N);
     assert_int_equal(model_lfree_step(m, 100), 1);
@@ -724,6 +734,8 @@ static void label_free_step(void **state)
     assert_int_equal(m->lf.test_n, N + 1);
     set_temperature(m, 2, 1);
     assert_int_equal(m->lf.test_n, 0);
+    assert_int_equal(m->lf_graded_since[LF_NAIVE].n, 0);
+    assert_int_equal(m->lf_graded[LF_NAIVE].n, N);
     model_free(m);
     free(m);
     assert_int_equal(daemon.used, 0);
