@@ -66,8 +66,10 @@ void model_lfree_cfg(const model_cfg *c, int form, size_t k, calib_lfree_cfg *lc
     size_t kk = form == CALIB_FORM_GAUSSIAN ? 0 : k;
     size_t rec = (kk ? kk : 2) * sizeof(float);
     *lc = (calib_lfree_cfg){.k = kk,
-                            .recent = min_size(c->label_free_recent,
-                                               (size_t)c->label_free_memory / rec),
+                            .recent = c->label_free_recent
+                                          ? min_size(c->label_free_recent,
+                                                     (size_t)c->label_free_memory / rec)
+                                          : 0,
                             .alpha = c->label_shift_alpha,
                             .reference = (size_t)c->label_shift_reference};
 }
@@ -131,7 +133,7 @@ void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
     bytes = add_bytes(bytes, calib_store_bytes(width, s->ring));
     bytes = add_bytes(bytes, calib_store_bytes(width, s->reservoir));
     bytes = add_bytes(bytes, s->ring * sizeof(double)); /* ring_score */
-    if (lc.recent) /* the label-free ring past its first records */
+    if (calib_lfree_ring_bytes(&lc)) /* the label-free ring past its first records */
         bytes = add_bytes(bytes, calib_lfree_ring_bytes(&lc));
     s->fixed = fixed;
     s->bytes = fixed ? bytes : 0;

@@ -741,6 +741,35 @@ static void label_free_step(void **state)
     assert_int_equal(daemon.used, 0);
 }
 
+/* label_free_recent = 0 turns the estimates off; a ring smaller than its
+ * first records (no growth to size) works too. */
+static void label_free_off_and_small(void **state)
+{
+    (void)state;
+    calib_budget daemon;
+    model_cfg c = defaults();
+    c.label_free_recent = 0;
+    model *m = new_k10(&c, &daemon);
+    assert_null(m->lf.rec);
+    double x[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    model_predicted(m, x, NULL);
+    model_observe_inline(m, x, 3, 1000, NULL);
+    assert_int_equal(model_lfree_step(m, 100), 0);
+    assert_int_equal(m->scored, 1);
+    model_free(m);
+    free(m);
+    c.label_free_recent = 5;
+    m = new_k10(&c, &daemon);
+    assert_non_null(m->lf.rec);
+    for (int i = 0; i < 7; i++)
+        model_observe_inline(m, x, 3, 1000 + i, NULL);
+    assert_int_equal(model_lfree_step(m, 100), 1);
+    assert_int_equal(m->lf.fig.n, 5);
+    model_free(m);
+    free(m);
+    assert_int_equal(daemon.used, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -758,6 +787,7 @@ int main(void)
         cmocka_unit_test(events_ring),
         cmocka_unit_test(trigger_tests_the_challenger),
         cmocka_unit_test(label_free_step),
+        cmocka_unit_test(label_free_off_and_small),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
