@@ -159,6 +159,10 @@ double calib_lfree_log_e(const calib_lfree *lf);
  */
 void calib_lfree_update(calib_lfree *lf, const double *src);
 
+/* The reference priors of class counts (a labelled sample's), smoothed by
+ * half a count a class: src[j] = (counts[j] + 1/2) / (n + K/2). */
+void calib_lfree_priors_of_counts(const double *counts, size_t k, double *src);
+
 /* Predictions the ring holds. */
 static inline size_t calib_lfree_len(const calib_lfree *lf)
 {

@@ -17,6 +17,7 @@
 #include "ctl.h"
 #include "json_out.h"
 #include "pred_csv.h"
+#include "label_free.h"
 #include "segment.h"
 
 #define SEG_DECIDE_ROWS 100 /* rows between two e-BH decisions */
@@ -305,6 +306,15 @@ static void score_usage(FILE *f)
           "  FILE: CSV with a header: y and z0..z{K-1} (logits), p0..p{K-1}\n"
           "  (probabilities), p (binary), or mean and var (regression); - reads\n"
           "  standard input. Prints one JSON object. See calibctl(1).\n"
+          "       calibctl score --label-free [--reference LABELLED] [--recent N]\n"
+          "                      [--alpha A] [--shift-reference N] FILE\n"
+          "  --label-free             calibd's label-free estimates over the newest N\n"
+          "                           predictions of FILE (its y, if any, unread), and\n"
+          "                           its label-shift test over all, in their order\n"
+          "  --reference LABELLED     the reference priors: the class mix of LABELLED's y\n"
+          "  --recent N               label_free_recent (default 10000)\n"
+          "  --alpha A                label_shift_alpha (default 0.01; 0: no test)\n"
+          "  --shift-reference N      label_shift_reference (default 2000)\n"
           "  --segment COLUMN         also per value of COLUMN (text), as calibd's\n"
           "                           segments: figures, and e-BH flags\n"
           "  --segment-values N       values tracked, 1..4096 (default 4096)\n"
@@ -327,7 +337,42 @@ static int parse_unit(const char *opt, const char *a, int zero_ok, double *out)
     return 0;
 }
 
-enum { OPT_SEGMENT = 256, OPT_SEG_VALUES, OPT_SEG_ALPHA, OPT_SEG_MIN_EFFECT };
+enum { OPT_SEGMENT = 256, OPT_SEG_VALUES, OPT_SEG_ALPHA, OPT_SEG_MIN_EFFECT, OPT_LABEL_FREE,
+       OPT_REFERENCE, OPT_RECENT, OPT_ALPHA, OPT_SHIFT_REFERENCE };
+
+/* --label-free's options into calibd's model settings mc; a label-free
+ * option seen sets *lf_opt to its name. 1: not one of them; 0; -1. */
+static int label_free_opt(int c, const char *arg, model_cfg *mc, const char **reference,
+                          const char **lf_opt)
+{
+    unsigned long long v;
+    switch (c) {
+    case OPT_REFERENCE:
+        *reference = arg;
+        *lf_opt = "--reference";
+        return 0;
+    case OPT_RECENT:
+        if (ctl_parse_uint(arg, strlen(arg), 1, 10000000, &v) != 0) {
+            ctl_error(NULL, 0, "--recent: '%s' is not an integer in [1, 1e7]", arg);
+            return -1;
+        }
+        mc->label_free_recent = v;
+        *lf_opt = "--recent";
+        return 0;
+    case OPT_ALPHA:
+        *lf_opt = "--alpha";
+        return parse_unit("alpha", arg, 1, &mc->label_shift_alpha);
+    case OPT_SHIFT_REFERENCE:
+        if (ctl_parse_uint(arg, strlen(arg), 10, 10000000, &v) != 0) {
+            ctl_error(NULL, 0, "--shift-reference: '%s' is not an integer in [10, 1e7]", arg);
+            return -1;
+        }
+        mc->label_shift_reference = v;
+        *lf_opt = "--shift-reference";
+        return 0;
+    }
+    return 1;
+}
 
 int cmd_score(int argc, char **argv)
 {
@@ -336,16 +381,38 @@ int cmd_score(int argc, char **argv)
         {"segment-values", required_argument, NULL, OPT_SEG_VALUES},
         {"segment-alpha", required_argument, NULL, OPT_SEG_ALPHA},
         {"segment-min-effect", required_argument, NULL, OPT_SEG_MIN_EFFECT},
+        {"label-free", no_argument, NULL, OPT_LABEL_FREE},
+        {"reference", required_argument, NULL, OPT_REFERENCE},
+        {"recent", required_argument, NULL, OPT_RECENT},
+        {"alpha", required_argument, NULL, OPT_ALPHA},
+        {"shift-reference", required_argument, NULL, OPT_SHIFT_REFERENCE},
         {"help", no_argument, NULL, 'h'},
         {0}};
     /* calibd's defaults (calibd.conf(5)) but values: every one, up to the most */
     score_run s = {.seg_cfg = {.values = SEG_MAX_VALUES, .alpha = 0.05, .min_effect = 0.02}};
     const char *seg_opt = NULL; /* a --segment-* option given */
+    const char *lf_opt = NULL, *reference = NULL; /* --label-free's */
+    int label_free = 0;
+    daemon_cfg dc;
+    if (config_init(&dc) != 0) {
+        ctl_error(NULL, 0, "out of memory");
+        return CTL_FAIL;
+    }
+    model_cfg mc = dc.defaults; /* calibd's settings, as the options change them */
+    config_free(&dc);
     unsigned long long values;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        int lf = label_free_opt(c, optarg, &mc, &reference, &lf_opt);
+        if (lf < 0)
+            return CTL_BADINPUT;
+        if (lf == 0)
+            continue;
         switch (c) {
+        case OPT_LABEL_FREE:
+            label_free = 1;
+            break;
         case 'h':
             score_usage(stdout);
             return CTL_OK;
@@ -385,10 +452,20 @@ int cmd_score(int argc, char **argv)
         ctl_error(NULL, 0, "%s needs --segment COLUMN", seg_opt);
         return CTL_BADINPUT;
     }
+    if (lf_opt && !label_free) {
+        ctl_error(NULL, 0, "%s needs --label-free", lf_opt);
+        return CTL_BADINPUT;
+    }
+    if (label_free && s.seg_name) {
+        ctl_error(NULL, 0, "--label-free and --segment: one at a time");
+        return CTL_BADINPUT;
+    }
     if (optind + 1 != argc) {
         score_usage(stderr);
         return CTL_BADINPUT;
     }
+    if (label_free)
+        return score_label_free(argv[optind], reference, &mc);
     s.path = argv[optind];
     char err[256];
     unsigned long line;

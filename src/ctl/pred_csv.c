@@ -1,5 +1,6 @@
 /* pred_csv.c — header mapping and row checks of prediction CSV files. */
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,8 +124,23 @@ static void warn_unknown(const char *path, char *const *names, size_t ncol,
                   unknown > 3 ? ", ..." : "");
 }
 
+static int layout_init(pred_layout *l, const char *path, char *const *names, size_t ncol,
+                       const char *own, int y_optional, char *err, size_t errlen);
+
 int pred_layout_init(pred_layout *l, const char *path, char *const *names,
                      size_t ncol, const char *own, char *err, size_t errlen)
+{
+    return layout_init(l, path, names, ncol, own, 0, err, errlen);
+}
+
+int pred_layout_init_outputs(pred_layout *l, const char *path, char *const *names,
+                             size_t ncol, char *err, size_t errlen)
+{
+    return layout_init(l, path, names, ncol, NULL, 1, err, errlen);
+}
+
+static int layout_init(pred_layout *l, const char *path, char *const *names, size_t ncol,
+                       const char *own, int y_optional, char *err, size_t errlen)
 {
     *l = (pred_layout){.col_y = NONE};
     const char *dup;
@@ -137,7 +153,7 @@ int pred_layout_init(pred_layout *l, const char *path, char *const *names,
         return -1;
     }
     warn_unknown(path, names, ncol, own);
-    if ((l->col_y = column(names, ncol, "y")) == NONE) {
+    if ((l->col_y = column(names, ncol, "y")) == NONE && !y_optional) {
         snprintf(err, errlen, "no column 'y' (the outcome)");
         return -1;
     }
@@ -223,14 +239,14 @@ int pred_row(const pred_layout *l, const double *v, double *x, double *y,
     int rc;
     for (size_t i = 0; i < l->width; i++)
         x[i] = v[l->col_x[i]];
-    *y = v[l->col_y];
+    *y = l->col_y == NONE ? NAN : v[l->col_y];
     switch (l->form) {
     case CALIB_FORM_LOGITS: rc = calib_check_logits(x, l->k); break;
     case CALIB_FORM_PROBS: rc = calib_check_probs(x, l->k); break;
     case CALIB_FORM_BINARY: rc = calib_check_binary(x[0]); break;
     default: rc = calib_check_gaussian(x[0], x[1]); break;
     }
-    if (rc == CALIB_OK && l->form != CALIB_FORM_GAUSSIAN)
+    if (rc == CALIB_OK && l->form != CALIB_FORM_GAUSSIAN && l->col_y != NONE)
         rc = calib_check_label(*y, l->k);
     if (rc != CALIB_OK) {
         if (rc == CALIB_ELABEL)

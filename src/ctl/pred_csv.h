@@ -22,6 +22,11 @@ typedef struct pred_layout {
  * Returns 0, or -1 with err set. */
 int pred_layout_init(pred_layout *l, const char *path, char *const *names,
                      size_t ncol, const char *own, char *err, size_t errlen);
+/* As pred_layout_init, for a file of predictions whose column y may be
+ * missing (pred_row then gives y = NaN and checks none): every column but
+ * the outputs and y is ignored. */
+int pred_layout_init_outputs(pred_layout *l, const char *path, char *const *names,
+                             size_t ncol, char *err, size_t errlen);
 /* 1 when column c is one pred_row reads (y or an output). */
 int pred_layout_uses(const pred_layout *l, size_t c);
 /* Marks in text[ncol] every column pred_row does not read: the reader then

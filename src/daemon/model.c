@@ -535,15 +535,13 @@ int model_reference_priors(const model *m, double *src)
     if (!m->shaped || m->form == CALIB_FORM_GAUSSIAN || !n)
         return 0;
     for (size_t j = 0; j < k; j++)
-        src[j] = 0.5;
+        src[j] = 0;
     for (size_t i = 0; i < n; i++) {
         double y = calib_ring_get(&m->ring, i).y; /* a class: checked at ingest */
         if (y >= 0 && y < (double)k)
             src[(size_t)y] += 1;
     }
-    double tot = (double)n + 0.5 * (double)k;
-    for (size_t j = 0; j < k; j++)
-        src[j] /= tot;
+    calib_lfree_priors_of_counts(src, k, src);
     return 1;
 }
 

@@ -578,111 +578,11 @@ static void pack_window(calib_mpw *w, const model *m)
     calib_mpw_end(w);
 }
 
-/* {"mean", "lo", "hi"} of a label-free estimate. */
-static void pack_lf_est(calib_mpw *w, const char *key, const calib_lfree_est *e)
+/* "label_free": pack_label_free with the model's grading and alarm. */
+static void pack_model_label_free(calib_mpw *w, const model *m)
 {
-    calib_mpw_key(w, key);
-    calib_mpw_map(w);
-    calib_mpw_key(w, "mean");
-    calib_mpw_num(w, e->mean);
-    calib_mpw_key(w, "lo");
-    calib_mpw_num(w, e->lo);
-    calib_mpw_key(w, "hi");
-    calib_mpw_num(w, e->hi);
-    calib_mpw_end(w);
-}
-
-static void pack_nums(calib_mpw *w, const char *key, const double *v, size_t n)
-{
-    calib_mpw_key(w, key);
-    if (!v) {
-        calib_mpw_nil(w);
-        return;
-    }
-    calib_mpw_array(w);
-    for (size_t i = 0; i < n; i++)
-        calib_mpw_num(w, v[i]);
-    calib_mpw_end(w);
-}
-
-/*
- * "label_free": the estimates from the predictions alone (calibd(8),
- * LABEL-FREE), or nil when off. "brier", "log" and "accuracy" are the
- * corrected estimates when there is a reference ("corrected": true), else
- * the naive ones; "naive_*" always the naive ones; "dss" for a Gaussian.
- */
-static void pack_label_free(calib_mpw *w, const model *m)
-{
-    const calib_lfree *lf = &m->lf;
-    if (!lf->rec) {
-        calib_mpw_nil(w);
-        return;
-    }
-    const calib_lfree_fig *f = &lf->fig;
-    int gauss = m->form == CALIB_FORM_GAUSSIAN, corr = f->corrected;
-    const calib_lfree_est *best = corr ? f->corrected_est : f->naive;
-    calib_mpw_map(w);
-    calib_mpw_key_uint(w, "predictions", f->n);
-    calib_mpw_key_uint(w, "seen", lf->total);
-    calib_mpw_key_uint(w, "figures_seen", f->at); /* "seen" when they were computed */
-    calib_mpw_key_uint(w, "capacity", lf->cfg.recent);
-    if (gauss) {
-        pack_lf_est(w, "dss", &f->naive[CALIB_LFREE_MAIN]);
-    } else {
-        pack_bool(w, "corrected", corr);
-        pack_lf_est(w, "brier", &best[CALIB_LFREE_MAIN]);
-        pack_lf_est(w, "naive_brier", &f->naive[CALIB_LFREE_MAIN]);
-        pack_lf_est(w, "log", &best[CALIB_LFREE_LOG]);
-        pack_lf_est(w, "naive_log", &f->naive[CALIB_LFREE_LOG]);
-        pack_lf_est(w, "accuracy", &best[CALIB_LFREE_ACC]);
-        pack_lf_est(w, "naive_accuracy", &f->naive[CALIB_LFREE_ACC]);
-        int have = f->n > 0;
-        pack_nums(w, "priors", have ? lf->priors : NULL, m->k);
-        pack_nums(w, "priors_lo", have && corr ? lf->prior_lo : NULL, m->k);
-        pack_nums(w, "priors_hi", have && corr ? lf->prior_hi : NULL, m->k);
-        pack_nums(w, "reference_priors", have && corr ? lf->src : NULL, m->k);
-        calib_mpw_key(w, "em");
-        calib_mpw_map(w);
-        calib_mpw_key_uint(w, "passes", f->em_passes);
-        pack_bool(w, "converged", f->em_converged);
-        calib_mpw_end(w);
-    }
-    /* realized less estimated on the joined pairs: the estimates graded */
-    static const char *const graded[2] = {"naive", "corrected"};
-    calib_mpw_key(w, "graded");
-    calib_mpw_map(w);
-    for (int i = 0; i < 2; i++) {
-        calib_mpw_key(w, graded[i]);
-        pack_estimate(w, &m->lf_graded[i]);
-    }
-    calib_mpw_key(w, "since_params");
-    calib_mpw_map(w);
-    for (int i = 0; i < 2; i++) {
-        calib_mpw_key(w, graded[i]);
-        pack_estimate(w, &m->lf_graded_since[i]);
-    }
-    calib_mpw_end(w);
-    calib_mpw_end(w);
-    calib_mpw_key(w, "shift");
-    if (lf->test_on) {
-        calib_mpw_map(w);
-        pack_bool(w, "alarm", lf->alarm);
-        calib_mpw_key(w, "log_e");
-        calib_mpw_num(w, calib_lfree_log_e(lf));
-        calib_mpw_key(w, "threshold");
-        calib_mpw_num(w, log(1 / lf->cfg.alpha));
-        calib_mpw_key_uint(w, "predictions", lf->test_n);
-        calib_mpw_key_uint(w, "alarms", lf->alarms);
-        calib_mpw_key(w, "last_alarm_seen"); /* "seen" at the last alarm */
-        if (m->lf_last_alarm)
-            calib_mpw_uint(w, m->lf_last_alarm);
-        else
-            calib_mpw_nil(w);
-        calib_mpw_end(w);
-    } else {
-        calib_mpw_nil(w);
-    }
-    calib_mpw_end(w);
+    pack_label_free(w, m->lf.rec ? &m->lf : NULL, m->lf_graded, m->lf_graded_since,
+                    m->lf_last_alarm);
 }
 
 static void pack_model(calib_mpw *w, const model *m)
@@ -742,7 +642,7 @@ static void pack_model(calib_mpw *w, const model *m)
         calib_mpw_key(w, "segments");
         pack_segments(w, m);
         calib_mpw_key(w, "label_free");
-        pack_label_free(w, m);
+        pack_model_label_free(w, m);
         calib_mpw_key(w, "samples");
         calib_mpw_map(w);
         calib_mpw_key_uint(w, "reservoir", calib_reservoir_len(&m->reservoir));

@@ -572,3 +572,12 @@ void calib_lfree_update(calib_lfree *lf, const double *src)
     lf->fig.n = n;
     lf->fig.at = lf->total;
 }
+
+void calib_lfree_priors_of_counts(const double *counts, size_t k, double *src)
+{
+    double n = 0;
+    for (size_t j = 0; j < k; j++)
+        n += counts[j];
+    for (size_t j = 0; j < k; j++)
+        src[j] = (counts[j] + 0.5) / (n + 0.5 * (double)k);
+}

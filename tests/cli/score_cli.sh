@@ -299,4 +299,28 @@ del a['segments']
 assert list(a.items()) == list(b.items())
 PY
 
+# ------------------------------------------------------------ --label-free
+# options that need --label-free, a reference of another K, a Gaussian
+# reference, and the figures by hand on a tiny file
+printf 'y,p\n1,0.5\n' > "$tmp/lf1.csv"
+"$CALIBCTL" score --reference "$tmp/lf1.csv" "$tmp/lf1.csv" > "$tmp/out" 2> "$tmp/err"
+check "lf_reference_alone" "[ \$? -eq 2 ] && [ ! -s '$tmp/out' ] && grep -q -- '--reference needs --label-free' '$tmp/err'"
+printf 'y,p0,p1,p2\n0,0.2,0.3,0.5\n' > "$tmp/ref3.csv"
+expect_reject lf_reference_k 1 "2 classes, but the reference file has 3" 'p0,p1\n0.5,0.5\n' \
+    --label-free --reference "$tmp/ref3.csv"
+printf 'y,mean,var\n0.5,0,1\n' > "$tmp/refg.csv"
+"$CALIBCTL" score --label-free --reference "$tmp/refg.csv" "$tmp/ref3.csv" > "$tmp/out" 2> "$tmp/err"
+check "lf_reference_gaussian" "[ \$? -eq 2 ] && [ ! -s '$tmp/out' ] && grep -q 'a Gaussian model has no priors' '$tmp/err'"
+printf 'p0,p1\n0.75,0.25\n0.5,0.5\n' > "$tmp/lf.csv"
+"$CALIBCTL" score --label-free "$tmp/lf.csv" > "$tmp/lf.json" 2> "$tmp/err"
+check "--label-free: the naive figures by hand, no reference" "python3 - '$tmp/lf.json' <<'PY'
+import json, sys
+o = json.load(open(sys.argv[1]))
+brier = ((1 - 0.75**2 - 0.25**2) + (1 - 0.5**2 - 0.5**2)) / 2
+assert abs(o['brier']['mean'] - brier) < 1e-12 and not o['corrected'], o
+assert abs(o['accuracy']['mean'] - (0.75 + 0.5) / 2) < 1e-12, o
+assert o['predictions'] == 2 and o['reference_priors'] is None, o
+assert abs(o['priors'][0] - 0.625) < 1e-12, o
+PY"
+
 finish

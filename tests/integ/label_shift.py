@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""label_shift.py ENDPOINT MODEL SEED N_SOURCE N_TARGET TRUTH_JSON
+"""label_shift.py ENDPOINT MODEL SEED N_SOURCE N_TARGET TRUTH_JSON [CSV_DIR]
 
 A K = 5 classifier exactly calibrated under uniform priors (x | y = j ~
 N(2 j, 1), the outputs its posteriors), sent with calibd's Python Producer:
@@ -8,7 +8,9 @@ labels are drawn from the priors 0.5 / 0.2 / 0.15 / 0.1 / 0.05 and never
 sent. TRUTH_JSON receives what the withheld labels would show on the last
 10,000 of them: the exact expected Brier score and accuracy of the served
 outputs (their posteriors under the target priors known), the naive
-estimates, and the target priors."""
+estimates, and the target priors. With CSV_DIR, the predictions as sent go
+to CSV_DIR/predictions.csv and the last 10,000 labelled ones (what calibd's
+ring holds) to CSV_DIR/reference.csv, for calibctl score --label-free."""
 import json
 import sys
 
@@ -34,6 +36,7 @@ def draw(rng, priors, n):
 
 def main():
     endpoint, model, seed, n_src, n_tgt, out = sys.argv[1:7]
+    csv_dir = sys.argv[7] if len(sys.argv) > 7 else None
     rng = np.random.default_rng(int(seed))
     n_src, n_tgt = int(n_src), int(n_tgt)
     with Producer(endpoint) as prod:
@@ -42,8 +45,19 @@ def main():
             ids = list(range(a, min(a + 1000, n_src)))
             prod.predict(model, ids, probs=ps[a:a + 1000])
             prod.label(model, ids, y[a:a + 1000])
+        src = (y, ps)
         y, ps, pt = draw(rng, TGT, n_tgt)
         prod.predict(model, list(range(n_src, n_src + n_tgt)), probs=ps)
+    if csv_dir:
+        head = ",".join("p%d" % j for j in range(K))
+        with open(csv_dir + "/predictions.csv", "w") as f:
+            f.write(head + "\n")
+            for row in np.concatenate([src[1], ps]):
+                f.write(",".join(repr(float(v)) for v in row) + "\n")
+        with open(csv_dir + "/reference.csv", "w") as f:
+            f.write(head + ",y\n")
+            for row, label in zip(src[1][-10000:], src[0][-10000:]):
+                f.write(",".join(repr(float(v)) for v in row) + ",%d\n" % label)
     if not n_tgt:
         return
     last = slice(max(0, n_tgt - 10000), n_tgt)

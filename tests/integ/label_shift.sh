@@ -27,7 +27,7 @@ EOF2
 start_calibd -c "$work/calibd.conf" --http 127.0.0.1:0
 
 "$PY" "$srcdir/tests/integ/label_shift.py" "$PULL" shifted 39 20000 20000 "$work/truth.json" \
-    2> "$work/shifted.err" &
+    "$work" 2> "$work/shifted.err" &
 shifted=$!
 "$PY" "$srcdir/tests/integ/label_shift.py" "$PULL" steady 40 40000 0 "$work/truth0.json" \
     2> "$work/steady.err" &
@@ -108,5 +108,32 @@ agreed=no
 wait_until agree && agreed=yes
 check "/metrics has the estimates and the alarms
 $(cat "$work/agree.out")" '[ $agreed = yes ]'
+# offline, the same figures from the same predictions: calibctl score
+# --label-free with the ring's labelled pairs as the reference
+"$CALIBCTL" score --label-free --reference "$work/reference.csv" "$work/predictions.csv" \
+    > "$work/offline.json" 2> "$work/offline.err"
+check "calibctl score --label-free equals calibd's figures" "python3 - '$work/s.json' '$work/offline.json' <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))['models']['shifted']['label_free']
+o = json.load(open(sys.argv[2]))
+print('# offline:', json.dumps({k: o[k] for k in ('brier', 'priors', 'em')}))
+def same(a, b, path):
+    if isinstance(a, dict):
+        for k in a:
+            same(a[k], b[k], path + '.' + k)
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            same(x, y, '%s[%d]' % (path, i))
+    elif isinstance(a, float):
+        assert abs(a - b) <= 1e-12 * max(1, abs(b)), (path, a, b)
+    else:
+        assert a == b, (path, a, b)
+for key in ('predictions', 'corrected', 'brier', 'naive_brier', 'log', 'naive_log', 'accuracy',
+            'naive_accuracy', 'priors', 'priors_lo', 'priors_hi', 'reference_priors', 'em'):
+    same(d[key], o[key], key)
+assert o['seen'] == 40000 and o['shift']['alarms'] == 1, o['shift']
+assert 20000 < o['shift']['last_alarm_seen'] <= 23000, o['shift']
+PY"
 check "calibd stops cleanly" "stop_calibd"
 finish
