@@ -115,6 +115,7 @@ typedef struct calib_lfree {
     unsigned nseg;       /* segments kept, the oldest first */
     uint64_t started;    /* segments started since the reset */
     uint64_t check_at;   /* test_n of the next evaluation */
+    uint64_t seg_at;     /* test_n of the next segment's start */
     double log_e;        /* the last evaluation's max_j ln(w_j E_j), 0 before */
     int alarm;           /* raised, until calib_lfree_test_reset */
     uint64_t alarms;     /* alarms raised */
@@ -122,6 +123,8 @@ typedef struct calib_lfree {
     /* EM and the figures */
     double *src;         /* the reference priors of the last update */
     double *priors, *prior_lo, *prior_hi; /* the estimated target priors */
+    double *weights;     /* priors / reference priors once fig.corrected:
+                            the correction a served p takes */
     double *scratch;     /* k accumulators and the Fisher matrix */
     calib_lfree_fig fig;
 } calib_lfree;

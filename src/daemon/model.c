@@ -749,17 +749,18 @@ static void lf_grade(model *m, const double *p, const double *xc, double score)
         est[LF_NAIVE] = est[LF_CORRECTED] = 1 + log(xc[1]);
     } else {
         double sq = 0, d = 0, c = 0;
-        int corr = lf->fig.corrected;
-        for (size_t j = 0; j < m->k; j++) {
+        const double *w = lf->weights;
+        for (size_t j = 0; j < m->k; j++)
             sq += p[j] * p[j];
-            if (corr) {
-                double w = lf->priors[j] / lf->src[j];
-                d += w * p[j];
-                c += w * p[j] * p[j];
+        est[LF_NAIVE] = est[LF_CORRECTED] = 1 - sq;
+        if (lf->fig.corrected) {
+            for (size_t j = 0; j < m->k; j++) {
+                d += w[j] * p[j];
+                c += w[j] * p[j] * p[j];
             }
+            if (d > 0)
+                est[LF_CORRECTED] = 1 - 2 * c / d + sq;
         }
-        est[LF_NAIVE] = 1 - sq;
-        est[LF_CORRECTED] = corr && d > 0 ? 1 - 2 * c / d + sq : est[LF_NAIVE];
     }
     for (int i = 0; i < 2; i++) {
         double diff = score - est[i];

@@ -47,7 +47,7 @@ size_t calib_lfree_bytes(const calib_lfree_cfg *c)
     size_t b = first_records(c) * (c->k ? c->k : 2) * sizeof(float);
     if (!c->k)
         return b;
-    b += (4 * c->k + scratch_len(c->k)) * sizeof(double); /* src, priors, lo, hi */
+    b += (5 * c->k + scratch_len(c->k)) * sizeof(double); /* src, priors, lo, hi, weights */
     if (test_on(c)) /* the counts since the reset and since each start */
         b += (1 + CALIB_LFREE_BANK) * c->k * sizeof(uint64_t);
     return b;
@@ -63,6 +63,7 @@ void calib_lfree_free(calib_lfree *lf)
         calib_budget_give(lf->cfg.budget, (lf->alloc - first) * lf->width * sizeof *lf->rec);
     free(lf->src);
     free(lf->priors);
+    free(lf->weights);
     free(lf->prior_lo);
     free(lf->prior_hi);
     free(lf->scratch);
@@ -96,8 +97,10 @@ int calib_lfree_init(calib_lfree *lf, const calib_lfree_cfg *c)
     lf->priors = calloc(k, sizeof *lf->priors);
     lf->prior_lo = calloc(k, sizeof *lf->prior_lo);
     lf->prior_hi = calloc(k, sizeof *lf->prior_hi);
+    lf->weights = calloc(k, sizeof *lf->weights);
     lf->scratch = calloc(scratch_len(k), sizeof *lf->scratch);
-    if (!lf->src || !lf->priors || !lf->prior_lo || !lf->prior_hi || !lf->scratch)
+    if (!lf->src || !lf->priors || !lf->prior_lo || !lf->prior_hi || !lf->weights ||
+        !lf->scratch)
         goto nomem;
     for (size_t i = 0; i < k; i++)
         lf->priors[i] = lf->prior_lo[i] = lf->prior_hi[i] = NAN;
@@ -216,8 +219,10 @@ static void segment_start(calib_lfree *lf)
 static int test_add(calib_lfree *lf, size_t top)
 {
     size_t k = lf->cfg.k;
-    if (lf->test_n && lf->test_n % lf->cfg.reference == 0)
+    if (lf->test_n == lf->seg_at) {
         segment_start(lf);
+        lf->seg_at += lf->cfg.reference;
+    }
     kt_add(&lf->kt_all, lf->all[top]++, lf->test_n, k);
     for (unsigned i = 0; i < lf->nseg; i++)
         kt_add(&lf->seg[i].kt, lf->seg_cnt[i * k + top]++, lf->seg[i].n++, k);
@@ -259,6 +264,7 @@ void calib_lfree_test_reset(calib_lfree *lf)
     lf->started = 0;
     lf->test_n = 0;
     lf->check_at = lf->cfg.reference; /* nothing to test before a segment */
+    lf->seg_at = lf->cfg.reference;
     lf->log_e = 0;
     lf->alarm = 0;
 }
@@ -546,7 +552,7 @@ static void update_classes(calib_lfree *lf, size_t n, const double *src)
     if (!warm)
         memcpy(lf->priors, src, k * sizeof *src);
     em_run(lf, n);
-    double *w = lf->scratch + k;
+    double *w = lf->weights;
     for (size_t j = 0; j < k; j++)
         w[j] = lf->priors[j] / src[j];
     used = 0;
