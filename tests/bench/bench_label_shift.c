@@ -34,45 +34,21 @@
 
 #include "calib/calib.h"
 #include "calib/lfree.h"
+#include "../label_shift_sim.h"
 
-#define K 5
+#define K LSHIFT_K
 
 static double sep = 2;
 static int circle;
 static double mean[K][2]; /* the classes' means */
 static const double uniform[K] = {0.2, 0.2, 0.2, 0.2, 0.2};
 
-/* One draw: p_s (the served outputs) and p_t (the posteriors under the
- * target priors); returns y. */
 static size_t draw(calib_rng *r, const double *tgt, double *ps, double *pt)
 {
-    size_t y = calib_rng_categorical(r, tgt, K);
-    double x[2], ss = 0, st = 0;
-    for (int i = 0; i < 2; i++)
-        x[i] = mean[y][i] + (i && !circle ? 0 : calib_rng_normal(r));
-    for (size_t j = 0; j < K; j++) {
-        double d0 = x[0] - mean[j][0], d1 = x[1] - mean[j][1];
-        double lik = exp(-0.5 * (d0 * d0 + d1 * d1));
-        ps[j] = uniform[j] * lik;
-        pt[j] = tgt[j] * lik;
-        ss += ps[j];
-        st += pt[j];
-    }
-    for (size_t j = 0; j < K; j++) {
-        ps[j] /= ss;
-        pt[j] /= st;
-    }
-    return y;
+    return lshift_draw(r, mean, circle ? 2 : 1, uniform, tgt, ps, pt);
 }
 
-/* The expected Brier of outputs p for labels from q. */
-static double exp_brier(const double *p, const double *q)
-{
-    double e = 1;
-    for (size_t j = 0; j < K; j++)
-        e += p[j] * p[j] - 2 * q[j] * p[j];
-    return e;
-}
+#define exp_brier lshift_exp_brier
 
 typedef struct result {
     long delay;         /* predictions after the shift; -1: none */
@@ -86,14 +62,20 @@ static calib_lfree_cfg defaults(void)
     return (calib_lfree_cfg){.k = K, .recent = 10000, .alpha = 0.01, .reference = 2000};
 }
 
-static result run(const double *tgt, uint64_t seed)
+/* A calib_lfree at calibd's defaults and the stream of this seed. */
+static void start(calib_lfree *lf, calib_rng *r, uint64_t seed)
 {
     calib_lfree_cfg c = defaults();
-    calib_lfree lf;
-    if (calib_lfree_init(&lf, &c) != CALIB_OK)
+    if (calib_lfree_init(lf, &c) != CALIB_OK)
         exit(1);
+    calib_rng_seed(r, seed);
+}
+
+static result run(const double *tgt, uint64_t seed)
+{
+    calib_lfree lf;
     calib_rng r;
-    calib_rng_seed(&r, seed);
+    start(&lf, &r, seed);
     result res = {.delay = -1};
     double ps[K], pt[K], counts[K] = {0};
     enum { SRC = 20000, TGT = 20000, RING = 10000 };
@@ -143,12 +125,9 @@ static result run(const double *tgt, uint64_t seed)
 
 static long null_alarms(uint64_t seed, long len)
 {
-    calib_lfree_cfg c = defaults();
     calib_lfree lf;
-    if (calib_lfree_init(&lf, &c) != CALIB_OK)
-        exit(1);
     calib_rng r;
-    calib_rng_seed(&r, seed);
+    start(&lf, &r, seed);
     double ps[K], pt[K];
     for (long i = 0; i < len; i++) {
         draw(&r, uniform, ps, pt);

@@ -9,7 +9,8 @@
 # the DevTools protocol, the segments view: per segment key the worst values
 # with the flagged ones marked and every value escaped; a click on a row
 # draws that segment's reliability diagram, still selected after the next
-# polls ($BUILDDIR/tests/integ/page-segments.png shows it).
+# polls ($BUILDDIR/tests/integ/page-segments.png shows it). The label-free
+# estimates' card shows the estimates and the priors of all classes.
 . "$(dirname "$0")/lib.sh"
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 [ -x "$CHROMIUM" ] || skip_all "no $CHROMIUM (scripts/deps.sh installs chromium)"
@@ -122,6 +123,10 @@ class P(html.parser.HTMLParser):
             self.cs_row = True
         elif tag == "p" and "wcs" in cls and self.cur == "m":
             self.wcs = True
+        elif tag == "div" and "lfree" in cls and self.cur == "m":
+            self.lfree = (int(a.get("data-predictions", "-1")), "hidden" in a)
+        elif tag == "svg" and "priors" in cls and self.cur == "m":
+            self.priors = int(a.get("data-classes", "-1"))
 p = P()
 p.feed(open(sys.argv[1], encoding="utf-8").read())
 r = json.load(open(sys.argv[2]))
@@ -139,6 +144,9 @@ print("cs", int(getattr(p, "cs_row", False)))
 print("wcs", int(getattr(p, "wcs", False)))
 print("marks", getattr(p, "marks", -1))
 print("trigger", int(getattr(p, "trigger", False)))
+lf = getattr(p, "lfree", (-1, True))
+print("lfree", -1 if lf[1] else lf[0])
+print("priors", getattr(p, "priors", -1))
 PY
 val() { awk -v k="$1" '$1 == k {print $2}' "$work/dom.txt"; }
 echo "# chromium exit $rc; the page after 5 minutes (virtual): $(tr '\n' ' ' < "$work/dom.txt")"
@@ -156,6 +164,9 @@ check "and the window's, per period" '[ "$(val wcs)" = 1 ]'
 check "the miscalibration trigger is shown" '[ "$(val trigger)" = 1 ]'
 check "U over time marks the loop's events ($(val marks) marks: the publish at least)" \
     '[ "$(val marks)" -ge 1 ]'
+check "the label-free estimates are shown, of the newest predictions ($(val lfree))" \
+    '[ "$(val lfree)" -gt 0 ]'
+check "with the class priors of all 10 classes ($(val priors))" '[ "$(val priors)" = 10 ]'
 check "no uncaught script error or load the policy refused in the console
 $(grep -E 'CONSOLE.*(Uncaught|Refused|Content Security Policy)' "$work/chromium.log" | head -5)" \
     '! grep -qE "CONSOLE.*(Uncaught|Refused|Content Security Policy)" "$work/chromium.log"'

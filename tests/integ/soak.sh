@@ -143,8 +143,9 @@ probe --seconds 6 > "$work/slowloris.probe"
 wait "$slow"
 echo "# slowloris: $(tr '\n' ' ' < "$work/slowloris.out"); $(cat "$work/slowloris.probe")"
 probed slowloris "$work/slowloris.probe"
+# /metrics is the text of the last rendering round: wait for one after the cuts
 check "slowloris: slow connections cut at their deadline" \
-    'grep -q "^cut 100 of 100" "$work/slowloris.out" && [ "$(metric calibd_http_timeouts_total)" -gt 0 ]'
+    'grep -q "^cut 100 of 100" "$work/slowloris.out" && wait_until "[ \"\$(metric calibd_http_timeouts_total)\" -gt 0 ]"'
 
 # one message one byte over max_msg_size: ZeroMQ cuts the sender; counted, logged
 before=$(metric 'calibd_socket_disconnects_total{socket="ingest"}')

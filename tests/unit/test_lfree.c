@@ -10,37 +10,19 @@
 
 #include "calib/calib.h"
 #include "calib/lfree.h"
+#include "../label_shift_sim.h"
 
-#define K 5
+#define K LSHIFT_K
 
-/* x | y = j ~ N(2 j, 1): p_s(j | x), the posteriors of a classifier exactly
- * calibrated under the source priors src, and the target posteriors
- * under tgt, of a draw with y ~ tgt. */
+/* x | y = j ~ N(2 j, 1) (label_shift_sim.h) */
+static const double line[K][2] = {{0, 0}, {2, 0}, {4, 0}, {6, 0}, {8, 0}};
+
 static void draw(calib_rng *r, const double *src, const double *tgt, double *ps, double *pt)
 {
-    size_t y = calib_rng_categorical(r, tgt, K);
-    double x = 2 * (double)y + calib_rng_normal(r), ss = 0, st = 0;
-    for (size_t j = 0; j < K; j++) {
-        double lik = exp(-0.5 * (x - 2 * (double)j) * (x - 2 * (double)j));
-        ps[j] = src[j] * lik;
-        pt[j] = tgt[j] * lik;
-        ss += ps[j];
-        st += pt[j];
-    }
-    for (size_t j = 0; j < K; j++) {
-        ps[j] /= ss;
-        pt[j] /= st;
-    }
+    lshift_draw(r, line, 1, src, tgt, ps, pt);
 }
 
-/* The served p's expected Brier for labels from q. */
-static double exp_brier(const double *p, const double *q)
-{
-    double e = 1;
-    for (size_t j = 0; j < K; j++)
-        e += p[j] * p[j] - 2 * q[j] * p[j];
-    return e;
-}
+#define exp_brier lshift_exp_brier
 
 static const double uniform[K] = {0.2, 0.2, 0.2, 0.2, 0.2};
 static const double shifted[K] = {0.5, 0.2, 0.15, 0.1, 0.05};
