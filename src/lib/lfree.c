@@ -241,7 +241,13 @@ int calib_lfree_add(calib_lfree *lf, const double *p)
     if (lf->total == lf->alloc && lf->alloc < lf->cfg.recent)
         grow(lf);
     float *r = lf->rec + (size_t)(lf->total % lf->cap) * lf->width;
-    size_t top = 0; /* ties: the lowest */
+    lf->total++;
+    if (!lf->test_on) {
+        for (size_t i = 0; i < lf->width; i++)
+            r[i] = (float)p[i];
+        return 0;
+    }
+    size_t top = 0; /* the top class, ties to the lowest, in the same pass */
     double best = p[0];
     for (size_t i = 0; i < lf->width; i++) {
         r[i] = (float)p[i];
@@ -250,8 +256,7 @@ int calib_lfree_add(calib_lfree *lf, const double *p)
             top = i;
         }
     }
-    lf->total++;
-    return lf->test_on ? test_add(lf, top) : 0;
+    return test_add(lf, top);
 }
 
 void calib_lfree_test_reset(calib_lfree *lf)
