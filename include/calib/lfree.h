@@ -32,7 +32,8 @@ extern "C" {
 #endif
 
 /* The priors' intervals cover K up to this (a K^2 matrix a prediction
- * of the update's walk); larger K gets the priors without them. */
+ * of the update's walk); larger K gets the priors without them (and
+ * calibd lists the priors in status and /metrics up to this K). */
 #define CALIB_LFREE_INTERVAL_MAX_K 32
 /* The shift test's segments kept at once. */
 #define CALIB_LFREE_BANK 4

@@ -77,7 +77,9 @@ void pack_label_free(calib_mpw *w, const calib_lfree *lf, const calib_accum grad
         pack_lf_est(w, "naive_log", &f->naive[CALIB_LFREE_LOG]);
         pack_lf_est(w, "accuracy", &best[CALIB_LFREE_ACC]);
         pack_lf_est(w, "naive_accuracy", &f->naive[CALIB_LFREE_ACC]);
-        int have = f->n > 0;
+        /* K numbers a list: listed up to the K the priors' intervals cover,
+         * so that a map stays small whatever K producers send */
+        int have = f->n > 0 && k <= CALIB_LFREE_INTERVAL_MAX_K;
         pack_nums(w, "priors", have ? lf->priors : NULL, k);
         pack_nums(w, "priors_lo", have && corr ? lf->prior_lo : NULL, k);
         pack_nums(w, "priors_hi", have && corr ? lf->prior_hi : NULL, k);

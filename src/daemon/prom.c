@@ -753,7 +753,10 @@ static void label_free_gauges(out *t, const snap *s, size_t n)
         help(t, pnames[f], "gauge", pwhats[f]);
         for (size_t i = 0; i < n; i++) {
             const calib_lfree *lf = lfree_of(&s[i], 1);
-            if (!lf || !lf->cfg.k || (f == 1 && !lf->fig.corrected))
+            /* a series a class: up to the K status lists, a bounded number
+             * of label values whatever K producers send */
+            if (!lf || !lf->cfg.k || lf->cfg.k > CALIB_LFREE_INTERVAL_MAX_K ||
+                (f == 1 && !lf->fig.corrected))
                 continue;
             const double *v = f ? lf->src : lf->priors;
             for (size_t j = 0; j < lf->cfg.k; j++)
