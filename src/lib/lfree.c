@@ -422,8 +422,13 @@ static void em_run(calib_lfree *lf, size_t n)
             vv += v * v;
         }
         double a = vv > 0 ? -sqrt(rr / vv) : -1;
-        a = a > -1 ? -1 : a;
-        for (;;) { /* a = -1 gives t2, inside: the loop ends */
+        if (!(a < -1) || !isfinite(a)) /* NaN and -inf too */
+            a = -1;
+        for (;;) {
+            if (a == -1) { /* t2 itself, not t0 + 2r + v, which may round below 0 */
+                memcpy(tp, t2, k * sizeof *tp);
+                break;
+            }
             int inside = 1;
             for (size_t j = 0; j < k; j++) {
                 double r = t1[j] - t0[j], v = t2[j] - 2 * t1[j] + t0[j];

@@ -1,6 +1,7 @@
 /*
  * fuzz_csv.c — calibctl's prediction CSV (calibctl(1)): the file through
- * `calibctl score FILE` and `calibctl fit --method M --test FILE FILE`,
+ * `calibctl score FILE`, `calibctl fit --method M --test FILE FILE` and
+ * `calibctl score --label-free --reference FILE FILE`,
  * the commands' own code (cmd_score.c, cmd_fit.c) over csv_table.c (the
  * reader, through libcsv) and pred_csv.c (the header's layout and each
  * row's checks), then libcalib's scores, estimators and fits on what they
@@ -53,5 +54,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *fit[] = {"fit", "--method", method, "--test", path, path, NULL};
     int frc = cmd_fit(6, fit);
     FUZZ_CHECK(frc == CTL_OK || frc == CTL_BADINPUT);
+    /* the file as predictions and as their own reference, with a test
+     * whose segments start every 10 rows */
+    char *lf[] = {"score", "--label-free", "--reference", path, "--shift-reference", "10", path,
+                  NULL};
+    int lrc = cmd_score(7, lf);
+    FUZZ_CHECK(lrc == CTL_OK || lrc == CTL_BADINPUT);
     return 0;
 }

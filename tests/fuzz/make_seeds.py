@@ -282,6 +282,9 @@ def csv():
         "bad_row": "y,z0,z1\n0,1,2\n1,nan,2\n",
         "no_y": "z0,z1\n1,2\n",
         "two_forms": "y,p,mean,var\n0,0.5,1,1\n",
+        # score --label-free with the file as its own reference: EM on an
+        # output at the simplex's edge (SQUAREM once halved its step for ever)
+        "edge_of_simplex": "z1,z0,y,z2\n00,10,2,-10\n",
     }
     for name, text in s.items():
         write("csv", name, text.encode())

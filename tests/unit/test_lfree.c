@@ -259,6 +259,31 @@ static void test_statistic(void **state)
     calib_lfree_free(&lf);
 }
 
+/* EM on outputs at the edge of the simplex ends (libFuzzer found
+ * SQUAREM's step, rounded below 0 at a = -1, halving for ever). */
+static void test_em_degenerate(void **state)
+{
+    (void)state;
+    calib_lfree lf;
+    calib_lfree_cfg c = {.k = 3, .recent = 8};
+    assert_int_equal(calib_lfree_init(&lf, &c), CALIB_OK);
+    double z[3] = {10, 0, -10}, p[3], one[3] = {1, 0, 0};
+    calib_softmax(z, 3, p);
+    calib_lfree_add(&lf, p);
+    double src[3] = {0.2, 0.2, 0.6};
+    calib_lfree_update(&lf, src);
+    double sum = 0;
+    for (int j = 0; j < 3; j++) {
+        assert_true(isfinite(lf.priors[j]) && lf.priors[j] >= 0);
+        sum += lf.priors[j];
+    }
+    assert_close(sum, 1, 1e-9);
+    calib_lfree_add(&lf, one);
+    calib_lfree_update(&lf, src);
+    assert_int_equal(lf.fig.n, 2);
+    calib_lfree_free(&lf);
+}
+
 /* Gaussian forecasts: E[DSS] = 1 + ln v, an interval of half-width
  * 1.96 sqrt(2 / n). */
 static void test_gaussian(void **state)
@@ -341,6 +366,7 @@ int main(void)
         cmocka_unit_test(test_label_shift), cmocka_unit_test(test_shift_alarm),
         cmocka_unit_test(test_gaussian),    cmocka_unit_test(test_large_k),
         cmocka_unit_test(test_growth),       cmocka_unit_test(test_statistic),
+        cmocka_unit_test(test_em_degenerate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
