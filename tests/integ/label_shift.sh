@@ -82,7 +82,11 @@ ls = [a for a in alerts if a['kind'] == 'label_shift']
 print('# alerts:', [(a['model'], a['kind']) for a in alerts])
 assert len(ls) == 1 and ls[0]['model'] == 'shifted', ls
 v = ls[0]['values']
-assert v['log_e'] >= 4.6 and v['prior_0'] > 0.4, v
+# the priors are EM's over the ring when the tick reported the alarm: how
+# many shifted predictions the ring held then is the machine's speed
+priors = [v['prior_%d' % j] for j in range(5)]
+assert v['log_e'] >= 4.6 and v['predictions'] > 0 and abs(sum(priors) - 1) < 1e-6, v
+assert 'estimated priors' in ls[0]['message'], ls[0]
 PY"
 
 # the loop renders /metrics while it is asked for: scrape until it shows
