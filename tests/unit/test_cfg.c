@@ -53,6 +53,10 @@ static void defaults_documented(void **state)
     assert_int_equal(c.defaults.join_memory, 32u << 20);
     assert_int_equal(c.defaults.sample_memory, 192u << 20);
     assert_true(c.defaults.label_ttl == 3600);
+    assert_int_equal(c.defaults.label_free_recent, 10000);
+    assert_int_equal(c.defaults.label_free_memory, 8u << 20);
+    assert_true(c.defaults.label_free_interval == 5 && c.defaults.label_shift_alpha == 0.01);
+    assert_int_equal(c.defaults.label_shift_reference, 2000);
     /* the receive high-water mark in force: bytes over max_msg_size */
     assert_int_equal(config_rcvhwm(&c), 256);
     c.max_msg_size = (uint64_t)1 << 31;
@@ -125,6 +129,10 @@ static void refusals_say_why(void **state)
         {"[daemon]\nhttp_max_per_address = 0\n", ":2: http_max_per_address = '0'"},
         {"[model a]\nrefit_samples = 100\nrefit_min_samples = 500\n",
          "refit_samples (100) is below refit_min_samples"},
+        {"[defaults]\nlabel_shift_alpha = 1\n",
+         ":2: label_shift_alpha = '1': expected 0 (off) or a level in (0, 1)"},
+        {"[model a]\nlabel_shift_reference = 9\n", ":2: label_shift_reference = '9'"},
+        {"[model a]\nlabel_free_interval = 0\n", ":2: label_free_interval = '0'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         daemon_cfg c;
