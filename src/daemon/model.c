@@ -299,7 +299,7 @@ static void free_shaped(model *m)
     memset(m->lf_graded, 0, sizeof m->lf_graded);
     memset(m->lf_graded_since, 0, sizeof m->lf_graded_since);
     m->lf_at = 0;
-    m->lf_total = m->lf_alarm_at = m->lf_last_alarm = 0;
+    m->lf_alarm_at = m->lf_last_alarm = 0;
     m->lf_reported = 0;
     for (int v = 0; v < VIEWS; v++) {
         calib_cs_free(&m->cs[v]);
@@ -556,13 +556,13 @@ int model_lfree_step(model *m, double now)
         m->lf_reported = 0;
     }
     int pending = m->lf_alarm_at && !m->lf_reported;
-    int due = lf->total != m->lf_total && now - m->lf_at >= m->cfg.label_free_interval;
+    /* lf->fig.at: lf->total at the last update */
+    int due = lf->total != lf->fig.at && now - m->lf_at >= m->cfg.label_free_interval;
     if (!pending && !due)
         return 0;
     /* m->p: scratch of k, free between pairs */
     calib_lfree_update(lf, model_reference_priors(m, m->p) ? m->p : NULL);
     m->lf_at = now;
-    m->lf_total = lf->total;
     return 1;
 }
 

@@ -248,7 +248,6 @@ typedef struct model {
      * rec NULL when off; not kept by snapshots (refilled by arrivals) */
     calib_lfree lf;
     double lf_at;           /* tick_now() of its last update */
-    uint64_t lf_total;      /* lf.total then */
     uint64_t lf_alarm_at;   /* lf.total when its test alarmed; 0: no alarm
                                waits to be reported */
     int lf_reported;        /* the standing alarm was reported */
