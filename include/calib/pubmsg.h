@@ -29,6 +29,10 @@ extern "C" {
 #define CALIB_PUBMSG_VALUE_NAME_MAX 31 /* bytes of a value's name */
 #define CALIB_PUBMSG_MAX_SEGMENTS 16   /* a params message's "segments" */
 #define CALIB_PUBMSG_SEG_NAME_MAX 64   /* bytes of a segment key or value */
+#define CALIB_PUBMSG_MAX_WEIGHTS 64    /* a params message's "prior_weights" */
+/* "v" of a params message holding "prior_weights": readers that do not
+ * know them refuse the message (bad_version) rather than misapply it */
+#define CALIB_PUBMSG_VERSION_WEIGHTS 2
 /* The most bytes a message written here takes, its topic frame included:
  * every field is bounded (tests/unit/test_pubmsg.c writes the largest) */
 #define CALIB_PUBMSG_MAX_BYTES 10240
@@ -80,6 +84,14 @@ typedef struct calib_params_msg {
      * nsegments > 0. */
     unsigned nsegments;
     calib_params_segment segments[CALIB_PUBMSG_MAX_SEGMENTS];
+    /* "prior_weights": the prior correction of a label shift, applied
+     * after the method's map (and a segment's) by calib_prior_weigh;
+     * nweights = K, or 0: none. A message holding them is written with
+     * "v": CALIB_PUBMSG_VERSION_WEIGHTS. */
+    unsigned nweights;
+    double weights[CALIB_PUBMSG_MAX_WEIGHTS];
+    int label_free; /* "label_free": true: published before any label
+                       judged it (written only when true) */
 } calib_params_msg;
 
 /* The segment parameters of p that apply to a prediction whose segments

@@ -139,6 +139,25 @@ int calib_recal_apply_platt(const double *params, int form, size_t k,
 int calib_recal_apply_variance(const double *params, int form, size_t k,
                                const double *x, double *out);
 
+/* ------------------------------------------------------------------ prior correction */
+
+/*
+ * The prior correction of a label shift (Saerens, Latinne and
+ * Decaestecker 2002): a prediction out of a map, in its output form
+ * (calib_recal_out_form: K probabilities, or a binary p), reweighted in
+ * place, p'_j = w[j] p_j / sum_i w[i] p_i (binary: p' = w[1] p / (w[1] p +
+ * w[0] (1 - p))), where w[j] = pi_target[j] / pi_source[j]. nw must be K
+ * (2 for a binary p), every weight finite and > 0 (calib_prior_weights_ok);
+ * CALIB_EINVAL otherwise, p untouched. A prediction whose weighted mass
+ * underflows to 0 is left as it was.
+ */
+int calib_prior_weigh(const double *w, size_t nw, int out_form, size_t k, double *p);
+/* 1 if w[0..nw) are weights calib_prior_weigh takes: 2 <= nw, each finite
+ * and within [CALIB_PRIOR_WEIGHT_MIN, CALIB_PRIOR_WEIGHT_MAX]. */
+int calib_prior_weights_ok(const double *w, size_t nw);
+#define CALIB_PRIOR_WEIGHT_MIN 1e-6
+#define CALIB_PRIOR_WEIGHT_MAX 1e6
+
 /* ------------------------------------------------------------------ paired improvement */
 
 /*

@@ -117,19 +117,45 @@ static int apply_identity(int form, size_t k, const double *x, double *out)
     return CALIB_OK;
 }
 
+/* The parameters apply reads: a version's method, its (or a segment's)
+ * values, and its prior weights. */
+typedef struct applied {
+    uint64_t version;
+    const calib_plugin *desc;
+    const double *values;
+    unsigned nweights;
+    const double *weights;
+} applied;
+
 /* x is checked and k fixed; out untouched unless CALIB_OK (the built-ins
- * refuse a shape before writing; a plugin is trusted to do the same). */
-static int apply_checked(uint64_t version, const calib_plugin *desc,
-                         const double *values, int form, size_t k,
-                         const double *x, double *out)
+ * refuse a shape before writing; a plugin is trusted to do the same). The
+ * prior weights follow the map (calib_prior_weigh); weights whose count is
+ * not the prediction's classes refuse the form. */
+static int apply_checked(const applied *a, int form, size_t k, const double *x, double *out)
 {
-    if (version == 0)
+    if (a->version == 0)
         return apply_identity(form, k, x, out);
-    if (!desc)
+    if (!a->desc)
         return CALIB_ECLIENT_METHOD;
-    if (!(desc->forms & CALIB_FORM_BIT(form)))
+    int of = calib_recal_out_form(form);
+    if (!(a->desc->forms & CALIB_FORM_BIT(form)) ||
+        (a->nweights && (of == CALIB_FORM_GAUSSIAN ||
+                         a->nweights != (of == CALIB_FORM_BINARY ? 2 : k))))
         return CALIB_ECLIENT_FORM;
-    return desc->apply(values, form, k, x, out);
+    int rc = a->desc->apply(a->values, form, k, x, out);
+    if (rc == CALIB_OK && a->nweights)
+        rc = calib_prior_weigh(a->weights, a->nweights, of, k, out);
+    return rc;
+}
+
+static applied applied_of_msg(const calib_client_params *p, const double *values)
+{
+    return (applied){p->version, p->desc, values, p->nweights, p->weights};
+}
+
+static applied applied_of_snap(const pstore_snapshot *s)
+{
+    return (applied){s->version, s->desc, s->values, s->nweights, s->weights};
 }
 
 int calib_client_params_apply(const calib_client_params *p, int form, size_t k,
@@ -140,7 +166,8 @@ int calib_client_params_apply(const calib_client_params *p, int form, size_t k,
     int rc = check_input(form, &k, x);
     if (rc)
         return rc;
-    return apply_checked(p->version, p->desc, p->values, form, k, x, out);
+    applied a = applied_of_msg(p, p->values);
+    return apply_checked(&a, form, k, x, out);
 }
 
 /* ------------------------------------------------------------------ models */
@@ -176,7 +203,8 @@ int calib_client_apply(calib_client *c, const char *model, int form, size_t k,
     pstore_load(m, &s);
     if (version)
         *version = s.version;
-    return apply_checked(s.version, s.desc, s.values, form, k, x, out);
+    applied a = applied_of_snap(&s);
+    return apply_checked(&a, form, k, x, out);
 }
 
 int calib_client_apply_seg(calib_client *c, const char *model, int form, size_t k,
@@ -197,7 +225,8 @@ int calib_client_apply_seg(calib_client *c, const char *model, int form, size_t 
     (void)pstore_segment(m, keys, values, nseg, &s);
     if (version)
         *version = s.version;
-    return apply_checked(s.version, s.desc, s.values, form, k, x, out);
+    applied a = applied_of_snap(&s);
+    return apply_checked(&a, form, k, x, out);
 }
 
 int calib_client_params_apply_seg(const calib_client_params *p, int form, size_t k,
@@ -210,7 +239,8 @@ int calib_client_params_apply_seg(const calib_client_params *p, int form, size_t
     if (rc)
         return rc;
     const calib_params_segment *sg = calib_params_segment_find(p, keys, values, nseg);
-    return apply_checked(p->version, p->desc, sg ? sg->values : p->values, form, k, x, out);
+    applied a = applied_of_msg(p, sg ? sg->values : p->values);
+    return apply_checked(&a, form, k, x, out);
 }
 
 int calib_client_get(calib_client *c, const char *model,

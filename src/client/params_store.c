@@ -24,6 +24,9 @@ int pstore_init(pstore *s, const char *name, size_t len)
     atomic_init(&s->desc, NULL);
     for (unsigned j = 0; j < CALIB_RECAL_MAX_PARAMS; j++)
         atomic_init(&s->bits[j], 0);
+    atomic_init(&s->nweights, 0);
+    for (unsigned j = 0; j < CALIB_PUBMSG_MAX_WEIGHTS; j++)
+        atomic_init(&s->wbits[j], 0);
     return CALIB_OK;
 }
 
@@ -47,6 +50,13 @@ static void snap_store(pstore *s, const calib_params_msg *p)
             memcpy(&b, &p->values[j], sizeof b);
         atomic_store_explicit(&s->bits[j], b, memory_order_relaxed);
     }
+    unsigned nw = p->nweights <= CALIB_PUBMSG_MAX_WEIGHTS ? p->nweights : 0;
+    for (unsigned j = 0; j < nw; j++) {
+        uint64_t b;
+        memcpy(&b, &p->weights[j], sizeof b);
+        atomic_store_explicit(&s->wbits[j], b, memory_order_relaxed);
+    }
+    atomic_store_explicit(&s->nweights, nw, memory_order_relaxed);
     atomic_store_explicit(&s->nsegments, p->nsegments, memory_order_relaxed);
     atomic_store_explicit(&s->seq, q + 2, memory_order_release);
 }
@@ -74,6 +84,12 @@ void pstore_load(pstore *s, pstore_snapshot *out)
                 uint64_t b = atomic_load_explicit(&s->bits[j], memory_order_relaxed);
                 memcpy(&out->values[j], &b, sizeof b);
             }
+            unsigned nw = atomic_load_explicit(&s->nweights, memory_order_relaxed);
+            out->nweights = nw <= CALIB_PUBMSG_MAX_WEIGHTS ? nw : 0;
+            for (unsigned j = 0; j < out->nweights; j++) {
+                uint64_t b = atomic_load_explicit(&s->wbits[j], memory_order_relaxed);
+                memcpy(&out->weights[j], &b, sizeof b);
+            }
             /* the loads above happen before the re-read of seq */
             atomic_thread_fence(memory_order_acquire);
             if (atomic_load_explicit(&s->seq, memory_order_relaxed) == q)
@@ -94,6 +110,8 @@ int pstore_segment(pstore *s, const char *const *keys, const char *const *values
     out->version = p->version;
     out->desc = p->desc;
     memcpy(out->values, sg ? sg->values : p->values, sizeof out->values);
+    out->nweights = p->nweights;
+    memcpy(out->weights, p->weights, sizeof out->weights);
     pthread_mutex_unlock(&s->lock);
     return sg != NULL;
 }

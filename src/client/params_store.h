@@ -37,6 +37,8 @@ typedef struct pstore {
     _Atomic uint64_t version;
     _Atomic(const calib_plugin *) desc;
     _Atomic uint64_t bits[CALIB_RECAL_MAX_PARAMS]; /* values, as bits */
+    _Atomic unsigned nweights;  /* prior weights, as bits: */
+    _Atomic uint64_t wbits[CALIB_PUBMSG_MAX_WEIGHTS];
     _Atomic unsigned nsegments; /* segment parameters of the version held:
                                    pstore_segment reads them under the mutex */
     /* private: the full record, for pstore_get */
@@ -49,6 +51,8 @@ typedef struct pstore_snapshot {
     uint64_t version;
     const calib_plugin *desc;
     double values[CALIB_RECAL_MAX_PARAMS];
+    unsigned nweights; /* 0: no prior correction */
+    double weights[CALIB_PUBMSG_MAX_WEIGHTS];
 } pstore_snapshot;
 
 /* A store for model name[0..len) (len <= CALIB_PUBMSG_MODEL_MAX) holding
@@ -61,7 +65,7 @@ void pstore_destroy(pstore *s);
  * nothing changes. The one writer. */
 int pstore_install(pstore *s, const calib_params_msg *p);
 
-/* A consistent copy of version, method and values; lock-free. */
+/* A consistent copy of version, method, values and weights; lock-free. */
 void pstore_load(pstore *s, pstore_snapshot *out);
 
 /* The full record of the version held. */

@@ -16,7 +16,7 @@ enum key {
     K_V, K_TYPE, K_MODEL, K_TS,
     /* params */
     K_VERSION, K_METHOD, K_PARAMS, K_PUBLISHED, K_N, K_SHADOW_N, K_BEFORE,
-    K_AFTER, K_IMPROVEMENT, K_CI, K_SEGMENTS,
+    K_AFTER, K_IMPROVEMENT, K_CI, K_SEGMENTS, K_WEIGHTS, K_LABEL_FREE,
     /* alert */
     K_SEVERITY, K_KIND, K_MESSAGE, K_VALUES,
     K_COUNT
@@ -28,6 +28,7 @@ static const char *const key_names[K_COUNT] = {
     [K_PUBLISHED] = "published", [K_N] = "n", [K_SHADOW_N] = "shadow_n",
     [K_BEFORE] = "before", [K_AFTER] = "after",
     [K_IMPROVEMENT] = "improvement", [K_CI] = "ci", [K_SEGMENTS] = "segments",
+    [K_WEIGHTS] = "prior_weights", [K_LABEL_FREE] = "label_free",
     [K_SEVERITY] = "severity", [K_KIND] = "kind", [K_MESSAGE] = "message",
     [K_VALUES] = "values",
 };
@@ -73,11 +74,12 @@ void calib_alert_msg_init(calib_alert_msg *a, const char *model)
 
 /* ------------------------------------------------------------------ writing */
 
-static void write_head(calib_mpw *w, const char *type, const char *model, double ts)
+static void write_head(calib_mpw *w, unsigned v, const char *type, const char *model,
+                       double ts)
 {
     calib_mpw_map(w);
     calib_mpw_key(w, key_names[K_V]);
-    calib_mpw_uint(w, CALIB_PROTO_VERSION);
+    calib_mpw_uint(w, v);
     calib_mpw_key(w, key_names[K_TYPE]);
     calib_mpw_str(w, type);
     calib_mpw_key(w, key_names[K_MODEL]);
@@ -121,7 +123,9 @@ static void write_ci(calib_mpw *w, const double ci[2])
 
 int calib_params_msg_write(calib_mpw *w, const calib_params_msg *m)
 {
-    write_head(w, TYPE_PARAMS, m->model, m->ts);
+    unsigned nw = m->nweights <= CALIB_PUBMSG_MAX_WEIGHTS ? m->nweights : 0;
+    write_head(w, nw ? CALIB_PUBMSG_VERSION_WEIGHTS : CALIB_PROTO_VERSION, TYPE_PARAMS,
+               m->model, m->ts);
     calib_mpw_key(w, key_names[K_VERSION]);
     calib_mpw_uint(w, m->version);
     calib_mpw_key(w, key_names[K_METHOD]);
@@ -164,6 +168,17 @@ int calib_params_msg_write(calib_mpw *w, const calib_params_msg *m)
         }
         calib_mpw_end(w);
     }
+    if (nw) {
+        calib_mpw_key(w, key_names[K_WEIGHTS]);
+        calib_mpw_array(w);
+        for (unsigned j = 0; j < nw; j++)
+            calib_mpw_num(w, m->weights[j]);
+        calib_mpw_end(w);
+    }
+    if (m->label_free) {
+        calib_mpw_key(w, key_names[K_LABEL_FREE]);
+        calib_mpw_bool(w, 1);
+    }
     calib_mpw_end(w);
     return calib_mpw_error(w);
 }
@@ -182,7 +197,7 @@ const calib_params_segment *calib_params_segment_find(const calib_params_msg *p,
 
 int calib_alert_msg_write(calib_mpw *w, const calib_alert_msg *a)
 {
-    write_head(w, TYPE_ALERT, a->model, a->ts);
+    write_head(w, CALIB_PROTO_VERSION, TYPE_ALERT, a->model, a->ts);
     calib_mpw_key(w, key_names[K_SEVERITY]);
     calib_mpw_str(w, a->severity);
     calib_mpw_key(w, key_names[K_KIND]);
@@ -273,7 +288,7 @@ static int envelope_open(envelope *e, int *type, const void *topic,
         return r;
     const msgpack_object *v = e->val[K_V], *t = e->val[K_TYPE];
     if (!v || v->type != MSGPACK_OBJECT_POSITIVE_INTEGER
-        || v->via.u64 != CALIB_PROTO_VERSION)
+        || (v->via.u64 != CALIB_PROTO_VERSION && v->via.u64 != CALIB_PUBMSG_VERSION_WEIGHTS))
         return CALIB_REJ_BAD_VERSION;
     if (!t || t->type != MSGPACK_OBJECT_STR)
         return CALIB_REJ_BAD_TYPE;
@@ -527,6 +542,44 @@ static int read_segments(const msgpack_object *o, calib_params_msg *p)
     return CALIB_REJ_NONE;
 }
 
+/* "prior_weights": absent, or an array of 2 to CALIB_PUBMSG_MAX_WEIGHTS
+ * numbers calib_prior_weights_ok takes, in a message of "v" 2 (a v1
+ * reader refuses the message; a v1 message holding them is refused here
+ * too, so that no writer can put them where an old reader would ignore
+ * them). */
+static int read_weights(const envelope *e, calib_params_msg *p)
+{
+    const msgpack_object *o = e->val[K_WEIGHTS];
+    p->nweights = 0;
+    if (!o)
+        return CALIB_REJ_NONE;
+    if (e->val[K_V]->via.u64 != CALIB_PUBMSG_VERSION_WEIGHTS)
+        return CALIB_REJ_BAD_VERSION;
+    if (o->type != MSGPACK_OBJECT_ARRAY)
+        return CALIB_REJ_KEY_TYPE;
+    if (o->via.array.size < 2 || o->via.array.size > CALIB_PUBMSG_MAX_WEIGHTS)
+        return CALIB_REJ_BAD_PARAMS;
+    for (uint32_t j = 0; j < o->via.array.size; j++)
+        if (!calib_proto_number(&o->via.array.ptr[j], &p->weights[j]))
+            return CALIB_REJ_KEY_TYPE;
+    if (!calib_prior_weights_ok(p->weights, o->via.array.size))
+        return CALIB_REJ_BAD_VALUE;
+    p->nweights = o->via.array.size;
+    return CALIB_REJ_NONE;
+}
+
+/* An optional boolean: absent (0), or true / false. */
+static int read_flag(const msgpack_object *o, int *flag)
+{
+    *flag = 0;
+    if (!o)
+        return CALIB_REJ_NONE;
+    if (o->type != MSGPACK_OBJECT_BOOLEAN)
+        return CALIB_REJ_KEY_TYPE;
+    *flag = o->via.boolean;
+    return CALIB_REJ_NONE;
+}
+
 static int decode_params(const envelope *e, const calib_plugin_registry *reg,
                          calib_params_msg *p)
 {
@@ -570,7 +623,9 @@ static int decode_params(const envelope *e, const calib_plugin_registry *reg,
             return CALIB_REJ_BAD_VALUE;
     if (p->desc && !params_in_domain(p->method, p->values))
         return CALIB_REJ_BAD_VALUE;
-    return read_segments(val[K_SEGMENTS], p);
+    if ((r = read_segments(val[K_SEGMENTS], p)) || (r = read_weights(e, p)))
+        return r;
+    return read_flag(val[K_LABEL_FREE], &p->label_free);
 }
 
 /* An optional string of an alert: absent, or a string. */

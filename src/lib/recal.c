@@ -891,6 +891,42 @@ int calib_recal_apply_variance(const double *params, int form, size_t k,
     return CALIB_OK;
 }
 
+/* ================================================================== prior correction */
+
+int calib_prior_weights_ok(const double *w, size_t nw)
+{
+    if (!w || nw < 2)
+        return 0;
+    for (size_t j = 0; j < nw; j++)
+        if (!(w[j] >= CALIB_PRIOR_WEIGHT_MIN && w[j] <= CALIB_PRIOR_WEIGHT_MAX))
+            return 0; /* NaN fails too */
+    return 1;
+}
+
+int calib_prior_weigh(const double *w, size_t nw, int out_form, size_t k, double *p)
+{
+    if (!p || !calib_prior_weights_ok(w, nw))
+        return CALIB_EINVAL;
+    if (out_form == CALIB_FORM_BINARY) {
+        if (nw != 2)
+            return CALIB_EINVAL;
+        double a = w[1] * p[0], den = a + w[0] * (1 - p[0]);
+        if (den > 0)
+            p[0] = a / den;
+        return CALIB_OK;
+    }
+    if (out_form != CALIB_FORM_PROBS || nw != k)
+        return CALIB_EINVAL;
+    double s = 0;
+    for (size_t j = 0; j < k; j++)
+        s += w[j] * p[j];
+    if (!(s > 0) || !isfinite(s))
+        return CALIB_OK;
+    for (size_t j = 0; j < k; j++)
+        p[j] = w[j] * p[j] / s;
+    return CALIB_OK;
+}
+
 /* ================================================================== paired improvement */
 
 /* The raw outputs as a prediction of the output form. */

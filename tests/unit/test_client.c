@@ -465,6 +465,79 @@ static void segment_parameters(void **state)
     rig_close(&g);
 }
 
+/* Prior weights (a label-free version): applied after the map, and after
+ * a segment's map, exactly as calib_prior_weigh; a prediction of another
+ * class count or a Gaussian is refused, not misweighted. */
+static void prior_weights(void **state)
+{
+    (void)state;
+    rig g;
+    rig_open(&g, "m1", NULL);
+    rig_handshake(&g, "m1", 1, "temperature", 1, T_NAMES, (double[]){2.0});
+    calib_params_msg m;
+    params_of(&m, "m1", 2, "temperature", 1, T_NAMES, (double[]){1.5});
+    m.nweights = 3;
+    m.weights[0] = 2.0;
+    m.weights[1] = 0.5;
+    m.weights[2] = 1.0;
+    m.label_free = 1;
+    m.nsegments = 1;
+    m.segments[0] = (calib_params_segment){"country", "DE", {3.0}};
+    calib_mpw w;
+    calib_mpw_init(&w);
+    assert_int_equal(calib_params_msg_write(&w, &m), CALIB_OK);
+    uint64_t base = received(g.c);
+    send_frames(g.pub, "m1", 2, w.sb.data, w.sb.size);
+    calib_mpw_destroy(&w);
+    poll_until_received(g.c, base + 1);
+    const double z[] = {1.0, 0.2, -0.7};
+    double out[3], want[3];
+    uint64_t v = 0;
+    assert_int_equal(calib_client_apply(g.c, "m1", CALIB_FORM_LOGITS, 3, z, out, &v), CALIB_OK);
+    calib_recal_apply_temperature((double[]){1.5}, CALIB_FORM_LOGITS, 3, z, want);
+    double plain0 = want[0];
+    assert_int_equal(calib_prior_weigh(m.weights, 3, CALIB_FORM_PROBS, 3, want), CALIB_OK);
+    assert_true(v == 2);
+    for (int j = 0; j < 3; j++)
+        assert_true(out[j] == want[j]);
+    assert_true(out[0] > plain0); /* the weight 2 raised class 0 */
+    /* a segment's map, then the same weights */
+    const char *keys[] = {"country"}, *de[] = {"DE"};
+    assert_int_equal(calib_client_apply_seg(g.c, "m1", CALIB_FORM_LOGITS, 3, z, out, keys, de, 1,
+                                            &v), CALIB_OK);
+    calib_recal_apply_temperature((double[]){3.0}, CALIB_FORM_LOGITS, 3, z, want);
+    calib_prior_weigh(m.weights, 3, CALIB_FORM_PROBS, 3, want);
+    for (int j = 0; j < 3; j++)
+        assert_true(out[j] == want[j]);
+    /* the held record carries them, and applies them the same way */
+    calib_client_params p;
+    assert_int_equal(calib_client_get(g.c, "m1", &p), CALIB_OK);
+    assert_int_equal(p.nweights, 3);
+    assert_true(p.label_free == 1);
+    assert_int_equal(calib_client_params_apply(&p, CALIB_FORM_LOGITS, 3, z, out), CALIB_OK);
+    calib_recal_apply_temperature((double[]){1.5}, CALIB_FORM_LOGITS, 3, z, want);
+    calib_prior_weigh(m.weights, 3, CALIB_FORM_PROBS, 3, want);
+    for (int j = 0; j < 3; j++)
+        assert_true(out[j] == want[j]);
+    /* three weights for two classes: refused, out untouched */
+    out[0] = 42;
+    assert_int_equal(calib_client_apply(g.c, "m1", CALIB_FORM_LOGITS, 2, z, out, &v),
+                     CALIB_ECLIENT_FORM);
+    assert_int_equal(calib_client_apply(g.c, "m1", CALIB_FORM_BINARY, 2, (double[]){0.3}, out,
+                                        &v), CALIB_ECLIENT_FORM);
+    assert_true(out[0] == 42);
+    /* a later version without weights drops them */
+    base = received(g.c);
+    send_params(g.pub, "m1", 3, "temperature", 1, T_NAMES, (double[]){1.5});
+    poll_until_received(g.c, base + 1);
+    assert_int_equal(calib_client_apply(g.c, "m1", CALIB_FORM_LOGITS, 3, z, out, &v), CALIB_OK);
+    calib_recal_apply_temperature((double[]){1.5}, CALIB_FORM_LOGITS, 3, z, want);
+    assert_true(v == 3);
+    for (int j = 0; j < 3; j++)
+        assert_true(out[j] == want[j]);
+    rig_close(&g);
+}
+
 /* What arrives on the socket is checked: exact topic, framing, payloads. */
 static void socket_hostile_and_topics(void **state)
 {
@@ -776,6 +849,7 @@ int main(void)
         cmocka_unit_test(apply_matches_recal),
         cmocka_unit_test(version_ordering),
         cmocka_unit_test(segment_parameters),
+        cmocka_unit_test(prior_weights),
         cmocka_unit_test(socket_hostile_and_topics),
         cmocka_unit_test(api_misuse),
         cmocka_unit_test(end_to_end_background),

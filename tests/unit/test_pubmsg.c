@@ -341,6 +341,10 @@ static void round_trip_params(const calib_params_msg *m, const calib_plugin *des
         for (unsigned j = 0; j < m->nparams; j++)
             assert_true(got.segments[i].values[j] == m->segments[i].values[j]);
     }
+    assert_int_equal(got.nweights, m->nweights);
+    for (unsigned j = 0; j < m->nweights; j++)
+        assert_true(got.weights[j] == m->weights[j]);
+    assert_int_equal(got.label_free, m->label_free);
 }
 
 static void round_trips_params(void **state)
@@ -436,6 +440,10 @@ static void largest_messages_fit_the_bound(void **state)
     m.ts = m.published = m.improvement = m.ci[0] = m.ci[1] = 1.7e9 + 0.123456789;
     m.n = m.shadow_n = UINT64_MAX;
     m.before = m.after = (calib_pubmsg_scores){0.123456789, 2.123456789, -3.123456789};
+    m.nweights = CALIB_PUBMSG_MAX_WEIGHTS;
+    for (unsigned j = 0; j < m.nweights; j++)
+        m.weights[j] = 1.2345678901234567e-6;
+    m.label_free = 1;
     m.nsegments = CALIB_PUBMSG_MAX_SEGMENTS;
     for (unsigned i = 0; i < m.nsegments; i++) {
         memset(m.segments[i].key, 'a' + (int)i, CALIB_PUBMSG_SEG_NAME_MAX);
@@ -717,6 +725,59 @@ static void decode_plugin_methods(void **state)
 #define HF "M s u s s s s "
 #define HA(count) (count), "v", 1, "type", "params", "model", "m1"
 
+/* "prior_weights": written with "v": 2 (a v1 reader refuses it), read
+ * back whole with "label_free"; without them a message stays v1. */
+static void round_trips_weights(void **state)
+{
+    (void)state;
+    calib_params_msg m;
+    params_of(&m, "m1", 5, "temperature", 1, (const char *[]){"T"}, (double[]){1.5});
+    calib_mpw w;
+    calib_mpw_init(&w);
+    assert_int_equal(calib_params_msg_write(&w, &m), CALIB_OK);
+    assert_int_equal(((const unsigned char *)w.sb.data)[1 + 1 + 1], CALIB_PROTO_VERSION);
+    m.nweights = 3;
+    m.weights[0] = 2.5;
+    m.weights[1] = 0.5;
+    m.weights[2] = 1e-6;
+    m.label_free = 1;
+    round_trip_params(&m, calib_plugin_builtin("temperature"));
+    calib_mpw_reset(&w);
+    assert_int_equal(calib_params_msg_write(&w, &m), CALIB_OK);
+    /* fixmap, "v" (fixstr of 1), then its value */
+    assert_int_equal(((const unsigned char *)w.sb.data)[1 + 1 + 1],
+                     CALIB_PUBMSG_VERSION_WEIGHTS);
+    calib_mpw_destroy(&w);
+    m.label_free = 0;
+    round_trip_params(&m, calib_plugin_builtin("temperature"));
+}
+
+/* Weights out of their bounds, of the wrong type or count, or in a v1
+ * message reject it. */
+static void decode_weight_rejects(void **state)
+{
+    (void)state;
+#define TH "M s u s s s s s u s s s M s d "
+#define TA(v, count) (count), "v", v, "type", "params", "model", "m1", "version", 1, \
+    "method", "temperature", "params", 1, "T", 1.5
+    REJECTS(CALIB_REJ_NONE, TH "s A d d", TA(2, 7), "prior_weights", 2, 0.5, 2.0);
+    REJECTS(CALIB_REJ_NONE, TH "s A d d s t", TA(2, 8), "prior_weights", 2, 0.5, 2.0,
+            "label_free", 1);
+    REJECTS(CALIB_REJ_NONE, TH, TA(2, 6)); /* v2 without weights */
+    REJECTS(CALIB_REJ_BAD_VERSION, TH "s A d d", TA(1, 7), "prior_weights", 2, 0.5, 2.0);
+    REJECTS(CALIB_REJ_BAD_VERSION, TH, TA(3, 6));
+    REJECTS(CALIB_REJ_BAD_PARAMS, TH "s A d", TA(2, 7), "prior_weights", 1, 0.5);
+    REJECTS(CALIB_REJ_BAD_VALUE, TH "s A d d", TA(2, 7), "prior_weights", 2, 0.0, 2.0);
+    REJECTS(CALIB_REJ_BAD_VALUE, TH "s A d d", TA(2, 7), "prior_weights", 2, 0.5, 2e6);
+    REJECTS(CALIB_REJ_BAD_VALUE, TH "s A d d", TA(2, 7), "prior_weights", 2, 0.5, NAN);
+    REJECTS(CALIB_REJ_KEY_TYPE, TH "s A d s", TA(2, 7), "prior_weights", 2, 0.5, "x");
+    REJECTS(CALIB_REJ_KEY_TYPE, TH "s d", TA(2, 7), "prior_weights", 0.5);
+    REJECTS(CALIB_REJ_KEY_TYPE, TH "s A d d s u", TA(2, 8), "prior_weights", 2, 0.5, 2.0,
+            "label_free", 1);
+#undef TH
+#undef TA
+}
+
 /* A bad "segments" rejects the message. */
 static void decode_segment_rejects(void **state)
 {
@@ -745,7 +806,7 @@ static void decode_rejects(void **state)
     REJECTS(CALIB_REJ_NOT_A_MAP, "s", "params");
     REJECTS(CALIB_REJ_BAD_KEY, "M u u", 1, 1, 1);
     REJECTS(CALIB_REJ_BAD_VERSION, "M s s", 1, "type", "params");
-    REJECTS(CALIB_REJ_BAD_VERSION, "M s u s s", 2, "v", 2, "type", "params");
+    REJECTS(CALIB_REJ_BAD_VERSION, "M s u s s", 2, "v", 3, "type", "params");
     REJECTS(CALIB_REJ_BAD_VERSION, "M s d s s", 2, "v", 1.0, "type", "params");
     REJECTS(CALIB_REJ_BAD_TYPE, "M s u", 1, "v", 1);
     REJECTS(CALIB_REJ_BAD_TYPE, "M s u s u", 2, "v", 1, "type", 3);
@@ -1047,6 +1108,8 @@ int main(void)
         cmocka_unit_test(round_trips_params),
         cmocka_unit_test(round_trips_alerts),
         cmocka_unit_test(round_trips_segments),
+        cmocka_unit_test(round_trips_weights),
+        cmocka_unit_test(decode_weight_rejects),
         cmocka_unit_test(largest_messages_fit_the_bound),
         cmocka_unit_test(decode_each_method),
         cmocka_unit_test(decode_nil_figures),

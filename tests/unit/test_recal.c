@@ -756,6 +756,46 @@ static void apply_functions(void **state)
 /* A fit raises no invalid flag: a bisection's step, or a step where there
  * is no Newton step, is NaN, and meets only the quiet comparisons (a
  * program that traps invalid operations must not die in a fit). */
+/* The prior correction: p'_j proportional to w_j p_j, binary as two
+ * classes, refused shapes untouched. */
+static void prior_weigh(void **state)
+{
+    (void)state;
+    double w[3] = {2.0, 0.5, 1.0}, p[3] = {0.2, 0.5, 0.3};
+    double s = 2.0 * 0.2 + 0.5 * 0.5 + 1.0 * 0.3;
+    assert_int_equal(calib_prior_weigh(w, 3, CALIB_FORM_PROBS, 3, p), CALIB_OK);
+    assert_close(p[0], 0.4 / s, 1e-16);
+    assert_close(p[1], 0.25 / s, 1e-16);
+    assert_close(p[2], 0.3 / s, 1e-16);
+    assert_close(p[0] + p[1] + p[2], 1, 1e-15);
+    /* binary: the same as two classes [1 - p, p] */
+    double b[1] = {0.3}, two[2] = {0.7, 0.3}, wb[2] = {0.25, 3.0};
+    assert_int_equal(calib_prior_weigh(wb, 2, CALIB_FORM_BINARY, 2, b), CALIB_OK);
+    assert_int_equal(calib_prior_weigh(wb, 2, CALIB_FORM_PROBS, 2, two), CALIB_OK);
+    assert_close(b[0], two[1], 1e-16);
+    assert_close(b[0], 0.9 / (0.9 + 0.175), 1e-15);
+    /* equal weights change nothing; p of 0 and 1 stay */
+    double one[3] = {4, 4, 4}, q[3] = {0, 1, 0};
+    assert_int_equal(calib_prior_weigh(one, 3, CALIB_FORM_PROBS, 3, q), CALIB_OK);
+    assert_true(q[0] == 0 && q[1] == 1 && q[2] == 0);
+    /* refused: count, form, a weight out of bounds; p untouched */
+    double keep[3] = {0.2, 0.5, 0.3};
+    assert_int_equal(calib_prior_weigh(w, 2, CALIB_FORM_PROBS, 3, keep), CALIB_EINVAL);
+    assert_int_equal(calib_prior_weigh(w, 3, CALIB_FORM_BINARY, 2, keep), CALIB_EINVAL);
+    assert_int_equal(calib_prior_weigh(w, 3, CALIB_FORM_GAUSSIAN, 0, keep), CALIB_EINVAL);
+    assert_int_equal(calib_prior_weigh((double[]){1, 0, 1}, 3, CALIB_FORM_PROBS, 3, keep),
+                     CALIB_EINVAL);
+    assert_int_equal(calib_prior_weigh((double[]){1, NAN, 1}, 3, CALIB_FORM_PROBS, 3, keep),
+                     CALIB_EINVAL);
+    assert_int_equal(calib_prior_weigh((double[]){1, 2e6, 1}, 3, CALIB_FORM_PROBS, 3, keep),
+                     CALIB_EINVAL);
+    assert_int_equal(calib_prior_weigh(w, 3, CALIB_FORM_PROBS, 3, NULL), CALIB_EINVAL);
+    assert_true(keep[0] == 0.2 && keep[1] == 0.5 && keep[2] == 0.3);
+    assert_true(calib_prior_weights_ok(w, 3));
+    assert_false(calib_prior_weights_ok(w, 1));
+    assert_false(calib_prior_weights_ok(NULL, 3));
+}
+
 static void fit_raises_no_invalid(void **state)
 {
     const double mixed[] = {1, 0, 0, 0, 1, 1, 0.3, 0, 1}; /* rows of z0 z1 y */
@@ -984,6 +1024,7 @@ int main(void)
         cmocka_unit_test(variance_recovers_wb),
         cmocka_unit_test(variance_constraint_at_bound),
         cmocka_unit_test(apply_functions),
+        cmocka_unit_test(prior_weigh),
         cmocka_unit_test(fit_raises_no_invalid),
         cmocka_unit_test(improvement_positive_and_paired),
         cmocka_unit_test(validation),
