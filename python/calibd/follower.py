@@ -27,6 +27,9 @@ __all__ = ["Follower", "Params", "Reject", "NotParams", "NotApplicable",
            "LOGITS", "PROBS", "BINARY", "GAUSSIAN"]
 
 PROTO_VERSION = 1
+VERSION_WEIGHTS = 2    # "v" of a params message holding "prior_weights"
+MAX_WEIGHTS = 64       # CALIB_PUBMSG_MAX_WEIGHTS
+WEIGHT_MIN, WEIGHT_MAX = 1e-6, 1e6  # CALIB_PRIOR_WEIGHT_MIN, _MAX
 MODEL_MAX = 128
 METHOD_MAX = 63
 PARAM_NAME_MAX = 31
@@ -61,9 +64,11 @@ class Params:
     """One immutable set of parameters; swapped whole, so a reader that took
     a reference sees one version from start to end."""
 
-    __slots__ = ("model", "version", "method", "names", "values", "segments")
+    __slots__ = ("model", "version", "method", "names", "values", "segments", "weights",
+                 "label_free")
 
-    def __init__(self, model, version=0, method="", names=(), values=(), segments=()):
+    def __init__(self, model, version=0, method="", names=(), values=(), segments=(),
+                 weights=(), label_free=False):
         self.model = model
         self.version = version
         self.method = method
@@ -72,6 +77,10 @@ class Params:
         # ((key, value, values), ...): a segment's own parameters, in the
         # message's order (the first a prediction has applies)
         self.segments = tuple(segments)
+        # the prior correction of a label shift, applied after the map
+        # (and a segment's): p'_k proportional to weights[k] * p_k
+        self.weights = tuple(weights)
+        self.label_free = bool(label_free)  # published before any label
 
     def for_segments(self, seg) -> "Params":
         """The parameters that apply to a prediction of segments seg (a dict
@@ -80,7 +89,8 @@ class Params:
         if seg:
             for key, value, values in self.segments:
                 if seg.get(key) == value:
-                    return Params(self.model, self.version, self.method, self.names, values)
+                    return Params(self.model, self.version, self.method, self.names, values,
+                                  weights=self.weights, label_free=self.label_free)
         return self
 
     def line(self):
@@ -147,7 +157,7 @@ def unpack(payload):
 
 ENVELOPE_KEYS = ("v", "type", "model", "version", "method", "params", "ts", "n",
                  "before", "after", "improvement", "ci", "severity", "kind",
-                 "message", "segments")
+                 "message", "segments", "prior_weights", "label_free")
 
 
 def envelope(topic, payload):
@@ -166,7 +176,7 @@ def envelope(topic, payload):
                 raise Reject("duplicate_key")
             val[k] = v
     v = val.get("v")
-    if not is_uint(v) or v != PROTO_VERSION:
+    if not is_uint(v) or v not in (PROTO_VERSION, VERSION_WEIGHTS):
         raise Reject("bad_version")
     if not isinstance(val.get("type"), str):
         raise Reject("bad_type")
@@ -273,7 +283,37 @@ def decode_params(topic, payload):
             values.append(float(v))
     check_domain(method, values)
     return Params(val["model"], version, method, names, values,
-                  decode_segments(val.get("segments"), method, names))
+                  decode_segments(val.get("segments"), method, names),
+                  decode_weights(val), decode_flag(val.get("label_free")))
+
+
+def decode_weights(val):
+    """"prior_weights": 2 to 64 numbers in [1e-6, 1e6], only in a message of
+    "v": 2 (libcalib refuses them in a v1 message too)."""
+    w = val.get("prior_weights")
+    if w is None and "prior_weights" not in val:
+        return ()
+    if val["v"] != VERSION_WEIGHTS:
+        raise Reject("bad_version")
+    if not isinstance(w, list):
+        raise Reject("key_type")
+    if not 2 <= len(w) <= MAX_WEIGHTS:
+        raise Reject("bad_params")
+    if not all(is_number(x) for x in w):
+        raise Reject("key_type")
+    w = tuple(float(x) for x in w)
+    if not all(WEIGHT_MIN <= x <= WEIGHT_MAX for x in w):
+        raise Reject("bad_value")
+    return w
+
+
+def decode_flag(x):
+    """An optional boolean."""
+    if x is None:
+        return False
+    if not isinstance(x, bool):
+        raise Reject("key_type")
+    return x
 
 
 def check_domain(method, values):
@@ -376,9 +416,39 @@ class NotApplicable(Exception):
     """The held method is unknown here, or does not take this form."""
 
 
+def prior_weigh(w, form, out):
+    """The prior correction after the map, as libcalib's calib_prior_weigh:
+    p'_k = w_k p_k / sum_i w_i p_i (binary: two classes [1 - p, p])."""
+    if form == GAUSSIAN or len(w) != (2 if form == BINARY else len(out)):
+        raise NotApplicable("%d prior weights for a %s prediction of %d" % (
+            len(w), form, len(out)))
+    if form == BINARY:
+        a = w[1] * out[0]
+        den = a + w[0] * (1 - out[0])
+        return [a / den] if den > 0 else out
+    s = 0.0
+    for wk, pk in zip(w, out):
+        s += wk * pk
+    if not (s > 0 and math.isfinite(s)):
+        return out
+    return [wk * pk / s for wk, pk in zip(w, out)]
+
+
 def apply_params(p, form, x):
     """The recalibrated prediction: probabilities for logits or probs, p for
-    binary, [mean, var] for gaussian. x is a list; it is not modified."""
+    binary, [mean, var] for gaussian. x is a list; it is not modified. Prior
+    weights, if the version has them, follow the map."""
+    if p.version == 0 or not p.weights:
+        return apply_map(p, form, x)
+    if form == GAUSSIAN or len(p.weights) != (2 if form == BINARY else len(x)):
+        check_input(form, x)
+        raise NotApplicable("%d prior weights for a %s prediction of %d" % (
+            len(p.weights), form, len(x)))
+    return prior_weigh(p.weights, form, apply_map(p, form, x))
+
+
+def apply_map(p, form, x):
+    """The method's map alone."""
     check_input(form, x)
     x = [float(v) for v in x]
     if p.version == 0:  # the identity

@@ -119,4 +119,8 @@ def libcalib():
         f.argtypes = [ctypes.POINTER(ctypes.c_double), ctypes.c_int, ctypes.c_size_t,
                       ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)]
         f.restype = ctypes.c_int
+    f = lib.calib_prior_weigh
+    f.argtypes = [ctypes.POINTER(ctypes.c_double), ctypes.c_size_t, ctypes.c_int,
+                  ctypes.c_size_t, ctypes.POINTER(ctypes.c_double)]
+    f.restype = ctypes.c_int
     return lib

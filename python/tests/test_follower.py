@@ -12,6 +12,7 @@ import pytest
 
 from calibd import (BINARY, GAUSSIAN, LOGITS, PROBS, Follower, NotApplicable, Params, Producer,
                     Reject, apply_params, apply_rows, decode_params)
+from calibd.follower import prior_weigh
 from conftest import LINGER
 
 FORMS = {LOGITS: 0, PROBS: 1, BINARY: 2, GAUSSIAN: 3}
@@ -67,6 +68,75 @@ def test_apply_matches_libcalib(libcalib):
     assert worst <= 1e-15, worst
 
 
+def test_prior_weights_match_libcalib(libcalib):
+    """A label-free version's prior weights after the map: bit for bit what
+    libcalib_client computes (the map, then calib_prior_weigh)."""
+    names = {"temperature": ("T",), "platt": ("a", "b")}
+    r = random.Random(11)
+    checked, worst = 0, 0.0
+    for method, values, form, x in vectors(seed=3, n=200):
+        if form == GAUSSIAN:
+            continue
+        k = 2 if form == BINARY else len(x)
+        w = [math.exp(r.uniform(-3, 3)) for _ in range(k)]
+        p = Params("m", 4, method, names[method], values, weights=w, label_free=True)
+        got = apply_params(p, form, x)
+        mapped = c_apply(libcalib, method, values, form, x)
+        out = (ctypes.c_double * len(mapped))(*mapped)
+        cw = (ctypes.c_double * k)(*w)
+        of = FORMS[PROBS] if form == LOGITS else FORMS[form]
+        assert libcalib.calib_prior_weigh(cw, k, of, k, out) == 0
+        want = list(out)[:1] if form == BINARY else list(out)
+        # the weighing alone is exact; the maps are an ulp apart at most
+        # (test_apply_matches_libcalib), which the weighing keeps small
+        mine = prior_weigh(w, PROBS if form == LOGITS else form,
+                           mapped[:1] if form == BINARY else mapped)
+        assert mine == want, (method, form, x, w)
+        for g, c in zip(got, want):
+            worst = max(worst, abs(g - c) / max(1.0, abs(c)))
+        checked += 1
+    assert checked > 500 and worst <= 4e-15, worst
+    # weights of another count, or for a Gaussian: refused, never misapplied
+    p = Params("m", 4, "temperature", ("T",), (1.5,), weights=(2.0, 0.5, 1.0))
+    with pytest.raises(NotApplicable):
+        apply_params(p, LOGITS, [1.0, 2.0])
+    with pytest.raises(NotApplicable):
+        apply_params(p, BINARY, [0.3])
+    v = Params("m", 4, "variance", ("w", "b"), (1.5, 0.0), weights=(2.0, 0.5))
+    with pytest.raises(NotApplicable):
+        apply_params(v, GAUSSIAN, [0.0, 1.0])
+    # a segment's parameters keep the version's weights
+    s = Params("m", 4, "temperature", ("T",), (1.5,), segments=(("c", "DE", (3.0,)),),
+               weights=(2.0, 0.5)).for_segments({"c": "DE"})
+    assert s.values == (3.0,) and s.weights == (2.0, 0.5)
+
+
+def test_decode_prior_weights():
+    """"prior_weights" only in a "v": 2 message, 2 to 64 numbers in
+    [1e-6, 1e6], as libcalib's decoder checks them."""
+    p = decode_params(b"m", params_msg("m", v=2, prior_weights=[0.5, 2.0], label_free=True))
+    assert p.weights == (0.5, 2.0) and p.label_free
+    p = decode_params(b"m", params_msg("m", v=2))
+    assert p.weights == () and not p.label_free
+    cases = {
+        "bad_version": params_msg("m", prior_weights=[0.5, 2.0]),
+        "bad_params": params_msg("m", v=2, prior_weights=[0.5]),
+        "bad_value": params_msg("m", v=2, prior_weights=[0.5, 0.0]),
+        "key_type": params_msg("m", v=2, prior_weights=[0.5, "x"]),
+    }
+    for reason, payload in cases.items():
+        with pytest.raises(Reject) as e:
+            decode_params(b"m", payload)
+        assert e.value.args[0] == reason, reason
+    for bad in ([0.5, 2e6], [0.5, float("nan")]):
+        with pytest.raises(Reject) as e:
+            decode_params(b"m", params_msg("m", v=2, prior_weights=bad))
+        assert e.value.args[0] == "bad_value"
+    with pytest.raises(Reject) as e:
+        decode_params(b"m", params_msg("m", v=2, prior_weights=[0.5, 2.0], label_free=1))
+    assert e.value.args[0] == "key_type"
+
+
 def test_apply_rows_and_numpy():
     p = Params("m", 3, "temperature", ("T",), (2.0,))
     z = np.array([[1.0, 2.0, 3.0], [0.0, -1.0, 5.0]])
@@ -101,7 +171,7 @@ def test_decode_validates_like_libcalib_client():
         "model_mismatch": params_msg("other"),
         "bad_value": params_msg("m", params={"T": 0.0}),
         "bad_params": params_msg("m", params={"a": 1.0}),
-        "bad_version": msgpack.packb({"v": 2, "type": "params"}),
+        "bad_version": msgpack.packb({"v": 3, "type": "params"}),
         "trailing_bytes": params_msg("m") + b"\x00",
         "bad_msgpack": b"\xc1",
     }
