@@ -127,6 +127,7 @@ typedef struct calib_lfree {
     double *weights;     /* priors / reference priors once fig.corrected:
                             the correction a served p takes */
     double *scratch;     /* k accumulators and the Fisher matrix */
+    size_t base;         /* the update's oldest record's slot */
     calib_lfree_fig fig;
 } calib_lfree;
 
@@ -162,6 +163,10 @@ double calib_lfree_log_e(const calib_lfree *lf);
  * priors' intervals (K <= CALIB_LFREE_INTERVAL_MAX_K).
  */
 void calib_lfree_update(calib_lfree *lf, const double *src);
+/* The same over the newest n predictions only (all the ring holds if
+ * fewer): after a shift, the figures and priors of the new regime alone
+ * (calibd's label_shift_adapt estimates its weights so). */
+void calib_lfree_update_newest(calib_lfree *lf, const double *src, size_t n);
 
 /* The reference priors of class counts (a labelled sample's), smoothed by
  * half a count a class: src[j] = (counts[j] + 1/2) / (n + K/2). */

@@ -143,6 +143,7 @@ static const struct model_key {
     {"label_free_interval", K_SECONDS, F(label_free_interval), 0, 0, "seconds > 0"},
     {"label_shift_alpha", K_FRAC, F(label_shift_alpha), 0, 0, "0 (off) or a level in (0, 1)"},
     {"label_shift_reference", K_UINT, F(label_shift_reference), 10, 10000000, "10..1e7"},
+    {"label_shift_adapt", K_BOOL, F(label_shift_adapt), 0, 0, "yes or no"},
 #undef F
 };
 enum { N_MODEL_KEYS = sizeof model_keys / sizeof model_keys[0] };

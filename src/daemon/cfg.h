@@ -70,6 +70,7 @@ typedef struct model_cfg {
     double label_free_interval;  /* seconds between two updates at least */
     double label_shift_alpha;    /* the shift test's level, 0: no test */
     uint64_t label_shift_reference; /* predictions between its segments */
+    int label_shift_adapt;       /* an alarm publishes the prior correction */
     uint64_t set;           /* bit i: field i given in this section */
 } model_cfg;
 

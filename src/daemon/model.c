@@ -111,7 +111,7 @@ void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
     if (form != CALIB_FORM_GAUSSIAN && k * c->bins <= MODEL_CW_MAX_CELLS)
         fixed = add_bytes(fixed, calib_cwbins_bytes((uint32_t)k, (uint32_t)c->bins));
     /* p, pcal; xcal (with room for the codes), xcand; the drift reference */
-    fixed = add_bytes(fixed, (2 * pk + width + jwidth) * sizeof(double));
+    fixed = add_bytes(fixed, (2 * pk + (width > pk ? width : pk) + jwidth) * sizeof(double));
     if (c->drift) { /* its ring (classification) or reference sample (DSS) */
         calib_drift_cfg dc;
         drift_cfg_of(c, form, &dc);
@@ -238,7 +238,8 @@ int model_shape(model *m, int form, size_t k)
     m->pcal = calloc(pk, sizeof *m->pcal);
     size_t jwidth = m->width + (size_t)c->segment_keys;
     m->xcal = calloc(jwidth, sizeof *m->xcal);
-    m->recalib.xcand = calloc(m->width, sizeof *m->recalib.xcand);
+    /* the candidate's outputs, and K probabilities (lf_unweigh) */
+    m->recalib.xcand = calloc(m->width > pk ? m->width : pk, sizeof *m->recalib.xcand);
     if (!m->p || !m->pcal || !m->xcal || !m->recalib.xcand) {
         rc = CALIB_ENOMEM;
         goto err;
@@ -501,18 +502,37 @@ static const double *apply_params(const model *m, const model_params *p, const d
 {
     *form = m->form;
     const double *v = model_pair_values(m, p, codes, NULL);
-    if (!p->desc || (v == p->values && p->identity))
+    if (!p->desc || (v == p->values && p->identity && !p->nw))
         return x;
     p->desc->apply(v, m->form, m->k, x, out); /* form checked at install */
     *form = calib_recal_out_form(m->form);
+    if (p->nw) /* a count that is not the model's K: refused, the map's */
+        (void)calib_prior_weigh(p->w, p->nw, *form, m->k, out);
     return out;
 }
 
+/* The served probabilities p' before the prior correction in force (u):
+ * p_j proportional to p'_j / u_j, into out; p itself without one. */
+static const double *lf_unweigh(const model *m, const double *p, double *out)
+{
+    const model_params *pp = &m->params;
+    if (!pp->nw || pp->nw != m->k || m->form == CALIB_FORM_GAUSSIAN)
+        return p;
+    double s = 0;
+    for (size_t j = 0; j < m->k; j++)
+        s += out[j] = p[j] / pp->w[j];
+    for (size_t j = 0; s > 0 && j < m->k; j++)
+        out[j] /= s;
+    return s > 0 ? out : p;
+}
+
 /* Served outputs (probabilities, or the calibrated mean and variance)
- * into the label-free ring. */
+ * into the label-free ring: the probabilities as the map gave them,
+ * before a prior correction (EM needs outputs calibrated on the
+ * reference, and the correction is what it estimates). */
 static void lf_add(model *m, const double *served)
 {
-    if (calib_lfree_add(&m->lf, served))
+    if (calib_lfree_add(&m->lf, lf_unweigh(m, served, m->recalib.xcand)))
         m->lf_alarm_at = m->lf_last_alarm = m->lf.total;
 }
 
@@ -563,6 +583,23 @@ int model_lfree_step(model *m, double now)
     /* m->p: scratch of k, free between pairs */
     calib_lfree_update(lf, model_reference_priors(m, m->p) ? m->p : NULL);
     m->lf_at = now;
+    return 1;
+}
+
+int model_lfree_weights(model *m, double *w)
+{
+    calib_lfree *lf = &m->lf;
+    if (!lf->rec || m->form == CALIB_FORM_GAUSSIAN || m->k > CALIB_PUBMSG_MAX_WEIGHTS ||
+        !model_reference_priors(m, m->p))
+        return 0;
+    calib_lfree_update_newest(lf, m->p, (size_t)m->cfg.label_shift_reference);
+    if (!lf->fig.corrected)
+        return 0;
+    for (size_t j = 0; j < m->k; j++) {
+        double x = lf->weights[j];
+        w[j] = !(x >= CALIB_PRIOR_WEIGHT_MIN) ? CALIB_PRIOR_WEIGHT_MIN
+               : x > CALIB_PRIOR_WEIGHT_MAX ? CALIB_PRIOR_WEIGHT_MAX : x;
+    }
     return 1;
 }
 
@@ -749,14 +786,16 @@ static void lf_grade(model *m, const double *p, const double *xc, double score)
         est[LF_NAIVE] = est[LF_CORRECTED] = 1 + log(xc[1]);
     } else {
         double sq = 0, d = 0, c = 0;
-        const double *w = lf->weights;
+        const double *w = lf->weights, *u = m->params.w;
+        int un = m->params.nw == m->k; /* q_j ~ w_j p_j / u_j: p' is served */
         for (size_t j = 0; j < m->k; j++)
             sq += p[j] * p[j];
         est[LF_NAIVE] = est[LF_CORRECTED] = 1 - sq;
         if (lf->fig.corrected) {
             for (size_t j = 0; j < m->k; j++) {
-                d += w[j] * p[j];
-                c += w[j] * p[j] * p[j];
+                double wj = un ? w[j] / u[j] : w[j];
+                d += wj * p[j];
+                c += wj * p[j] * p[j];
             }
             if (d > 0)
                 est[LF_CORRECTED] = 1 - 2 * c / d + sq;
@@ -923,7 +962,7 @@ void model_params_keep_segments(const model *m, model_params *p)
 
 int model_params_serves_identity(const model_params *p)
 {
-    return p->identity && p->nseg == 0;
+    return p->identity && p->nseg == 0 && p->nw == 0;
 }
 
 /* A slot's collected pairs fitted: its shadow gate starts, or, when the fit

@@ -73,6 +73,13 @@ typedef struct model_params {
      * a pair of segment seg[i].key = seg[i].value gets the first it has */
     unsigned nseg;
     calib_params_segment seg[CALIB_PUBMSG_MAX_SEGMENTS];
+    /* the prior correction of a label shift after the map (or a
+     * segment's), calib_prior_weigh: nw = K weights, or 0 (LABEL-FREE,
+     * label_shift_adapt); label_free: published on a label-shift alarm,
+     * before any label judged it */
+    unsigned nw;
+    double w[CALIB_PUBMSG_MAX_WEIGHTS];
+    int label_free;
 } model_params;
 
 /* A model's window as status, /metrics and the alert rules read it:
@@ -195,7 +202,7 @@ typedef struct model_recalib {
     calib_gate trig;
     /* segment parameters (SEGMENTS): a version stores at a time; a
      * candidate's or rollback's store asked for meanwhile waits for it */
-    int seg_storing;
+    int seg_storing;        /* also a label-free version's store */
     int store_deferred;     /* 1 + the reason of the store that waits, 0 */
     /* counters */
     uint64_t drift_alarms, refits, refit_errors, candidates, published, rejected;
@@ -251,6 +258,7 @@ typedef struct model {
     uint64_t lf_alarm_at;   /* lf.total when its test alarmed; 0: no alarm
                                waits to be reported */
     int lf_reported;        /* the standing alarm was reported */
+    double lf_adapt_tried;  /* tick_now() of the last label_shift_adapt try */
     uint64_t lf_last_alarm; /* lf.total at the last alarm; 0: none */
     /* the estimates graded: each joined pair's calibrated main score less
      * its estimate from its served outputs alone (LF_NAIVE) and under the
@@ -322,6 +330,13 @@ int model_reference_priors(const model *m, double *src);
  * (the ring holds the new mix alone) restarts the test, the new mix its
  * reference. Returns 1 when it updated. */
 int model_lfree_step(model *m, double now);
+/* The prior correction of a label shift (label_shift_adapt): EM's priors
+ * over the newest label_shift_reference predictions over the reference
+ * priors, into w[K], each within [CALIB_PRIOR_WEIGHT_MIN, _MAX]. 1, or 0
+ * when there is none to give: no classifier, K above
+ * CALIB_PUBMSG_MAX_WEIGHTS, no labelled pair, no estimate. m->lf.fig is
+ * then of those predictions, until the next update. */
+int model_lfree_weights(model *m, double *w);
 /* The segment table's settings for a model of these settings and form. */
 void model_seg_cfg(const model_cfg *c, int form, seg_cfg *sc);
 

@@ -63,6 +63,9 @@ void recalib_params_msg(const model *m, double now, calib_params_msg *msg)
     }
     msg->nsegments = p->desc ? p->nseg : 0; /* extension: per-segment parameters */
     memcpy(msg->segments, p->seg, msg->nsegments * sizeof *msg->segments);
+    msg->nweights = p->desc ? p->nw : 0; /* extension: the prior correction */
+    memcpy(msg->weights, p->w, msg->nweights * sizeof *msg->weights);
+    msg->label_free = p->label_free;
     msg->published = p->ts; /* extension: when this version was first sent */
     msg->n = p->fit_n;
     msg->shadow_n = p->shadow_n; /* extension */
@@ -202,7 +205,7 @@ static int start_refit(calibd *d, model *m, size_t n, int reason);
 static void publish_candidate(calibd *d, model *m);
 static void publish_rollback(calibd *d, model *m);
 struct store_job;
-static void segment_stored(calibd *d, model *m, struct store_job *j, int status);
+static void side_stored(calibd *d, model *m, struct store_job *j, int status);
 static void guard_start(model *m, const model_params *prev);
 
 /* Samples a refit needs: refit_min_samples, or all the ring can hold. */
@@ -692,6 +695,7 @@ typedef struct store_job {
     uint64_t from, to; /* rollback: the version in force, the one restored */
     uint64_t pairs;    /* rollback: the guard's pairs in all */
     int segment;       /* 1 + the index in p->seg of a segment's new parameters */
+    int label_free;    /* the prior correction of a label shift (LABEL-FREE) */
     /* what the worker reads: copies, never the daemon's state */
     char dir[4096], name[CFG_NAME_MAX + 1];
     model_params p;
@@ -717,7 +721,7 @@ static int store_handed(calibd *d, model *m, const store_job *j)
     log_msg(&d->log, LOG_INFO, "loop", "%s: version %llu %s, not published here: the model "
             "was handed over with its partition", m->name, (unsigned long long)j->p.version,
             j->saved >= 0 ? "stored" : "not stored");
-    if (j->segment) { /* only what the job holds: a refit may be under way */
+    if (j->segment || j->label_free) { /* only what the job holds: a refit may run */
         m->recalib.seg_storing = 0;
         if (m->recalib.store_deferred) { /* a store that waited for it, never queued */
             m->recalib.store_deferred = 0;
@@ -744,8 +748,8 @@ static void store_done(uv_work_t *req, int status)
         free(j);
         return;
     }
-    if (j->segment) {
-        segment_stored(d, m, j, status);
+    if (j->segment || j->label_free) {
+        side_stored(d, m, j, status);
         free(j);
         return;
     }
@@ -1076,19 +1080,47 @@ static void model_tick(calibd *d, model *m)
 /* The segment parameters stored (or not): installed and sent as the next
  * version, guarded against the one before like any; then a candidate's or
  * rollback's store that waited goes. */
-static void segment_stored(calibd *d, model *m, store_job *j, int status)
+/* A label-free version's message: its weights, and what they came from. */
+static void label_free_message(const model *m, const model_params *p, char *msg, size_t len)
+{
+    char w[256] = "";
+    size_t a = 0;
+    for (unsigned j = 0; j < p->nw && j < 8; j++)
+        a += (size_t)snprintf(w + a, a < sizeof w ? sizeof w - a : 0, "%s%.3f", j ? " " : "",
+                              p->w[j]);
+    snprintf(msg, len, "published version %llu without labels: %s %s%s prior weights [%s%s] "
+             "(a label shift estimated on the newest %llu predictions; expected Brier of the "
+             "outputs before them %.4g); the guard judges it once labels come",
+             (unsigned long long)p->version, p->method, m->params.desc ? "" : "?",
+             p->method[0] ? " with" : "", w, p->nw > 8 ? " ..." : "",
+             (unsigned long long)p->fit_n, p->before[0]);
+}
+
+/* A version stored outside the refit machine (a segment's parameters, a
+ * label-free prior correction): installed, guarded and sent; a store of
+ * the machine that waited for it goes on. */
+static void side_stored(calibd *d, model *m, store_job *j, int status)
 {
     model_recalib *l = &m->recalib;
     const model_params *p = &j->p;
-    const calib_params_segment *sg = &p->seg[j->segment - 1];
-    char v[200], msg[1024];
+    const calib_params_segment *sg = j->segment ? &p->seg[j->segment - 1] : NULL;
+    char v[200], msg[1024], what[160];
+    if (sg)
+        snprintf(what, sizeof what, "segment %s=%s's parameters", sg->key, sg->value);
+    else
+        snprintf(what, sizeof what, "the prior correction of a label shift");
     l->seg_storing = 0;
     if (status != 0 || j->saved < 0) {
-        log_msg(&d->log, LOG_ERROR, "loop", "%s: %s; segment %s=%s's parameters not published",
-                m->name, status ? uv_strerror(status) : j->err, sg->key, sg->value);
-        model_event_add(m, wall_now(), "store_error", "segment %s=%s not published: %s",
-                        sg->key, sg->value, status ? uv_strerror(status) : j->err);
+        log_msg(&d->log, LOG_ERROR, "loop", "%s: %s; %s not published", m->name,
+                status ? uv_strerror(status) : j->err, what);
+        model_event_add(m, wall_now(), "store_error", "%s not published: %s", what,
+                        status ? uv_strerror(status) : j->err);
         l->store_errors++;
+        if (!sg) { /* not tried again for this alarm: the test starts anew */
+            calib_lfree_test_reset(&m->lf);
+            m->lf_alarm_at = 0;
+            m->lf_reported = 0;
+        }
     } else {
         if (j->saved > 0)
             log_msg(&d->log, LOG_WARN, "loop", "%s: %s", m->name, j->err);
@@ -1097,6 +1129,16 @@ static void segment_stored(calibd *d, model *m, store_job *j, int status)
         model_paired_reset(m, p->version, steady_now(d));
         guard_start(m, &prev);
         send_params(d, m);
+        if (!sg) {
+            label_free_message(m, p, msg, sizeof msg);
+            log_msg(&d->log, LOG_INFO, "loop", "%s: %s", m->name, msg);
+            model_event_add(m, wall_now(), "publish", "%s", msg);
+            alert_value av[] = {{"version", (double)p->version}, {"before", p->before[0]},
+                                {"predictions", (double)p->fit_n}};
+            if (!d->stopping)
+                alert_send(d, m, "label_shift", "warning", msg, av, 3);
+            goto deferred;
+        }
         model_params one = *p;
         memcpy(one.values, sg->values, sizeof one.values);
         recalib_format_params(&one, v, sizeof v);
@@ -1114,6 +1156,7 @@ static void segment_stored(calibd *d, model *m, store_job *j, int status)
         if (!d->stopping)
             alert_send(d, m, "refit", "warning", msg, av, 7);
     }
+deferred:;
     int waiting = l->store_deferred;
     l->store_deferred = 0;
     if (waiting == 1 + REFIT_ROLLBACK)
@@ -1177,8 +1220,53 @@ static void memory_check(calibd *d, model *m)
 /* The label-free figures kept up to date, and a label-shift alarm
  * reported once: logged, an event and an alert naming the estimated
  * priors against the reference's. */
+/* label_shift_adapt: a reported shift, label_shift_reference predictions
+ * after its alarm, is corrected without labels: the parameters in force
+ * with EM's prior weights, stored as the next version (side_stored) while
+ * nothing else stores and the closed loop is idle, then guarded like any
+ * version once labels come. */
+static void label_shift_adapt(calibd *d, model *m)
+{
+    model_recalib *l = &m->recalib;
+    const model_cfg *c = &m->cfg;
+    uint64_t need = c->label_shift_reference < c->label_free_recent ? c->label_shift_reference
+                                                                     : c->label_free_recent;
+    double now = tick_now(d);
+    if (!c->label_shift_adapt || !m->lf_alarm_at || !m->lf_reported ||
+        m->lf.total - m->lf_alarm_at < need || !m->params.desc || l->seg_storing ||
+        d->stopping || m->forget || m->handed_over ||
+        (l->refit.phase != PHASE_IDLE && l->refit.phase != PHASE_OFF) ||
+        now - m->lf_adapt_tried < c->label_free_interval)
+        return;
+    m->lf_adapt_tried = now;
+    double w[CALIB_PUBMSG_MAX_WEIGHTS];
+    store_job *j = NULL;
+    if (!model_lfree_weights(m, w) || !(j = calloc(1, sizeof *j)))
+        return; /* tried again at the next update */
+    const calib_lfree_fig *f = &m->lf.fig;
+    model_params *p = &j->p;
+    *p = m->params; /* the map and the segments in force, new weights */
+    memcpy(p->w, w, m->k * sizeof *w);
+    p->nw = (unsigned)m->k;
+    p->label_free = 1;
+    p->version = m->params.version + 1;
+    p->ts = wall_now();
+    p->fit_n = f->n;
+    p->shadow_n = 0;
+    p->before[0] = f->corrected_est[CALIB_LFREE_MAIN].mean;
+    p->before[1] = f->corrected_est[CALIB_LFREE_LOG].mean;
+    p->after[0] = p->after[1] = p->improvement = p->ci[0] = p->ci[1] = NAN;
+    j->label_free = 1;
+    l->seg_storing = 1;
+    queue_store(d, m, j);
+}
+
+/* The label-free figures when due; a new alarm reported; a reported one
+ * corrected (first: an alarm that stood for label_free_recent predictions
+ * restarts the test in model_lfree_step). */
 static void label_free_tick(calibd *d, model *m)
 {
+    label_shift_adapt(d, m);
     if (!model_lfree_step(m, tick_now(d)) || !m->lf_alarm_at || m->lf_reported)
         return;
     const calib_lfree *lf = &m->lf;

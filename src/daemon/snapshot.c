@@ -60,6 +60,10 @@ static void pack_params(calib_mpw *w, const model_params *p)
     calib_mpw_key_double(w, "improvement", p->improvement);
     calib_mpw_key(w, "ci");
     calib_doubles_save(w, p->ci, 2);
+    calib_mpw_key(w, "prior_weights"); /* optional: absent before them */
+    calib_doubles_save(w, p->w, p->nw);
+    calib_mpw_key(w, "label_free");
+    calib_mpw_bool(w, p->label_free);
     calib_mpw_key(w, "segments"); /* optional: absent before them */
     calib_mpw_array(w);
     for (unsigned i = 0; p->desc && i < p->nseg; i++) {
@@ -442,6 +446,24 @@ static int read_ring(calib_mpr *r, const msgpack_object *o, model *m, size_t cap
     return CALIB_LOAD_OK;
 }
 
+/* "prior_weights" and "label_free", optional (absent before them). */
+static int read_weights(calib_mpr *r, const msgpack_object *o, model_params *p)
+{
+    const msgpack_object *w = calib_mpr_find(o, "prior_weights");
+    if (!w || r->failed)
+        return !r->failed;
+    size_t n = w->type == MSGPACK_OBJECT_ARRAY ? w->via.array.size : SIZE_MAX;
+    if (n > CALIB_PUBMSG_MAX_WEIGHTS || !calib_doubles_load(r, o, "prior_weights", p->w, n))
+        return calib_mpr_fail(r, "params: prior_weights is not a list of at most %d",
+                              CALIB_PUBMSG_MAX_WEIGHTS);
+    if (n && !calib_prior_weights_ok(p->w, n))
+        return calib_mpr_fail(r, "params: prior_weights out of bounds");
+    p->nw = (unsigned)n;
+    const msgpack_object *lf = calib_mpr_find(o, "label_free");
+    p->label_free = lf && lf->type == MSGPACK_OBJECT_BOOLEAN && lf->via.boolean;
+    return 1;
+}
+
 static int read_params(calib_mpr *r, const msgpack_object *o, model_params *p)
 {
     memset(p, 0, sizeof *p);
@@ -462,6 +484,8 @@ static int read_params(calib_mpr *r, const msgpack_object *o, model_params *p)
     calib_doubles_load(r, o, "after", p->after, 2);
     p->improvement = calib_mpr_double(r, o, "improvement");
     calib_doubles_load(r, o, "ci", p->ci, 2);
+    if (!read_weights(r, o, p))
+        return 0;
     const msgpack_object *segs = calib_mpr_find(o, "segments");
     if (!segs || r->failed)
         return !r->failed;

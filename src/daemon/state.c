@@ -146,6 +146,12 @@ int state_save_params(const char *dir, const char *name, const model_params *p,
         fprintf(f, "param %s %.17g\n", p->desc ? p->desc->param_names[i] : "?", p->values[i]);
     /* a segment's values in the order of the param lines, then KEY=VALUE
      * to the end of the line (a value may hold spaces, never a newline) */
+    if (p->nw && p->nw <= CALIB_PUBMSG_MAX_WEIGHTS) { /* the prior correction */
+        fputs("prior_weights", f);
+        for (unsigned j = 0; j < p->nw; j++)
+            fprintf(f, " %.17g", p->w[j]);
+        fprintf(f, "\nlabel_free %d\n", p->label_free ? 1 : 0);
+    }
     for (unsigned i = 0; i < p->nseg && p->n; i++) {
         fputs("segment", f);
         for (unsigned j = 0; j < p->n; j++)
@@ -268,6 +274,28 @@ static int parse_segment(const char *s, model_params *p)
     return 0;
 }
 
+/* "W1 ... WK\n": the prior correction, once; 0 or -1. */
+static int parse_weights(const char *s, model_params *p)
+{
+    unsigned n = 0;
+    if (p->nw)
+        return -1;
+    for (char *end; *s && *s != '\n'; s = end) {
+        if (n == CALIB_PUBMSG_MAX_WEIGHTS)
+            return -1;
+        p->w[n] = strtod(s, &end);
+        if (end == s)
+            return -1;
+        n++;
+        while (*end == ' ')
+            end++;
+    }
+    if (!calib_prior_weights_ok(p->w, n))
+        return -1;
+    p->nw = n;
+    return 0;
+}
+
 /* One "key value..." line into p; 0, or -1 if malformed. */
 static int parse_line(const char *line, model_params *p, state_param_names names,
                       unsigned *seen)
@@ -301,13 +329,19 @@ static int parse_line(const char *line, model_params *p, state_param_names names
     }
     if (strncmp(line, "segment ", 8) == 0)
         return parse_segment(line + 8, p);
+    if (strncmp(line, "prior_weights ", 14) == 0)
+        return parse_weights(line + 14, p);
+    if (sscanf(line, "label_free %llu", &u) == 1 && u <= 1)
+        return p->label_free = (int)u, 0;
     return -1;
 }
 
 int state_load_params(const char *dir, const char *name, model_params *p,
                       state_param_names names, char *err, size_t errlen)
 {
-    char path[4352], line[512]; /* a segment's: 8 + 8 x 25 + 130 bytes at most */
+    /* a segment's line: 8 + 8 x 25 + 130 bytes at most; the weights':
+     * 14 + 64 x 25 */
+    char path[4352], line[2048];
     state_path(path, sizeof path, dir, name, "");
     FILE *f = fopen(path, "r");
     if (!f) {

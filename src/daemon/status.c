@@ -259,6 +259,13 @@ static void pack_params(calib_mpw *w, const model_params *p)
         calib_mpw_end(w);
     }
     calib_mpw_end(w);
+    calib_mpw_key(w, "prior_weights"); /* the prior correction (LABEL-FREE) */
+    calib_mpw_array(w);
+    for (unsigned j = 0; j < p->nw; j++)
+        calib_mpw_num(w, p->w[j]);
+    calib_mpw_end(w);
+    calib_mpw_key(w, "label_free");
+    calib_mpw_bool(w, p->label_free);
     calib_mpw_end(w);
 }
 

@@ -338,9 +338,11 @@ static double add_record(const float *pf, const double *w, size_t k, sums *s)
     return d;
 }
 
+/* The i-th record of the update's scope (from lf->base, the oldest). */
 static const float *record(const calib_lfree *lf, size_t i)
 {
-    return lf->rec + i * lf->width;
+    size_t s = lf->base + i;
+    return lf->rec + (s < lf->cap ? s : s - lf->cap) * lf->width;
 }
 
 static void update_gaussian(calib_lfree *lf, size_t n)
@@ -577,7 +579,14 @@ static void update_classes(calib_lfree *lf, size_t n, const double *src)
 
 void calib_lfree_update(calib_lfree *lf, const double *src)
 {
-    size_t n = calib_lfree_len(lf);
+    calib_lfree_update_newest(lf, src, calib_lfree_len(lf));
+}
+
+void calib_lfree_update_newest(calib_lfree *lf, const double *src, size_t n)
+{
+    size_t held = calib_lfree_len(lf);
+    n = n < held ? n : held;
+    lf->base = lf->cap ? (size_t)((lf->total - n) % lf->cap) : 0;
     fig_clear(&lf->fig);
     if (!n)
         return;

@@ -22,10 +22,20 @@
  * expected Brier of the served outputs (their posteriors under the target
  * priors being known here), and the L1 distance of EM's priors to the
  * target's. The stationary rows run the source for --null-len predictions
- * and count alarms. The "served" columns: the exact expected Brier of the
- * outputs as served and of the adapted posteriors p'_k proportional to
- * (pi_t,k / pi_s,k) p_k under EM's priors: what serving the adaptation
- * would give, without a label.
+ * and count alarms.
+ *
+ * label_shift_adapt = yes, as calibd does it: label_shift_reference
+ * (2,000) predictions after the alarm, EM over the newest 2,000 gives the
+ * prior weights (calib_lfree_update_newest), and from then on the served
+ * outputs are the weighted ones (calib_prior_weigh). "as is" and "adapt"
+ * are the exact expected Brier scores of what is served over the whole
+ * shifted phase (20,000 predictions, the unadapted stretch before the
+ * publish included) without and with it, "oracle" that of the true
+ * posteriors (the best any correction can do), "worst gain" the least
+ * 1 - adapt / as is over the seeds; "rollbacks" counts the seeds
+ * whose guard (calibd's: a gate at gate_alpha 0.01 testing that the
+ * version before does better, scores clipped to [-2, 2], at most 20,000
+ * pairs) rolled the adaptation back once the withheld labels came.
  */
 #include <math.h>
 #include <stdio.h>
@@ -33,7 +43,9 @@
 #include <string.h>
 
 #include "calib/calib.h"
+#include "calib/drift.h"
 #include "calib/lfree.h"
+#include "calib/recal.h"
 #include "../label_shift_sim.h"
 
 #define K LSHIFT_K
@@ -54,8 +66,32 @@ typedef struct result {
     long delay;         /* predictions after the shift; -1: none */
     int false_alarm;
     double naive_err, corr_err, prior_l1;
-    double served, adapted; /* exact expected Brier, as served and adapted */
+    double as_is, adapt;  /* exact expected Brier served over the shifted
+                             phase, without and with label_shift_adapt */
+    double oracle;        /* the true posteriors' (the best correction) */
+    int rolled_back;      /* the guard's verdict on the labels */
 } result;
+
+/* The Brier score of p for class y. */
+static double brier(const double *p, size_t y)
+{
+    double s = 1;
+    for (size_t j = 0; j < K; j++)
+        s += p[j] * p[j] - (j == y ? 2 * p[j] : 0);
+    return s;
+}
+
+/* calibd's model_lfree_weights: EM over the newest label_shift_reference
+ * predictions, the weights bounded as calib_prior_weigh takes them. */
+static void adapt_weights(calib_lfree *lf, const double *src, double *w)
+{
+    calib_lfree_update_newest(lf, src, lf->cfg.reference);
+    for (size_t j = 0; j < K; j++) {
+        double x = lf->weights[j];
+        w[j] = !(x >= CALIB_PRIOR_WEIGHT_MIN) ? CALIB_PRIOR_WEIGHT_MIN
+               : x > CALIB_PRIOR_WEIGHT_MAX ? CALIB_PRIOR_WEIGHT_MAX : x;
+    }
+}
 
 static calib_lfree_cfg defaults(void)
 {
@@ -89,32 +125,41 @@ static result run(const double *tgt, uint64_t seed)
         src[j] = (counts[j] + 0.5) / (SRC + 0.5 * K);
     /* the exact expectations of the last RING shifted predictions */
     static double keep_p[RING][K], keep_q[RING][K];
+    calib_gate guard;
+    calib_gate_cfg gc = {.alpha = 0.01, .min_improvement = 0, .lo = -2, .hi = 2,
+                         .max_samples = 20000};
+    if (calib_gate_init(&guard, &gc) != CALIB_OK)
+        exit(1);
+    double w[K];
+    long adapt_at = -1;
     for (int i = 0; i < TGT; i++) {
-        draw(&r, tgt, ps, pt);
-        if (calib_lfree_add(&lf, ps) && res.delay < 0 && !res.false_alarm)
+        size_t y = draw(&r, tgt, ps, pt);
+        if (calib_lfree_add(&lf, ps) && res.delay < 0 && !res.false_alarm) {
             res.delay = i + 1;
+            adapt_at = i + 1 + (long)lf.cfg.reference;
+        }
+        if (i == adapt_at)
+            adapt_weights(&lf, src, w);
+        double a[K];
+        memcpy(a, ps, sizeof a);
+        if (adapt_at >= 0 && i >= adapt_at) {
+            calib_prior_weigh(w, K, CALIB_FORM_PROBS, K, a);
+            calib_gate_add(&guard, brier(a, y), brier(ps, y)); /* in force, before */
+        }
+        res.as_is += exp_brier(ps, pt) / TGT;
+        res.adapt += exp_brier(a, pt) / TGT;
+        res.oracle += exp_brier(pt, pt) / TGT;
         if (i >= TGT - RING) {
             memcpy(keep_p[i - (TGT - RING)], ps, sizeof ps);
             memcpy(keep_q[i - (TGT - RING)], pt, sizeof pt);
         }
     }
+    res.rolled_back = guard.state == CALIB_GATE_PASSED;
     calib_lfree_update(&lf, src);
-    double truth = 0, adapted = 0;
-    double w[K];
-    for (size_t j = 0; j < K; j++)
-        w[j] = lf.priors[j] / src[j];
-    for (int i = 0; i < RING; i++) {
+    double truth = 0;
+    for (int i = 0; i < RING; i++)
         truth += exp_brier(keep_p[i], keep_q[i]);
-        double a[K], d = 0;
-        for (size_t j = 0; j < K; j++)
-            d += a[j] = w[j] * keep_p[i][j];
-        for (size_t j = 0; j < K; j++)
-            a[j] /= d;
-        adapted += exp_brier(a, keep_q[i]);
-    }
     truth /= RING;
-    res.served = truth;
-    res.adapted = adapted / RING;
     res.naive_err = fabs(lf.fig.naive[CALIB_LFREE_MAIN].mean - truth);
     res.corr_err = fabs(lf.fig.corrected_est[CALIB_LFREE_MAIN].mean - truth);
     for (size_t j = 0; j < K; j++)
@@ -180,12 +225,15 @@ int main(int argc, char **argv)
     printf("K = 5, class means %s %g, %d seeds a shift; calib_lfree at calibd's defaults\n\n",
            circle ? "on a circle of radius" : "on a line,", sep, seeds);
     printf("| shift | detected | delay median | delay max | false alarms | naive err | "
-           "corrected err | worst corr/naive | priors L1 max | served Brier | adapted Brier |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+           "corrected err | worst corr/naive | priors L1 max | as is | adapt | oracle | worst gain | "
+           "rollbacks |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t s = 0; s < sizeof shifts / sizeof *shifts; s++) {
         long delays[1000];
         int det = 0, fa = 0;
-        double ne = 0, ce = 0, worst = 0, l1 = 0, served = 0, adapted = 0;
+        double ne = 0, ce = 0, worst = 0, l1 = 0, as_is = 0, adapt = 0, oracle = 0;
+        double least = INFINITY;
+        int rollbacks = 0;
         for (int i = 0; i < seeds; i++) {
             result r = run(shifts[s].p, 1000 + (uint64_t)i);
             fa += r.false_alarm;
@@ -195,13 +243,18 @@ int main(int argc, char **argv)
             ce += r.corr_err / seeds;
             worst = r.corr_err / r.naive_err > worst ? r.corr_err / r.naive_err : worst;
             l1 = r.prior_l1 > l1 ? r.prior_l1 : l1;
-            served += r.served / seeds;
-            adapted += r.adapted / seeds;
+            as_is += r.as_is / seeds;
+            adapt += r.adapt / seeds;
+            oracle += r.oracle / seeds;
+            least = 1 - r.adapt / r.as_is < least ? 1 - r.adapt / r.as_is : least;
+            rollbacks += r.rolled_back;
         }
         qsort(delays, (size_t)det, sizeof *delays, cmp_long);
-        printf("| %s | %d/%d | %ld | %ld | %d | %.5f | %.5f | %.2f | %.4f | %.4f | %.4f |\n",
+        printf("| %s | %d/%d | %ld | %ld | %d | %.5f | %.5f | %.2f | %.4f | %.4f | %.4f | %.4f | "
+               "%.1f%% | %d |\n",
                shifts[s].name, det, seeds, det ? delays[det / 2] : -1L,
-               det ? delays[det - 1] : -1L, fa, ne, ce, worst, l1, served, adapted);
+               det ? delays[det - 1] : -1L, fa, ne, ce, worst, l1, as_is, adapt, oracle, 100 * least,
+               rollbacks);
     }
     long alarms = 0;
     for (int i = 0; i < null_seeds; i++)

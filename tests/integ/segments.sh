@@ -69,9 +69,14 @@ names() { echo "r['models']['names']['segments']['by_key']['segment']['segments'
 check "values \"other\" and \"(other)\" are values; the status's other bucket is one, value null" \
     'wait_for "$work/n.json" "r[\"models\"][\"names\"][\"scored\"] == 3" &&
      [ "$(json_get "$work/n.json" "sorted(str(s[\"value\"]) for s in $(names)) == [\"(other)\", \"None\", \"other\", \"v1\"] and [s[\"other\"] for s in $(names)] == [False] * 3 + [True]")" = True ]'
+# (/metrics renders the tick's view: polled until it has the three pairs)
+names_prom() {
+    curl -sS "$HTTP" | grep '^calibd_segment_pairs{model="names"' > "$work/names.prom"
+    [ "$(wc -l < "$work/names.prom")" -eq 4 ]
+}
 check "/metrics: four series of model names, none twice, the other bucket value=\"\"" \
-    'curl -sS "$HTTP" | grep "^calibd_segment_pairs{model=\"names\"" > "$work/names.prom" &&
-     [ "$(wc -l < "$work/names.prom")" -eq 4 ] && [ -z "$(sed "s/}.*//" "$work/names.prom" | sort | uniq -d)" ] &&
+    'wait_until names_prom &&
+     [ -z "$(sed "s/}.*//" "$work/names.prom" | sort | uniq -d)" ] &&
      grep -q "value=\"\"}" "$work/names.prom" && grep -q "value=\"other\"}" "$work/names.prom" &&
      grep -q "value=\"(other)\"}" "$work/names.prom"'
 

@@ -171,6 +171,40 @@ static void test_label_shift(void **state)
     calib_lfree_free(&lf);
 }
 
+/* The newest n alone: a ring of 6,000 uniform then 2,000 shifted (wrapped:
+ * capacity 5,000) gives, over the newest 2,000, the shifted priors, and
+ * over the whole ring a mix; the records are the same either way. */
+static void test_update_newest(void **state)
+{
+    (void)state;
+    calib_lfree lf;
+    calib_lfree_cfg c = {.k = K, .recent = 5000};
+    assert_int_equal(calib_lfree_init(&lf, &c), CALIB_OK);
+    calib_rng r;
+    calib_rng_seed(&r, 41);
+    double ps[K], pt[K];
+    for (int i = 0; i < 8000; i++) {
+        draw(&r, uniform, i < 6000 ? uniform : shifted, ps, pt);
+        calib_lfree_add(&lf, ps);
+    }
+    calib_lfree_update_newest(&lf, uniform, 2000);
+    assert_true(lf.fig.n == 2000 && lf.fig.corrected);
+    double l1 = 0;
+    for (size_t j = 0; j < K; j++)
+        l1 += fabs(lf.priors[j] - shifted[j]);
+    assert_true(l1 < 0.1);
+    calib_lfree_update(&lf, uniform);
+    assert_true(lf.fig.n == 5000);
+    /* 3,000 uniform, 2,000 shifted: the first prior in between */
+    double mix = 0.6 * 0.2 + 0.4 * shifted[0];
+    assert_close(lf.priors[0], mix, 0.04);
+    /* more than the ring holds: the ring */
+    calib_lfree_update_newest(&lf, uniform, 1000000);
+    assert_true(lf.fig.n == 5000);
+    assert_close(lf.priors[0], mix, 0.04);
+    calib_lfree_free(&lf);
+}
+
 /* Stationary for 30,000 predictions: no alarm (a fixed seed of a level
  * 0.01 test). Then the shift: the alarm within 3,000 predictions; a reset
  * clears it and a stationary stream of the new mix stays quiet. */
@@ -363,7 +397,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_cfg),     cmocka_unit_test(test_identities),
-        cmocka_unit_test(test_label_shift), cmocka_unit_test(test_shift_alarm),
+        cmocka_unit_test(test_label_shift),
+        cmocka_unit_test(test_update_newest), cmocka_unit_test(test_shift_alarm),
         cmocka_unit_test(test_gaussian),    cmocka_unit_test(test_large_k),
         cmocka_unit_test(test_growth),       cmocka_unit_test(test_statistic),
         cmocka_unit_test(test_em_degenerate),

@@ -675,6 +675,68 @@ static void segment_refit(void **state)
  * predictions came, the reference priors from the ring's labels, the
  * ring's growth on the model's budget, and the test restarted by new
  * parameters. */
+/* A version with prior weights: the calibrated view scores the weighted
+ * outputs (the map, then calib_prior_weigh), the label-free ring keeps
+ * them before the weights, the grading's naive estimate is of what was
+ * served; model_lfree_weights gives EM's priors over the reference's. */
+static void prior_weights_served(void **state)
+{
+    (void)state;
+    model_cfg c = defaults();
+    calib_budget daemon;
+    model *m = new_k10(&c, &daemon);
+    set_temperature(m, 1, 0);
+    double w[10];
+    for (int j = 0; j < 10; j++)
+        w[j] = j == 0 ? 4.0 : 0.5;
+    /* no labelled pair yet: no reference, no weights */
+    assert_int_equal(model_lfree_weights(m, w), 0);
+    m->params.nw = 10;
+    memcpy(m->params.w, w, sizeof w);
+    assert_false(model_params_serves_identity(&m->params));
+    calib_rng rng;
+    calib_rng_seed(&rng, 9);
+    double x[10], p[10], q[10];
+    draw10(&rng, x, p);
+    model_predicted(m, x, NULL);
+    for (int j = 0; j < 10; j++)
+        q[j] = x[j] / 1.5;
+    calib_softmax(q, 10, q);
+    /* the ring: the map's outputs, as float32 */
+    for (int j = 0; j < 10; j++)
+        assert_close(m->lf.rec[j], q[j], 1e-7);
+    double served[10];
+    memcpy(served, q, sizeof q);
+    assert_int_equal(calib_prior_weigh(w, 10, CALIB_FORM_PROBS, 10, served), CALIB_OK);
+    model_observe(m, x, 0, 1000, NULL);
+    double brier = 0, sq = 0;
+    for (int j = 0; j < 10; j++) {
+        brier += (served[j] - (j == 0)) * (served[j] - (j == 0));
+        sq += served[j] * served[j];
+    }
+    assert_close(calib_accum_mean(&m->cum[VIEW_CAL][WS_MAIN]), brier, 1e-12);
+    assert_close(calib_accum_mean(&m->lf_graded[LF_NAIVE]), brier - (1 - sq), 1e-12);
+    /* labels from the served map's outputs (calibrated on this source),
+     * then a label shift: class 0 kept, the others one in four (p(x | y)
+     * fixed), labels withheld; the true weights are 4 : 1 */
+    for (int i = 0; i < 9000; i++) {
+        draw10(&rng, x, p);
+        for (int j = 0; j < 10; j++)
+            q[j] = x[j] / 1.5;
+        calib_softmax(q, 10, q);
+        size_t y = calib_rng_categorical(&rng, q, 10);
+        if (i < 1000)
+            model_observe(m, x, (double)y, 1001 + i, NULL);
+        else if (y == 0 || calib_rng_uniform(&rng) < 0.25)
+            model_predicted(m, x, NULL);
+    }
+    assert_int_equal(model_lfree_weights(m, w), 1);
+    for (int j = 1; j < 10; j++)
+        assert_true(w[0] > 2 * w[j]);
+    model_free(m);
+    free(m);
+}
+
 static void label_free_step(void **state)
 {
     (void)state;
@@ -787,6 +849,7 @@ int main(void)
         cmocka_unit_test(events_ring),
         cmocka_unit_test(trigger_tests_the_challenger),
         cmocka_unit_test(label_free_step),
+        cmocka_unit_test(prior_weights_served),
         cmocka_unit_test(label_free_off_and_small),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

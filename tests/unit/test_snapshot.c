@@ -75,6 +75,11 @@ static void make_in(model *m, const model_cfg *c, int shadow, calib_budget *pare
         m->recalib.guard_prev = m->params;
         m->recalib.guard_prev.values[0] = 1.1;
         m->recalib.guard_prev.version = 2;
+        m->recalib.guard_prev.nw = 3; /* a label-free version's weights */
+        m->recalib.guard_prev.w[0] = 2.5;
+        m->recalib.guard_prev.w[1] = 0.5;
+        m->recalib.guard_prev.w[2] = 1.0 / 3;
+        m->recalib.guard_prev.label_free = 1;
         gc.min_improvement = 0;
         assert_int_equal(calib_gate_init(&m->recalib.guard, &gc), CALIB_OK);
         m->recalib.guard_on = 1;
@@ -298,6 +303,8 @@ static void round_trip_is_exact(void **state)
     /* the guard, with the pairs it compared */
     assert_true(b.recalib.guard_on && b.recalib.guard_prev.values[0] == 1.1 &&
                 b.recalib.guard_prev.version == 2 && b.recalib.guard_prev.desc == a.params.desc);
+    assert_true(b.recalib.guard_prev.nw == 3 && b.recalib.guard_prev.w[2] == 1.0 / 3 &&
+                b.recalib.guard_prev.label_free == 1);
     assert_true(b.recalib.guard.pairs == a.recalib.guard.pairs && a.recalib.guard.pairs > 0);
     assert_int_equal(b.recalib.rollbacks, 1);
     assert_int_equal(b.join.waiting_preds, 5);

@@ -82,6 +82,18 @@ static void params_round_trip(void **state)
         assert_true(q.seg[i].values[0] == p.seg[i].values[0] &&
                     q.seg[i].values[1] == p.seg[i].values[1]);
     }
+    /* the prior correction of a label-free version, at its largest */
+    p.nw = CALIB_PUBMSG_MAX_WEIGHTS;
+    for (unsigned j = 0; j < p.nw; j++)
+        p.w[j] = 1.0 / 3 + j;
+    p.label_free = 1;
+    assert_int_equal(state_save_params(dir, "m", &p, err, sizeof err), 0);
+    assert_int_equal(state_load_params(dir, "m", &q, names, err, sizeof err), 0);
+    assert_int_equal(q.nw, p.nw);
+    for (unsigned j = 0; j < p.nw; j++)
+        assert_true(q.w[j] == p.w[j]);
+    assert_int_equal(q.label_free, 1);
+    assert_int_equal(q.nseg, 2);
     /* no file: nothing stored */
     assert_int_equal(state_load_params(dir, "none", &q, names, err, sizeof err), 1);
 }
@@ -151,6 +163,11 @@ static void untrusted_files_refused(void **state)
         "version 3\nmethod temperature\nparam T 2\nsegment nan k=v\n",
         "version 3\nmethod temperature\nparam T 2\nsegment 2 k=\n",   /* no value */
         "version 3\nmethod temperature\nparam T 2\nsegment 2 k=v\nparam U 1\n",
+        "version 3\nmethod temperature\nparam T 2\nprior_weights 2\n",      /* one */
+        "version 3\nmethod temperature\nparam T 2\nprior_weights 2 0\n",    /* 0 */
+        "version 3\nmethod temperature\nparam T 2\nprior_weights 2 x\n",
+        "version 3\nmethod temperature\nparam T 2\nprior_weights 1 1\nprior_weights 1 1\n",
+        "version 3\nmethod temperature\nparam T 2\nlabel_free 2\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         write_file("model.t.params", bad[i]);
