@@ -98,7 +98,7 @@ void hist_write_begin(const hist *h, calib_mpw *w)
     calib_mpw_key(w, "format");
     calib_mpw_str(w, "calibd-history");
     calib_mpw_key(w, "v");
-    calib_mpw_uint(w, 1);
+    calib_mpw_uint(w, 2);
     calib_mpw_key(w, "step");
     calib_mpw_double(w, h->step);
     calib_mpw_key(w, "series");
@@ -127,8 +127,9 @@ void hist_write_end(calib_mpw *w)
     calib_mpw_end(w);
 }
 
+/* values: of a point, HIST_VALUES (v 2) or HIST_VALUES_V1 (the rest NaN) */
 static int read_series(hist *h, const msgpack_object *name, const msgpack_object *pts,
-                       char *err, size_t errlen)
+                       int values, char *err, size_t errlen)
 {
     char buf[CFG_NAME_MAX + 1];
     if (name->type != MSGPACK_OBJECT_STR || name->via.str.size == 0 ||
@@ -152,20 +153,20 @@ static int read_series(hist *h, const msgpack_object *name, const msgpack_object
         const msgpack_object *a = &pts->via.array.ptr[j];
         hist_point p;
         double x[HIST_VALUES + 2];
-        int ok = a->type == MSGPACK_OBJECT_ARRAY && a->via.array.size == HIST_VALUES + 2;
-        for (uint32_t k = 0; ok && k < HIST_VALUES + 2; k++)
+        uint32_t len = (uint32_t)values + 2;
+        int ok = a->type == MSGPACK_OBJECT_ARRAY && a->via.array.size == len;
+        for (uint32_t k = 0; ok && k < len; k++)
             ok = calib_mpr_number(&a->via.array.ptr[k], &x[k]);
-        ok = ok && isfinite(x[0]) && x[HIST_VALUES + 1] >= 0 &&
-             x[HIST_VALUES + 1] <= UINT32_MAX;
+        ok = ok && isfinite(x[0]) && x[len - 1] >= 0 && x[len - 1] <= UINT32_MAX;
         if (!ok) {
             snprintf(err, errlen, "series '%.64s': point %u is not [t, %d numbers, n]", buf,
-                     (unsigned)j, HIST_VALUES);
+                     (unsigned)j, values);
             return -1;
         }
         p.t = x[0];
         for (int k = 0; k < HIST_VALUES; k++)
-            p.v[k] = (float)x[k + 1];
-        p.n = (uint32_t)x[HIST_VALUES + 1];
+            p.v[k] = k < values ? (float)x[k + 1] : NAN;
+        p.n = (uint32_t)x[len - 1];
         if (hist_add(h, (size_t)i, &p) != 0) {
             snprintf(err, errlen, "out of memory");
             return -1;
@@ -191,14 +192,15 @@ int hist_read(hist *h, const char *buf, size_t len, char *err, size_t errlen)
     const msgpack_object *fmt = calib_mpr_find(&u.data, "format"), *v = calib_mpr_find(&u.data, "v"),
                          *series = calib_mpr_find(&u.data, "series");
     if (!fmt || !calib_mpr_is_str(fmt, "calibd-history") || !v ||
-        v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 != 1 || !series ||
-        series->type != MSGPACK_OBJECT_MAP) {
-        snprintf(err, errlen, "not a calibd history of version 1");
+        v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || (v->via.u64 != 1 && v->via.u64 != 2) ||
+        !series || series->type != MSGPACK_OBJECT_MAP) {
+        snprintf(err, errlen, "not a calibd history of version 1 or 2");
         goto out;
     }
+    int values = v->via.u64 == 1 ? HIST_VALUES_V1 : HIST_VALUES;
     for (uint32_t i = 0; i < series->via.map.size; i++)
-        if (read_series(h, &series->via.map.ptr[i].key, &series->via.map.ptr[i].val, err,
-                        errlen) != 0)
+        if (read_series(h, &series->via.map.ptr[i].key, &series->via.map.ptr[i].val, values,
+                        err, errlen) != 0)
             goto out;
     rc = 0;
 out:

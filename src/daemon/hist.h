@@ -13,8 +13,13 @@
 #include "calib/mpw.h"
 #include "cfg.h"
 
-/* raw mean, raw 95% low, raw high, calibrated mean, low, high */
-enum { HIST_RAW, HIST_RAW_LO, HIST_RAW_HI, HIST_CAL, HIST_CAL_LO, HIST_CAL_HI, HIST_VALUES };
+/* raw mean, raw 95% low, raw high, calibrated mean, low, high; the
+ * label-free estimate of the served outputs' score, low, high (calibd(8),
+ * LABEL-FREE: from the predictions, before their labels) */
+enum { HIST_RAW, HIST_RAW_LO, HIST_RAW_HI, HIST_CAL, HIST_CAL_LO, HIST_CAL_HI, HIST_EST,
+       HIST_EST_LO, HIST_EST_HI, HIST_VALUES };
+/* the values of a point of the first file format (v 1): no estimate */
+#define HIST_VALUES_V1 HIST_EST
 
 typedef struct hist_point {
     double t;                 /* wall clock */
@@ -47,8 +52,9 @@ int hist_add(hist *h, size_t i, const hist_point *p);
 /* Point j (0 = oldest) of series i. */
 const hist_point *hist_at(const hist *h, size_t i, size_t j);
 
-/* The whole history as msgpack: {"format": "calibd-history", "v": 1,
- * "step": s, "series": {NAME: [[t, v0..v5, n], ...]}}, NaN as nil. */
+/* The whole history as msgpack: {"format": "calibd-history", "v": 2,
+ * "step": s, "series": {NAME: [[t, v0..v8, n], ...]}}, NaN as nil (v 1,
+ * read too, had v0..v5). */
 void hist_write(const hist *h, calib_mpw *w);
 /* The same in parts, for a caller that packs a few series at a time:
  * begin, then series i for each, then end. */

@@ -38,9 +38,15 @@ void history_add(history *y, model *m, double wall)
         double ci[2][2];
         calib_accum_ci95(raw, ci[0]);
         calib_accum_ci95(cal, ci[1]);
+        /* the label-free estimate: corrected where there is a reference */
+        const calib_lfree_fig *f = &m->lf.fig;
+        calib_lfree_est e = {NAN, NAN, NAN};
+        if (m->lf.rec && f->n)
+            e = f->corrected ? f->corrected_est[CALIB_LFREE_MAIN] : f->naive[CALIB_LFREE_MAIN];
         hist_point p = {.t = wall,
                         .v = {(float)calib_accum_mean(raw), (float)ci[0][0], (float)ci[0][1],
-                              (float)calib_accum_mean(cal), (float)ci[1][0], (float)ci[1][1]},
+                              (float)calib_accum_mean(cal), (float)ci[1][0], (float)ci[1][1],
+                              (float)e.mean, (float)e.lo, (float)e.hi},
                         .n = raw->n > UINT32_MAX ? UINT32_MAX : (uint32_t)raw->n};
         hist_add(&y->h, (size_t)m->hist, &p);
     }

@@ -34,8 +34,10 @@ extern const size_t calibd_page_len;
 /* /history?model=NAME as JSON (server thread, under the lock). */
 static void render_history(textbuf *t, const hist *h, long i, const char *name)
 {
+    /* the estimate's columns after "scored": added to the first form */
     static const char *cols = "[\"t\",\"raw\",\"raw_lo\",\"raw_hi\",\"calibrated\","
-                              "\"calibrated_lo\",\"calibrated_hi\",\"scored\"]";
+                              "\"calibrated_lo\",\"calibrated_hi\",\"scored\",\"estimated\","
+                              "\"estimated_lo\",\"estimated_hi\"]";
     textbuf_put(t, "{\"model\":");
     textbuf_json_str(t, name);
     textbuf_put(t, ",\"step\":%g,\"columns\":%s,\"points\":[", h->step, cols);
@@ -43,12 +45,14 @@ static void render_history(textbuf *t, const hist *h, long i, const char *name)
         const hist_point *p = hist_at(h, (size_t)i, j);
         textbuf_put(t, "%s[%.17g", j ? "," : "", p->t);
         for (int k = 0; k < HIST_VALUES; k++) {
+            if (k == HIST_EST)
+                textbuf_put(t, ",%u", (unsigned)p->n);
             if (isfinite(p->v[k]))
                 textbuf_put(t, ",%.9g", (double)p->v[k]);
             else
                 textbuf_put(t, ",null");
         }
-        textbuf_put(t, ",%u]", (unsigned)p->n);
+        textbuf_put(t, "]");
     }
     textbuf_put(t, "]}\n");
 }

@@ -115,6 +115,7 @@ class P(html.parser.HTMLParser):
             self.svgs.append((self.cur, cls[0], int(a.get("data-points", "-1"))))
             if "history" in cls and self.cur == "m":
                 self.marks = int(a.get("data-marks", "-1"))
+                self.estimated = int(a.get("data-estimated", "-1"))
         elif tag == "p" and "trigger" in cls and self.cur == "m":
             self.trigger = True
         elif a.get("id") == "banner":
@@ -143,6 +144,7 @@ print("banner", int(p.banner is not None and "hidden" not in p.banner))
 print("cs", int(getattr(p, "cs_row", False)))
 print("wcs", int(getattr(p, "wcs", False)))
 print("marks", getattr(p, "marks", -1))
+print("estimated", getattr(p, "estimated", -1))
 print("trigger", int(getattr(p, "trigger", False)))
 lf = getattr(p, "lfree", (-1, True))
 print("lfree", -1 if lf[1] else lf[0])
@@ -164,6 +166,8 @@ check "and the window's, per period" '[ "$(val wcs)" = 1 ]'
 check "the miscalibration trigger is shown" '[ "$(val trigger)" = 1 ]'
 check "U over time marks the loop's events ($(val marks) marks: the publish at least)" \
     '[ "$(val marks)" -ge 1 ]'
+check "U over time draws the label-free estimate beside the realized U ($(val estimated) points)" \
+    '[ "$(val estimated)" -gt 0 ]'
 check "the label-free estimates are shown, of the newest predictions ($(val lfree))" \
     '[ "$(val lfree)" -gt 0 ]'
 check "with the class priors of all 10 classes ($(val priors))" '[ "$(val priors)" = 10 ]'

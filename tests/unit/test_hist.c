@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "unit.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,13 +140,47 @@ static void refuses_what_is_not_a_history(void **state)
     calib_mpw_key(&v, "format");
     calib_mpw_str(&v, "calibd-history");
     calib_mpw_key(&v, "v");
-    calib_mpw_uint(&v, 2);
+    calib_mpw_uint(&v, 3);
     calib_mpw_key(&v, "series");
     calib_mpw_map(&v);
     calib_mpw_end(&v);
     calib_mpw_end(&v);
     assert_int_equal(hist_read(&r, v.sb.data, v.sb.size, err, sizeof err), -1);
-    assert_string_equal(err, "not a calibd history of version 1");
+    assert_string_equal(err, "not a calibd history of version 1 or 2");
+    /* the first form: six values a point, read with no estimate; nine
+     * values in it are refused */
+    for (int values = HIST_VALUES_V1; values <= HIST_VALUES; values += HIST_VALUES - HIST_VALUES_V1) {
+        calib_mpw_reset(&v);
+        calib_mpw_map(&v);
+        calib_mpw_key(&v, "format");
+        calib_mpw_str(&v, "calibd-history");
+        calib_mpw_key(&v, "v");
+        calib_mpw_uint(&v, 1);
+        calib_mpw_key(&v, "series");
+        calib_mpw_map(&v);
+        calib_mpw_key(&v, "old");
+        calib_mpw_array(&v);
+        calib_mpw_array(&v);
+        calib_mpw_double(&v, 1000);
+        for (int k = 0; k < values; k++)
+            calib_mpw_double(&v, 0.25 + k);
+        calib_mpw_uint(&v, 7);
+        calib_mpw_end(&v);
+        calib_mpw_end(&v);
+        calib_mpw_end(&v);
+        calib_mpw_end(&v);
+        int rc = hist_read(&r, v.sb.data, v.sb.size, err, sizeof err);
+        if (values == HIST_VALUES) {
+            assert_int_equal(rc, -1);
+            continue;
+        }
+        assert_int_equal(rc, 0);
+        const hist_point *q = hist_at(&r, 0, 0);
+        assert_true(q->t == 1000 && q->n == 7 && q->v[HIST_CAL_HI] == 5.25f);
+        assert_true(isnan(q->v[HIST_EST]) && isnan(q->v[HIST_EST_HI]));
+        hist_free(&r);
+        hist_init(&r, 50, 60);
+    }
     /* trailing bytes */
     memcpy(buf, w.sb.data, w.sb.size);
     assert_int_equal(hist_read(&r, "\x90\x90", 2, err, sizeof err), -1);
