@@ -9,6 +9,9 @@
  * with y ~ Bernoulli(sigmoid(s / T*)); a regression model reports N(mean, 1)
  * with mean ~ N(0, 1) while y ~ N(mean, T*^2). --temperature-after and
  * --switch-after change T* mid-run: a drift for calibd to detect.
+ * --label-shift R from --label-shift-after N on keeps each pair of class 0
+ * R times as often as the others (rejection: p(x | y) stays, the class
+ * priors move), a label shift for calibd to see before the labels.
  *
  * Labels go inline (`y` in the prediction) or, with a delay, duplicates,
  * drops or shuffling, as separate label messages from a FIFO of pending
@@ -68,6 +71,8 @@ typedef struct sim_opts {
     uint64_t segments;       /* values v0.. of segment key "segment"; 0: none */
     uint64_t miscal_segments; /* the first ones, labelled with seg_temp */
     double seg_temp;
+    double shift;            /* class 0's weight under the label shift; 1: none */
+    uint64_t shift_after;    /* predictions before it */
 } sim_opts;
 
 /* ------------------------------------------------------------ packing */
@@ -192,9 +197,30 @@ static double true_temperature(const sim *s, uint64_t seq, uint64_t seg)
     return s->o.drift && seq >= s->o.switch_after ? s->o.temp_after : s->o.temp;
 }
 
+/* Under --label-shift, whether a pair of class y is kept: class 0 with
+ * probability w0 / max(w0, 1), any other 1 / max(w0, 1). */
+static int shift_keeps(sim *s, uint64_t seq, double y)
+{
+    double w0 = s->o.shift;
+    if (w0 == 1 || seq < s->o.shift_after)
+        return 1;
+    double w = y == 0 ? w0 : 1, most = w0 > 1 ? w0 : 1;
+    return w == most || calib_rng_uniform(&s->rng) < w / most;
+}
+
+static void simulate_draw(sim *s, uint64_t seq, double *x, double *y, uint64_t *seg);
+
 /* One prediction into x (width outputs, as they will be sent) and its y;
- * its segment value (uniform over --segments) into *seg. */
+ * its segment value (uniform over --segments) into *seg; drawn again
+ * until the label shift keeps it. */
 static void simulate_one(sim *s, uint64_t seq, double *x, double *y, uint64_t *seg)
+{
+    do
+        simulate_draw(s, seq, x, y, seg);
+    while (s->o.form != CALIB_FORM_GAUSSIAN && !shift_keeps(s, seq, *y));
+}
+
+static void simulate_draw(sim *s, uint64_t seq, double *x, double *y, uint64_t *seg)
 {
     *seg = s->o.segments ? calib_rng_next(&s->rng) % s->o.segments : UINT64_MAX;
     double t = true_temperature(s, seq, *seg);
@@ -663,6 +689,9 @@ static void usage(FILE *f)
 "                             reported outputs are overconfident)\n"
 "      --temperature-after T2 T* after --switch-after predictions (drift)\n"
 "      --switch-after N       predictions before T* becomes T2\n"
+"      --label-shift R        a label shift: class 0 kept R times as often as\n"
+"                             the others, 0.01..100 (default 1: none)\n"
+"      --label-shift-after N  predictions before it (default 0)\n"
 "  -r, --rate R               predictions per second; 0 = unpaced (default 0)\n"
 "  -n, --count N              predictions; 0 = until SIGINT/SIGTERM (default 1000)\n"
 "  -b, --batch B              predictions per message, 1..65536; 1 = row form\n"
@@ -725,8 +754,11 @@ static int parse_double(const char *opt, const char *s, double lo, double hi,
     if (*s == '\0' || *end || errno || !isfinite(v) || v < lo || v > hi ||
         (open_lo && v == lo)) {
         char want[96];
-        snprintf(want, sizeof want, "a number %s %g%s", open_lo ? ">" : ">=", lo,
-                 isinf(hi) ? "" : hi == 1 ? " and <= 1" : "");
+        if (isinf(hi))
+            snprintf(want, sizeof want, "a number %s %g", open_lo ? ">" : ">=", lo);
+        else
+            snprintf(want, sizeof want, "a number %s %g and <= %g", open_lo ? ">" : ">=", lo,
+                     hi);
         return bad_option(opt, s, want);
     }
     *out = v;
@@ -748,7 +780,7 @@ enum {
     OPT_PUSH = 256, OPT_SIGMA, OPT_TEMP_AFTER, OPT_SWITCH_AFTER, OPT_ENCODING,
     OPT_IDS, OPT_DELAY, OPT_SHUFFLE, OPT_DUP, OPT_DROP, OPT_FLUSH_NOW,
     OPT_WARMUP, OPT_LINGER, OPT_SNDHWM, OPT_KEY, OPT_SERVER_KEY, OPT_SEGMENTS,
-    OPT_MISCAL_SEGMENTS, OPT_SEG_TEMP,
+    OPT_MISCAL_SEGMENTS, OPT_SEG_TEMP, OPT_SHIFT, OPT_SHIFT_AFTER,
 };
 
 static const struct option long_opts[] = {
@@ -781,6 +813,8 @@ static const struct option long_opts[] = {
     {"segments", required_argument, NULL, OPT_SEGMENTS},
     {"miscal-segments", required_argument, NULL, OPT_MISCAL_SEGMENTS},
     {"segment-temperature", required_argument, NULL, OPT_SEG_TEMP},
+    {"label-shift", required_argument, NULL, OPT_SHIFT},
+    {"label-shift-after", required_argument, NULL, OPT_SHIFT_AFTER},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -850,6 +884,8 @@ static int parse_one(sim_opts *o, int c, const char *a, int *have_after,
     case OPT_MISCAL_SEGMENTS:
         return parse_u64("miscal-segments", a, 0, 1000000, &o->miscal_segments);
     case OPT_SEG_TEMP: return parse_double("segment-temperature", a, 0, inf, 1, &o->seg_temp);
+    case OPT_SHIFT: return parse_double("label-shift", a, 0.01, 100, 0, &o->shift);
+    case OPT_SHIFT_AFTER: return parse_u64("label-shift-after", a, 0, UINT64_MAX, &o->shift_after);
     }
     return -1;
 }
@@ -862,7 +898,7 @@ static int parse_options(sim_opts *o, int argc, char **argv)
         .endpoint = ">tcp://127.0.0.1:7450", .model = "sim", .k = 10,
         .sigma = 1.5, .temp = 1, .count = 1000, .batch = 1,
         .form = CALIB_FORM_LOGITS, .enc = ENC_F32, .seed = 1,
-        .linger_ms = 2000, .sndhwm = 100000, .warmup_ms = 10000, .seg_temp = 2,
+        .linger_ms = 2000, .sndhwm = 100000, .warmup_ms = 10000, .seg_temp = 2, .shift = 1,
     };
     while ((c = getopt_long(argc, argv, "e:m:k:t:r:n:b:f:s:d:h", long_opts, NULL)) != -1) {
         if (c == 'h') {

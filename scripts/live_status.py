@@ -96,6 +96,10 @@ def main():
         print("  before the labels: the newest %d predictions' U will probably be "
               "%.4f [%.4f, %.4f]%s" % (lf["predictions"], b["mean"], b["lo"], b["hi"],
                                        " (label-shift corrected)" if lf.get("corrected") else ""))
+        wc = (w.get("calibrated") or {}).get("brier") or {}
+        if wc.get("mean") is not None:
+            print("    what the labels showed so far (window, calibrated): %.4f; the estimate "
+                  "is of predictions whose labels have not come" % wc["mean"])
         if g["naive"]["n"]:
             print("    graded on the %d pairs joined since the parameters: realized - estimated %s "
                   "(0 when the served outputs are calibrated)" % (g["naive"]["n"], est(g["naive"])))

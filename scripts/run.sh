@@ -2,12 +2,16 @@
 # run.sh — the main job: builds calibd, starts it on its default endpoints,
 # feeds it with the bundled simulator (a 10-class model whose outcomes
 # follow softmax(z / 2): overconfident from its first prediction, as
-# networks ship; after 40 s softmax(z / 3.5), a drift), runs the example
-# serving node, and shows calibctl status live. calibd's miscalibration
-# trigger finds the first fault, its drift detector the second; each time
-# it refits a temperature, proves it in shadow and publishes it, and the
-# serving node applies it. Ctrl-C stops everything. `run.sh --seconds N`
-# stops after N seconds.
+# networks ship; after 40 s softmax(z / 3.5), a drift; after 100 s a label
+# shift, class 0 four times as frequent), runs the example serving node,
+# and shows calibctl status live. Labels come 15 s after their
+# predictions. calibd's miscalibration trigger finds the first fault, its
+# drift detector the second; each time it refits a temperature, proves it
+# in shadow and publishes it, and the serving node applies it. The third
+# it sees from the predictions alone, before their labels: its label-free
+# estimate of U moves 15 s before the realized U does, and with
+# label_shift_adapt it publishes the prior correction without a label.
+# Ctrl-C stops everything. `run.sh --seconds N` stops after N seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=0
@@ -23,8 +27,10 @@ trap stop EXIT
 trap 'exit 0' INT TERM
 
 # calibd's defaults, but a history point every 2 s (rather than 60) so
-# that the page's U over time fills within seconds
-printf '[daemon]\nhistory_step = 2\n' > build/run-demo.conf
+# that the page's U over time fills within seconds, the label-free figures
+# every second (rather than 5), and label_shift_adapt on (off by default)
+printf '[daemon]\nhistory_step = 2\n[defaults]\nlabel_free_interval = 1\nlabel_shift_adapt = yes\n' \
+    > build/run-demo.conf
 "$dir/calibd" -c build/run-demo.conf --state-dir "$state" 2> "$state/calibd.log" &
 pids+=($!)
 "$dir/calibctl" ping --timeout 5 > /dev/null ||
@@ -32,11 +38,14 @@ pids+=($!)
 "$dir/examples/serving_node" --connect tcp://127.0.0.1:7451 --model sim \
     > "$state/serving_node.log" 2>&1 &
 pids+=($!)
-# predictions at 2000/s in batches of 100; labels follow 3 s later, 2% never;
-# the true temperature is 2 from the start and 3.5 after 80000 predictions (40 s)
+# predictions at 2000/s in batches of 100, logits of standard deviation 4;
+# labels follow 15 s later, 2% never;
+# the true temperature is 2 from the start and 3.5 after 80000 predictions
+# (40 s); class 0 is kept 4 times as often after 200000 (100 s)
 "$dir/examples/simulate" --model sim --k 10 --temperature 2 --temperature-after 3.5 \
-    --switch-after 80000 --rate 2000 --batch 100 --count 0 \
-    --label-delay 3 --label-drop 0.02 --seed 7 2> "$state/simulate.log" &
+    --switch-after 80000 --label-shift 4 --label-shift-after 200000 --sigma 4 --rate 2000 \
+    --batch 100 --count 0 --label-delay 15 --label-drop 0.02 --seed 7 \
+    2> "$state/simulate.log" &
 pids+=($!)
 
 echo "calibd on its defaults (log: $state/calibd.log), fed by examples/simulate; Ctrl-C stops."

@@ -144,6 +144,7 @@ typedef struct calib_join_result {
     const double *x;  /* the prediction's width outputs (see below) */
     double y;         /* the label */
     double pred_ts;   /* the producer's ts of the prediction */
+    double pred_arrived; /* the `now` of the prediction's arrival */
     double label_ts;  /* the producer's ts of the label */
 } calib_join_result;
 

@@ -207,7 +207,8 @@ static void label_record(calibd *d, model *m, const calib_msg_rec *r, const inge
         return;
     }
     if (jr.status == CALIB_JOIN_JOINED)
-        model_observe(m, jr.x, r->y, now, jr.x + m->width); /* shaped: y checked above */
+        /* shaped: y checked above */
+        model_observe_at(m, jr.x, r->y, now, jr.x + m->width, jr.pred_arrived);
 }
 
 /* "logits with K = 10", "gaussian", "probs with any K", "any form". */

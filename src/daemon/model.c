@@ -811,23 +811,29 @@ static void lf_grade(model *m, const double *p, const double *xc, double score)
 }
 
 static void observe(model *m, const double *x, double y, double now, const double *codes,
-                    int predicted);
+                    int predicted, double arrived);
 
 void model_observe(model *m, const double *x, double y, double now, const double *codes)
 {
-    observe(m, x, y, now, codes, 0);
+    observe(m, x, y, now, codes, 0, INFINITY);
+}
+
+void model_observe_at(model *m, const double *x, double y, double now, const double *codes,
+                      double arrived)
+{
+    observe(m, x, y, now, codes, 0, arrived);
 }
 
 void model_observe_inline(model *m, const double *x, double y, double now, const double *codes)
 {
-    observe(m, x, y, now, codes, 1);
+    observe(m, x, y, now, codes, 1, INFINITY);
 }
 
 /* predicted: the pair is a prediction that came with its outcome, whose
  * served outputs the label-free ring takes from the calibrated view's,
  * computed here anyway. */
 static void observe(model *m, const double *x, double y, double now, const double *codes,
-                    int predicted)
+                    int predicted, double arrived)
 {
     double s[VIEWS][WS_PER_VIEW];
     double *p[VIEWS] = {m->p, m->pcal};
@@ -892,7 +898,9 @@ static void observe(model *m, const double *x, double y, double now, const doubl
     model_ring_push(m, x, y, now, s[VIEW_CAL][WS_MAIN]);
     m->scored++;
     model_recalib *l = &m->recalib;
-    if (l->refit.phase == PHASE_OFF)
+    /* a prediction from before a label-free correction: of the mix it
+     * corrected, scored (above) but judging nothing of the loop's */
+    if (l->refit.phase == PHASE_OFF || arrived < l->fresh_from)
         return;
     if (l->refit.phase == PHASE_SHADOW && l->gate.state == CALIB_GATE_RUNNING)
         shadow_observe(m, x, y, s[VIEW_CAL], codes);

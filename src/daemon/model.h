@@ -203,6 +203,10 @@ typedef struct model_recalib {
     /* segment parameters (SEGMENTS): a version stores at a time; a
      * candidate's or rollback's store asked for meanwhile waits for it */
     int seg_storing;        /* also a label-free version's store */
+    double fresh_from;      /* when the last label-free version took over
+                               (mono_now(), 0: none): the loop's tests
+                               (drift, trigger, shadow, guard) take the
+                               pairs of predictions arrived from then on */
     int store_deferred;     /* 1 + the reason of the store that waits, 0 */
     /* counters */
     uint64_t drift_alarms, refits, refit_errors, candidates, published, rejected;
@@ -385,6 +389,13 @@ void model_canonical(model *m, int form, const double *x, double *out);
  * candidate too; with its segment codes (seg.cfg.keys of them, from
  * model_segments; NULL: none), its segments. */
 void model_observe(model *m, const double *x, double y, double now, const double *codes);
+/* The same for a pair whose prediction arrived at `arrived` (the join's
+ * clock, monotonic; model_observe: now): a pair of a prediction from
+ * before the last label-free version took over (model_recalib.fresh_from)
+ * is of the mix that version corrected: it is scored, but feeds none of
+ * the loop's tests. */
+void model_observe_at(model *m, const double *x, double y, double now, const double *codes,
+                      double arrived);
 /* model_observe of a prediction that came with its outcome: it is also
  * added to the label-free estimates (model_predicted), from the outputs
  * the calibrated view computed. */

@@ -177,6 +177,9 @@ int recalib_attach(calibd *d, model *m)
     p.identity = model_params_is_identity(&p);
     m->params = p;
     model_paired_reset(m, p.version, steady_now(d));
+    /* a label-free version restored: the predictions from before the
+     * restart may be of the mix it corrected */
+    m->recalib.fresh_from = p.label_free ? mono_now() : 0;
     char v[200];
     recalib_format_params(&p, v, sizeof v);
     model_event_add(m, wall_now(), "start", "%s version %llu: %s %s", rc == 0 ? "restored" :
@@ -845,6 +848,7 @@ static void guard_start(model *m, const model_params *prev)
     l->guard_on = c->rollback && prev->desc && calib_gate_init(&l->guard, &gc) == CALIB_OK;
     if (!l->guard_on)
         return;
+
     l->guard_prev = *prev;
     l->guard_low = 0;
     for (int i = 0; i < 3; i++)
@@ -1081,19 +1085,20 @@ static void model_tick(calibd *d, model *m)
  * version, guarded against the one before like any; then a candidate's or
  * rollback's store that waited goes. */
 /* A label-free version's message: its weights, and what they came from. */
-static void label_free_message(const model *m, const model_params *p, char *msg, size_t len)
+static void label_free_message(const model_params *p, char *msg, size_t len)
 {
     char w[256] = "";
     size_t a = 0;
     for (unsigned j = 0; j < p->nw && j < 8; j++)
         a += (size_t)snprintf(w + a, a < sizeof w ? sizeof w - a : 0, "%s%.3f", j ? " " : "",
                               p->w[j]);
-    snprintf(msg, len, "published version %llu without labels: %s %s%s prior weights [%s%s] "
+    char v[200];
+    recalib_format_params(p, v, sizeof v);
+    snprintf(msg, len, "published version %llu without labels: %s %s with prior weights [%s%s] "
              "(a label shift estimated on the newest %llu predictions; expected Brier of the "
-             "outputs before them %.4g); the guard judges it once labels come",
-             (unsigned long long)p->version, p->method, m->params.desc ? "" : "?",
-             p->method[0] ? " with" : "", w, p->nw > 8 ? " ..." : "",
-             (unsigned long long)p->fit_n, p->before[0]);
+             "outputs before them %.4g); the guard judges it on the labels of predictions "
+             "from now on", (unsigned long long)p->version, p->method, v, w,
+             p->nw > 8 ? " ..." : "", (unsigned long long)p->fit_n, p->before[0]);
 }
 
 /* A version stored outside the refit machine (a segment's parameters, a
@@ -1127,10 +1132,12 @@ static void side_stored(calibd *d, model *m, store_job *j, int status)
         model_params prev = m->params;
         m->params = *p;
         model_paired_reset(m, p->version, steady_now(d));
+        if (!sg) /* the earlier predictions are of the mix it corrected */
+            l->fresh_from = mono_now();
         guard_start(m, &prev);
         send_params(d, m);
         if (!sg) {
-            label_free_message(m, p, msg, sizeof msg);
+            label_free_message(p, msg, sizeof msg);
             log_msg(&d->log, LOG_INFO, "loop", "%s: %s", m->name, msg);
             model_event_add(m, wall_now(), "publish", "%s", msg);
             alert_value av[] = {{"version", (double)p->version}, {"before", p->before[0]},

@@ -14,6 +14,7 @@
 #include "calib/mpr.h"
 #include "calib/save.h"
 #include "log.h"
+#include "clock.h"
 #include "snapshot.h"
 #include "state.h"
 

@@ -826,6 +826,7 @@ int calib_join_pred(calib_join *j, const calib_id *id, const double *x,
         out->x = x;
         out->y = j->ent[slot].y;
         out->pred_ts = ts;
+        out->pred_arrived = j->now;
         out->label_ts = j->ent[slot].ts;
         waiting_remove(j, slot);
         join_done(j, id, hash, out);
@@ -864,6 +865,7 @@ int calib_join_label(calib_join *j, const calib_id *id, double y, double ts,
         out->x = j->x + (size_t)slot * j->cfg.width;
         out->y = y;
         out->pred_ts = j->ent[slot].ts;
+        out->pred_arrived = j->ent[slot].deadline - j->cfg.ttl;
         out->label_ts = ts;
         waiting_remove(j, slot);
         join_done(j, id, hash, out);

@@ -11,7 +11,9 @@ follow PUBLISH MODEL STATE OUT: a serving node (the Python Follower) waits
   score, under the true posteriors, of the target's outputs served as they
   are, as that version serves them, and as the true posteriors would (the
   best a prior correction can do).
-labels ENDPOINT MODEL N_SOURCE STATE: the target's labels, at last."""
+labels ENDPOINT MODEL SEED N_SOURCE STATE: the target's withheld labels,
+  at last, then N_TARGET new predictions of the target (made after the
+  correction) with their labels."""
 import json
 import os
 import sys
@@ -63,13 +65,20 @@ def follow(publish, model, state, out):
         json.dump(res, fh)
 
 
-def labels(endpoint, model, n_src, state):
+def labels(endpoint, model, seed, n_src, state):
     y = np.load(state)["y"]
-    n_src = int(n_src)
+    n_src, n_tgt = int(n_src), len(y)
+    rng = np.random.default_rng(int(seed) + 1)
+    y2, ps2, _ = draw(rng, TGT, n_tgt)
     with Producer(endpoint) as prod:
-        for a in range(0, len(y), 1000):
-            ids = list(range(n_src + a, n_src + min(a + 1000, len(y))))
+        for a in range(0, n_tgt, 1000):
+            ids = list(range(n_src + a, n_src + min(a + 1000, n_tgt)))
             prod.label(model, ids, y[a:a + 1000])
+        base = n_src + n_tgt
+        for a in range(0, n_tgt, 1000):
+            ids = list(range(base + a, base + min(a + 1000, n_tgt)))
+            prod.predict(model, ids, probs=ps2[a:a + 1000])
+            prod.label(model, ids, y2[a:a + 1000])
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@
 # estimate the priors within 0.1 (L1) and the Brier score the withheld
 # labels would give closer than the naive estimate does (label_shift.py
 # computes both exactly); /metrics exports them. A second model sends
-# the source stream only and must see no alarm.
+# the source stream only and must see no alarm. A third, from the bundled
+# simulator's --label-shift, must see its shift.
 . "$(dirname "$0")/lib.sh"
 
 make_sink
@@ -143,5 +144,14 @@ assert d['naive_brier'] == o['naive_brier'] and d['naive_log'] == o['naive_log']
 assert o['seen'] == 40000 and o['shift']['alarms'] == 1, o['shift']
 assert 20000 < o['shift']['last_alarm_seen'] <= 23000, o['shift']
 PY"
+# the bundled simulator's label shift (calibd-simulate(1), --label-shift):
+# class 0 kept 4 times as often after 20,000 predictions, whose labels
+# are never sent (--label-drop 1); calibd sees it from the predictions alone
+"$SIMULATE" --endpoint ">$PULL" --push --model simshift --form probs --k 5 --count 30000 \
+    --batch 100 --label-delay 1 --label-drop 1 --label-shift 4 --label-shift-after 20000 --seed 3 \
+    --linger-ms "$LINGER_MS" 2> "$work/sim.err"
+check "the simulator's label shift is seen: one alarm, after its start" \
+    'wait_for "$work/sim.json" "r[\"models\"][\"simshift\"][\"label_free\"][\"seen\"] == 30000 and r[\"models\"][\"simshift\"][\"label_free\"][\"shift\"][\"alarms\"] == 1" &&
+     [ "$(json_get "$work/sim.json" "20000 < r[\"models\"][\"simshift\"][\"label_free\"][\"shift\"][\"last_alarm_seen\"] <= 23000")" = True ]'
 check "calibd stops cleanly" "stop_calibd"
 finish
