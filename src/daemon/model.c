@@ -261,7 +261,7 @@ int model_shape(model *m, int form, size_t k)
         goto err;
     for (int i = 0; i < 2; i++) {
         calib_accum_init(&m->lf_graded[i]);
-        calib_accum_init(&m->lf_graded_since[i]);
+        calib_accum_init(&m->lf_graded_base[i]);
     }
     /* last: the one step that changes the join table */
     if ((rc = calib_join_set_width(&m->join, jwidth, sz.pending)) != CALIB_OK)
@@ -298,7 +298,7 @@ static void free_shaped(model *m)
     calib_drift_free(&m->recalib.drift);
     calib_lfree_free(&m->lf);
     memset(m->lf_graded, 0, sizeof m->lf_graded);
-    memset(m->lf_graded_since, 0, sizeof m->lf_graded_since);
+    memset(m->lf_graded_base, 0, sizeof m->lf_graded_base);
     m->lf_at = 0;
     m->lf_alarm_at = m->lf_last_alarm = 0;
     m->lf_reported = 0;
@@ -586,6 +586,19 @@ int model_lfree_step(model *m, double now)
     return 1;
 }
 
+static calib_ksum ksum_less(calib_ksum a, calib_ksum b)
+{
+    return (calib_ksum){a.sum - b.sum, a.comp - b.comp};
+}
+
+void model_lf_graded_since(const model *m, calib_accum since[2])
+{
+    for (int i = 0; i < 2; i++) {
+        const calib_accum *a = &m->lf_graded[i], *b = &m->lf_graded_base[i];
+        since[i] = (calib_accum){a->n - b->n, ksum_less(a->s1, b->s1), ksum_less(a->s2, b->s2)};
+    }
+}
+
 int model_lfree_weights(model *m, double *w)
 {
     calib_lfree *lf = &m->lf;
@@ -806,7 +819,6 @@ static void lf_grade(model *m, const double *p, const double *xc, double score)
         if (!isfinite(diff))
             continue;
         calib_accum_add(&m->lf_graded[i], diff);
-        calib_accum_add(&m->lf_graded_since[i], diff);
     }
 }
 
@@ -1149,8 +1161,7 @@ void model_paired_reset(model *m, uint64_t version, double since)
     calib_lfree_test_reset(&m->lf);
     m->lf_alarm_at = 0;
     m->lf_reported = 0;
-    for (int i = 0; i < 2; i++)
-        calib_accum_init(&m->lf_graded_since[i]);
+    memcpy(m->lf_graded_base, m->lf_graded, sizeof m->lf_graded_base);
     for (int i = 0; i < WS_PER_VIEW; i++) {
         for (int v = 0; v < VIEWS; v++)
             calib_accum_init(&p->view[v][i]);

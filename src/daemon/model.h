@@ -268,7 +268,9 @@ typedef struct model {
      * its estimate from its served outputs alone (LF_NAIVE) and under the
      * estimated priors (LF_CORRECTED), since the start and since the
      * current parameters (reset with paired) */
-    calib_accum lf_graded[2], lf_graded_since[2];
+    /* the grading since the start, and its value when the parameters
+     * last changed (model_lf_graded_since: the difference) */
+    calib_accum lf_graded[2], lf_graded_base[2];
     model_recalib recalib;
     alert_state alert[RULES];
     uint64_t alerts;        /* alerts sent */
@@ -334,6 +336,9 @@ int model_reference_priors(const model *m, double *src);
  * (the ring holds the new mix alone) restarts the test, the new mix its
  * reference. Returns 1 when it updated. */
 int model_lfree_step(model *m, double now);
+/* The grading since the parameters changed: lf_graded less its base (a
+ * subtraction at reading, not an accumulator more a pair). */
+void model_lf_graded_since(const model *m, calib_accum since[2]);
 /* The prior correction of a label shift (label_shift_adapt): EM's priors
  * over the newest label_shift_reference predictions over the reference
  * priors, into w[K], each within [CALIB_PRIOR_WEIGHT_MIN, _MAX]. 1, or 0

@@ -145,7 +145,11 @@ static void grow(calib_lfree *lf)
  * categorical laws over K classes) gives a sample the probability
  * (n_c + 1/2) / (n + K/2), n_c its class's count before it and n the
  * samples before it; the mixture's probability of a sequence is the
- * product. Kept as frac 2^exp.
+ * product. The denominators' product over n samples is
+ * Gamma(n + K/2) / Gamma(K/2) whatever the classes, so a sample multiplies
+ * its numerator in alone (frac 2^exp, renormalised when it leaves
+ * [2^-512, 2^512]) and kt_log divides by the denominators once: a product
+ * a sample, no division.
  */
 static void kt_start(struct calib_lfree_kt *kt)
 {
@@ -153,19 +157,23 @@ static void kt_start(struct calib_lfree_kt *kt)
     kt->exp = 0;
 }
 
-static void kt_add(struct calib_lfree_kt *kt, uint64_t nc, uint64_t n, size_t k)
+static void kt_add(struct calib_lfree_kt *kt, uint64_t nc)
 {
-    kt->frac *= ((double)nc + 0.5) / ((double)n + 0.5 * (double)k);
-    if (kt->frac < 0x1p-512) { /* at least 2^-64 a sample: far from 2^-1022 */
+    /* a factor is in [1/2, 2^64]: far from over- or underflowing */
+    kt->frac *= (double)nc + 0.5;
+    if (kt->frac > 0x1p512 || kt->frac < 0x1p-512) {
         int e;
         kt->frac = frexp(kt->frac, &e);
         kt->exp += e;
     }
 }
 
-static double kt_log(const struct calib_lfree_kt *kt)
+/* ln of the mixture's probability of the n samples it took. */
+static double kt_log(const struct calib_lfree_kt *kt, uint64_t n, size_t k)
 {
-    return log(kt->frac) + (double)kt->exp * 0.693147180559945309417; /* ln 2 */
+    double h = 0.5 * (double)k;
+    return log(kt->frac) + (double)kt->exp * 0.693147180559945309417 /* ln 2 */
+           - (lgamma((double)n + h) - lgamma(h));
 }
 
 /*
@@ -188,7 +196,8 @@ static int evaluate(calib_lfree *lf)
             mle += (double)lf->all[j] * log((double)lf->all[j] / (double)n);
     double best = -INFINITY;
     for (unsigned i = 0; i < lf->nseg; i++) {
-        double e = lf->seg[i].log_w + lf->seg[i].log_ref + kt_log(&lf->seg[i].kt) - mle;
+        double e = lf->seg[i].log_w + lf->seg[i].log_ref + kt_log(&lf->seg[i].kt, lf->seg[i].n, k) -
+                   mle;
         best = e > best ? e : best;
     }
     lf->log_e = best > 0 ? best : 0;
@@ -210,7 +219,7 @@ static void segment_start(calib_lfree *lf)
     lf->seg[i].start = lf->test_n;
     lf->seg[i].n = 0;
     lf->seg[i].log_w = -log(j * (j + 1));
-    lf->seg[i].log_ref = kt_log(&lf->kt_all);
+    lf->seg[i].log_ref = kt_log(&lf->kt_all, lf->test_n, k);
     kt_start(&lf->seg[i].kt);
     memset(lf->seg_cnt + i * k, 0, k * sizeof *lf->seg_cnt);
 }
@@ -223,9 +232,11 @@ static int test_add(calib_lfree *lf, size_t top)
         segment_start(lf);
         lf->seg_at += lf->cfg.reference;
     }
-    kt_add(&lf->kt_all, lf->all[top]++, lf->test_n, k);
-    for (unsigned i = 0; i < lf->nseg; i++)
-        kt_add(&lf->seg[i].kt, lf->seg_cnt[i * k + top]++, lf->seg[i].n++, k);
+    kt_add(&lf->kt_all, lf->all[top]++);
+    for (unsigned i = 0; i < lf->nseg; i++) {
+        kt_add(&lf->seg[i].kt, lf->seg_cnt[i * k + top]++);
+        lf->seg[i].n++;
+    }
     if (++lf->test_n < lf->check_at)
         return 0;
     lf->check_at += k > 32 ? k : 32;
@@ -242,20 +253,14 @@ int calib_lfree_add(calib_lfree *lf, const double *p)
         grow(lf);
     float *r = lf->rec + (size_t)(lf->total % lf->cap) * lf->width;
     lf->total++;
-    if (!lf->test_on) {
-        for (size_t i = 0; i < lf->width; i++)
-            r[i] = (float)p[i];
-        return 0;
-    }
-    size_t top = 0; /* the top class, ties to the lowest, in the same pass */
-    double best = p[0];
-    for (size_t i = 0; i < lf->width; i++) {
+    for (size_t i = 0; i < lf->width; i++) /* apart from the argmax: vectorised */
         r[i] = (float)p[i];
-        if (p[i] > best) {
-            best = p[i];
-            top = i;
-        }
-    }
+    if (!lf->test_on)
+        return 0;
+    size_t top = 0; /* the top class, ties to the lowest: a scan (calib_argmax's
+                       dispatch costs more than K = 10 compares) */
+    for (size_t i = 1; i < lf->width; i++)
+        top = p[i] > p[top] ? i : top;
     return test_add(lf, top);
 }
 
