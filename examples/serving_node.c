@@ -67,6 +67,8 @@ static void print_params(const calib_client_params *p, void *arg)
     printf("%s %" PRIu64 " %s", p->model, p->version, p->method);
     for (unsigned j = 0; j < p->nparams; j++)
         printf(" %s=%.17g", p->names[j], p->values[j]);
+    for (unsigned j = 0; j < p->nweights; j++) /* a label-free prior correction */
+        printf("%s%.17g", j ? "," : " prior_weights=", p->weights[j]);
     putchar('\n');
     fflush(stdout);
 }

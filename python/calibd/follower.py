@@ -95,6 +95,8 @@ class Params:
 
     def line(self):
         kv = "".join(" %s=%.17g" % (n, v) for n, v in zip(self.names, self.values))
+        if self.weights:  # a label-free prior correction, as serving_node.c prints it
+            kv += " prior_weights=" + ",".join("%.17g" % w for w in self.weights)
         return "%s %d %s%s" % (self.model, self.version, self.method, kv)
 
 
