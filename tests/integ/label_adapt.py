@@ -22,22 +22,15 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from label_shift import SRC, TGT, draw  # noqa: E402
+import label_shift  # noqa: E402
+from label_shift import TGT, draw  # noqa: E402
 
 from calibd import PROBS, Follower, Producer  # noqa: E402
 
 
 def send(endpoint, model, seed, n_src, n_tgt, state):
     rng = np.random.default_rng(int(seed))
-    n_src, n_tgt = int(n_src), int(n_tgt)
-    with Producer(endpoint) as prod:
-        y, ps, _ = draw(rng, SRC, n_src)
-        for a in range(0, n_src, 1000):
-            ids = list(range(a, min(a + 1000, n_src)))
-            prod.predict(model, ids, probs=ps[a:a + 1000])
-            prod.label(model, ids, y[a:a + 1000])
-        y, ps, pt = draw(rng, TGT, n_tgt)
-        prod.predict(model, list(range(n_src, n_src + n_tgt)), probs=ps)
+    _, (y, ps, pt) = label_shift.send(endpoint, model, rng, int(n_src), int(n_tgt))
     np.savez(state + ".tmp.npz", y=y, ps=ps, pt=pt)
     os.rename(state + ".tmp.npz", state)  # whole when the follower sees it
 

@@ -34,11 +34,10 @@ def draw(rng, priors, n):
     return y, ps, pt
 
 
-def main():
-    endpoint, model, seed, n_src, n_tgt, out = sys.argv[1:7]
-    csv_dir = sys.argv[7] if len(sys.argv) > 7 else None
-    rng = np.random.default_rng(int(seed))
-    n_src, n_tgt = int(n_src), int(n_tgt)
+def send(endpoint, model, rng, n_src, n_tgt):
+    """The two phases: n_src source predictions with their labels (ids 0..),
+    then n_tgt target predictions without (ids n_src..). Returns the
+    source's (y, ps) and the target's (y, ps, pt)."""
     with Producer(endpoint) as prod:
         y, ps, _ = draw(rng, SRC, n_src)
         for a in range(0, n_src, 1000):
@@ -46,8 +45,17 @@ def main():
             prod.predict(model, ids, probs=ps[a:a + 1000])
             prod.label(model, ids, y[a:a + 1000])
         src = (y, ps)
-        y, ps, pt = draw(rng, TGT, n_tgt)
-        prod.predict(model, list(range(n_src, n_src + n_tgt)), probs=ps)
+        tgt = draw(rng, TGT, n_tgt)
+        prod.predict(model, list(range(n_src, n_src + n_tgt)), probs=tgt[1])
+    return src, tgt
+
+
+def main():
+    endpoint, model, seed, n_src, n_tgt, out = sys.argv[1:7]
+    csv_dir = sys.argv[7] if len(sys.argv) > 7 else None
+    rng = np.random.default_rng(int(seed))
+    n_src, n_tgt = int(n_src), int(n_tgt)
+    src, (y, ps, pt) = send(endpoint, model, rng, n_src, n_tgt)
     if csv_dir:
         head = ",".join("p%d" % j for j in range(K))
         with open(csv_dir + "/predictions.csv", "w") as f:

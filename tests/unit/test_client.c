@@ -347,6 +347,18 @@ static void rig_close(rig *g)
     zmq_ctx_term(g->ctx);
 }
 
+/* A params message written by libcalib's codec, sent, and read. */
+static void rig_send(rig *g, const calib_params_msg *m)
+{
+    calib_mpw w;
+    calib_mpw_init(&w);
+    assert_int_equal(calib_params_msg_write(&w, m), CALIB_OK);
+    uint64_t base = received(g->c);
+    send_frames(g->pub, m->model, strlen(m->model), w.sb.data, w.sb.size);
+    calib_mpw_destroy(&w);
+    poll_until_received(g->c, base + 1);
+}
+
 static void version_ordering(void **state)
 {
     rig g;
@@ -416,13 +428,7 @@ static void segment_parameters(void **state)
     m.nsegments = 2;
     m.segments[0] = (calib_params_segment){"country", "DE", {3.0}};
     m.segments[1] = (calib_params_segment){"device", "ios", {0.5}};
-    calib_mpw w;
-    calib_mpw_init(&w);
-    assert_int_equal(calib_params_msg_write(&w, &m), CALIB_OK);
-    uint64_t base = received(g.c);
-    send_frames(g.pub, "m1", 2, w.sb.data, w.sb.size);
-    calib_mpw_destroy(&w);
-    poll_until_received(g.c, base + 1);
+    rig_send(&g, &m);
     double x[] = {0.9}, out[1], want[1];
     uint64_t v = 0;
     const char *keys[] = {"device", "country"}, *de[] = {"ios", "DE"}, *fr[] = {"web", "FR"};
@@ -455,7 +461,7 @@ static void segment_parameters(void **state)
     calib_recal_apply_temperature((double[]){3.0}, CALIB_FORM_BINARY, 2, x, want);
     assert_true(out[0] == want[0]);
     /* version 3 without segments */
-    base = received(g.c);
+    uint64_t base = received(g.c);
     send_params(g.pub, "m1", 3, "temperature", 1, T_NAMES, (double[]){1.25});
     poll_until_received(g.c, base + 1);
     assert_int_equal(calib_client_apply_seg(g.c, "m1", CALIB_FORM_BINARY, 2, x, out, keys, de,
@@ -483,13 +489,7 @@ static void prior_weights(void **state)
     m.label_free = 1;
     m.nsegments = 1;
     m.segments[0] = (calib_params_segment){"country", "DE", {3.0}};
-    calib_mpw w;
-    calib_mpw_init(&w);
-    assert_int_equal(calib_params_msg_write(&w, &m), CALIB_OK);
-    uint64_t base = received(g.c);
-    send_frames(g.pub, "m1", 2, w.sb.data, w.sb.size);
-    calib_mpw_destroy(&w);
-    poll_until_received(g.c, base + 1);
+    rig_send(&g, &m);
     const double z[] = {1.0, 0.2, -0.7};
     double out[3], want[3];
     uint64_t v = 0;
@@ -527,7 +527,7 @@ static void prior_weights(void **state)
                                         &v), CALIB_ECLIENT_FORM);
     assert_true(out[0] == 42);
     /* a later version without weights drops them */
-    base = received(g.c);
+    uint64_t base = received(g.c);
     send_params(g.pub, "m1", 3, "temperature", 1, T_NAMES, (double[]){1.5});
     poll_until_received(g.c, base + 1);
     assert_int_equal(calib_client_apply(g.c, "m1", CALIB_FORM_LOGITS, 3, z, out, &v), CALIB_OK);
