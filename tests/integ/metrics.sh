@@ -229,8 +229,9 @@ import json, sys
 h, r = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 p = h["points"][-1]
 w = r["models"]["m"]["window"]
-ok = h["model"] == "m" and len(h["columns"]) == len(p) == 8 and p[7] == w["scored"] \
+ok = h["model"] == "m" and len(h["columns"]) == len(p) == 11 and p[7] == w["scored"] \
     and abs(p[1] - w["raw"]["brier"]["mean"]) < 1e-6 and p[2] < p[1] < p[3] \
+    and h["columns"][8:] == ["estimated", "estimated_lo", "estimated_hi"] and p[9] <= p[8] <= p[10] \
     and all(a[0] < b[0] for a, b in zip(h["points"], h["points"][1:]))
 sys.exit(0 if ok else 1)
 PY'

@@ -282,12 +282,16 @@ static void history_route(void **state)
     free(r);
     pthread_mutex_lock(&h->hist.lock);
     long i = hist_find(&h->hist.h, "m", 1);
-    hist_point p = {.t = 1700000000, .v = {0.5f, 0.25f, 0.75f, NAN, NAN, NAN}, .n = 12};
+    hist_point p = {.t = 1700000000, .v = {0.5f, 0.25f, 0.75f, NAN, NAN, NAN, 0.375f, 0.25f, 0.5f},
+                    .n = 12};
     assert_int_equal(hist_add(&h->hist.h, (size_t)i, &p), 0);
     pthread_mutex_unlock(&h->hist.lock);
     r = request(f->port, "GET", "/history?model=m", &code);
     assert_int_equal(code, 200);
-    assert_non_null(strstr(r, "\"points\":[[1700000000,0.5,0.25,0.75,null,null,null,12]]}"));
+    /* the estimate's columns after "scored", where the first form ended */
+    assert_non_null(strstr(r, "\"scored\",\"estimated\",\"estimated_lo\",\"estimated_hi\"]"));
+    assert_non_null(
+        strstr(r, "\"points\":[[1700000000,0.5,0.25,0.75,null,null,null,12,0.375,0.25,0.5]]}"));
     free(r);
 }
 
