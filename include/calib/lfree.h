@@ -96,6 +96,7 @@ typedef struct calib_lfree {
      * samples before its start and those after apart, over the pooled
      * maximum likelihood */
     int test_on;
+    double lgamma_h;     /* ln Gamma(K/2), the KT denominators' start */
     uint64_t *all;       /* k counts since the reset */
     uint64_t *seg_cnt;   /* CALIB_LFREE_BANK x k counts since each start */
     /* a KT mixture's probability of its samples so far, kept as a

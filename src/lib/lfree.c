@@ -111,6 +111,7 @@ int calib_lfree_init(calib_lfree *lf, const calib_lfree_cfg *c)
     if (!lf->all || !lf->seg_cnt)
         goto nomem;
     lf->test_on = 1;
+    lf->lgamma_h = lgamma(0.5 * (double)k);
     calib_lfree_test_reset(lf);
     return CALIB_OK;
 nomem:
@@ -169,11 +170,10 @@ static void kt_add(struct calib_lfree_kt *kt, uint64_t nc)
 }
 
 /* ln of the mixture's probability of the n samples it took. */
-static double kt_log(const struct calib_lfree_kt *kt, uint64_t n, size_t k)
+static double kt_log(const calib_lfree *lf, const struct calib_lfree_kt *kt, uint64_t n)
 {
-    double h = 0.5 * (double)k;
     return log(kt->frac) + (double)kt->exp * 0.693147180559945309417 /* ln 2 */
-           - (lgamma((double)n + h) - lgamma(h));
+           - (lgamma((double)n + 0.5 * (double)lf->cfg.k) - lf->lgamma_h);
 }
 
 /*
@@ -196,7 +196,7 @@ static int evaluate(calib_lfree *lf)
             mle += (double)lf->all[j] * log((double)lf->all[j] / (double)n);
     double best = -INFINITY;
     for (unsigned i = 0; i < lf->nseg; i++) {
-        double e = lf->seg[i].log_w + lf->seg[i].log_ref + kt_log(&lf->seg[i].kt, lf->seg[i].n, k) -
+        double e = lf->seg[i].log_w + lf->seg[i].log_ref + kt_log(lf, &lf->seg[i].kt, lf->seg[i].n) -
                    mle;
         best = e > best ? e : best;
     }
@@ -219,7 +219,7 @@ static void segment_start(calib_lfree *lf)
     lf->seg[i].start = lf->test_n;
     lf->seg[i].n = 0;
     lf->seg[i].log_w = -log(j * (j + 1));
-    lf->seg[i].log_ref = kt_log(&lf->kt_all, lf->test_n, k);
+    lf->seg[i].log_ref = kt_log(lf, &lf->kt_all, lf->test_n);
     kt_start(&lf->seg[i].kt);
     memset(lf->seg_cnt + i * k, 0, k * sizeof *lf->seg_cnt);
 }
