@@ -1081,24 +1081,29 @@ static void model_tick(calibd *d, model *m)
 
 /* ------------------------------------------------------------ segments */
 
-/* The segment parameters stored (or not): installed and sent as the next
- * version, guarded against the one before like any; then a candidate's or
- * rollback's store that waited goes. */
+/* A K-vector for a message: its first 8 values, " ..." after them if
+ * there are more. */
+static void format_classes(char *buf, size_t len, const double *v, size_t k)
+{
+    size_t a = 0;
+    buf[0] = 0;
+    for (size_t j = 0; j < k && j < 8; j++)
+        a += (size_t)snprintf(buf + a, a < len ? len - a : 0, "%s%.3f", j ? " " : "", v[j]);
+    if (k > 8 && a < len)
+        snprintf(buf + a, len - a, " ...");
+}
+
 /* A label-free version's message: its weights, and what they came from. */
 static void label_free_message(const model_params *p, char *msg, size_t len)
 {
-    char w[256] = "";
-    size_t a = 0;
-    for (unsigned j = 0; j < p->nw && j < 8; j++)
-        a += (size_t)snprintf(w + a, a < sizeof w ? sizeof w - a : 0, "%s%.3f", j ? " " : "",
-                              p->w[j]);
-    char v[200];
+    char w[128], v[200]; /* 8 weights of at most 11 characters */
+    format_classes(w, sizeof w, p->w, p->nw);
     recalib_format_params(p, v, sizeof v);
-    snprintf(msg, len, "published version %llu without labels: %s %s with prior weights [%s%s] "
+    snprintf(msg, len, "published version %llu without labels: %s %s with prior weights [%s] "
              "(a label shift estimated on the newest %llu predictions; expected Brier of the "
              "outputs before them %.4g); the guard judges it on the labels of predictions "
              "from now on", (unsigned long long)p->version, p->method, v, w,
-             p->nw > 8 ? " ..." : "", (unsigned long long)p->fit_n, p->before[0]);
+             (unsigned long long)p->fit_n, p->before[0]);
 }
 
 /* A version stored outside the refit machine (a segment's parameters, a
@@ -1287,25 +1292,18 @@ static void label_free_tick(calibd *d, model *m)
     _Static_assert(2 + sizeof names / sizeof *names == CALIB_PUBMSG_MAX_VALUES, "all values");
     for (size_t j = 0; j < m->k && nv < CALIB_PUBMSG_MAX_VALUES; j++)
         v[nv++] = (alert_value){names[j], lf->priors[j]};
-    char msg[512], pri[256] = "", ref[256] = "";
-    size_t a = 0, b = 0;
-    for (size_t j = 0; j < m->k && j < 8; j++) {
-        a += (size_t)snprintf(pri + a, a < sizeof pri ? sizeof pri - a : 0, "%s%.3f",
-                              j ? " " : "", lf->priors[j]);
-        b += (size_t)snprintf(ref + b, b < sizeof ref ? sizeof ref - b : 0, "%s%.3f",
-                              j ? " " : "", lf->src[j]);
-    }
-    const char *more = m->k > 8 ? " ..." : "";
+    char msg[512], pri[128], ref[128]; /* 8 values of 5 characters, for priors */
+    format_classes(pri, sizeof pri, lf->priors, m->k);
+    format_classes(ref, sizeof ref, lf->src, m->k);
     if (lf->fig.corrected)
         snprintf(msg, sizeof msg, "label shift: the class mix of the predictions moved "
-                 "(ln e = %.3g after %llu predictions); estimated priors [%s%s], reference "
-                 "[%s%s]", calib_lfree_log_e(lf), (unsigned long long)lf->test_n, pri, more,
-                 ref, more);
+                 "(ln e = %.3g after %llu predictions); estimated priors [%s], reference "
+                 "[%s]", calib_lfree_log_e(lf), (unsigned long long)lf->test_n, pri, ref);
     else
         snprintf(msg, sizeof msg, "label shift: the class mix of the predictions moved "
-                 "(ln e = %.3g after %llu predictions); mean probabilities [%s%s], no labelled "
+                 "(ln e = %.3g after %llu predictions); mean probabilities [%s], no labelled "
                  "pair to compare with yet", calib_lfree_log_e(lf),
-                 (unsigned long long)lf->test_n, pri, more);
+                 (unsigned long long)lf->test_n, pri);
     model_event_add(m, wall_now(), "label_shift", "%s", msg);
     alert_send(d, m, "label_shift", "warning", msg, v, nv);
 }
