@@ -128,6 +128,9 @@ typedef struct calib_lfree {
     double *weights;     /* priors / reference priors once fig.corrected:
                             the correction a served p takes */
     double *scratch;     /* k accumulators and the Fisher matrix */
+    double sums[4];      /* the newest record's sum p, sum p^2 and, under
+                            the weights of the last update, sum w p, sum
+                            w p^2 (0 without): its estimates */
     size_t base;         /* the update's oldest record's slot */
     calib_lfree_fig fig;
 } calib_lfree;
@@ -146,6 +149,18 @@ void calib_lfree_free(calib_lfree *lf); /* also on a zeroed one */
  * and variance. Returns 1 exactly when it raises the shift test's alarm
  * (the test is evaluated every max(32, K) predictions). */
 int calib_lfree_add(calib_lfree *lf, const double *p);
+/* The same for a row of K logits (a classifier's, k >= 2), whose softmax
+ * the record keeps: computed in float (within a few float ulps of the
+ * double softmax rounded, what calib_lfree_add would keep), about a third
+ * of the cost of calib_softmax and calib_lfree_add. A row with a
+ * non-finite maximum takes the double softmax. */
+int calib_lfree_add_logits(calib_lfree *lf, const double *z);
+/* The expected main score (Brier, or DSS for a Gaussian) of the newest
+ * record as served, from the record itself: est[0] naive, est[1] under
+ * the last update's priors (the naive one without them). u: the prior
+ * weights (k) the served outputs carry on top of the recorded ones
+ * (served p'_j proportional to u_j p_j), or NULL. NaN before a record. */
+void calib_lfree_newest_expected(const calib_lfree *lf, const double *u, double est[2]);
 /* The shift test starts a new reference period (after its alarm was
  * handled, or when the served map changed) and the alarm is cleared. */
 void calib_lfree_test_reset(calib_lfree *lf);

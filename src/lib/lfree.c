@@ -5,6 +5,8 @@
 
 #include "calib/calib.h"
 #include "calib/lfree.h"
+#include "expk.h"
+#include "vec4.h"
 
 static int cfg_ok(const calib_lfree_cfg *c)
 {
@@ -160,8 +162,9 @@ static void kt_start(struct calib_lfree_kt *kt)
 
 static void kt_add(struct calib_lfree_kt *kt, uint64_t nc)
 {
-    /* a factor is in [1/2, 2^64]: far from over- or underflowing */
-    kt->frac *= (double)nc + 0.5;
+    /* a factor is in [1/2, 2^63]: far from over- or underflowing (a
+     * count below 2^63: one signed conversion, not the unsigned's) */
+    kt->frac *= (double)(int64_t)nc + 0.5;
     if (kt->frac > 0x1p512 || kt->frac < 0x1p-512) {
         int e;
         kt->frac = frexp(kt->frac, &e);
@@ -247,14 +250,79 @@ static int test_add(calib_lfree *lf, size_t top)
     return 1;
 }
 
-int calib_lfree_add(calib_lfree *lf, const double *p)
+/* The next record's slot, the ring grown first if it may. */
+static float *next_record(calib_lfree *lf)
 {
     if (lf->total == lf->alloc && lf->alloc < lf->cfg.recent)
         grow(lf);
     float *r = lf->rec + (size_t)(lf->total % lf->cap) * lf->width;
     lf->total++;
-    for (size_t i = 0; i < lf->width; i++) /* apart from the argmax: vectorised */
-        r[i] = (float)p[i];
+    return r;
+}
+
+/*
+ * A row p of k doubles, each divided by s, written to the record r as
+ * floats, and the sums its estimates take (calib_lfree_newest_expected)
+ * into o: sum p, sum p^2, and with w (the last update's weights) sum w p
+ * and sum w p^2 (else 0); in vectors (vec4.h), four partial sums a lane.
+ */
+CALIB_CLONES
+static void put_row(const double *p, size_t k, double s, const double *w, float *r,
+                    double o[4])
+{
+    size_t j = 0;
+    double acc[4][4] = {{0}};
+#ifdef CALIB_VEC4
+    typedef float v4f __attribute__((vector_size(4 * sizeof(float))));
+    const calib_vec4 vs = {s, s, s, s};
+    calib_vec4 sp = {0}, sq = {0}, sw = {0}, swq = {0};
+    for (; j + 4 <= k; j += 4) {
+        calib_vec4 x;
+        memcpy(&x, p + j, sizeof x);
+        x /= vs;
+        v4f f = __builtin_convertvector(x, v4f);
+        memcpy(r + j, &f, sizeof f);
+        calib_vec4 xx = x * x;
+        sp += x;
+        sq += xx;
+        if (w) {
+            calib_vec4 vw;
+            memcpy(&vw, w + j, sizeof vw);
+            sw += vw * x;
+            swq += vw * xx;
+        }
+    }
+    for (int l = 0; l < 4; l++) {
+        acc[0][l] = sp[l];
+        acc[1][l] = sq[l];
+        acc[2][l] = sw[l];
+        acc[3][l] = swq[l];
+    }
+#endif
+    for (; j < k; j++) {
+        double x = p[j] / s;
+        r[j] = (float)x;
+        acc[0][j % 4] += x;
+        acc[1][j % 4] += x * x;
+        if (w) {
+            acc[2][j % 4] += w[j] * x;
+            acc[3][j % 4] += w[j] * x * x;
+        }
+    }
+    for (int i = 0; i < 4; i++)
+        o[i] = (acc[i][0] + acc[i][1]) + (acc[i][2] + acc[i][3]);
+}
+
+/* The weights a new record's estimates take: the last update's. */
+static const double *row_weights(const calib_lfree *lf)
+{
+    return lf->fig.corrected ? lf->weights : NULL;
+}
+
+int calib_lfree_add(calib_lfree *lf, const double *p)
+{
+    float *r = next_record(lf);
+    put_row(p, lf->width, 1, lf->cfg.k ? row_weights(lf) : NULL, r, lf->sums);
     if (!lf->test_on)
         return 0;
     size_t top = 0; /* the top class, ties to the lowest: a scan (calib_argmax's
@@ -262,6 +330,132 @@ int calib_lfree_add(calib_lfree *lf, const double *p)
     for (size_t i = 1; i < lf->width; i++)
         top = p[i] > p[top] ? i : top;
     return test_add(lf, top);
+}
+
+/* ------------------------------------------------- a row of logits */
+
+/* exp(x) for x in [LF_EXP_MIN, 0] to what a float keeps, on a double or a
+ * vector of doubles (U: the matching unsigned 64-bit type): expk.h's
+ * reduction (x = n ln2 + r, |r| <= ln2/2, Cody-Waite ln2) and 2^n, with
+ * exp(r) by its degree-7 Taylor polynomial (truncation < 5.2e-9, a tenth
+ * of float's half ulp) in place of degree 13. Every operation is one
+ * IEEE operation, so a lane of any width gives the scalar's bits. */
+#define LF_EXP_MIN (-87.0) /* exp(-87) ~ 1.6e-38, float's least normal */
+#define LF_EXP_NEG(x, out, T, U)                                              \
+    do {                                                                      \
+        T t_ = (x) * EXP_LOG2E + EXP_SHIFT;                                   \
+        T n_ = t_ - EXP_SHIFT;                                                \
+        T r_ = (x) - n_ * EXP_LN2_HI - n_ * EXP_LN2_LO;                       \
+        T r2_ = r_ * r_, r4_ = r2_ * r2_;                                     \
+        T q_ = r_ + (r2_ * (1.0 / 2 + r_ * (1.0 / 6)) +                       \
+                     r4_ * ((1.0 / 24 + r_ * (1.0 / 120)) +                   \
+                            r2_ * (1.0 / 720 + r_ * (1.0 / 5040))));          \
+        U b_;                                                                 \
+        memcpy(&b_, &t_, sizeof b_);                                          \
+        b_ = (b_ + 1023) << 52; /* t_'s low mantissa bits hold n */          \
+        T s_;                                                                 \
+        memcpy(&s_, &b_, sizeof s_);                                          \
+        (out) = (1 + q_) * s_;                                                \
+    } while (0)
+
+/*
+ * e_j = exp(z_j - zmax) for a float record's softmax (0 below LF_EXP_MIN:
+ * under 1.6e-38 of the maximum's 1), into e (room for k rounded up to a
+ * multiple of 4: a row's tail is padded to a whole vector, so no lane
+ * runs a scalar exp); returns their sum, taken in four partial sums.
+ * zmax: the row's maximum (finite). With put_row's division, within 2
+ * float ulps of the double softmax rounded (calib_lfree_add's record).
+ */
+CALIB_CLONES
+static double exp_f32(const double *z, size_t k, double zmax, double *e)
+{
+    size_t j = 0;
+    double acc[4] = {0, 0, 0, 0};
+#ifdef CALIB_VEC4
+    const calib_vec4 vmin = {LF_EXP_MIN, LF_EXP_MIN, LF_EXP_MIN, LF_EXP_MIN};
+    calib_vec4 vacc = {0, 0, 0, 0};
+    for (; j < k; j += 4) {
+        calib_vec4 x, w;
+        if (k - j >= 4) {
+            memcpy(&x, z + j, sizeof x);
+        } else { /* the tail: its missing lanes far below (weight 0) */
+            for (size_t l = 0; l < 4; l++)
+                x[l] = j + l < k ? z[j + l] : zmax - 1000;
+        }
+        x -= zmax;
+        calib_vec4u in = (calib_vec4u)(x >= vmin);
+        x = (calib_vec4)(((calib_vec4u)x & in) | ((calib_vec4u)vmin & ~in));
+        LF_EXP_NEG(x, w, calib_vec4, calib_vec4u);
+        w = (calib_vec4)((calib_vec4u)w & in);
+        vacc += w;
+        memcpy(e + j, &w, sizeof w);
+    }
+    for (int l = 0; l < 4; l++)
+        acc[l] = vacc[l];
+#else
+    for (; j < k; j++) {
+        double x = z[j] - zmax, w = 0;
+        if (x >= LF_EXP_MIN)
+            LF_EXP_NEG(x, w, double, uint64_t);
+        acc[j % 4] += w;
+        e[j] = w;
+    }
+#endif
+    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+int calib_lfree_add_logits(calib_lfree *lf, const double *z)
+{
+    size_t k = lf->width, top = 0;
+    for (size_t i = 1; i < k; i++)
+        top = z[i] > z[top] ? i : top;
+    if (!lf->cfg.k || !isfinite(z[top])) {
+        /* not logits, or a row the float kernel is not for: the double
+         * softmax (scratch's first k: free between updates) */
+        if (lf->cfg.k)
+            calib_softmax(z, k, lf->scratch);
+        return calib_lfree_add(lf, lf->cfg.k ? lf->scratch : z);
+    }
+    /* scratch: 5k doubles >= k rounded up to 4 (k >= 2) */
+    double s = exp_f32(z, k, z[top], lf->scratch);
+    put_row(lf->scratch, k, s, row_weights(lf), next_record(lf), lf->sums);
+    return lf->test_on ? test_add(lf, top) : 0;
+}
+
+void calib_lfree_newest_expected(const calib_lfree *lf, const double *u, double est[2])
+{
+    est[0] = est[1] = NAN;
+    if (!lf->total)
+        return;
+    const float *r = lf->rec + (size_t)((lf->total - 1) % lf->cap) * lf->width;
+    if (!lf->cfg.k) {
+        est[0] = est[1] = 1 + log((double)r[1]);
+        return;
+    }
+    /* p'_j = u_j r_j / S, q_j = w_j r_j / D (q is proportional to
+     * (w_j / u_j) p'_j): sum p'^2 = A / S^2, sum q p' = C / (D S); without
+     * u, the sums the record's write took (before its rounding to float) */
+    double o[4] = {0, 0, 0, 0}; /* S, A, D, C */
+    const double *w = row_weights(lf);
+    if (!u) {
+        memcpy(o, lf->sums, sizeof o);
+    } else { /* prior weights in force (label_shift_adapt): rare */
+        for (size_t j = 0; j < lf->width; j++) {
+            double x = r[j], ux = u[j] * x;
+            o[0] += ux;
+            o[1] += ux * ux;
+            if (w) {
+                o[2] += w[j] * x;
+                o[3] += w[j] * x * ux;
+            }
+        }
+    }
+    double s = o[0], a = o[1], d = o[2], c = o[3];
+    if (!(s > 0))
+        return;
+    est[0] = est[1] = 1 - a / (s * s);
+    if (d > 0)
+        est[1] = 1 - 2 * c / (d * s) + a / (s * s);
 }
 
 void calib_lfree_test_reset(calib_lfree *lf)

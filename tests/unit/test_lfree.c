@@ -393,6 +393,109 @@ static void test_growth(void **state)
     assert_int_equal(b.used, 0);
 }
 
+/* A row of logits recorded in float: within a few float ulps of the
+ * double softmax rounded (what calib_lfree_add keeps), at every K around
+ * the lanes' width and beyond, with classes far below the maximum (float
+ * exp's range left) and ties; the test sees the same classes. */
+static void test_logits_row(void **state)
+{
+    (void)state;
+    static const size_t ks[] = {2, 3, 7, 8, 9, 10, 16, 17, 100, 1000};
+    calib_rng r;
+    calib_rng_seed(&r, 11);
+    for (size_t t = 0; t < sizeof ks / sizeof *ks; t++) {
+        size_t k = ks[t];
+        calib_lfree a, b;
+        calib_lfree_cfg c = {.k = k, .recent = 64, .alpha = 0.01, .reference = 10};
+        assert_int_equal(calib_lfree_init(&a, &c), CALIB_OK);
+        assert_int_equal(calib_lfree_init(&b, &c), CALIB_OK);
+        double *z = malloc(k * sizeof *z), *p = malloc(k * sizeof *p);
+        assert_non_null(z);
+        assert_non_null(p);
+        for (int i = 0; i < 200; i++) {
+            double spread = i % 4 == 0 ? 60 : i % 4 == 1 ? 3 : 0.5;
+            for (size_t j = 0; j < k; j++)
+                z[j] = spread * calib_rng_normal(&r) + 40;
+            if (i % 5 == 0)
+                z[k - 1] = z[0]; /* a tie for the top: the lowest class */
+            calib_softmax(z, k, p);
+            assert_int_equal(calib_lfree_add_logits(&a, z), calib_lfree_add(&b, p));
+            const float *ra = a.rec + (size_t)((a.total - 1) % a.cap) * k;
+            const float *rb = b.rec + (size_t)((b.total - 1) % b.cap) * k;
+            for (size_t j = 0; j < k; j++) {
+                double tol = 4 * 0x1p-24 * rb[j] + 2e-38;
+                if (fabs((double)ra[j] - rb[j]) > tol)
+                    fail_msg("K = %zu row %d class %zu: %.9g, the double's %.9g", k, i, j,
+                             (double)ra[j], (double)rb[j]);
+            }
+        }
+        assert_int_equal(a.alarms, b.alarms);
+        assert_int_equal(a.test_n, b.test_n);
+        free(z);
+        free(p);
+        calib_lfree_free(&a);
+        calib_lfree_free(&b);
+    }
+}
+
+/* The newest record's expected Brier: 1 - sum p^2, and under the
+ * priors of an update 1 - 2 q.p + sum p^2 (q_j proportional to w_j p_j),
+ * and with weights u on the served outputs, those of p'_j ~ u_j p_j. */
+static void test_newest_expected(void **state)
+{
+    (void)state;
+    calib_lfree lf;
+    calib_lfree_cfg c = {.k = K, .recent = 100};
+    assert_int_equal(calib_lfree_init(&lf, &c), CALIB_OK);
+    double est[2];
+    calib_lfree_newest_expected(&lf, NULL, est);
+    assert_nan(est[0]);
+    calib_rng r;
+    calib_rng_seed(&r, 5);
+    double ps[K], pt[K];
+    for (int i = 0; i < 100; i++) {
+        draw(&r, uniform, shifted, ps, pt);
+        calib_lfree_add(&lf, ps);
+    }
+    calib_lfree_update(&lf, uniform);
+    assert_int_equal(lf.fig.corrected, 1);
+    const double p[K] = {0.5, 0.25, 0.125, 0.0625, 0.0625}; /* exact in float */
+    const double u[K] = {2, 1, 0.5, 1, 1};
+    calib_lfree_add(&lf, p);
+    calib_lfree_newest_expected(&lf, NULL, est);
+    double sq = 0, d = 0, qp = 0;
+    for (int j = 0; j < K; j++) {
+        sq += p[j] * p[j];
+        d += lf.weights[j] * p[j];
+    }
+    for (int j = 0; j < K; j++)
+        qp += lf.weights[j] * p[j] / d * p[j];
+    assert_close(est[0], 1 - sq, 1e-15);
+    assert_close(est[1], 1 - 2 * qp + sq, 1e-15);
+    /* served p' ~ u p; labels q' ~ (w / u) p' ~ w p */
+    double pp[K], s = 0, sq2 = 0, qp2 = 0;
+    for (int j = 0; j < K; j++)
+        s += pp[j] = u[j] * p[j];
+    for (int j = 0; j < K; j++) {
+        pp[j] /= s;
+        sq2 += pp[j] * pp[j];
+        qp2 += lf.weights[j] * p[j] / d * pp[j];
+    }
+    calib_lfree_newest_expected(&lf, u, est);
+    assert_close(est[0], 1 - sq2, 1e-15);
+    assert_close(est[1], 1 - 2 * qp2 + sq2, 1e-15);
+    calib_lfree_free(&lf);
+    /* a Gaussian forecast: E[DSS] = 1 + ln v */
+    calib_lfree_cfg g = {.k = 0, .recent = 10};
+    assert_int_equal(calib_lfree_init(&lf, &g), CALIB_OK);
+    const double mv[2] = {3, 0.25};
+    calib_lfree_add_logits(&lf, mv); /* not logits: recorded as given */
+    calib_lfree_newest_expected(&lf, NULL, est);
+    assert_close(est[0], 1 + log(0.25), 1e-15);
+    assert_close(est[1], est[0], 0);
+    calib_lfree_free(&lf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -401,7 +504,8 @@ int main(void)
         cmocka_unit_test(test_update_newest), cmocka_unit_test(test_shift_alarm),
         cmocka_unit_test(test_gaussian),    cmocka_unit_test(test_large_k),
         cmocka_unit_test(test_growth),       cmocka_unit_test(test_statistic),
-        cmocka_unit_test(test_em_degenerate),
+        cmocka_unit_test(test_em_degenerate), cmocka_unit_test(test_logits_row),
+        cmocka_unit_test(test_newest_expected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
