@@ -109,15 +109,15 @@ static int on_row(void *ctx, const double *v, const csv_text *text, size_t ncol,
     if (pred_row(l, v, r->x, &y, err, errlen) != 0)
         return -1;
     const double *served = r->x;
-    if (l->form == CALIB_FORM_LOGITS) {
-        calib_softmax(r->x, l->k, r->p);
-        served = r->p;
-    } else if (l->form == CALIB_FORM_BINARY) {
+    if (l->form == CALIB_FORM_BINARY) {
         r->p[0] = 1 - r->x[0];
         r->p[1] = r->x[0];
         served = r->p;
     }
-    if (calib_lfree_add(&r->lf, served))
+    /* logits: their softmax in float, as calibd computes it */
+    int alarm = l->form == CALIB_FORM_LOGITS ? calib_lfree_add_logits(&r->lf, served)
+                                             : calib_lfree_add(&r->lf, served);
+    if (alarm)
         r->last_alarm = r->lf.total;
     return 0;
 }

@@ -15,7 +15,8 @@ int calibd_init(calibd *d, uv_loop_t *loop, uint64_t hash_seed)
     d->hash_seed = hash_seed;
     calib_msg_init(&d->msg);
     calib_plugin_registry_init(&d->plugins);
-    d->x = malloc((CALIB_PROTO_MAX_K + SEG_MAX_KEYS) * sizeof *d->x); /* + codes */
+    /* + codes + the label-free estimates (model.h, lf_slot) */
+    d->x = malloc((CALIB_PROTO_MAX_K + SEG_MAX_KEYS + 1) * sizeof *d->x);
     if (!d->x)
         return -1;
     /* the store workers' count (recalib_wait_stores): until the end, since

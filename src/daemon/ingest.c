@@ -123,7 +123,7 @@ typedef struct ingest_time {
  * prediction and its y turns out not to fit the model's K. */
 static void score_pair(calibd *d, model *m, const double *x, double y, double now)
 {
-    /* x: the outputs, then the segment codes */
+    /* x: the outputs, the segment codes, the label-free estimates */
     /* the label's fault, of an earlier message: counted for the model, not
      * held against this one's outcome */
     ingest_outcome *out = d->ingest_out;
@@ -132,7 +132,7 @@ static void score_pair(calibd *d, model *m, const double *x, double y, double no
     d->ingest_out = out;
     if (bad)
         return;
-    model_observe(m, x, y, now, x + m->width);
+    model_observe_at(m, x, y, now, x + m->width, INFINITY, m->lf_slot ? x + m->lf_slot : NULL);
 }
 
 /* Record i's segments, counted, as codes after its outputs in d->x. */
@@ -180,11 +180,14 @@ static void pred_record(calibd *d, model *m, const calib_msg *msg, size_t i,
         return;
     }
     pred_segments(d, m, msg, i, t->wall); /* the codes wait with the outputs */
+    /* into the label-free estimates at arrival, its join or not (a
+     * prediction served is one whatever becomes of its id); its
+     * estimates wait with it */
+    model_predicted(m, d->x, d->x + m->width, m->lf_slot ? d->x + m->lf_slot : NULL);
     if (calib_join_pred(&m->join, &id, d->x, r->ts, t->mono, &jr) != CALIB_OK) {
         reject(d, m, CALIB_REJ_BAD_ID, "id", NULL);
         return;
     }
-    model_predicted(m, d->x, d->x + m->width);
     if (jr.status == CALIB_JOIN_JOINED)
         score_pair(d, m, d->x, jr.y, now);
 }
@@ -208,7 +211,8 @@ static void label_record(calibd *d, model *m, const calib_msg_rec *r, const inge
     }
     if (jr.status == CALIB_JOIN_JOINED)
         /* shaped: y checked above */
-        model_observe_at(m, jr.x, r->y, now, jr.x + m->width, jr.pred_arrived);
+        model_observe_at(m, jr.x, r->y, now, jr.x + m->width, jr.pred_arrived,
+                         m->lf_slot ? jr.x + m->lf_slot : NULL);
 }
 
 /* "logits with K = 10", "gaussian", "probs with any K", "any form". */

@@ -82,6 +82,16 @@ void model_seg_cfg(const model_cfg *c, int form, seg_cfg *sc)
                     .seed = c->seed ^ 0x5e65e65e65e65e6ULL};
 }
 
+/* Doubles a waiting prediction holds: its outputs, its segment codes,
+ * then (label-free estimates on) its estimates, two floats in one double
+ * (model_lf_slot_put). */
+static size_t join_width(const model_cfg *c, int form, size_t k)
+{
+    calib_lfree_cfg lc;
+    model_lfree_cfg(c, form, k, &lc);
+    return calib_form_width(form, k) + (size_t)c->segment_keys + (lc.recent ? 1 : 0);
+}
+
 void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
 {
     calib_join_cfg jc = {.ttl = c->label_ttl, .capacity = (size_t)c->max_pending,
@@ -92,7 +102,7 @@ void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
         return;
     }
     size_t width = calib_form_width(form, k), pk = form == CALIB_FORM_GAUSSIAN ? 1 : k;
-    size_t jwidth = width + (size_t)c->segment_keys; /* the outputs, then segment codes */
+    size_t jwidth = join_width(c, form, k);
     /* a waiting item: its entry, its outputs, at most two bucket heads */
     size_t item = sizeof(calib_join_entry) + jwidth * sizeof(double) + 2 * sizeof(uint32_t);
     size_t rec = calib_store_bytes(width, 1);
@@ -110,7 +120,7 @@ void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
         fixed = add_bytes(fixed, VIEWS * calib_bins_bytes((uint32_t)c->bins));
     if (form != CALIB_FORM_GAUSSIAN && k * c->bins <= MODEL_CW_MAX_CELLS)
         fixed = add_bytes(fixed, calib_cwbins_bytes((uint32_t)k, (uint32_t)c->bins));
-    /* p, pcal; xcal (with room for the codes), xcand; the drift reference */
+    /* p, pcal; xcal (with room for the join's), xcand; the drift reference */
     fixed = add_bytes(fixed, (2 * pk + (width > pk ? width : pk) + jwidth) * sizeof(double));
     if (c->drift) { /* its ring (classification) or reference sample (DSS) */
         calib_drift_cfg dc;
@@ -236,7 +246,7 @@ int model_shape(model *m, int form, size_t k)
         goto err;
     m->p = calloc(pk, sizeof *m->p);
     m->pcal = calloc(pk, sizeof *m->pcal);
-    size_t jwidth = m->width + (size_t)c->segment_keys;
+    size_t jwidth = join_width(c, form, k);
     m->xcal = calloc(jwidth, sizeof *m->xcal);
     /* the candidate's outputs, and K probabilities (lf_unweigh) */
     m->recalib.xcand = calloc(m->width > pk ? m->width : pk, sizeof *m->recalib.xcand);
@@ -259,6 +269,7 @@ int model_shape(model *m, int form, size_t k)
     lc.budget = &m->mem;
     if (lc.recent && (rc = calib_lfree_init(&m->lf, &lc)) != CALIB_OK)
         goto err;
+    m->lf_slot = lc.recent ? m->width + (size_t)c->segment_keys : 0;
     for (int i = 0; i < 2; i++) {
         calib_accum_init(&m->lf_graded[i]);
         calib_accum_init(&m->lf_graded_base[i]);
@@ -536,17 +547,59 @@ static void lf_add(model *m, const double *served)
         m->lf_alarm_at = m->lf_last_alarm = m->lf.total;
 }
 
-void model_predicted(model *m, const double *x, const double *codes)
+/* The newest record's estimates (calib_lfree_newest_expected) of the
+ * outputs served to it: those of the record, or with the prior weights in
+ * force on top of it. */
+static void lf_expected(const model *m, double est[2])
+{
+    const model_params *pp = &m->params;
+    int weighed = pp->nw && pp->nw == m->k && m->form != CALIB_FORM_GAUSSIAN;
+    calib_lfree_newest_expected(&m->lf, weighed ? pp->w : NULL, est);
+}
+
+/* All bits 0 is "none" (what a restored join table fills in, calib_join_load_tags):
+ * estimates of 0 and 0 are kept as -0 and 0. */
+void model_lf_slot_put(double *slot, const double est[2])
+{
+    float f[2] = {(float)est[0], (float)est[1]};
+    if (f[0] == 0 && f[1] == 0)
+        f[0] = -0.0f;
+    memcpy(slot, f, sizeof f);
+}
+
+void model_lf_slot_get(const double *slot, double est[2])
+{
+    static const float none[2];
+    float f[2];
+    memcpy(f, slot, sizeof f);
+    int have = memcmp(f, none, sizeof f) != 0;
+    est[0] = have ? f[0] : NAN;
+    est[1] = have ? f[1] : NAN;
+}
+
+void model_predicted(model *m, const double *x, const double *codes, double *slot)
 {
     if (!m->lf.rec)
         return;
     int form;
     const double *xs = apply_params(m, &m->params, x, m->xcal, &form, codes);
-    if (m->form != CALIB_FORM_GAUSSIAN) {
-        to_probs(form, xs, m->k, m->pcal);
-        xs = m->pcal;
+    int alarm;
+    if (form == CALIB_FORM_LOGITS) { /* no prior weights: the softmax in float */
+        alarm = calib_lfree_add_logits(&m->lf, xs);
+    } else {
+        if (m->form != CALIB_FORM_GAUSSIAN) {
+            to_probs(form, xs, m->k, m->pcal);
+            xs = m->pcal;
+        }
+        alarm = calib_lfree_add(&m->lf, lf_unweigh(m, xs, m->recalib.xcand));
     }
-    lf_add(m, xs);
+    if (alarm)
+        m->lf_alarm_at = m->lf_last_alarm = m->lf.total;
+    if (slot) {
+        double est[2];
+        lf_expected(m, est);
+        model_lf_slot_put(slot, est);
+    }
 }
 
 int model_reference_priors(const model *m, double *src)
@@ -789,63 +842,41 @@ static void observe_segments(model *m, const double *codes, const double s[VIEWS
 }
 
 /* A joined pair's calibrated main score less its label-free estimates
- * from the outputs served to it (p: probabilities, or xc: the calibrated
- * mean and variance), naive and under the priors of the last update. */
-static void lf_grade(model *m, const double *p, const double *xc, double score)
+ * (naive, corrected) made when its prediction arrived. */
+static void lf_grade(model *m, const double est[2], double score)
 {
-    double est[2];
-    const calib_lfree *lf = &m->lf;
-    if (m->form == CALIB_FORM_GAUSSIAN) {
-        est[LF_NAIVE] = est[LF_CORRECTED] = 1 + log(xc[1]);
-    } else {
-        double sq = 0, d = 0, c = 0;
-        const double *w = lf->weights, *u = m->params.w;
-        int un = m->params.nw == m->k; /* q_j ~ w_j p_j / u_j: p' is served */
-        for (size_t j = 0; j < m->k; j++)
-            sq += p[j] * p[j];
-        est[LF_NAIVE] = est[LF_CORRECTED] = 1 - sq;
-        if (lf->fig.corrected) {
-            for (size_t j = 0; j < m->k; j++) {
-                double wj = un ? w[j] / u[j] : w[j];
-                d += wj * p[j];
-                c += wj * p[j] * p[j];
-            }
-            if (d > 0)
-                est[LF_CORRECTED] = 1 - 2 * c / d + sq;
-        }
-    }
     for (int i = 0; i < 2; i++) {
         double diff = score - est[i];
-        if (!isfinite(diff))
-            continue;
-        calib_accum_add(&m->lf_graded[i], diff);
+        if (isfinite(diff))
+            calib_accum_add(&m->lf_graded[i], diff);
     }
 }
 
 static void observe(model *m, const double *x, double y, double now, const double *codes,
-                    int predicted, double arrived);
+                    int predicted, double arrived, const double *slot);
 
 void model_observe(model *m, const double *x, double y, double now, const double *codes)
 {
-    observe(m, x, y, now, codes, 0, INFINITY);
+    observe(m, x, y, now, codes, 0, INFINITY, NULL);
 }
 
 void model_observe_at(model *m, const double *x, double y, double now, const double *codes,
-                      double arrived)
+                      double arrived, const double *slot)
 {
-    observe(m, x, y, now, codes, 0, arrived);
+    observe(m, x, y, now, codes, 0, arrived, slot);
 }
 
 void model_observe_inline(model *m, const double *x, double y, double now, const double *codes)
 {
-    observe(m, x, y, now, codes, 1, INFINITY);
+    observe(m, x, y, now, codes, 1, INFINITY, NULL);
 }
 
 /* predicted: the pair is a prediction that came with its outcome, whose
  * served outputs the label-free ring takes from the calibrated view's,
- * computed here anyway. */
+ * computed here anyway; slot: the estimates its prediction got at arrival
+ * (model_predicted), or NULL. */
 static void observe(model *m, const double *x, double y, double now, const double *codes,
-                    int predicted, double arrived)
+                    int predicted, double arrived, const double *slot)
 {
     double s[VIEWS][WS_PER_VIEW];
     double *p[VIEWS] = {m->p, m->pcal};
@@ -897,10 +928,15 @@ static void observe(model *m, const double *x, double y, double now, const doubl
                 calib_cs_add(&cs[i][VIEW_CAL], s[VIEW_CAL][WS_MAIN]);
         }
     }
-    if (m->lf.rec) {
-        if (predicted)
+    if (m->lf.rec && (predicted || slot)) {
+        double est[2];
+        if (predicted) {
             lf_add(m, m->form == CALIB_FORM_GAUSSIAN ? xs[VIEW_CAL] : p[VIEW_CAL]);
-        lf_grade(m, p[VIEW_CAL], xs[VIEW_CAL], s[VIEW_CAL][WS_MAIN]);
+            lf_expected(m, est);
+        } else {
+            model_lf_slot_get(slot, est);
+        }
+        lf_grade(m, est, s[VIEW_CAL][WS_MAIN]);
     }
     if (codes && m->seg.nkeys) {
         observe_segments(m, codes, s, p, y);

@@ -259,15 +259,17 @@ typedef struct model {
      * rec NULL when off; not kept by snapshots (refilled by arrivals) */
     calib_lfree lf;
     double lf_at;           /* tick_now() of its last update */
+    size_t lf_slot;         /* a waiting prediction's estimates: x[lf_slot]
+                               in the join (0: estimates off) */
     uint64_t lf_alarm_at;   /* lf.total when its test alarmed; 0: no alarm
                                waits to be reported */
     int lf_reported;        /* the standing alarm was reported */
     double lf_adapt_tried;  /* tick_now() of the last label_shift_adapt try */
     uint64_t lf_last_alarm; /* lf.total at the last alarm; 0: none */
     /* the estimates graded: each joined pair's calibrated main score less
-     * its estimate from its served outputs alone (LF_NAIVE) and under the
-     * estimated priors (LF_CORRECTED), since the start and since the
-     * current parameters (reset with paired) */
+     * the estimates its prediction got when it arrived (model_predicted):
+     * from its served outputs alone (LF_NAIVE) and under the priors of the
+     * last update then (LF_CORRECTED) */
     /* the grading since the start, and its value when the parameters
      * last changed (model_lf_graded_since: the difference) */
     calib_accum lf_graded[2], lf_graded_base[2];
@@ -323,8 +325,15 @@ void model_size(const model_cfg *c, int form, size_t k, model_sizes *s);
 void model_lfree_cfg(const model_cfg *c, int form, size_t k, calib_lfree_cfg *lc);
 /* A prediction's outputs x (the model's form, after its segment codes were
  * taken into codes, NULL: none) as the model serves them now, added to its
- * label-free estimates. */
-void model_predicted(model *m, const double *x, const double *codes);
+ * label-free estimates; its expected scores (naive, corrected) into slot
+ * (NULL: not kept), which waits with it in the join (x[lf_slot]) and
+ * grades them when its label comes (model_observe_at). */
+void model_predicted(model *m, const double *x, const double *codes, double *slot);
+/* Two estimates in one double of the join's, as floats; all bits 0 reads
+ * as none (NaN): a prediction that waited across a restart (its slot is
+ * not restored) is scored but not graded. */
+void model_lf_slot_put(double *slot, const double est[2]);
+void model_lf_slot_get(const double *slot, double est[2]);
 /* The class mix of the ring's labelled pairs (the pairs the fits use),
  * smoothed, (n_k + 1/2) / (n + K/2), into src[k]: 1, or 0 when the model
  * is no classifier or its ring holds no pair. */
@@ -398,9 +407,10 @@ void model_observe(model *m, const double *x, double y, double now, const double
  * clock, monotonic; model_observe: now): a pair of a prediction from
  * before the last label-free version took over (model_recalib.fresh_from)
  * is of the mix that version corrected: it is scored, but feeds none of
- * the loop's tests. */
+ * the loop's tests. slot: the estimates model_predicted gave it, which the
+ * pair grades (NULL: none; model_observe grades nothing). */
 void model_observe_at(model *m, const double *x, double y, double now, const double *codes,
-                      double arrived);
+                      double arrived, const double *slot);
 /* model_observe of a prediction that came with its outcome: it is also
  * added to the label-free estimates (model_predicted), from the outputs
  * the calibrated view computed. */
