@@ -13,9 +13,14 @@
 # valgrind package).
 # Run: tests/bench/bench_ingest_instr.sh build/plain
 # CONF=FILE passes calibd a configuration: a capability's cost is the
-# count on the defaults less the count with it off, from one build (the
-# counts of one build move by a few per cent from run to run: the
-# confidence sequences' work depends on the scores).
+# count on the defaults less the count with it off, from one build. On the
+# defaults the counts of one build move by several per cent from run to
+# run: the closed loop's trigger fits a challenger in its worker and tests
+# it on the pairs that come after, and how many that are depends on the
+# threads' timing. STILL=1 holds the loop still (miscal_trigger = no,
+# drift = no, on top of CONF; the warmed case, which needs the trigger, is
+# left out): the counts then repeat to 0.1%, and a capability's cost is
+# the difference of two such runs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=$(cd "${1:-build/plain}" && pwd)
@@ -23,6 +28,13 @@ n=${N:-100000}
 work=$(mktemp -d)
 trap '[ -n "${pid:-}" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT
 printf 'version 1\nmethod temperature\nparam T 1.5\n' > "$work/model.calibrated.params"
+cases="inline calibrated warmed joined"
+if [ "${STILL:-0}" = 1 ]; then
+    { [ -n "${CONF:-}" ] && cat "$CONF"; printf '\n[defaults]\nmiscal_trigger = no\ndrift = no\n'; } \
+        > "$work/still.conf"
+    CONF=$work/still.conf
+    cases="inline calibrated joined"
+fi
 # calibd in the build tree is libtool's wrapper: valgrind the program
 "$dir/libtool" --mode=execute valgrind --tool=callgrind --toggle-collect=ingest_on_message \
     --callgrind-out-file="$work/cg.out" \
@@ -55,22 +67,24 @@ trigger_state() {
         echo none
 }
 
-for model in inline calibrated warmed joined; do
+for model in $cases; do
     extra=()
     # joined: the labels come after their predictions (0.2 s), so each
     # prediction waits in the join table, as in production
     [ "$model" = joined ] && extra=(--label-delay 0.2 --flush-labels-now)
     if [ "$model" = warmed ]; then
         "$dir/examples/simulate" --push --endpoint ">$pull" --model "$model" --count 20000 \
-            --batch 1000 --k 10 --encoding f32 --seed 2 2> /dev/null
+            --batch 1000 --k 10 --encoding f32 --seed 2 --linger-ms 600000 2> /dev/null
         until [ "$(trigger_state "$model")" = testing ]; do sleep 0.2; done
         count > /dev/null # the warm-up's counts are not this case's
         n0=$(scored "$model")
     else
         n0=0
     fi
+    # calibd under callgrind drains slowly: the sender waits until its
+    # queue is delivered (the default linger, 2 s, would drop its tail)
     "$dir/examples/simulate" --push --endpoint ">$pull" --model "$model" --count "$n" \
-        --batch 1000 --k 10 --encoding f32 "${extra[@]}" 2> /dev/null
+        --batch 1000 --k 10 --encoding f32 --linger-ms 600000 "${extra[@]}" 2> /dev/null
     until [ "$(scored "$model")" -ge $((n0 + n)) ]; do sleep 0.2; done
     ir=$(count)
     echo "$model: $(( ir / n )) instructions a pair ($ir for $n pairs)"
