@@ -234,7 +234,7 @@ static refit_in machine_in(const model *m)
                       .since_change = since < len ? (size_t)since : len,
                       .since_trigger = since_trig < len ? (size_t)since_trig : len,
                       .want = (size_t)m->cfg.refit_samples, .need = refit_need(m),
-                      .auto_publish = m->cfg.auto_publish};
+                      .seen = m->ring.total, .auto_publish = m->cfg.auto_publish};
 }
 
 static void act(calibd *d, model *m, const refit_out *o);
@@ -464,7 +464,11 @@ static void refit_done(uv_work_t *req, int status)
  * of K = 1000 are 80 MB, whose copy (and first touch) held the loop for
  * ~30 ms in one go. Jobs wait in a queue, copied one after the other.
  * Messages keep coming meanwhile; a record the ring overwrote before its
- * turn is left out (the copy runs far faster than the ring turns over).
+ * turn is left out. The copy goes from the newest record back, into the
+ * end of the buffer first: the ring overwrites the oldest, so a feed
+ * faster than the copy costs the fit its oldest samples, never all of
+ * them (copied oldest first, a refit on a full ring once lost every one
+ * to the overwrites and failed with "no samples").
  */
 static size_t copy_count(void *arg)
 {
@@ -478,12 +482,12 @@ static void copy_record(void *arg, size_t i)
 {
     refit_job *j = ((calibd *)arg)->refits.head;
     const calib_ring *r = &j->m->ring;
-    uint64_t t = j->first + i, held = calib_ring_len(r);
+    uint64_t t = j->first + (j->n - 1 - i), held = calib_ring_len(r);
     if (t + held < r->total || t >= r->total)
         return; /* overwritten already */
     calib_record rec = calib_ring_get(r, (size_t)(held - (r->total - t)));
     size_t w = j->m->width, stride = w + 2;
-    double *out = j->data + j->ds.n * stride;
+    double *out = j->data + (j->n - 1 - j->ds.n) * stride;
     memcpy(out, rec.x, w * sizeof *out);
     out[w] = rec.y;
     out[w + 1] = rec.t;
@@ -499,6 +503,10 @@ static void copied(void *arg)
     d->refits.head = j->next;
     if (!d->refits.head)
         d->refits.tail = NULL;
+    size_t stride = j->m->width + 2; /* the copied, in time order, at the start */
+    if (j->ds.n && j->ds.n < j->n)
+        memmove(j->data, j->data + (j->n - j->ds.n) * stride,
+                j->ds.n * stride * sizeof *j->data);
     int rc = j->ds.n ? uv_queue_work(d->loop, &j->req, refit_work, refit_done) : 0;
     if (!j->ds.n) {
         j->rc = CALIB_EEMPTY; /* every record overwritten: fed back as a failed fit */

@@ -62,12 +62,25 @@ static void to_idle(refit_machine *r, const refit_in *in, refit_out *out)
 }
 
 /* Back to IDLE after an outcome that leaves the refit's reason open: a
- * drift stays unexplained, so its detector measures anew. */
+ * drift a fitted candidate did not explain is measured anew. */
 static void idle_after(refit_machine *r, unsigned action, const refit_in *in, refit_out *out)
 {
     out->actions |= action;
     if (r->reason == REFIT_DRIFT)
         out->actions |= ACT_DRIFT_RESTART;
+    to_idle(r, in, out);
+}
+
+/* A fit that failed (no samples left, a fit error, memory) answered
+ * nothing: a drift alarm stands, and its refit is tried again once
+ * refit_min_samples more labelled samples came. */
+static void fit_failed(refit_machine *r, const refit_in *in, refit_out *out)
+{
+    out->actions |= ACT_FIT_FAILED;
+    if (r->reason == REFIT_DRIFT) {
+        r->pending = REFIT_DRIFT;
+        r->retry_at = in->seen + in->need;
+    }
     to_idle(r, in, out);
 }
 
@@ -112,8 +125,8 @@ static void tick(refit_machine *r, double now, const refit_in *in, refit_out *ou
         return;
     size_t want = min_size(in->want, in->available);
     if (r->pending == REFIT_DRIFT) {
-        if (in->since_change < in->need)
-            return; /* wait for more of the new regime */
+        if (in->since_change < in->need || in->seen < r->retry_at)
+            return; /* wait for more of the new regime, or after a failure */
         want = min_size(want, in->since_change);
     }
     if (r->pending == REFIT_MISCAL)
@@ -183,7 +196,7 @@ unsigned refit_step(refit_machine *r, int event, double now, const refit_in *in,
         break;
     case EV_FIT_FAILED:
         if (r->phase == PHASE_FITTING)
-            idle_after(r, ACT_FIT_FAILED, in, out);
+            fit_failed(r, in, out);
         break;
     case EV_GATE_PASSED:
         if (r->phase != PHASE_SHADOW)

@@ -36,11 +36,14 @@
  * samples since the estimated change point, and waits until
  * refit_min_samples of them are there; a scheduled refit without enough
  * samples is dropped. The drift reference restarts (ACT_DRIFT_RESTART)
- * after every outcome that leaves a drift unexplained -- a failed fit, a
- * rejected or withheld candidate of a drift refit -- and after every
+ * after every outcome that leaves a drift unexplained -- a rejected or
+ * withheld candidate of a drift refit -- and after every
  * store, published or failed, since the parameters in force then decide
  * the reference -- except a store that went stale: no path clears a drift
- * alarm but an outcome of a fit on samples after its change point. The
+ * alarm but an outcome of a fit on samples after its change point. A
+ * drift refit whose fit failed (no samples left, a fit error, memory)
+ * leaves the alarm standing and is tried again once refit_min_samples
+ * more labelled samples came (refit_in.seen). The
  * miscalibration trigger restarts (ACT_TRIGGER_RESTART) after every
  * outcome, whatever its reason: its evidence was about the parameters and
  * the samples before it. A drift alarm outranks the trigger, which
@@ -102,6 +105,7 @@ typedef struct refit_in {
                              need), the regime its evidence is about */
     size_t want;          /* refit_samples */
     size_t need;          /* refit_min_samples, at most the ring's capacity */
+    unsigned long long seen; /* labelled records the ring ever took */
     int auto_publish;
 } refit_in;
 
@@ -122,6 +126,7 @@ typedef struct refit_machine {
     double next_refit;    /* when the schedule is next due; 0: no schedule */
     /* private */
     double interval;      /* refit_interval; 0: no schedule */
+    unsigned long long retry_at; /* a failed drift refit's retry: seen */
 } refit_machine;
 
 /* A machine in IDLE (on: the model has a usable method) or OFF, whose

@@ -299,8 +299,10 @@ static void miscalibration_trigger(void **state)
     assert_int_equal(o.samples, 2500);
 }
 
-/* A failed fit: back to idle, counted; a drift's detector measures anew
- * (not a refit at every tick while the alarm stands). */
+/* A failed fit (no samples left, a fit error, memory): back to idle,
+ * counted; a drift alarm stands (its detector is not restarted) and its
+ * refit is tried again once refit_min_samples more labelled samples came,
+ * not at every tick. */
 static void failed_fit(void **state)
 {
     refit_machine r;
@@ -308,16 +310,33 @@ static void failed_fit(void **state)
     refit_in in = plenty();
     refit_init(&r, 1, 0, 0);
     in.drift_alarm = 1;
+    in.seen = 7000;
     step(&r, EV_TICK, 1, &in, &o);
-    assert_int_equal(step(&r, EV_FIT_FAILED, 2, &in, &o),
-                     ACT_FIT_FAILED | ACT_DRIFT_RESTART | ACT_TRIGGER_RESTART);
+    assert_int_equal(step(&r, EV_FIT_FAILED, 2, &in, &o), ACT_FIT_FAILED | ACT_TRIGGER_RESTART);
     assert_int_equal(o.reason, REFIT_DRIFT);
     assert_int_equal(r.phase, PHASE_IDLE);
-    in.drift_alarm = 0; /* restarted */
+    assert_int_equal(r.pending, REFIT_DRIFT);
+    /* the alarm stands: no retry until need (1000) more samples came */
     assert_int_equal(step(&r, EV_TICK, 3, &in, &o), 0);
+    in.seen = 7999;
+    assert_int_equal(step(&r, EV_TICK, 4, &in, &o), 0);
+    in.seen = 8000;
+    assert_int_equal(step(&r, EV_TICK, 5, &in, &o), ACT_START_FIT);
+    assert_int_equal(o.reason, REFIT_DRIFT);
+    /* failing again waits again; a fit that ends restarts the detector */
+    assert_int_equal(step(&r, EV_FIT_FAILED, 6, &in, &o), ACT_FIT_FAILED | ACT_TRIGGER_RESTART);
+    assert_int_equal(step(&r, EV_TICK, 7, &in, &o), 0);
+    in.seen = 9000;
+    assert_int_equal(step(&r, EV_TICK, 8, &in, &o), ACT_START_FIT);
+    assert_int_equal(step(&r, EV_FIT_DONE, 9, &in, &o), ACT_START_SHADOW);
+    assert_int_equal(step(&r, EV_GATE_REJECTED, 10, &in, &o),
+                     ACT_REJECTED | ACT_DRIFT_RESTART | ACT_TRIGGER_RESTART);
+    in.drift_alarm = 0; /* restarted */
+    assert_int_equal(step(&r, EV_TICK, 11, &in, &o), 0);
     /* a manual refit's failure leaves any drift detector alone */
-    assert_int_equal(step(&r, EV_MANUAL, 4, &in, &o), ACT_START_FIT);
-    assert_int_equal(step(&r, EV_FIT_FAILED, 5, &in, &o), ACT_FIT_FAILED | ACT_TRIGGER_RESTART);
+    assert_int_equal(step(&r, EV_MANUAL, 12, &in, &o), ACT_START_FIT);
+    assert_int_equal(step(&r, EV_FIT_FAILED, 13, &in, &o), ACT_FIT_FAILED | ACT_TRIGGER_RESTART);
+    assert_int_equal(r.pending, REFIT_NONE);
 }
 
 /* A store the state directory refuses: nothing published, counted, the
