@@ -131,6 +131,9 @@ int calib_recal_fit_platt(const calib_dataset *ds, const calib_recal_opts *opts,
 int calib_recal_fit_variance(const calib_dataset *ds,
                              const calib_recal_opts *opts,
                              calib_recal_result *res);
+int calib_recal_fit_location_scale(const calib_dataset *ds,
+                                   const calib_recal_opts *opts,
+                                   calib_recal_result *res);
 
 int calib_recal_apply_temperature(const double *params, int form, size_t k,
                                   const double *x, double *out);
@@ -138,6 +141,8 @@ int calib_recal_apply_platt(const double *params, int form, size_t k,
                             const double *x, double *out);
 int calib_recal_apply_variance(const double *params, int form, size_t k,
                                const double *x, double *out);
+int calib_recal_apply_location_scale(const double *params, int form, size_t k,
+                                     const double *x, double *out);
 
 /* ------------------------------------------------------------------ prior correction */
 

@@ -47,6 +47,7 @@ BUILTINS = {
     "temperature": ("T",),
     "platt": ("a", "b"),
     "variance": ("w", "b"),
+    "location_scale": ("a", "b", "c"),
 }
 
 LOGITS, PROBS, BINARY, GAUSSIAN = "logits", "probs", "binary", "gaussian"
@@ -326,6 +327,8 @@ def check_domain(method, values):
         raise Reject("bad_value")
     if method == "variance" and not (values[0] > 0 and values[1] >= 0):
         raise Reject("bad_value")
+    if method == "location_scale" and not (values[1] > 0 and values[2] > 0):
+        raise Reject("bad_value")
 
 
 SEG_MAX = 16           # CALIB_PUBMSG_MAX_SEGMENTS
@@ -480,6 +483,8 @@ def apply_map(p, form, x):
         return [sigmoid(u)] if form == BINARY else [sigmoid(-u), sigmoid(u)]
     if p.method == "variance" and form == GAUSSIAN:
         return [x[0], v[0] * x[1] + v[1]]
+    if p.method == "location_scale" and form == GAUSSIAN:
+        return [v[0] + v[1] * x[0], v[2] * x[1]]
     if p.method in BUILTINS:
         raise NotApplicable("%s does not handle %s" % (p.method, form))
     raise NotApplicable("method %s is unknown here" % p.method)

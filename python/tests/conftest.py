@@ -114,7 +114,7 @@ def libcalib():
         pytest.fail("no libcalib at %s: run through `make check`" % path)
     lib = ctypes.CDLL(path)
     for fn in ("calib_recal_apply_temperature", "calib_recal_apply_platt",
-               "calib_recal_apply_variance"):
+               "calib_recal_apply_variance", "calib_recal_apply_location_scale"):
         f = getattr(lib, fn)
         f.argtypes = [ctypes.POINTER(ctypes.c_double), ctypes.c_int, ctypes.c_size_t,
                       ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)]

@@ -46,13 +46,16 @@ def vectors(seed=7, n=300):
             yield "platt", [a, b], PROBS, probs
         yield "platt", [a, b], BINARY, [r.choice([0.0, 1.0, r.random()])]
         yield "variance", [a, abs(b)], GAUSSIAN, [r.gauss(0, 5), r.uniform(1e-3, 9)]
+        yield "location_scale", [b, a, r.uniform(0.1, 4)], GAUSSIAN, \
+            [r.gauss(0, 5), r.uniform(1e-3, 9)]
     # logits whose difference overflows a double: kept finite by both
     yield "platt", [0.0, 0.5], LOGITS, [-1.5e308, 1.5e308]
     yield "platt", [2.0, 0.5], LOGITS, [1.5e308, -1.5e308]
 
 
 def test_apply_matches_libcalib(libcalib):
-    names = {"temperature": ("T",), "platt": ("a", "b"), "variance": ("w", "b")}
+    names = {"temperature": ("T",), "platt": ("a", "b"), "variance": ("w", "b"),
+             "location_scale": ("a", "b", "c")}
     worst = 0.0
     for method, values, form, x in vectors():
         p = Params("m", 1, method, names[method], values)

@@ -122,7 +122,7 @@ static void fit_usage(FILE *f)
 {
     fputs("usage: calibctl fit --method METHOD [--loss nll|brier] [--test FILE2]\n"
           "                    [--plugin-dir DIR] FILE\n"
-          "  METHOD: temperature, platt, variance, or a plugin's name (loaded\n"
+          "  METHOD: temperature, platt, variance, location_scale, or a plugin's name (loaded\n"
           "  from DIR/METHOD.so; default DIR " PKGLIBDIR "). See calibctl(1).\n", f);
 }
 

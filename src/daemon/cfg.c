@@ -95,7 +95,8 @@ static const struct model_key {
     {"reservoir", K_UINT, F(reservoir), 1, 10000000, "1..1e7"},
     {"seed", K_UINT, F(seed), 0, UINT64_MAX, "an unsigned integer"},
     {"method", K_METHOD, F(method), 0, 0,
-     "auto, temperature, platt, variance or a plugin's name ([A-Za-z0-9._-], 1..63)"},
+     "auto, temperature, platt, variance, location_scale or a plugin's name "
+     "([A-Za-z0-9._-], 1..63)"},
     {"drift", K_BOOL, F(drift), 0, 0, "yes or no"},
     {"drift_alpha", K_PROB, F(drift_alpha), 0, 0, "a level in (0, 1)"},
     {"drift_min_effect", K_NONNEG, F(drift_min_effect), 0, 1, "a number in [0, 1]"},

@@ -150,7 +150,7 @@ int recalib_attach(calibd *d, model *m)
     }
     const char *name = rc == 0 ? p.method
                        : strcmp(c->method, "auto") != 0 ? c->method
-                       : gauss ? "variance" : "temperature";
+                       : gauss ? "location_scale" : "temperature";
     const calib_plugin *desc = find_method(d, name, err, sizeof err);
     if (!desc || !method_fits(m, desc)) {
         log_msg(&d->log, LOG_ERROR, "loop", "%s: method %s %s; the loop is off for this "

@@ -53,10 +53,23 @@ static const calib_plugin builtin_variance = {
     .apply = calib_recal_apply_variance,
 };
 
+static const calib_plugin builtin_location_scale = {
+    .abi_version = CALIB_PLUGIN_ABI_VERSION,
+    .name = "location_scale",
+    .summary = "location-scale: mean' = a + b mean, var' = c var, fitted by Dawid-Sebastiani",
+    .forms = CALIB_FORM_BIT(CALIB_FORM_GAUSSIAN),
+    .nparams = 3,
+    .param_names = {"a", "b", "c"},
+    .identity = {0, 1, 1},
+    .fit = calib_recal_fit_location_scale,
+    .apply = calib_recal_apply_location_scale,
+};
+
 static const calib_plugin *const builtins[] = {
     &builtin_temperature,
     &builtin_platt,
     &builtin_variance,
+    &builtin_location_scale,
 };
 
 const calib_plugin *calib_plugin_builtin(const char *name)
@@ -140,8 +153,9 @@ int calib_plugin_check(const calib_plugin *p, char *err, size_t errlen)
 /* ================================================================== parameters */
 
 /* The built-ins' domains: T > 0; w > 0 and b >= 0 (a variance stays
- * positive); Platt's a and b anything finite. -1, or the index of the
- * parameter outside its domain. */
+ * positive); Platt's a and b anything finite; location-scale's b > 0 (the
+ * mean stays increasing) and c > 0. -1, or the index of the parameter
+ * outside its domain. */
 static int builtin_domain(const calib_plugin *p, const double *v, const char **why)
 {
     if (p == &builtin_temperature && !(v[0] > 0))
@@ -150,6 +164,10 @@ static int builtin_domain(const calib_plugin *p, const double *v, const char **w
         return *why = "must be > 0", 0;
     if (p == &builtin_variance && !(v[1] >= 0))
         return *why = "must be >= 0", 1;
+    if (p == &builtin_location_scale && !(v[1] > 0))
+        return *why = "must be > 0", 1;
+    if (p == &builtin_location_scale && !(v[2] > 0))
+        return *why = "must be > 0", 2;
     return -1;
 }
 

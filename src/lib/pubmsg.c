@@ -420,6 +420,8 @@ static int params_in_domain(const char *method, const double *v)
         return v[0] > 0 && isfinite(1 / v[0]);
     if (strcmp(method, "variance") == 0)
         return v[0] > 0 && v[1] >= 0;
+    if (strcmp(method, "location_scale") == 0)
+        return v[1] > 0 && v[2] > 0;
     return 1;
 }
 

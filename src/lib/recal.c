@@ -28,6 +28,7 @@
 #define STEP_MIN 1e-10             /* smallest backtracking factor */
 #define WARMUP_ROWS 1024           /* rows of the temperature warm-up stage */
 #define VAR_W_MIN 1e-8             /* variance scaling keeps w >= this */
+#define LS_B_MIN 1e-8              /* location-scale keeps b >= this */
 #define PLATT_SIGMA 1e-12          /* Lin-Lin-Weng's Hessian ridge */
 
 /* ================================================================== options */
@@ -837,6 +838,100 @@ int calib_recal_fit_variance(const calib_dataset *ds,
     return CALIB_OK;
 }
 
+/* ================================================================== location-scale */
+
+/*
+ * mean' = a + b mean, var' = c var. The DSS of a record, (y - a - b
+ * mean)^2 / (c var) + ln c + ln var, splits: for any c, (a, b) minimise
+ * the residuals' sum of squares weighted by 1/var (weighted least
+ * squares, whatever c), and then c = mean((y - a - b mean)^2 / var). So
+ * the optimum is exact in closed form, three passes over the samples with
+ * compensated sums. b >= LS_B_MIN keeps the map injective and the mean
+ * increasing: a WLS slope below it (forecasts carrying no signal, or
+ * against it) is held at the bound, where the quadratic's optimum in a
+ * alone is the weighted mean of y - b mean; all forecast means equal:
+ * b cannot be told from a, and stays at the start's (1 without init).
+ */
+static double ls_objective(const calib_dataset *ds, const double v3[3])
+{
+    calib_ksum f = {0};
+    for (size_t i = 0; i < ds->n; i++) {
+        const double *x = row_at(ds, i);
+        double e = x[2] - (v3[0] + v3[1] * x[0]), vp = v3[2] * x[1];
+        calib_ksum_add(&f, e * e / vp + log(vp));
+    }
+    return calib_ksum_value(&f) / (double)ds->n;
+}
+
+static const unsigned location_scale_forms = CALIB_FORM_BIT(CALIB_FORM_GAUSSIAN);
+
+int calib_recal_fit_location_scale(const calib_dataset *ds, const calib_recal_opts *opts,
+                                   calib_recal_result *res)
+{
+    calib_recal_opts o;
+    int rc;
+    if (!res)
+        return CALIB_EINVAL;
+    result_reset(res, CALIB_RECAL_OBJ_DSS, 3);
+    rc = opts_resolve(opts, &o, RECAL_MAX_ITER, NEWTON2_TOL);
+    if (rc)
+        return rc;
+    if (o.objective != CALIB_RECAL_OBJ_DEFAULT && o.objective != CALIB_RECAL_OBJ_DSS)
+        return CALIB_EINVAL;
+    if (o.init && !(isfinite(o.init[0]) && o.init[1] > 0 && isfinite(o.init[1]) &&
+                    o.init[2] > 0 && isfinite(o.init[2])))
+        return CALIB_EINVAL;
+    rc = calib_recal_check_dataset(ds, location_scale_forms);
+    if (rc)
+        return rc;
+    const double identity[3] = {0, 1, 1};
+    res->objective_before = ls_objective(ds, o.init ? o.init : identity);
+    /* weighted means of mean and y, weights 1/var */
+    calib_ksum sw = {0}, sx = {0}, sy = {0};
+    for (size_t i = 0; i < ds->n; i++) {
+        const double *x = row_at(ds, i);
+        double w = 1 / x[1];
+        calib_ksum_add(&sw, w);
+        calib_ksum_add(&sx, w * x[0]);
+        calib_ksum_add(&sy, w * x[2]);
+    }
+    double wt = calib_ksum_value(&sw), mx = calib_ksum_value(&sx) / wt,
+           my = calib_ksum_value(&sy) / wt;
+    calib_ksum sxx = {0}, sxy = {0};
+    for (size_t i = 0; i < ds->n; i++) {
+        const double *x = row_at(ds, i);
+        double w = 1 / x[1], dx = x[0] - mx;
+        calib_ksum_add(&sxx, w * dx * dx);
+        calib_ksum_add(&sxy, w * dx * (x[2] - my));
+    }
+    double vxx = calib_ksum_value(&sxx), b = o.init ? o.init[1] : 1;
+    if (vxx > 0 && isfinite(vxx))
+        b = calib_ksum_value(&sxy) / vxx;
+    if (!(b >= LS_B_MIN)) {
+        b = LS_B_MIN;
+        res->at_bound = 1;
+    }
+    double v3[3] = {my - b * mx, b, 1};
+    calib_ksum sc = {0};
+    for (size_t i = 0; i < ds->n; i++) {
+        const double *x = row_at(ds, i);
+        double e = x[2] - (v3[0] + b * x[0]);
+        calib_ksum_add(&sc, e * e / x[1]);
+    }
+    v3[2] = calib_ksum_value(&sc) / (double)ds->n;
+    if (!(v3[2] >= VAR_W_MIN)) {
+        v3[2] = VAR_W_MIN;
+        res->at_bound = 1;
+    }
+    memcpy(res->params, v3, sizeof v3);
+    res->iterations = 1;
+    res->converged = 1;
+    res->objective_after = ls_objective(ds, v3);
+    if (!isfinite(res->objective_after) || !isfinite(v3[0]) || !isfinite(v3[2]))
+        return CALIB_ENONFINITE;
+    return CALIB_OK;
+}
+
 /* ================================================================== apply */
 
 /* out = softmax(beta z); out may equal z. */
@@ -888,6 +983,17 @@ int calib_recal_apply_variance(const double *params, int form, size_t k,
         return CALIB_EINVAL;
     out[0] = x[0];
     out[1] = params[0] * x[1] + params[1];
+    return CALIB_OK;
+}
+
+int calib_recal_apply_location_scale(const double *params, int form, size_t k,
+                                     const double *x, double *out)
+{
+    (void)k;
+    if (form != CALIB_FORM_GAUSSIAN)
+        return CALIB_EINVAL;
+    out[0] = params[0] + params[1] * x[0];
+    out[1] = params[2] * x[1];
     return CALIB_OK;
 }
 

@@ -26,6 +26,11 @@ with open(d + "/gauss.csv", "w") as f:
     for _ in range(20000):
         mu, var = r.gauss(0, 1), r.uniform(0.5, 2)
         f.write("%.17g,%.17g,%.17g\n" % (r.gauss(mu, math.sqrt(3 * var + 0.5)), mu, var))
+with open(d + "/biased.csv", "w") as f:   # y ~ N(0.5 + 0.8 mu, 1.5 var)
+    f.write("y,mean,var\n")
+    for _ in range(20000):
+        mu, var = r.gauss(0, 1), r.uniform(0.5, 2)
+        f.write("%.17g,%.17g,%.17g\n" % (r.gauss(0.5 + 0.8 * mu, math.sqrt(1.5 * var)), mu, var))
 PY
 
 # expect NAME PYTHON-ASSERTIONS ARGS...: exit 0 and JSON checked
@@ -51,6 +56,8 @@ expect platt_recovers "assert abs(r['params']['a'] - 0.5) < 0.05 and abs(r['para
     --method platt "$tmp/binary.csv"
 expect variance_recovers "assert abs(r['params']['w'] - 3) < 0.25 and abs(r['params']['b'] - 0.5) < 0.3; assert r['objective'] == 'dss'" \
     --method variance "$tmp/gauss.csv"
+expect location_scale_recovers "p = r['params']; assert abs(p['a'] - 0.5) < 0.05 and abs(p['b'] - 0.8) < 0.05 and abs(p['c'] - 1.5) < 0.1; assert r['objective'] == 'dss' and r['objective_after'] < r['objective_before']" \
+    --method location_scale "$tmp/biased.csv"
 expect ets_plugin "assert r['method'] == 'ets' and r['test']['brier']['ci'][0] > 0; assert abs(sum(r['params'][w] for w in ('w1', 'w2', 'w3')) - 1) < 1e-9" \
     --method ets --plugin-dir "$BUILDDIR/plugins/.libs" --test "$tmp/test.csv" "$tmp/train.csv"
 # a column calibctl does not read is ignored whatever it holds (the

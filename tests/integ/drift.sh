@@ -92,16 +92,17 @@ assert after["n"] >= 20000, after
 assert abs(after["mean"] - level["mean"]) < 0.01, (after, level)
 assert imp["ci"][0] > 0.02, imp
 PY
-python3 - "$work/s1.json" <<'PY' && ok "regression: robust drift detector, variance scaling published" || bad "regression: robust drift detector, variance scaling published"
+python3 - "$work/s1.json" <<'PY' && ok "regression: robust drift detector, location-scale published" || bad "regression: robust drift detector, location-scale published"
 import json, sys
 m = json.load(open(sys.argv[1]))["models"]["reg"]
 l, p = m["loop"], m["params"]
 print(f"# reg: alarms {l['drift']['alarms']}, published {l['published']}, params {p['values']}, "
       f"DSS since publish {m['calibrated_since_params']['dss']['mean']:.4f}, raw {m['raw']['dss']['mean']:.4f}")
-assert l["drift"]["alarms"] == 1 and l["published"] == 1 and p["method"] == "variance", (l, p)
+assert l["drift"]["alarms"] == 1 and l["published"] == 1 and p["method"] == "location_scale", (l, p)
 v = p["values"]
-# var' = w var + b with var = 1 must come out near T*^2 = 4
-assert abs(v["w"] + v["b"] - 4) < 0.4, v
+# the default map for regression: var' = c var with var = 1 must come out
+# near T*^2 = 4, the mean left as it is (a = 0, b = 1)
+assert abs(v["c"] - 4) < 0.4 and abs(v["a"]) < 0.1 and abs(v["b"] - 1) < 0.1, v
 assert p["improvement"] > 0 and p["ci"][0] > 0, p
 PY
 python3 - "$work/s1.json" <<'PY' && ok "stationary model: no alarm; scheduled candidates all rejected" || bad "stationary model: no alarm; scheduled candidates all rejected"

@@ -55,6 +55,7 @@ static void params_msg(payload *p, const char *model, uint64_t version,
 static const char *const T_NAMES[] = {"T"};
 static const char *const AB_NAMES[] = {"a", "b"};
 static const char *const WB_NAMES[] = {"w", "b"};
+static const char *const ABC_NAMES[] = {"a", "b", "c"};
 
 /* Decodes a params message (calib_pubmsg_decode) into out. */
 static int decode_pl(const char *topic, const payload *p,
@@ -145,6 +146,9 @@ static void apply_matches_recal(void **state)
                      CALIB_EINVAL);
     assert_true(out[0] == 42);
 
+    calib_client_params ls =
+        decoded("location_scale", 3, ABC_NAMES, (double[]){-0.5, 0.9, 1.25});
+    check_same(&ls, calib_recal_apply_location_scale, CALIB_FORM_GAUSSIAN, 0, gauss);
     calib_client_params v = decoded("variance", 2, WB_NAMES, (double[]){1.5, 0.1});
     check_same(&v, calib_recal_apply_variance, CALIB_FORM_GAUSSIAN, 0, gauss);
     assert_int_equal(calib_client_params_apply(&v, CALIB_FORM_GAUSSIAN, 0, gauss, out),

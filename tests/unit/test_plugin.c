@@ -44,8 +44,16 @@ static void builtins_by_name(void **state)
     assert_true(p->identity[0] == 1 && p->identity[1] == 0);
     assert_string_equal(v->param_names[0], "w");
     assert_true(v->forms == CALIB_FORM_BIT(CALIB_FORM_GAUSSIAN));
-    const calib_plugin *all[3] = {t, p, v};
-    for (int i = 0; i < 3; i++)
+    const calib_plugin *ls = calib_plugin_find(NULL, "location_scale");
+    assert_non_null(ls);
+    assert_int_equal(ls->nparams, 3);
+    assert_string_equal(ls->param_names[2], "c");
+    assert_true(ls->identity[0] == 0 && ls->identity[1] == 1 && ls->identity[2] == 1);
+    assert_true(ls->forms == CALIB_FORM_BIT(CALIB_FORM_GAUSSIAN));
+    assert_true(ls->fit == calib_recal_fit_location_scale);
+    assert_true(ls->apply == calib_recal_apply_location_scale);
+    const calib_plugin *all[4] = {t, p, v, ls};
+    for (int i = 0; i < 4; i++)
         assert_int_equal(calib_plugin_check(all[i], NULL, 0), CALIB_OK);
 }
 
@@ -376,11 +384,12 @@ static void params_domain(void **state)
 {
     const calib_plugin *t = calib_plugin_builtin("temperature"),
                        *pl = calib_plugin_builtin("platt"),
-                       *v = calib_plugin_builtin("variance");
+                       *v = calib_plugin_builtin("variance"),
+                       *ls = calib_plugin_builtin("location_scale");
     char err[256];
     const struct {
         const calib_plugin *p;
-        double v[2];
+        double v[3];
         int ok;
         const char *says;
     } cases[] = {
@@ -399,6 +408,11 @@ static void params_domain(void **state)
         {v, {0, 1}, 0, "w = 0 must be > 0"},
         {v, {-1, 0}, 0, "w = -1 must be > 0"},
         {v, {1, -0.5}, 0, "b = -0.5 must be >= 0"},
+        {ls, {0, 1, 1}, 1, NULL},
+        {ls, {-3.5, 0.2, 4}, 1, NULL},
+        {ls, {0, 0, 1}, 0, "b = 0 must be > 0"},
+        {ls, {0, 1, 0}, 0, "c = 0 must be > 0"},
+        {ls, {NAN, 1, 1}, 0, "a = nan is not finite"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         err[0] = 0;

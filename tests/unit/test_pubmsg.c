@@ -382,6 +382,21 @@ static void round_trips_params(void **state)
     m.after.dss = -0.5;
     round_trip_params(&m, calib_plugin_builtin("variance"));
 
+    /* location-scale: three parameters */
+    calib_params_msg_init(&m, "reg.x:2");
+    m.version = 3;
+    strcpy(m.method, "location_scale");
+    m.nparams = 3;
+    strcpy(m.names[0], "a");
+    strcpy(m.names[1], "b");
+    strcpy(m.names[2], "c");
+    m.values[0] = -0.5;
+    m.values[1] = 0.9;
+    m.values[2] = 1.25;
+    m.before.dss = 1.4;
+    m.after.dss = 1.1;
+    round_trip_params(&m, calib_plugin_builtin("location_scale"));
+
     /* version 0: the identity, nothing measured, improvement exactly 0 */
     calib_params_msg_init(&m, "m1");
     strcpy(m.method, "identity");

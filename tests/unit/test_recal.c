@@ -688,6 +688,75 @@ static void variance_constraint_at_bound(void **state)
     data_free(&d);
 }
 
+/* ------------------------------------------------------------------ location-scale */
+
+/* y = a + b mean + sqrt(c var) N(0, 1): the fit recovers a, b, c, and it
+ * is the DSS optimum (no step along any parameter lowers it); a slope the
+ * data put below 0 is held at the bound; (0, 1, c) is variance scaling's
+ * (c, 0). */
+static void location_scale_recovers(void **state)
+{
+    enum { N = 20000 };
+    const double a = 0.5, b = 0.9, c = 1.4;
+    data d;
+    calib_recal_result res;
+    gen_gauss(&d, N, 1, 0, 0, 61);
+    for (size_t i = 0; i < N; i++) {
+        double *x = d.rec + 3 * i, z = x[2] - x[0]; /* N(0, var) */
+        x[2] = a + b * x[0] + sqrt(c) * z;
+    }
+    assert_int_equal(calib_recal_fit_location_scale(&d.ds, NULL, &res), CALIB_OK);
+    assert_int_equal(res.nparams, 3);
+    assert_true(res.converged);
+    assert_false(res.at_bound);
+    assert_true(fabs(res.params[0] - a) < 0.05);
+    assert_true(fabs(res.params[1] - b) < 0.05);
+    assert_true(fabs(res.params[2] - c) < 0.05);
+    assert_true(res.objective_after < res.objective_before);
+    /* the optimum: the DSS rises along every parameter, both ways */
+    calib_recal_result again;
+    for (int j = 0; j < 3; j++)
+        for (int sgn = -1; sgn <= 1; sgn += 2) {
+            double v[3];
+            memcpy(v, res.params, sizeof v);
+            v[j] += sgn * 1e-3;
+            calib_recal_opts o = {.init = v};
+            assert_int_equal(calib_recal_fit_location_scale(&d.ds, &o, &again), CALIB_OK);
+            assert_true(again.objective_before > res.objective_after);
+        }
+    /* the mean against the outcome: b held at its bound, a and c optimal
+     * along it */
+    for (size_t i = 0; i < N; i++)
+        d.rec[3 * i + 2] = -0.5 * d.rec[3 * i] + 0.3 * d.rec[3 * i + 2];
+    assert_int_equal(calib_recal_fit_location_scale(&d.ds, NULL, &res), CALIB_OK);
+    assert_true(res.at_bound);
+    assert_true(res.params[1] > 0 && res.params[1] < 1e-6);
+    double sw = 0, swr = 0;
+    for (size_t i = 0; i < N; i++) {
+        const double *x = d.rec + 3 * i;
+        sw += 1 / x[1];
+        swr += (x[2] - res.params[1] * x[0]) / x[1];
+    }
+    assert_close(res.params[0], swr / sw, 1e-9);
+    /* a bad start is refused */
+    double bad[3] = {0, -1, 1};
+    calib_recal_opts o = {.init = bad};
+    assert_int_equal(calib_recal_fit_location_scale(&d.ds, &o, &res), CALIB_EINVAL);
+    data_free(&d);
+    /* apply; (0, 1, c) is variance scaling with (c, 0) */
+    double x[2] = {2, 0.5}, out[2], v[3] = {0.5, 0.9, 1.4};
+    assert_int_equal(calib_recal_apply_location_scale(v, CALIB_FORM_GAUSSIAN, 0, x, out),
+                     CALIB_OK);
+    assert_close(out[0], 0.5 + 0.9 * 2, 1e-15);
+    assert_close(out[1], 1.4 * 0.5, 1e-15);
+    double u[3] = {0, 1, 1.4}, w[2] = {1.4, 0}, o1[2], o2[2];
+    calib_recal_apply_location_scale(u, CALIB_FORM_GAUSSIAN, 0, x, o1);
+    calib_recal_apply_variance(w, CALIB_FORM_GAUSSIAN, 0, x, o2);
+    assert_true(o1[0] == o2[0] && o1[1] == o2[1]);
+    assert_int_equal(calib_recal_apply_location_scale(v, CALIB_FORM_LOGITS, 2, x, out),
+                     CALIB_EINVAL);
+}
+
 /* ------------------------------------------------------------------ apply */
 
 static void apply_functions(void **state)
@@ -1023,6 +1092,7 @@ int main(void)
         cmocka_unit_test(platt_separable_stays_finite),
         cmocka_unit_test(variance_recovers_wb),
         cmocka_unit_test(variance_constraint_at_bound),
+        cmocka_unit_test(location_scale_recovers),
         cmocka_unit_test(apply_functions),
         cmocka_unit_test(prior_weigh),
         cmocka_unit_test(fit_raises_no_invalid),
