@@ -372,10 +372,7 @@ int model_merge(model *dst, const model *src, char *why, size_t len)
     /* the loop's detectors and runs belonged to one daemon each (its
      * counters were added above): the merged model's start afresh */
     model_recalib *l = &dst->recalib;
-    if (l->drift_on)
-        calib_drift_reset(&l->drift);
-    l->drift_base = dst->ring.total;
-    l->drift_alarm = 0;
+    model_drift_reset(dst);
     l->guard_on = 0; /* a guard compares one daemon's pairs */
     l->trig_on = l->trig_fitting = l->trig_reported = 0; /* so does the trigger */
     l->trig_start = l->trig_fit_at = l->trig_quiet_until = dst->ring.total;

@@ -51,13 +51,24 @@ static size_t add_bytes(size_t a, size_t b)
 }
 
 /* The drift detector of a model of this form: the mean of the Brier score
- * in [0, 2], or (DSS, unbounded) the rate above a reference quantile. */
+ * in [0, 2], or (DSS, unbounded) the rate above a reference quantile, at
+ * MODEL_DRIFT_SCORE_SHARE of drift_alpha beside the location tests. */
 static void drift_cfg_of(const model_cfg *c, int form, calib_drift_cfg *dc)
 {
-    *dc = (calib_drift_cfg){.kind = form == CALIB_FORM_GAUSSIAN ? CALIB_DRIFT_EXCEED
-                                                                : CALIB_DRIFT_MEAN,
-                            .lo = 0, .hi = 2, .alpha = c->drift_alpha,
+    int gauss = form == CALIB_FORM_GAUSSIAN;
+    *dc = (calib_drift_cfg){.kind = gauss ? CALIB_DRIFT_EXCEED : CALIB_DRIFT_MEAN,
+                            .lo = 0, .hi = 2,
+                            .alpha = gauss ? MODEL_DRIFT_SCORE_SHARE * c->drift_alpha
+                                           : c->drift_alpha,
                             .min_effect = c->drift_min_effect, .quantile = c->drift_quantile,
+                            .reference = c->drift_reference, .restart = c->drift_reference};
+}
+
+void model_loc_cfg(const model_cfg *c, calib_drift_cfg *dc)
+{
+    *dc = (calib_drift_cfg){.kind = CALIB_DRIFT_EXCEED,
+                            .alpha = (1 - MODEL_DRIFT_SCORE_SHARE) / 2 * c->drift_alpha,
+                            .min_effect = c->drift_min_effect, .quantile = 0.5,
                             .reference = c->drift_reference, .restart = c->drift_reference};
 }
 
@@ -126,6 +137,10 @@ void model_size(const model_cfg *c, int form, size_t k, model_sizes *s)
         calib_drift_cfg dc;
         drift_cfg_of(c, form, &dc);
         fixed = add_bytes(fixed, calib_drift_bytes(&dc));
+        if (form == CALIB_FORM_GAUSSIAN) { /* the two location tests */
+            model_loc_cfg(c, &dc);
+            fixed = add_bytes(fixed, 2 * calib_drift_bytes(&dc));
+        }
     }
     calib_lfree_cfg lc;
     model_lfree_cfg(c, form, k, &lc);
@@ -307,6 +322,9 @@ static void free_shaped(model *m)
     calib_budget_give(&m->mem, m->sizes.fixed);
     m->sizes.fixed = 0;
     calib_drift_free(&m->recalib.drift);
+    for (int i = 0; i < 2; i++)
+        calib_drift_free(&m->recalib.loc[i]);
+    m->recalib.loc_on = 0;
     calib_lfree_free(&m->lf);
     memset(m->lf_graded, 0, sizeof m->lf_graded);
     memset(m->lf_graded_base, 0, sizeof m->lf_graded_base);
@@ -365,6 +383,7 @@ model *model_copy(const model *m)
     }
     c->cw = (calib_cwbins){0};
     c->recalib.drift = (calib_drift){0};
+    c->recalib.loc[0] = c->recalib.loc[1] = (calib_drift){0};
     c->lf = (calib_lfree){0}; /* not kept by snapshots */
     c->p = c->pcal = c->xcal = c->recalib.xcand = c->ring_score = NULL; /* scratch: none */
     c->ring_score_n = 0;
@@ -381,6 +400,8 @@ model *model_copy(const model *m)
         }
         rc |= calib_cwbins_copy(&c->cw, &m->cw);
         rc |= calib_drift_copy(&c->recalib.drift, &m->recalib.drift);
+        for (int i = 0; i < 2 && m->recalib.loc_on; i++)
+            rc |= calib_drift_copy(&c->recalib.loc[i], &m->recalib.loc[i]);
         int fail = 0;
         c->ring_score = calib_dup(m->ring_score, m->ring_score_n * sizeof *m->ring_score, &fail);
         c->ring_score_n = c->ring_score ? m->ring_score_n : 0;
@@ -957,13 +978,79 @@ static void observe(model *m, const double *x, double y, double now, const doubl
     if (l->trig_on && l->refit.phase == PHASE_IDLE && l->trig.state == CALIB_GATE_RUNNING &&
         m->ring.total > l->trig_quiet_until)
         trigger_observe(m, x, y, s[VIEW_CAL], codes);
-    if (l->drift_on && calib_drift_add(&l->drift, s[VIEW_CAL][WS_MAIN]))
+    if (!l->drift_on)
+        return;
+    /* one drift alarm until the reset, whichever detector raises it */
+    int standing = model_drift_alarmed(m, NULL) != NULL;
+    int raised = calib_drift_add(&l->drift, s[VIEW_CAL][WS_MAIN]);
+    if (l->loc_on) { /* the calibrated forecast's standardised residual */
+        double z = (y - xs[VIEW_CAL][0]) / sqrt(xs[VIEW_CAL][1]);
+        if (isfinite(z))
+            raised |= calib_drift_add(&l->loc[0], z) | calib_drift_add(&l->loc[1], -z);
+    }
+    if (raised && !standing)
         l->drift_alarm = 1;
 }
 
 void model_drift_cfg(const model *m, calib_drift_cfg *dc)
 {
     drift_cfg_of(&m->cfg, m->form, dc);
+}
+
+const calib_drift *model_drift_alarmed(const model *m, int *which)
+{
+    const model_recalib *l = &m->recalib;
+    const calib_drift *d[3] = {&l->drift, &l->loc[0], &l->loc[1]};
+    for (int i = 0; i < (l->loc_on ? 3 : 1) && l->drift_on; i++)
+        if (d[i]->state == CALIB_DRIFT_ALARM) {
+            if (which)
+                *which = i;
+            return d[i];
+        }
+    return NULL;
+}
+
+void model_drift_reset(model *m)
+{
+    model_recalib *l = &m->recalib;
+    if (l->drift_on)
+        calib_drift_reset(&l->drift);
+    for (int i = 0; i < 2 && l->loc_on; i++)
+        calib_drift_reset(&l->loc[i]);
+    l->drift_base = m->ring.total;
+    l->drift_alarm = 0;
+}
+
+model_level model_z_level_since(model *m, uint64_t from, int sign, double threshold)
+{
+    model_level lv = {.mean = NAN, .above = NAN};
+    uint64_t total = m->ring.total, held = calib_ring_len(&m->ring);
+    if (!m->shaped || m->form != CALIB_FORM_GAUSSIAN || from >= total)
+        return lv;
+    uint64_t first = from;
+    if (total - first > held) {
+        first = total - held;
+        lv.truncated = 1;
+    }
+    calib_accum acc;
+    calib_accum_init(&acc);
+    uint64_t above = 0;
+    for (uint64_t t = first; t < total; t++) {
+        calib_record r = calib_ring_get(&m->ring, (size_t)(held - (total - t)));
+        int form;
+        const double *xc = apply_params(m, &m->params, r.x, m->xcal, &form, NULL);
+        double z = sign * (r.y - xc[0]) / sqrt(xc[1]);
+        if (!isfinite(z))
+            continue;
+        calib_accum_add(&acc, z);
+        above += z > threshold;
+    }
+    lv.n = (size_t)acc.n;
+    if (acc.n) {
+        lv.mean = calib_accum_mean(&acc);
+        lv.above = (double)above / (double)acc.n;
+    }
+    return lv;
 }
 
 int model_recalib_attach(model *m, double now)
@@ -977,6 +1064,13 @@ int model_recalib_attach(model *m, double now)
             return rc;
         l->drift_on = 1;
         l->drift_base = m->ring.total;
+        if (m->form == CALIB_FORM_GAUSSIAN) {
+            model_loc_cfg(&m->cfg, &dc);
+            for (int i = 0; i < 2; i++)
+                if ((rc = calib_drift_init(&l->loc[i], &dc)) != CALIB_OK)
+                    return rc; /* model_free frees what was made */
+            l->loc_on = 1;
+        }
     }
     refit_init(&l->refit, 1, m->cfg.refit_interval, now);
     return CALIB_OK;

@@ -159,7 +159,13 @@ typedef struct model_recalib {
                                the detectors initialised), pending reason,
                                schedule: refit.h */
     int drift_on;           /* the drift detector runs */
-    calib_drift drift;
+    calib_drift drift;      /* of the calibrated main score */
+    /* Gaussian forecasts: the calibrated standardised residual z above
+     * (loc[0], on z) and below (loc[1], on -z) its reference median, at
+     * (1 - MODEL_DRIFT_SCORE_SHARE) / 2 of drift_alpha each; reset with
+     * drift, and their alarm is the drift alarm */
+    calib_drift loc[2];
+    int loc_on;
     uint64_t drift_base;    /* ring.total at the last drift reset */
     int drift_alarm;        /* the detector alarmed; cleared by the tick */
     model_params candidate; /* PHASE_SHADOW, PHASE_STORING */
@@ -424,8 +430,21 @@ const double *model_pair_values(const model *m, const model_params *p, const dou
  * n segments, at wall time now. */
 void model_segments(model *m, const seg_kv *kv, size_t n, double *codes, double now);
 
-/* The drift detector's configuration for the model's settings and form. */
+/* The drift detector's configuration for the model's settings and form;
+ * a Gaussian model's location tests' (model_recalib.loc). */
 void model_drift_cfg(const model *m, calib_drift_cfg *dc);
+void model_loc_cfg(const model_cfg *c, calib_drift_cfg *dc);
+/* The share of drift_alpha a Gaussian model's score detector spends; the
+ * two location tests spend the rest, half each (a union bound keeps the
+ * level of the three at drift_alpha). */
+#define MODEL_DRIFT_SCORE_SHARE 0.8
+/* The detector in alarm (the score's first, then the location tests'),
+ * its index into {drift, loc[0], loc[1]} in *which (may be NULL); NULL
+ * when none is. */
+const calib_drift *model_drift_alarmed(const model *m, int *which);
+/* Every drift detector starts a new reference period; drift_base is the
+ * ring's count now. */
+void model_drift_reset(model *m);
 /* The closed loop's detectors on a shaped model, as calibd attaches them
  * and as calibctl rebuilds them to restore a snapshot: the drift detector
  * (when the model's drift setting is on) from the ring's count now, then
@@ -510,6 +529,10 @@ typedef struct model_level {
     double above;   /* NaN when n = 0 */
 } model_level;
 model_level model_level_since(model *m, uint64_t from, double threshold);
+/* The same of a Gaussian model's standardised residuals z (sign 1) or -z
+ * (sign -1) under the parameters in force (mean: of sign z), for its
+ * location tests' alarms. */
+model_level model_z_level_since(model *m, uint64_t from, int sign, double threshold);
 
 
 #endif

@@ -669,6 +669,18 @@ static void loop_gauges(out *t, const snap *s, size_t n)
             sample(t, calib_drift_log_e(&l->drift), "calibd_drift_log_e{model=\"%s\"}",
                    s[i].m->name);
     }
+    help(t, "calibd_drift_location_log_e", "gauge",
+         "Log of a Gaussian model's location test's e-value: its standardised residual "
+         "above or below the reference median.");
+    for (size_t i = 0; i < n; i++) {
+        const model_recalib *l = &s[i].m->recalib;
+        static const char *const side[2] = {"above", "below"};
+        for (int j = 0; j < 2 && s[i].m->shaped && l->loc_on; j++)
+            if (l->loc[j].state != CALIB_DRIFT_REFERENCE)
+                sample(t, calib_drift_log_e(&l->loc[j]),
+                       "calibd_drift_location_log_e{model=\"%s\",side=\"%s\"}", s[i].m->name,
+                       side[j]);
+    }
     static const char *names[5] = {"calibd_shadow_samples", "calibd_shadow_log_e",
                                    "calibd_shadow_improvement",
                                    "calibd_shadow_improvement_ci_low",

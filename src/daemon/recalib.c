@@ -223,8 +223,9 @@ static refit_in machine_in(const model *m)
 {
     const model_recalib *l = &m->recalib;
     size_t len = calib_ring_len(&m->ring);
-    int alarm = l->drift_on && l->drift.state == CALIB_DRIFT_ALARM;
-    uint64_t change = alarm ? l->drift_base + l->drift.change_at : m->ring.total;
+    const calib_drift *dr = model_drift_alarmed(m, NULL);
+    int alarm = dr != NULL;
+    uint64_t change = alarm ? l->drift_base + dr->change_at : m->ring.total;
     uint64_t since = m->ring.total > change ? m->ring.total - change : 0;
     int guard = l->guard_on && l->guard.state == CALIB_GATE_PASSED;
     int miscal = l->trig_on && l->trig.state == CALIB_GATE_PASSED;
@@ -629,12 +630,9 @@ size_t recalib_refit_now(calibd *d, model *m, char *why, size_t len)
 
 static void drift_restart(calibd *d, model *m)
 {
-    model_recalib *l = &m->recalib;
-    if (!l->drift_on)
+    if (!m->recalib.drift_on)
         return;
-    calib_drift_reset(&l->drift);
-    l->drift_base = m->ring.total;
-    l->drift_alarm = 0;
+    model_drift_reset(m);
     alert_incident(d, m, RULE_DRIFT, 0, 1, "drift", "warning", NULL, NULL, 0);
 }
 
@@ -651,17 +649,24 @@ static double reference_rate(const calib_drift *dr)
 /* The alert's message: the level tested (mean score, or for the robust
  * detector the rate above the reference quantile) since the change point,
  * the reference level and the bound the test rejected. */
-static void drift_message(const model *m, const model_level *lv, double ref, char *msg,
-                          size_t len)
+static void drift_message(const model *m, const calib_drift *dr, int which,
+                          const model_level *lv, double ref, char *msg, size_t len)
 {
-    const calib_drift *dr = &m->recalib.drift;
     double e = exp(calib_drift_log_e(dr));
     char since[160];
     snprintf(since, sizeof since, "the %zu %spairs since the estimated change point, after "
              "pair %llu of the %llu watched", lv->n, lv->truncated ? "newest " : "",
              (unsigned long long)(dr->change_at - dr->cfg.reference),
              (unsigned long long)(dr->n - dr->cfg.reference));
-    if (m->form == CALIB_FORM_GAUSSIAN)
+    if (which > 0) /* a location test */
+        snprintf(msg, len, "the calibrated forecasts' standardised residual lay %s its "
+                 "reference median %.4g in a fraction %.4g of %s, against %.4g in the "
+                 "reference period; the test rejected a rate of at most %.4g (e-value %.3g): "
+                 "the outcomes moved %s the forecast means (mean residual %.4g)",
+                 which == 1 ? "above" : "below", which == 1 ? dr->threshold : -dr->threshold,
+                 lv->above, since, ref, dr->null_mean, e, which == 1 ? "above" : "below",
+                 which == 1 ? lv->mean : -lv->mean);
+    else if (m->form == CALIB_FORM_GAUSSIAN)
         snprintf(msg, len, "the calibrated DSS exceeded its reference %.4g-quantile %.4g in "
                  "a fraction %.4g of %s, against %.4g in the reference period; the drift "
                  "test rejected a rate of at most %.4g (e-value %.3g)", dr->cfg.quantile,
@@ -681,13 +686,18 @@ static void drift_message(const model *m, const model_level *lv, double ref, cha
 static void on_drift(calibd *d, model *m)
 {
     model_recalib *l = &m->recalib;
-    const calib_drift *dr = &l->drift;
+    int which = 0;
+    const calib_drift *dr = model_drift_alarmed(m, &which);
+    if (!dr)
+        return;
     int gauss = m->form == CALIB_FORM_GAUSSIAN;
     l->drift_alarms++;
-    model_level lv = model_level_since(m, l->drift_base + dr->change_at, dr->threshold);
+    uint64_t from = l->drift_base + dr->change_at;
+    model_level lv = which ? model_z_level_since(m, from, which == 1 ? 1 : -1, dr->threshold)
+                           : model_level_since(m, from, dr->threshold);
     double ref = gauss ? reference_rate(dr) : calib_accum_mean(&dr->ref);
     char msg[1024];
-    drift_message(m, &lv, ref, msg, sizeof msg);
+    drift_message(m, dr, which, &lv, ref, msg, sizeof msg);
     model_event_add(m, wall_now(), "drift", "%s", msg);
     alert_value v[] = {{"reference", ref}, {"current", gauss ? lv.above : lv.mean},
                        {"bound", dr->null_mean}, {"log_e", calib_drift_log_e(dr)},

@@ -158,6 +158,15 @@ static void pack_loop(calib_mpw *w, const model *m)
         calib_drift_save(w, &l->drift);
     else
         calib_mpw_nil(w);
+    calib_mpw_key(w, "drift_loc"); /* a Gaussian model's location tests */
+    if (l->loc_on) {
+        calib_mpw_array(w);
+        for (int i = 0; i < 2; i++)
+            calib_drift_save(w, &l->loc[i]);
+        calib_mpw_end(w);
+    } else {
+        calib_mpw_nil(w);
+    }
     calib_mpw_key_uint(w, "drift_base", l->drift_base);
     calib_mpw_key_uint(w, "drift_alarm", (uint64_t)(l->drift_alarm != 0));
     calib_mpw_key(w, "shadow");
@@ -638,6 +647,33 @@ static int read_trigger(calib_mpr *r, const msgpack_object *o, model *m, notes *
     return 1;
 }
 
+/* A Gaussian model's two location tests, beside its score detector
+ * (loaded already): CALIB_LOAD_OK, CALIB_LOAD_FAILED, or anything else
+ * when they cannot be kept (absent in an older calibd's snapshot, other
+ * settings, a later form: noted), which restarts all three. */
+static int read_loc(calib_mpr *r, const msgpack_object *a, model_recalib *l, notes *skipped)
+{
+    if (!a || a->type != MSGPACK_OBJECT_ARRAY || a->via.array.size != 2) {
+        note(skipped, "the drift detectors (no location tests: an older calibd's)");
+        return CALIB_LOAD_OTHER;
+    }
+    for (int i = 0; i < 2; i++) {
+        const msgpack_object *o = &a->via.array.ptr[i];
+        if (!calib_drift_settings(r, o, &l->loc[i])) {
+            if (r->failed)
+                return CALIB_LOAD_FAILED;
+            note(skipped, "the drift detectors (the location tests' settings changed)");
+            return CALIB_LOAD_OTHER;
+        }
+        int rc = calib_drift_load(r, o, &l->loc[i]);
+        if (rc == CALIB_LOAD_LATER)
+            note(skipped, "the drift detectors (a location test of a later form)");
+        if (rc != CALIB_LOAD_OK)
+            return rc;
+    }
+    return CALIB_LOAD_OK;
+}
+
 /* The shadow run: its candidate, in the current method, and its gate. */
 static int read_shadow(calib_mpr *r, const msgpack_object *o, model *m, notes *skipped)
 {
@@ -736,9 +772,15 @@ static int read_loop(calib_mpr *r, const msgpack_object *o, model *m, double shi
             note(skipped, "the drift detector (of a later form)");
         if (rc == CALIB_LOAD_FAILED)
             return 0;
+        if (rc == CALIB_LOAD_OK && l->loc_on)
+            rc = read_loc(r, calib_mpr_find(o, "drift_loc"), l, skipped);
+        if (rc == CALIB_LOAD_FAILED)
+            return 0;
         if (rc == CALIB_LOAD_OK) {
             l->drift_base = base;
             l->drift_alarm = alarm;
+        } else { /* the detectors share one reset: all start afresh */
+            model_drift_reset(m);
         }
     }
     /* the schedule keeps its time; a refit that was running starts again

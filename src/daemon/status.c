@@ -54,6 +54,28 @@ static void pack_drift(calib_mpw *w, const model_recalib *l)
     calib_mpw_num(w, calib_drift_log_e(dr));
     calib_mpw_key_uint(w, "alarms", l->drift_alarms);
     calib_mpw_key_uint(w, "resets", dr->resets);
+    /* a Gaussian model's tests of its residuals above and below their
+     * reference median (nil for a classifier) */
+    calib_mpw_key(w, "location");
+    if (!l->loc_on) {
+        calib_mpw_nil(w);
+    } else {
+        static const char *const side[2] = {"above", "below"};
+        calib_mpw_map(w);
+        for (int i = 0; i < 2; i++) {
+            const calib_drift *lc = &l->loc[i];
+            calib_mpw_key(w, side[i]);
+            calib_mpw_map(w);
+            calib_mpw_key(w, "state");
+            calib_mpw_str(w, states[lc->state]);
+            calib_mpw_key(w, "bound"); /* the rate the test rejects */
+            calib_mpw_num(w, lc->state == CALIB_DRIFT_REFERENCE ? NAN : lc->null_mean);
+            calib_mpw_key(w, "log_e");
+            calib_mpw_num(w, calib_drift_log_e(lc));
+            calib_mpw_end(w);
+        }
+        calib_mpw_end(w);
+    }
     calib_mpw_end(w);
 }
 

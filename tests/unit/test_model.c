@@ -811,6 +811,67 @@ static void label_free_step(void **state)
     assert_int_equal(daemon.used, 0);
 }
 
+/* Gaussian forecasts N(mu, 1) whose outcomes are N(mu + shift, 1) after
+ * pair `after` (of n): returns the pair at which the drift alarm came
+ * (0: none), the detectors' state left as it is. */
+static uint64_t gauss_stream(model *m, uint64_t seed, size_t n, size_t after, double shift)
+{
+    calib_rng r;
+    calib_rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++) {
+        double x[2] = {calib_rng_normal(&r), 1};
+        double y = x[0] + (i >= after ? shift : 0) + calib_rng_normal(&r);
+        model_observe(m, x, y, 1000 + 0.001 * (double)i, NULL);
+        if (m->recalib.drift_alarm)
+            return i + 1;
+    }
+    return 0;
+}
+
+static model *new_gauss(const model_cfg *c)
+{
+    model *m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    assert_int_equal(model_init(m, c, 7, NULL), CALIB_OK);
+    assert_int_equal(model_shape(m, CALIB_FORM_GAUSSIAN, 1), CALIB_OK);
+    assert_int_equal(model_recalib_attach(m, 0), CALIB_OK);
+    return m;
+}
+
+/* A biased regression model is seen: the location tests alarm on a mean
+ * moved by half a standard deviation, each on its side, where the score's
+ * detector does not; a stationary stream raises nothing. */
+static void gaussian_location_alarm(void **state)
+{
+    (void)state;
+    model_cfg c = defaults();
+    for (int sgn = -1; sgn <= 1; sgn += 2) {
+        model *m = new_gauss(&c);
+        assert_true(m->recalib.loc_on);
+        uint64_t at = gauss_stream(m, 3 + (uint64_t)(sgn + 1), 8000, 5000, 0.5 * sgn);
+        assert_true(at > 5000 && at < 8000);
+        int which = -1;
+        const calib_drift *dr = model_drift_alarmed(m, &which);
+        assert_non_null(dr);
+        assert_int_equal(which, sgn > 0 ? 1 : 2);
+        assert_int_equal(m->recalib.drift.state, CALIB_DRIFT_WATCHING);
+        model_level lv = model_z_level_since(m, m->recalib.drift_base + dr->change_at,
+                                             sgn, dr->threshold);
+        assert_true(lv.n > 0 && lv.above > 0.6);
+        assert_true(fabs(lv.mean - 0.5) < 0.25);
+        model_drift_reset(m);
+        assert_null(model_drift_alarmed(m, NULL));
+        assert_int_equal(m->recalib.loc[0].state, CALIB_DRIFT_REFERENCE);
+        model_free(m);
+        free(m);
+    }
+    model *m = new_gauss(&c);
+    assert_int_equal(gauss_stream(m, 9, 30000, 30000, 0), 0);
+    assert_int_equal(m->recalib.loc[0].state, CALIB_DRIFT_WATCHING);
+    model_free(m);
+    free(m);
+}
+
 /* A joined pair is graded on the estimates its prediction got when it
  * arrived, not on the priors known when its label comes; a pair whose
  * slot holds none (it waited across a restart) is scored, not graded. */
@@ -911,6 +972,7 @@ int main(void)
         cmocka_unit_test(events_ring),
         cmocka_unit_test(trigger_tests_the_challenger),
         cmocka_unit_test(label_free_step), cmocka_unit_test(label_free_carried),
+        cmocka_unit_test(gaussian_location_alarm),
         cmocka_unit_test(prior_weights_served),
         cmocka_unit_test(label_free_off_and_small),
     };
