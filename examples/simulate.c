@@ -52,8 +52,10 @@ typedef struct sim_opts {
     unsigned long k;
     double sigma;
     double temp, temp_after;
+    double bias, bias_after; /* gaussian: y's mean less the forecast's */
     uint64_t switch_after;
-    int drift;               /* --temperature-after and --switch-after given */
+    int drift;               /* --temperature-after or --bias-after, and
+                                --switch-after given */
     double rate;             /* predictions per second; 0: unpaced */
     uint64_t count;          /* predictions; 0: until a signal */
     size_t batch;
@@ -247,7 +249,8 @@ static void simulate_draw(sim *s, uint64_t seq, double *x, double *y, uint64_t *
     default:
         x[0] = calib_rng_normal(&s->rng);
         x[1] = 1;
-        *y = x[0] + t * calib_rng_normal(&s->rng);
+        *y = x[0] + (s->o.drift && seq >= s->o.switch_after ? s->o.bias_after : s->o.bias) +
+             t * calib_rng_normal(&s->rng);
         break;
     }
     /* what the receiver decodes is the float32 value: keep that one, so the
@@ -688,7 +691,11 @@ static void usage(FILE *f)
 "  -t, --temperature T        true temperature T* (default 1; > 1: the\n"
 "                             reported outputs are overconfident)\n"
 "      --temperature-after T2 T* after --switch-after predictions (drift)\n"
-"      --switch-after N       predictions before T* becomes T2\n"
+"      --switch-after N       predictions before T* becomes T2 (and the\n"
+"                             bias B2)\n"
+"      --bias B               gaussian: outcomes ~ N(mean + B, T*^2)\n"
+"                             (default 0: unbiased)\n"
+"      --bias-after B2        the bias after --switch-after predictions\n"
 "      --label-shift R        a label shift: class 0 kept R times as often as\n"
 "                             the others, 0.01..100 (default 1: none)\n"
 "      --label-shift-after N  predictions before it (default 0)\n"
@@ -780,7 +787,7 @@ enum {
     OPT_PUSH = 256, OPT_SIGMA, OPT_TEMP_AFTER, OPT_SWITCH_AFTER, OPT_ENCODING,
     OPT_IDS, OPT_DELAY, OPT_SHUFFLE, OPT_DUP, OPT_DROP, OPT_FLUSH_NOW,
     OPT_WARMUP, OPT_LINGER, OPT_SNDHWM, OPT_KEY, OPT_SERVER_KEY, OPT_SEGMENTS,
-    OPT_MISCAL_SEGMENTS, OPT_SEG_TEMP, OPT_SHIFT, OPT_SHIFT_AFTER,
+    OPT_MISCAL_SEGMENTS, OPT_SEG_TEMP, OPT_SHIFT, OPT_SHIFT_AFTER, OPT_BIAS, OPT_BIAS_AFTER,
 };
 
 static const struct option long_opts[] = {
@@ -792,6 +799,8 @@ static const struct option long_opts[] = {
     {"temperature", required_argument, NULL, 't'},
     {"temperature-after", required_argument, NULL, OPT_TEMP_AFTER},
     {"switch-after", required_argument, NULL, OPT_SWITCH_AFTER},
+    {"bias", required_argument, NULL, OPT_BIAS},
+    {"bias-after", required_argument, NULL, OPT_BIAS_AFTER},
     {"rate", required_argument, NULL, 'r'},
     {"count", required_argument, NULL, 'n'},
     {"batch", required_argument, NULL, 'b'},
@@ -849,8 +858,12 @@ static int parse_one(sim_opts *o, int c, const char *a, int *have_after,
     case OPT_SIGMA: return parse_double("sigma", a, 0, inf, 1, &o->sigma);
     case 't': return parse_double("temperature", a, 0, inf, 1, &o->temp);
     case OPT_TEMP_AFTER:
-        *have_after = 1;
+        *have_after |= 1;
         return parse_double("temperature-after", a, 0, inf, 1, &o->temp_after);
+    case OPT_BIAS: return parse_double("bias", a, -1e6, 1e6, 0, &o->bias);
+    case OPT_BIAS_AFTER:
+        *have_after |= 2;
+        return parse_double("bias-after", a, -1e6, 1e6, 0, &o->bias_after);
     case OPT_SWITCH_AFTER:
         *have_switch = 1;
         return parse_u64("switch-after", a, 0, UINT64_MAX, &o->switch_after);
@@ -912,11 +925,20 @@ static int parse_options(sim_opts *o, int argc, char **argv)
         fprintf(stderr, PROG ": unexpected argument '%s'\n", argv[optind]);
         return -1;
     }
-    if (have_after != have_switch) {
-        fprintf(stderr, PROG ": --temperature-after and --switch-after go together\n");
+    if (!have_after != !have_switch) {
+        fprintf(stderr, PROG ": --temperature-after or --bias-after and --switch-after go "
+                        "together\n");
         return -1;
     }
-    o->drift = have_after;
+    o->drift = have_after != 0;
+    if (!(have_after & 1))
+        o->temp_after = o->temp;
+    if (!(have_after & 2))
+        o->bias_after = o->bias;
+    if ((o->bias != 0 || o->bias_after != 0) && o->form != CALIB_FORM_GAUSSIAN) {
+        fprintf(stderr, PROG ": --bias and --bias-after are for --form gaussian\n");
+        return -1;
+    }
     if (o->miscal_segments > o->segments) {
         fprintf(stderr, PROG ": --miscal-segments is more than --segments\n");
         return -1;
