@@ -59,6 +59,12 @@ enum calib_recal_objective {
  * relative). For tests, and for figures that must not depend on the CPU. */
 #define CALIB_RECAL_EXP_VEC2 0x4u
 #define CALIB_RECAL_EXP_SCALAR 0x8u
+/* location_scale: parameter i (0: a, 1: b, 2: c) is held at its identity
+ * value (0, 1, 1) instead of fitted, e.g. CALIB_RECAL_HOLD(1) for a shift
+ * of the mean and a scale of the variance alone. Other methods refuse it
+ * (CALIB_EINVAL). */
+#define CALIB_RECAL_HOLD(i) (0x100u << (i))
+#define CALIB_RECAL_HOLD_ALL (0xffu << 8)
 
 /*
  * Fit options. A zero field means "the method's default", so a

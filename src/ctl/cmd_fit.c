@@ -11,9 +11,11 @@
 
 #include "calib/calib.h"
 #include "calib/plugin.h"
+#include "cfg.h"
 #include "csv_table.h"
 #include "ctl.h"
 #include "json_out.h"
+#include "model.h"
 #include "pred_csv.h"
 
 /* ------------------------------------------------------------ reading */
@@ -121,7 +123,7 @@ static const char *objective_name(int o)
 static void fit_usage(FILE *f)
 {
     fputs("usage: calibctl fit --method METHOD [--loss nll|brier] [--test FILE2]\n"
-          "                    [--plugin-dir DIR] FILE\n"
+          "                    [--fit-params NAMES] [--plugin-dir DIR] FILE\n"
           "  METHOD: temperature, platt, variance, location_scale, or a plugin's name (loaded\n"
           "  from DIR/METHOD.so; default DIR " PKGLIBDIR "). See calibctl(1).\n", f);
 }
@@ -129,6 +131,7 @@ static void fit_usage(FILE *f)
 typedef struct fit_args {
     const char *method, *test, *plugin_dir, *file;
     int objective;
+    char params[CFG_METHOD_MAX + 1]; /* --fit-params, as calibd.conf's */
 } fit_args;
 
 static int parse_fit_args(int argc, char **argv, fit_args *a)
@@ -136,14 +139,22 @@ static int parse_fit_args(int argc, char **argv, fit_args *a)
     static const struct option opts[] = {
         {"method", required_argument, NULL, 'm'}, {"loss", required_argument, NULL, 'l'},
         {"test", required_argument, NULL, 't'},   {"plugin-dir", required_argument, NULL, 'p'},
-        {"help", no_argument, NULL, 'h'},         {0},
+        {"fit-params", required_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'},
+        {0},
     };
     int o;
     *a = (fit_args){.plugin_dir = PKGLIBDIR};
     optind = 1;
-    while ((o = getopt_long(argc, argv, "m:l:t:p:h", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "m:l:t:p:f:h", opts, NULL)) != -1) {
         switch (o) {
         case 'm': a->method = optarg; break;
+        case 'f':
+            if (cfg_parse_params(optarg, a->params) != 0) {
+                ctl_error(NULL, 0, "--fit-params: expected all or parameter names separated "
+                          "by commas, not '%s'", optarg);
+                return -1;
+            }
+            break;
         case 't': a->test = optarg; break;
         case 'p': a->plugin_dir = optarg; break;
         case 'l':
@@ -216,6 +227,11 @@ int cmd_fit(int argc, char **argv)
         }
     }
     calib_recal_opts opts = {.objective = a.objective};
+    char why[256];
+    if (model_fit_holds(a.params, m, &opts.flags, why, sizeof why) != 0) {
+        ctl_error(NULL, 0, "--fit-params: %s", why);
+        goto out;
+    }
     calib_recal_result res;
     int e = m->fit(&train.ds, &opts, &res);
     if (e != CALIB_OK) {

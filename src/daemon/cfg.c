@@ -73,6 +73,7 @@ enum key_type {
     K_METHOD,
     K_TENSOR,   /* a tensor's name: 1..63 printable characters, or "auto" */
     K_KSFORM,   /* auto, logits, probs or p */
+    K_PARAMS,   /* all, or parameter names separated by commas or spaces */
 };
 
 static const struct model_key {
@@ -97,6 +98,9 @@ static const struct model_key {
     {"method", K_METHOD, F(method), 0, 0,
      "auto, temperature, platt, variance, location_scale or a plugin's name "
      "([A-Za-z0-9._-], 1..63)"},
+    {"fit_params", K_PARAMS, F(fit_params), 0, 0,
+     "all, or the method's parameter names to fit, separated by commas (location_scale: "
+     "a subset of a, b, c)"},
     {"drift", K_BOOL, F(drift), 0, 0, "yes or no"},
     {"drift_alpha", K_PROB, F(drift_alpha), 0, 0, "a level in (0, 1)"},
     {"drift_min_effect", K_NONNEG, F(drift_min_effect), 0, 1, "a number in [0, 1]"},
@@ -169,6 +173,38 @@ static int parse_method(const char *s, char *out)
     return 0;
 }
 
+/* "all" is ""; else 1..8 names of [A-Za-z0-9_] (1..15 each), separated
+ * by commas or spaces, stored separated by one space. */
+int cfg_parse_params(const char *s, char *out)
+{
+    if (strcmp(s, "all") == 0) {
+        out[0] = 0;
+        return 0;
+    }
+    char buf[CFG_METHOD_MAX + 1];
+    size_t n = 0, names = 0;
+    for (const char *p = s; *p;) {
+        while (*p == ',' || *p == ' ')
+            p++;
+        size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+        if (!*p)
+            break;
+        if (len == 0 || len > 15 || (p[len] && p[len] != ',' && p[len] != ' ') ||
+            ++names > 8 || n + len + 1 >= sizeof buf)
+            return -1;
+        if (n)
+            buf[n++] = ' ';
+        memcpy(buf + n, p, len);
+        n += len;
+        p += len;
+    }
+    if (!names)
+        return -1;
+    buf[n] = 0;
+    memcpy(out, buf, n + 1);
+    return 0;
+}
+
 /* "auto" is "" (the first usable output). */
 static int parse_tensor(const char *s, char *out)
 {
@@ -202,6 +238,7 @@ static int parse_key(const struct model_key *k, const char *value, void *field)
     case K_METHOD: return parse_method(value, field);
     case K_TENSOR: return parse_tensor(value, field);
     case K_KSFORM: return parse_ksform(value, field);
+    case K_PARAMS: return cfg_parse_params(value, field);
     case K_SECONDS0:
     case K_NONNEG:
     case K_PROB:
@@ -225,6 +262,7 @@ static size_t key_size(enum key_type t)
     case K_BOOL: return sizeof(int);
     case K_UINT: return sizeof(uint64_t);
     case K_METHOD:
+    case K_PARAMS:
     case K_TENSOR: return CFG_METHOD_MAX + 1;
     default: return sizeof(double);
     }
@@ -271,6 +309,9 @@ const char *config_model_key(size_t i, const model_cfg *m, char *value, size_t l
     }
     case K_BOOL: snprintf(value, len, "%s", *(const int *)f ? "yes" : "no"); break;
     case K_METHOD: snprintf(value, len, "%s", (const char *)f); break;
+    case K_PARAMS:
+        snprintf(value, len, "%s", *(const char *)f ? (const char *)f : "all");
+        break;
     case K_TENSOR:
         snprintf(value, len, "%s", *(const char *)f ? (const char *)f : "auto");
         break;

@@ -28,8 +28,10 @@ typedef struct model_cfg {
     uint64_t reservoir;     /* uniform samples kept */
     uint64_t seed;
     /* the closed loop (calibd(8), LOOP) */
-    char method[CFG_METHOD_MAX + 1]; /* "auto": temperature, or variance
-                                        for a Gaussian model */
+    char method[CFG_METHOD_MAX + 1]; /* "auto": temperature, or
+                                        location_scale for a Gaussian model */
+    char fit_params[CFG_METHOD_MAX + 1]; /* the map's parameters the fits
+                                        fit, space-separated; "": all */
     int drift;              /* detect drift of the calibrated score */
     double drift_alpha, drift_min_effect, drift_quantile;
     uint64_t drift_reference;
@@ -186,5 +188,10 @@ int config_set_model(model_cfg *m, const char *key, const char *value, char *err
  * m as text that config_set_model reads back to the same value. */
 const char *config_model_key(size_t i, const model_cfg *m, char *value, size_t len);
 const model_cfg *config_find_model(const daemon_cfg *c, const char *name);
+
+/* fit_params' syntax: "all" into "", else 1..8 names of [A-Za-z0-9_]
+ * (1..15 each) separated by commas or spaces, into out (CFG_METHOD_MAX + 1
+ * bytes) separated by one space; -1 when s is not so. */
+int cfg_parse_params(const char *s, char *out);
 
 #endif

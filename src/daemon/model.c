@@ -992,6 +992,37 @@ static void observe(model *m, const double *x, double y, double now, const doubl
         l->drift_alarm = 1;
 }
 
+int model_fit_holds(const char *names, const calib_plugin *desc, unsigned *holds, char *err,
+                    size_t len)
+{
+    *holds = 0;
+    if (!names[0])
+        return 0; /* all */
+    unsigned fit = 0;
+    for (const char *p = names; *p;) {
+        size_t n = strcspn(p, " ");
+        unsigned i = 0;
+        while (i < desc->nparams &&
+               !(strlen(desc->param_names[i]) == n && memcmp(desc->param_names[i], p, n) == 0))
+            i++;
+        if (i == desc->nparams) {
+            snprintf(err, len, "%.*s is not a parameter of method %s", (int)n, p, desc->name);
+            return -1;
+        }
+        fit |= 1u << i;
+        p += n + (p[n] == ' ');
+    }
+    for (unsigned i = 0; i < desc->nparams; i++)
+        if (!(fit & (1u << i)))
+            *holds |= CALIB_RECAL_HOLD(i);
+    if (*holds && strcmp(desc->name, "location_scale") != 0) {
+        snprintf(err, len, "method %s fits all its parameters (only location_scale fits a "
+                 "subset)", desc->name);
+        return -1;
+    }
+    return 0;
+}
+
 void model_drift_cfg(const model *m, calib_drift_cfg *dc)
 {
     drift_cfg_of(&m->cfg, m->form, dc);
@@ -1124,7 +1155,7 @@ static void segment_fit(model *m, const seg_key *k, seg_slot *s, logger *lg)
     calib_dataset ds = {.form = m->form, .k = m->k, .n = f->n, .stride = f->stride,
                         .rec = f->rec};
     calib_recal_result res;
-    calib_recal_opts opts = {0};
+    calib_recal_opts opts = {.flags = m->recalib.fit_holds};
     calib_gate_cfg gc;
     model_gate_cfg(m, &gc);
     char why[ERR_MAX] = "";

@@ -166,6 +166,8 @@ typedef struct model_recalib {
      * drift, and their alarm is the drift alarm */
     calib_drift loc[2];
     int loc_on;
+    unsigned fit_holds;     /* CALIB_RECAL_HOLD flags of every fit of the
+                               model's method (fit_params) */
     uint64_t drift_base;    /* ring.total at the last drift reset */
     int drift_alarm;        /* the detector alarmed; cleared by the tick */
     model_params candidate; /* PHASE_SHADOW, PHASE_STORING */
@@ -434,6 +436,11 @@ void model_segments(model *m, const seg_kv *kv, size_t n, double *codes, double 
  * a Gaussian model's location tests' (model_recalib.loc). */
 void model_drift_cfg(const model *m, calib_drift_cfg *dc);
 void model_loc_cfg(const model_cfg *c, calib_drift_cfg *dc);
+/* The CALIB_RECAL_HOLD flags of fit_params (names space-separated, "": all)
+ * for method desc: 0, or -1 with why in err (a name the method does not
+ * have, or a subset of a method that fits all its parameters). */
+int model_fit_holds(const char *names, const calib_plugin *desc, unsigned *holds, char *err,
+                    size_t len);
 /* The share of drift_alpha a Gaussian model's score detector spends; the
  * two location tests spend the rest, half each (a union bound keeps the
  * level of the three at drift_alpha). */

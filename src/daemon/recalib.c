@@ -170,6 +170,13 @@ int recalib_attach(calibd *d, model *m)
                 m->name, err);
         return 0;
     }
+    unsigned holds;
+    if (model_fit_holds(c->fit_params, desc, &holds, err, sizeof err) != 0) {
+        log_msg(&d->log, LOG_ERROR, "loop", "%s: fit_params: %s; the loop is off for this "
+                "model", m->name, err);
+        return 0;
+    }
+    m->recalib.fit_holds = holds;
     if (rc == 1)
         identity_params(&p, desc);
     p.desc = desc;
@@ -312,6 +319,7 @@ typedef struct refit_job {
     uint64_t copy_begun;   /* uv_hrtime when its copy began */
     calib_dataset ds;
     double init[PARAMS_MAX];
+    unsigned holds;        /* CALIB_RECAL_HOLD flags (fit_params) */
     calib_recal_result res;
     int rc;
     uint64_t ns; /* time the fit took */
@@ -341,7 +349,7 @@ static int fit_usable(const refit_job *j)
 static void refit_work(uv_work_t *req)
 {
     refit_job *j = req->data;
-    calib_recal_opts o = {.init = j->init};
+    calib_recal_opts o = {.init = j->init, .flags = j->holds};
     uint64_t t0 = uv_hrtime();
     j->rc = j->desc->fit(&j->ds, &o, &j->res);
     j->ns = uv_hrtime() - t0;
@@ -576,6 +584,7 @@ static int queue_fit(calibd *d, model *m, size_t n, int reason, int challenger)
                      .ds = {.form = m->form, .k = m->form == CALIB_FORM_GAUSSIAN ? 0 : m->k,
                             .n = 0, .stride = stride, .rec = data}};
     memcpy(j->init, m->params.values, sizeof j->init);
+    j->holds = m->recalib.fit_holds;
     j->req.data = j;
     if (d->refits.tail)
         d->refits.tail->next = j;

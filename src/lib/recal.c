@@ -868,12 +868,19 @@ static const unsigned location_scale_forms = CALIB_FORM_BIT(CALIB_FORM_GAUSSIAN)
 int calib_recal_fit_location_scale(const calib_dataset *ds, const calib_recal_opts *opts,
                                    calib_recal_result *res)
 {
-    calib_recal_opts o;
+    calib_recal_opts o, in = {0};
     int rc;
     if (!res)
         return CALIB_EINVAL;
     result_reset(res, CALIB_RECAL_OBJ_DSS, 3);
-    rc = opts_resolve(opts, &o, RECAL_MAX_ITER, NEWTON2_TOL);
+    if (opts)
+        in = *opts;
+    unsigned hold = in.flags & CALIB_RECAL_HOLD_ALL;
+    in.flags &= ~CALIB_RECAL_HOLD_ALL;
+    if (hold & ~(CALIB_RECAL_HOLD(0) | CALIB_RECAL_HOLD(1) | CALIB_RECAL_HOLD(2)))
+        return CALIB_EINVAL;
+    int hold_a = !!(hold & CALIB_RECAL_HOLD(0)), hold_b = !!(hold & CALIB_RECAL_HOLD(1));
+    rc = opts_resolve(&in, &o, RECAL_MAX_ITER, NEWTON2_TOL);
     if (rc)
         return rc;
     if (o.objective != CALIB_RECAL_OBJ_DEFAULT && o.objective != CALIB_RECAL_OBJ_DSS)
@@ -897,28 +904,31 @@ int calib_recal_fit_location_scale(const calib_dataset *ds, const calib_recal_op
     }
     double wt = calib_ksum_value(&sw), mx = calib_ksum_value(&sx) / wt,
            my = calib_ksum_value(&sy) / wt;
+    /* b: the weighted regression's slope, through the origin when a is
+     * held at 0 (moments about 0, not the means) */
+    double cx = hold_a ? 0 : mx, cy = hold_a ? 0 : my;
     calib_ksum sxx = {0}, sxy = {0};
-    for (size_t i = 0; i < ds->n; i++) {
+    for (size_t i = 0; i < ds->n && !hold_b; i++) {
         const double *x = row_at(ds, i);
-        double w = 1 / x[1], dx = x[0] - mx;
+        double w = 1 / x[1], dx = x[0] - cx;
         calib_ksum_add(&sxx, w * dx * dx);
-        calib_ksum_add(&sxy, w * dx * (x[2] - my));
+        calib_ksum_add(&sxy, w * dx * (x[2] - cy));
     }
-    double vxx = calib_ksum_value(&sxx), b = o.init ? o.init[1] : 1;
-    if (vxx > 0 && isfinite(vxx))
+    double vxx = calib_ksum_value(&sxx), b = hold_b ? 1 : o.init ? o.init[1] : 1;
+    if (!hold_b && vxx > 0 && isfinite(vxx))
         b = calib_ksum_value(&sxy) / vxx;
     if (!(b >= LS_B_MIN)) {
         b = LS_B_MIN;
         res->at_bound = 1;
     }
-    double v3[3] = {my - b * mx, b, 1};
+    double v3[3] = {hold_a ? 0 : my - b * mx, b, 1};
     calib_ksum sc = {0};
     for (size_t i = 0; i < ds->n; i++) {
         const double *x = row_at(ds, i);
         double e = x[2] - (v3[0] + b * x[0]);
         calib_ksum_add(&sc, e * e / x[1]);
     }
-    v3[2] = calib_ksum_value(&sc) / (double)ds->n;
+    v3[2] = hold & CALIB_RECAL_HOLD(2) ? 1 : calib_ksum_value(&sc) / (double)ds->n;
     if (!(v3[2] >= VAR_W_MIN)) {
         v3[2] = VAR_W_MIN;
         res->at_bound = 1;

@@ -58,6 +58,8 @@ expect variance_recovers "assert abs(r['params']['w'] - 3) < 0.25 and abs(r['par
     --method variance "$tmp/gauss.csv"
 expect location_scale_recovers "p = r['params']; assert abs(p['a'] - 0.5) < 0.05 and abs(p['b'] - 0.8) < 0.05 and abs(p['c'] - 1.5) < 0.1; assert r['objective'] == 'dss' and r['objective_after'] < r['objective_before']" \
     --method location_scale "$tmp/biased.csv"
+expect location_scale_subset "p = r['params']; assert p['b'] == 1 and abs(p['a'] - 0.5) < 0.05 and p['c'] > 1" \
+    --method location_scale --fit-params a,c "$tmp/biased.csv"
 expect ets_plugin "assert r['method'] == 'ets' and r['test']['brier']['ci'][0] > 0; assert abs(sum(r['params'][w] for w in ('w1', 'w2', 'w3')) - 1) < 1e-9" \
     --method ets --plugin-dir "$BUILDDIR/plugins/.libs" --test "$tmp/test.csv" "$tmp/train.csv"
 # a column calibctl does not read is ignored whatever it holds (the
@@ -83,6 +85,8 @@ refuse() {
 refuse unknown_method "unknown method 'nope'" --method nope --plugin-dir "$tmp" "$tmp/train.csv"
 refuse bad_loss "--loss: expected nll or brier" --method temperature --loss hinge "$tmp/train.csv"
 refuse wrong_form "method variance does not take logits" --method variance "$tmp/train.csv"
+refuse subset_of_variance "only location_scale fits a subset" --method variance --fit-params w "$tmp/gauss.csv"
+refuse subset_unknown "d is not a parameter of method location_scale" --method location_scale --fit-params a,d "$tmp/gauss.csv"
 refuse test_differs "outputs differ" --method temperature --test "$tmp/binary.csv" "$tmp/train.csv"
 refuse no_method "usage" "$tmp/train.csv"
 printf 'y,z0,z1\n0,1\n' > "$tmp/ragged.csv"

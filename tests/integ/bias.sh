@@ -8,7 +8,9 @@
 # 0.02 over 50,000 pairs. Model "drifts" is unbiased for 20,000 pairs and
 # then biased by -0.5 (its trigger off): the drift detector's location
 # test on the side below must alarm, and the drift's refit publish a near
-# -0.5. Variance scaling, the default before, fixed neither.
+# -0.5. Model "shift" (fit_params = a) is biased as "biased" is: its
+# version moves the mean alone, b and c held at 1. Variance scaling, the
+# default before, fixed none of them.
 . "$(dirname "$0")/lib.sh"
 
 cat > "$work/calibd.conf" <<EOF2
@@ -18,6 +20,8 @@ tick = 0.2
 form = gaussian
 [model drifts]
 miscal_trigger = no
+[model shift]
+fit_params = a
 EOF2
 start_calibd -c "$work/calibd.conf" --log-level info
 sim() {
@@ -28,7 +32,9 @@ sim biased 1 --bias 0.5 &
 biased=$!
 sim drifts 2 --bias-after -0.5 --switch-after 20000 &
 drifts=$!
-track "$biased" "$drifts"
+sim shift 3 --bias 0.5 &
+shift_pid=$!
+track "$biased" "$drifts" "$shift_pid"
 
 m() { echo "r['models']['$1']"; }
 # fit_ok FILE MODEL A: the published version is location_scale with a
@@ -59,7 +65,11 @@ check "drifts: the location test alarms on the side below, and the drift's refit
          grep -q "residual lay below"'
 json_get "$work/d.json" "[e['text'] for e in $(m drifts)['events'] if e['kind'] == 'drift']" |
     sed 's/^/# drifts: /'
-kill "$biased" "$drifts" 2> /dev/null
-wait "$biased" "$drifts"
+check "shift: fit_params = a: its version has b and c exactly 1, a near 0.5" \
+    'wait_for "$work/s.json" "$(m shift)[\"params\"][\"version\"] >= 1" &&
+     [ "$(json_get "$work/s.json" "(lambda v: v[\"b\"] == 1 and v[\"c\"] == 1)($(m shift)[\"params\"][\"values\"])")" = True ] &&
+     [ "$(fit_ok "$work/s.json" shift 0.5)" = True ]'
+kill "$biased" "$drifts" "$shift_pid" 2> /dev/null
+wait "$biased" "$drifts" "$shift_pid"
 check "calibd stops cleanly" "stop_calibd"
 finish

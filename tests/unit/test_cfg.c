@@ -10,7 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "calib/plugin.h"
+#include "calib/recal.h"
 #include "cfg.h"
+#include "model.h"
 
 static char path[64];
 static char warned[8][256];
@@ -133,6 +136,8 @@ static void refusals_say_why(void **state)
          ":2: label_shift_alpha = '1': expected 0 (off) or a level in (0, 1)"},
         {"[model a]\nlabel_shift_reference = 9\n", ":2: label_shift_reference = '9'"},
         {"[model a]\nlabel_free_interval = 0\n", ":2: label_free_interval = '0'"},
+        {"[model a]\nfit_params = a;c\n", ":2: fit_params = 'a;c': expected all, or"},
+        {"[model a]\nfit_params = ,\n", ":2: fit_params = ','"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         daemon_cfg c;
@@ -144,6 +149,38 @@ static void refusals_say_why(void **state)
         }
         config_free(&c);
     }
+}
+
+/* fit_params: "all" is every parameter; names are kept separated by one
+ * space, and a method's holds are the names left out (location_scale
+ * alone fits a subset). */
+static void fit_params_names(void **state)
+{
+    (void)state;
+    daemon_cfg c;
+    char err[256];
+    assert_int_equal(config_init(&c), 0);
+    model_cfg *m = &c.defaults;
+    assert_string_equal(m->fit_params, "");
+    assert_int_equal(config_set_model(m, "fit_params", " a, c ", err, sizeof err), 0);
+    assert_string_equal(m->fit_params, "a c");
+    const calib_plugin *ls = calib_plugin_builtin("location_scale"),
+                       *v = calib_plugin_builtin("variance");
+    unsigned holds;
+    assert_int_equal(model_fit_holds(m->fit_params, ls, &holds, err, sizeof err), 0);
+    assert_int_equal(holds, CALIB_RECAL_HOLD(1));
+    assert_int_equal(model_fit_holds("", ls, &holds, err, sizeof err), 0);
+    assert_int_equal(holds, 0);
+    assert_int_equal(model_fit_holds("b w", v, &holds, err, sizeof err), 0); /* all of them */
+    assert_int_equal(holds, 0);
+    assert_int_equal(model_fit_holds("w", v, &holds, err, sizeof err), -1);
+    assert_non_null(strstr(err, "only location_scale fits a subset"));
+    assert_int_equal(model_fit_holds("a x", ls, &holds, err, sizeof err), -1);
+    assert_non_null(strstr(err, "x is not a parameter of method location_scale"));
+    assert_int_equal(config_set_model(m, "fit_params", "all", err, sizeof err), 0);
+    assert_string_equal(m->fit_params, "");
+    assert_int_equal(config_set_model(m, "fit_params", "a b c d e f g h i", err, sizeof err), -1);
+    config_free(&c);
 }
 
 /* The HTTP access keys: paths kept as written (read by http_start, not
@@ -271,7 +308,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(defaults_documented),
         cmocka_unit_test(file_then_command_line),
-        cmocka_unit_test(refusals_say_why),
+        cmocka_unit_test(refusals_say_why), cmocka_unit_test(fit_params_names),
         cmocka_unit_test(long_model_names),
         cmocka_unit_test(http_access_keys),
         cmocka_unit_test(kafka_section),

@@ -757,6 +757,58 @@ static void location_scale_recovers(void **state)
                      CALIB_EINVAL);
 }
 
+/* A subset of location-scale's parameters: the others held at their
+ * identity (0, 1, 1), the fitted ones at the DSS optimum along them;
+ * another method refuses a hold. */
+static void location_scale_holds(void **state)
+{
+    enum { N = 20000 };
+    data d;
+    calib_recal_result res, again;
+    gen_gauss(&d, N, 1, 0, 0, 63);
+    for (size_t i = 0; i < N; i++) {
+        double *x = d.rec + 3 * i;
+        x[2] = 0.5 + 0.8 * x[0] + sqrt(1.4) * (x[2] - x[0]);
+    }
+    const unsigned holds[] = {CALIB_RECAL_HOLD(0), CALIB_RECAL_HOLD(1), CALIB_RECAL_HOLD(2),
+                              CALIB_RECAL_HOLD(0) | CALIB_RECAL_HOLD(1)};
+    const double identity[3] = {0, 1, 1};
+    for (size_t h = 0; h < sizeof holds / sizeof *holds; h++) {
+        calib_recal_opts o = {.flags = holds[h]};
+        assert_int_equal(calib_recal_fit_location_scale(&d.ds, &o, &res), CALIB_OK);
+        for (int j = 0; j < 3; j++) {
+            if (holds[h] & CALIB_RECAL_HOLD(j)) {
+                assert_true(res.params[j] == identity[j]);
+                continue;
+            }
+            /* optimal along each fitted parameter, holds kept */
+            for (int sgn = -1; sgn <= 1; sgn += 2) {
+                double v[3];
+                memcpy(v, res.params, sizeof v);
+                v[j] += sgn * 1e-3;
+                calib_recal_opts oi = {.init = v, .flags = holds[h]};
+                assert_int_equal(calib_recal_fit_location_scale(&d.ds, &oi, &again), CALIB_OK);
+                assert_true(again.objective_before > res.objective_after);
+            }
+        }
+    }
+    /* b held: a is the weighted mean of y - mean (the mean's bias) */
+    calib_recal_opts ob = {.flags = CALIB_RECAL_HOLD(1)};
+    assert_int_equal(calib_recal_fit_location_scale(&d.ds, &ob, &res), CALIB_OK);
+    double sw = 0, swr = 0;
+    for (size_t i = 0; i < N; i++) {
+        const double *x = d.rec + 3 * i;
+        sw += 1 / x[1];
+        swr += (x[2] - x[0]) / x[1];
+    }
+    assert_close(res.params[0], swr / sw, 1e-9);
+    calib_recal_opts bad = {.flags = CALIB_RECAL_HOLD(3)};
+    assert_int_equal(calib_recal_fit_location_scale(&d.ds, &bad, &res), CALIB_EINVAL);
+    calib_recal_opts tv = {.flags = CALIB_RECAL_HOLD(0)};
+    assert_int_equal(calib_recal_fit_variance(&d.ds, &tv, &res), CALIB_EINVAL);
+    data_free(&d);
+}
+
 /* ------------------------------------------------------------------ apply */
 
 static void apply_functions(void **state)
@@ -1093,6 +1145,7 @@ int main(void)
         cmocka_unit_test(variance_recovers_wb),
         cmocka_unit_test(variance_constraint_at_bound),
         cmocka_unit_test(location_scale_recovers),
+        cmocka_unit_test(location_scale_holds),
         cmocka_unit_test(apply_functions),
         cmocka_unit_test(prior_weigh),
         cmocka_unit_test(fit_raises_no_invalid),
