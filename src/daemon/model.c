@@ -1052,37 +1052,6 @@ void model_drift_reset(model *m)
     l->drift_alarm = 0;
 }
 
-model_level model_z_level_since(model *m, uint64_t from, int sign, double threshold)
-{
-    model_level lv = {.mean = NAN, .above = NAN};
-    uint64_t total = m->ring.total, held = calib_ring_len(&m->ring);
-    if (!m->shaped || m->form != CALIB_FORM_GAUSSIAN || from >= total)
-        return lv;
-    uint64_t first = from;
-    if (total - first > held) {
-        first = total - held;
-        lv.truncated = 1;
-    }
-    calib_accum acc;
-    calib_accum_init(&acc);
-    uint64_t above = 0;
-    for (uint64_t t = first; t < total; t++) {
-        calib_record r = calib_ring_get(&m->ring, (size_t)(held - (total - t)));
-        int form;
-        const double *xc = apply_params(m, &m->params, r.x, m->xcal, &form, NULL);
-        double z = sign * (r.y - xc[0]) / sqrt(xc[1]);
-        if (!isfinite(z))
-            continue;
-        calib_accum_add(&acc, z);
-        above += z > threshold;
-    }
-    lv.n = (size_t)acc.n;
-    if (acc.n) {
-        lv.mean = calib_accum_mean(&acc);
-        lv.above = (double)above / (double)acc.n;
-    }
-    return lv;
-}
 
 int model_recalib_attach(model *m, double now)
 {
@@ -1369,11 +1338,14 @@ int model_params_is_identity(const model_params *p)
     return 1;
 }
 
-model_level model_level_since(model *m, uint64_t from, double threshold)
+/* The drift detectors' level over the ring's records from number `from`:
+ * sign 0 the calibrated main scores, else sign * z (z the calibrated
+ * standardised residual, under the parameters in force). */
+static model_level level_since(model *m, uint64_t from, int sign, double threshold)
 {
     model_level lv = {.mean = NAN, .above = NAN};
     uint64_t total = m->ring.total, held = calib_ring_len(&m->ring);
-    if (!m->shaped || from >= total)
+    if (!m->shaped || from >= total || (sign && m->form != CALIB_FORM_GAUSSIAN))
         return lv;
     uint64_t first = from;
     if (total - first > held) {
@@ -1385,9 +1357,18 @@ model_level model_level_since(model *m, uint64_t from, double threshold)
     uint64_t above = 0;
     for (uint64_t t = first; t < total; t++) {
         /* record number t is the i-th oldest held */
-        double s = m->ring_score[calib_ring_slot(&m->ring, (size_t)(held - (total - t)))];
-        if (isnan(s))
-            continue; /* as the detector, which ignores NaN */
+        size_t i = (size_t)(held - (total - t));
+        double s;
+        if (!sign) {
+            s = m->ring_score[calib_ring_slot(&m->ring, i)];
+        } else {
+            calib_record r = calib_ring_get(&m->ring, i);
+            int form;
+            const double *xc = apply_params(m, &m->params, r.x, m->xcal, &form, NULL);
+            s = sign * (r.y - xc[0]) / sqrt(xc[1]);
+        }
+        if (!isfinite(s))
+            continue; /* as the detectors, which ignore NaN */
         calib_accum_add(&acc, s);
         above += s > threshold;
     }
@@ -1397,6 +1378,16 @@ model_level model_level_since(model *m, uint64_t from, double threshold)
         lv.above = (double)above / (double)acc.n;
     }
     return lv;
+}
+
+model_level model_level_since(model *m, uint64_t from, double threshold)
+{
+    return level_since(m, from, 0, threshold);
+}
+
+model_level model_z_level_since(model *m, uint64_t from, int sign, double threshold)
+{
+    return level_since(m, from, sign < 0 ? -1 : 1, threshold);
 }
 
 void model_view_fill(model *m, double now)
