@@ -851,6 +851,81 @@ static model_cfg *model_section(load_state *s, const char *name)
     return m;
 }
 
+/* ------------------------------------------------------------ names */
+
+/* The keys of [daemon] and [kafka] (their setters are chains of tests, not
+ * tables: test_cfg checks that each of these is known to them). */
+static const char *const daemon_key_names[] = {
+    "alert_exec", "alert_exec_timeout", "auto_models", "control", "curve_operators",
+    "curve_producers", "curve_secret_key", "curve_subscribers", "drain_time",
+    "health_timeout", "history", "history_step", "http", "http_auth_basic_file",
+    "http_auth_metrics", "http_auth_token_file", "http_ingest", "http_ingest_token_file",
+    "http_max_connections", "http_max_per_address", "http_timeout", "http_tls_cert",
+    "http_tls_key", "ingest", "ingest_memory", "ingest_pull", "log_level", "max_models",
+    "max_msg_size", "memory_limit", "model_idle_ttl", "params_interval", "plugin_dir",
+    "publish", "publish_memory", "rcvhwm", "snapshot_interval", "sndhwm", "state_dir",
+    "subscribe", "tick", NULL,
+};
+static const char *const kafka_key_names[] = {
+    "brokers", "topics", "group", "state_dir", "debug", "partitioner", NULL,
+};
+static const char *const section_names[] = {"daemon", "defaults", "kafka", "model NAME", NULL};
+
+const char *const *config_daemon_keys(void)
+{
+    return daemon_key_names;
+}
+
+const char *const *config_kafka_keys(void)
+{
+    return kafka_key_names;
+}
+
+/* Levenshtein's distance of a and b, each cut at 63 bytes. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strnlen(a, 63), lb = strnlen(b, 63), row[64];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            best = up + 1 < best ? up + 1 : best;
+            best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[lb];
+}
+
+const char *config_nearest(const char *word, const char *const *names)
+{
+    const char *best = NULL;
+    size_t d = SIZE_MAX;
+    for (size_t i = 0; names[i]; i++) {
+        size_t e = edit_distance(word, names[i]);
+        if (e < d) {
+            d = e;
+            best = names[i];
+        }
+    }
+    /* close enough to be the same word mistyped: a third of it, 2 at least */
+    size_t len = strlen(word), most = len / 3 > 2 ? len / 3 : 2;
+    return d <= most ? best : NULL;
+}
+
+static const char *nearest_model_key(const char *key)
+{
+    static const char *names[N_MODEL_KEYS + 1];
+    for (size_t i = 0; i < N_MODEL_KEYS; i++)
+        names[i] = model_keys[i].name;
+    names[N_MODEL_KEYS] = NULL;
+    return config_nearest(key, names);
+}
+
 static int fail(load_state *s, const char *msg)
 {
     snprintf(s->err, s->errlen, "%s:%lu: %s", s->path, s->line, msg);
@@ -864,8 +939,33 @@ static int note_section(load_state *s, const char *line)
 {
     while (*line == ' ' || *line == '\t')
         line++;
-    if (strncmp(line, "[model ", 7) != 0)
+    if (line[0] != '[')
         return 0;
+    if (strncmp(line, "[model ", 7) != 0) {
+        /* any other header must be one of the sections */
+        const char *end = strchr(line, ']');
+        if (!end)
+            return 0; /* inih reports the syntax error */
+        char sec[64];
+        size_t len = (size_t)(end - line - 1);
+        snprintf(sec, sizeof sec, "%.*s", (int)(len < 63 ? len : 63), line + 1);
+        if (strcmp(sec, "daemon") == 0 || strcmp(sec, "defaults") == 0 ||
+            strcmp(sec, "kafka") == 0)
+            return 0;
+        char msg[256];
+        if (strcmp(sec, "model") == 0)
+            snprintf(msg, sizeof msg, "[model] needs the model's name: [model NAME] (or "
+                     "[defaults], for every model)");
+        else {
+            const char *near = config_nearest(sec, section_names);
+            snprintf(msg, sizeof msg, "unknown section [%s]%s%s%s", sec,
+                     near ? "; the nearest is [" : " (sections: [daemon], [defaults], "
+                                                   "[model NAME], [kafka])",
+                     near ? near : "", near ? "]" : "");
+        }
+        fail(s, msg);
+        return -1;
+    }
     const char *name = line + 7, *end = strchr(name, ']');
     while (*name == ' ')
         name++;
@@ -906,13 +1006,18 @@ static char *read_line(char *str, int num, void *stream)
     return r;
 }
 
-static void warn_unknown(load_state *s, const char *what, const char *section,
-                         const char *key)
+/* An unknown key stops the load, naming the nearest known one. */
+static int unknown_key(load_state *s, const char *section, const char *key,
+                       const char *near)
 {
     char msg[512];
-    snprintf(msg, sizeof msg, "%s:%lu: unknown %s [%s], key '%s' ignored", s->path,
-             s->line, what, section, key);
-    s->warn(s->arg, msg);
+    if (near)
+        snprintf(msg, sizeof msg, "unknown key '%s' in [%s]; the nearest is '%s'", key,
+                 section, near);
+    else
+        snprintf(msg, sizeof msg, "unknown key '%s' in [%s] (calibd.conf(5) lists them)",
+                 key, section);
+    return fail(s, msg);
 }
 
 static int on_key(void *user, const char *section, const char *key, const char *value)
@@ -946,13 +1051,21 @@ static int on_key(void *user, const char *section, const char *key, const char *
     } else if (strcmp(section, "kafka") == 0) {
         rc = config_set_kafka(&s->c->kafka, key, value, err, sizeof err);
     } else {
-        warn_unknown(s, "section", section, key);
-        return 1;
+        return fail(s, "unknown section"); /* note_section saw its header first */
     }
     if (rc < 0)
         return fail(s, err);
     if (rc > 0)
-        warn_unknown(s, "key", section, key);
+        return unknown_key(s, section, key,
+                           strcmp(section, "daemon") == 0  ? config_nearest(key, daemon_key_names)
+                           : strcmp(section, "kafka") == 0 ? config_nearest(key, kafka_key_names)
+                                                           : nearest_model_key(key));
+    if (strcmp(key, "method") == 0) { /* where it was set, for its check */
+        model_cfg *m = strcmp(section, "defaults") == 0 ? &s->c->defaults
+                       : s->current ? &s->models[s->current - 1] : NULL;
+        if (m)
+            m->method_line = s->line;
+    }
     return 1;
 }
 
@@ -1018,6 +1131,8 @@ int config_load(daemon_cfg *c, const char *path, config_warn_fn warn, void *arg,
         c->models[i] = c->defaults;
         overlay(&c->models[i], &own);
         memcpy(c->models[i].name, own.name, sizeof own.name);
+        if (own.method_line)
+            c->models[i].method_line = own.method_line;
         if (check_model(&c->models[i], path, err, errlen) != 0)
             return -1;
     }

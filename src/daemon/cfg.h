@@ -32,6 +32,7 @@ typedef struct model_cfg {
                                         location_scale for a Gaussian model */
     char fit_params[CFG_METHOD_MAX + 1]; /* the map's parameters the fits
                                         fit, space-separated; "": all */
+    unsigned long method_line; /* the file's line that set method (0: none) */
     int drift;              /* detect drift of the calibrated score */
     double drift_alpha, drift_min_effect, drift_quantile;
     uint64_t drift_reference;
@@ -193,5 +194,14 @@ const model_cfg *config_find_model(const daemon_cfg *c, const char *name);
  * (1..15 each) separated by commas or spaces, into out (CFG_METHOD_MAX + 1
  * bytes) separated by one space; -1 when s is not so. */
 int cfg_parse_params(const char *s, char *out);
+
+/* The nearest of names (NULL-terminated) to word, by edit distance, or
+ * NULL when none is within a third of word's length (2 at least): what a
+ * typo of it meant. */
+const char *config_nearest(const char *word, const char *const *names);
+/* The keys of [daemon] and of [kafka] (without librdkafka's dotted ones),
+ * NULL-terminated. */
+const char *const *config_daemon_keys(void);
+const char *const *config_kafka_keys(void);
 
 #endif

@@ -135,6 +135,41 @@ static int apply_cli(daemon_cfg *cfg, const cli *c, char *err, size_t errlen)
     return 0;
 }
 
+/* A model's method (and fit_params) as configured: a built-in, or a plugin
+ * file in plugin_dir (loaded when the model takes its shape); else the
+ * file, the line and the nearest built-in. */
+static int check_method(const daemon_cfg *cfg, const char *path, const model_cfg *m,
+                        char *err, size_t errlen)
+{
+    static const char *const builtins[] = {"auto", "temperature", "platt", "variance",
+                                           "location_scale", NULL};
+    char where[CFG_NAME_MAX + 64];
+    snprintf(where, sizeof where, "%s:%lu: [%s%s]", path ? path : "the command line",
+             m->method_line, m->name[0] ? "model " : "defaults", m->name);
+    if (strcmp(m->method, "auto") == 0)
+        return 0;
+    const calib_plugin *p = calib_plugin_builtin(m->method);
+    if (!p) {
+        char so[4400];
+        snprintf(so, sizeof so, "%s/%s.so", cfg->plugin_dir, m->method);
+        if (access(so, R_OK) == 0)
+            return 0; /* a plugin's parameters are known once it is loaded */
+        const char *near = config_nearest(m->method, builtins);
+        snprintf(err, errlen, "%s: method '%s' is neither a built-in (temperature, platt, "
+                 "variance, location_scale) nor a plugin (%s: %s)%s%s%s", where, m->method,
+                 so, strerror(errno), near ? "; the nearest is '" : "", near ? near : "",
+                 near ? "'" : "");
+        return -1;
+    }
+    unsigned holds;
+    char why[256];
+    if (model_fit_holds(m->fit_params, p, &holds, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s: fit_params: %s", where, why);
+        return -1;
+    }
+    return 0;
+}
+
 /* Built-in defaults, then the file, then the command line. */
 static int load_config(calibd *d, const cli *c, char *err, size_t errlen)
 {
@@ -146,7 +181,13 @@ static int load_config(calibd *d, const cli *c, char *err, size_t errlen)
     d->cli = c;
     if (c->config && config_load(&d->cfg, c->config, warn_config, d, err, errlen) != 0)
         return -1;
-    return apply_cli(&d->cfg, c, err, errlen);
+    if (apply_cli(&d->cfg, c, err, errlen) != 0 ||
+        check_method(&d->cfg, c->config, &d->cfg.defaults, err, errlen) != 0)
+        return -1;
+    for (size_t i = 0; i < d->cfg.nmodels; i++)
+        if (check_method(&d->cfg, c->config, &d->cfg.models[i], err, errlen) != 0)
+            return -1;
+    return 0;
 }
 
 /* ------------------------------------------------------------ state dir */

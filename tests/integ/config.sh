@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # config.sh — calibd refuses a bad configuration at start with the file, the
-# line and the reason (exit 2), warns about unknown keys with their line,
-# lets the command line override the file, and reloads on SIGHUP.
+# line and the reason (exit 2): a typo of a key, a section or a method too,
+# naming the nearest valid name; lets the command line override the file,
+# and reloads on SIGHUP.
 . "$(dirname "$0")/lib.sh"
 
 # refuse NAME LINE PATTERN CONTENT (LINE empty: a rule across keys, no line)
@@ -73,11 +74,21 @@ sed 's|plugin.library.paths = .*|plugin.library.paths = '"$work"'/none|' "$work/
 "$CALIBD" --check-config "$work/knone.conf" > /dev/null 2> "$work/err"
 check check_config_plugin_missing '[ $? -eq 2 ] && grep -q "plugin.library.paths: .*/none: No such file" "$work/err"'
 
-# unknown section and key: warned with the line, not fatal; CLI overrides
-printf '[daemon]\ncontrol = tcp://127.0.0.1:1\ncolour = blue\n[extras]\nx = 1\n[model m]\nform = probs\nk = 3\nlabel_ttl = 60\n[defaults]\nform = binary\n[model empty]\n' > "$work/ok.conf"
+# typos stop the start and fail --check-config, with the line and the
+# nearest valid name: a key, a section, [model] without its name, a method
+# no plugin provides
+refuse typo_key 3 "unknown key 'memory_limt' in \[daemon\]; the nearest is 'memory_limit'" '[daemon]\ncontrol = tcp://127.0.0.1:1\nmemory_limt = 1073741824\n'
+refuse typo_section 1 "unknown section \[defualts\]; the nearest is \[defaults\]" '[defualts]\nbins = 10\n'
+refuse model_without_name 1 "\[model\] needs the model's name" '[model]\nform = probs\n'
+refuse typo_method 3 "\[model m\]: method 'online_temperature' is neither a built-in .* nor a plugin (.*online_temperature.so: No such file or directory)" '[model m]\nform = gaussian\nmethod = online_temperature\n'
+refuse near_method 2 "method 'temprature' is neither .*; the nearest is 'temperature'" '[defaults]\nmethod = temprature\n'
+refuse fit_params_other_method 2 "fit_params: method variance fits all its parameters" '[defaults]\nmethod = variance\nfit_params = w\n'
+printf '[defaults]\nmethod = online_temperature\n' > "$work/typo.conf"
+"$CALIBD" --check-config "$work/typo.conf" > /dev/null 2> "$work/err"
+check check_config_typo_method '[ $? -eq 2 ] && grep -q "typo.conf:2: \[defaults\]: method .online_temperature." "$work/err"'
+# the command line over the file
+printf '[daemon]\ncontrol = tcp://127.0.0.1:1\n[model m]\nform = probs\nk = 3\nlabel_ttl = 60\n[defaults]\nform = binary\n[model empty]\n' > "$work/ok.conf"
 start_calibd -c "$work/ok.conf"
-check warn_unknown_key 'grep -q "ok.conf:3: unknown key \[daemon\], key .colour. ignored" "$work/calibd.log"'
-check warn_unknown_section 'grep -q "ok.conf:5: unknown section \[extras\], key .x. ignored" "$work/calibd.log"'
 check cli_overrides_file '[ "$CONTROL" != "tcp://127.0.0.1:1" ]'
 # a configured model with form and k exists, shaped, before any message
 status > "$work/s.json"
