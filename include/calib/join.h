@@ -111,6 +111,10 @@ int calib_id_equal(const calib_id *a, const calib_id *b);
 int calib_id_check(const calib_id *id);
 /* Seeded 64-bit hash of a well-formed id; its kind is part of it. */
 uint64_t calib_id_hash(const calib_id *id, uint64_t seed);
+/* The same value as the other kind of id: integer 5 as string "5", and a
+ * string of decimal digits (no leading 0, below 2^64) as the integer; 1,
+ * or 0 when it has none. What a producer that mixes the kinds meant. */
+int calib_id_other_kind(const calib_id *id, calib_id *out);
 
 typedef struct calib_join_cfg {
     double ttl;             /* seconds an item waits; finite, > 0 */
@@ -248,6 +252,9 @@ int calib_join_pred(calib_join *j, const calib_id *id, const double *x,
  * outputs inside the table, valid until the next call on it), WAITING,
  * REPLACED or DUPLICATE. Errors as for calib_join_pred.
  */
+/* What waits in the table under this id: CALIB_JOIN_PRED, CALIB_JOIN_LABEL,
+ * or 0; changes nothing (no clock, no expiry). */
+int calib_join_waiting(const calib_join *j, const calib_id *id);
 int calib_join_label(calib_join *j, const calib_id *id, double y, double ts,
                      double now, calib_join_result *out);
 /* Expires every item and joined id due at now; returns the number of

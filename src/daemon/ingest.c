@@ -152,6 +152,29 @@ static void pred_segments(calibd *d, model *m, const calib_msg *msg, size_t i, d
     model_segments(m, kv, msg->nseg, d->x + m->width, now);
 }
 
+/* An item that now waits in the join table, whose value waits as the other
+ * kind of id (string "5" against integer 5: different ids, which never
+ * join): counted, and said at a limited rate with what to fix. */
+static void check_id_kind(calibd *d, model *m, const calib_id *id, int kind)
+{
+    calib_id alt;
+    int other = kind == CALIB_JOIN_PRED ? CALIB_JOIN_LABEL : CALIB_JOIN_PRED;
+    if (!calib_id_other_kind(id, &alt) || calib_join_waiting(&m->join, &alt) != other)
+        return;
+    m->id_kind_mismatches++;
+    char shown[CALIB_ID_MAX + 3];
+    if (id->kind == CALIB_ID_U64)
+        snprintf(shown, sizeof shown, "%llu", (unsigned long long)id->v.u64);
+    else
+        snprintf(shown, sizeof shown, "\"%.*s\"", (int)id->len, (const char *)id->v.str);
+    log_rl(&d->log, LOG_WARN, "join", "%s: a %s's id %s is %s, and its %s waits with the same "
+           "value as %s: string and integer ids never join (calibd-protocol(7), Joining); "
+           "send both with one type", m->name, kind == CALIB_JOIN_PRED ? "prediction" : "label",
+           shown, id->kind == CALIB_ID_U64 ? "an integer" : "a string",
+           kind == CALIB_JOIN_PRED ? "label" : "prediction",
+           id->kind == CALIB_ID_U64 ? "a string" : "an integer");
+}
+
 static void pred_record(calibd *d, model *m, const calib_msg *msg, size_t i,
                         const calib_msg_rec *r, const ingest_time *t)
 {
@@ -190,6 +213,8 @@ static void pred_record(calibd *d, model *m, const calib_msg *msg, size_t i,
     }
     if (jr.status == CALIB_JOIN_JOINED)
         score_pair(d, m, d->x, jr.y, now);
+    else if (jr.status == CALIB_JOIN_WAITING)
+        check_id_kind(d, m, &id, CALIB_JOIN_PRED);
 }
 
 /* A label waits in the join table whatever the model's shape: its y, known
@@ -213,6 +238,8 @@ static void label_record(calibd *d, model *m, const calib_msg_rec *r, const inge
         /* shaped: y checked above */
         model_observe_at(m, jr.x, r->y, now, jr.x + m->width, jr.pred_arrived,
                          m->lf_slot ? jr.x + m->lf_slot : NULL);
+    else if (jr.status == CALIB_JOIN_WAITING)
+        check_id_kind(d, m, &id, CALIB_JOIN_LABEL);
 }
 
 /* "logits with K = 10", "gaussian", "probs with any K", "any form". */

@@ -205,6 +205,13 @@ static void joins(out *t, const snap *s, size_t n)
                 (unsigned long long)v[f][1]);
         }
     }
+    help(t, "calibd_join_id_kind_mismatches_total", "counter",
+         "Items left waiting while their id's value waited as the other kind (string "
+         "\"5\" against integer 5: they never join); since the start.");
+    for (size_t i = 0; i < n; i++)
+        if (s[i].m->shaped)
+            put(t, "calibd_join_id_kind_mismatches_total{model=\"%s\"} %llu\n", s[i].m->name,
+                (unsigned long long)s[i].m->id_kind_mismatches);
     help(t, "calibd_join_sample_fraction", "gauge",
          "Fraction of ids the join keeps: 1 until it is full, then a uniform sample.");
     for (size_t i = 0; i < n; i++)

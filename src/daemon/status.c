@@ -230,8 +230,9 @@ static void pack_view(calib_mpw *w, const model *m, const calib_accum *acc,
     calib_mpw_end(w);
 }
 
-static void pack_join(calib_mpw *w, const calib_join *j)
+static void pack_join(calib_mpw *w, const model *m)
 {
+    const calib_join *j = &m->join;
     calib_mpw_map(w);
     calib_mpw_key(w, "ttl");
     calib_mpw_num(w, j->cfg.ttl);
@@ -249,6 +250,7 @@ static void pack_join(calib_mpw *w, const calib_join *j)
     calib_mpw_num(w, calib_join_sample_fraction(j));
     calib_mpw_key_uint(w, "sampled_out_predictions", j->sampled_out_preds);
     calib_mpw_key_uint(w, "sampled_out_labels", j->sampled_out_labels);
+    calib_mpw_key_uint(w, "id_kind_mismatches", m->id_kind_mismatches);
     calib_mpw_end(w);
 }
 
@@ -648,7 +650,7 @@ static void pack_model(calib_mpw *w, const model *m)
     pack_events(w, m);
     /* labels wait before the model's first prediction too */
     calib_mpw_key(w, "join");
-    pack_join(w, &m->join);
+    pack_join(w, m);
     if (shaped) {
         int bins = m->form != CALIB_FORM_GAUSSIAN;
         calib_mpw_key(w, "loop");

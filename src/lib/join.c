@@ -36,6 +36,7 @@
  * spreads over the arrivals it makes room for (a 128th of the table).
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -879,6 +880,38 @@ int calib_join_label(calib_join *j, const calib_id *id, double y, double ts,
         out->status = CALIB_JOIN_WAITING;
     }
     return CALIB_OK;
+}
+
+int calib_join_waiting(const calib_join *j, const calib_id *id)
+{
+    if (!j || !id || calib_id_check(id) != CALIB_OK || !j->bucket || !j->nbuckets)
+        return 0;
+    uint32_t hash = (uint32_t)calib_id_hash(id, j->cfg.seed);
+    /* waiting_find reads only (its chain_head is not const) */
+    uint32_t slot = waiting_find((calib_join *)j, id, hash);
+    return slot != NIL ? j->ent[slot].kind : 0;
+}
+
+int calib_id_other_kind(const calib_id *id, calib_id *out)
+{
+    if (id->kind == CALIB_ID_U64) {
+        char buf[24];
+        int n = snprintf(buf, sizeof buf, "%llu", (unsigned long long)id->v.u64);
+        return calib_id_str(out, buf, (size_t)n) == CALIB_OK;
+    }
+    /* a string of decimal digits, without a leading 0 (but "0"), that fits */
+    if (id->kind != CALIB_ID_STR || id->len == 0 || id->len > 20 ||
+        (id->v.str[0] == '0' && id->len > 1))
+        return 0;
+    uint64_t v = 0;
+    for (size_t i = 0; i < id->len; i++) {
+        unsigned d = (unsigned)id->v.str[i] - '0';
+        if (d > 9 || v > (UINT64_MAX - d) / 10)
+            return 0;
+        v = v * 10 + d;
+    }
+    calib_id_u64(out, v);
+    return 1;
 }
 
 /* ------------------------------------------------------------------ saving */

@@ -74,6 +74,43 @@ static void pred_then_label(void **state)
     calib_join_free(&j);
 }
 
+/* The other kind of an id: integer 5 is string "5" and back; a string
+ * that is no canonical decimal integer has none. What waits under an id
+ * is told without changing anything. */
+static void id_kinds(void **state)
+{
+    calib_id o;
+    assert_int_equal(calib_id_other_kind(&(calib_id){0}, &o), 0);
+    calib_id five = uid(5);
+    assert_int_equal(calib_id_other_kind(&five, &o), 1);
+    assert_true(calib_id_equal(&o, &(calib_id){0}) == 0);
+    calib_id s5 = sid("5");
+    assert_true(calib_id_equal(&o, &s5));
+    assert_int_equal(calib_id_other_kind(&s5, &o), 1);
+    assert_true(calib_id_equal(&o, &five));
+    calib_id big = sid("18446744073709551615"), over = sid("18446744073709551616");
+    assert_int_equal(calib_id_other_kind(&big, &o), 1);
+    assert_true(o.v.u64 == UINT64_MAX);
+    assert_int_equal(calib_id_other_kind(&over, &o), 0);
+    calib_id lead = sid("05"), word = sid("5a"), zero = sid("0");
+    assert_int_equal(calib_id_other_kind(&lead, &o), 0);
+    assert_int_equal(calib_id_other_kind(&word, &o), 0);
+    assert_int_equal(calib_id_other_kind(&zero, &o), 1);
+    assert_true(o.v.u64 == 0);
+    calib_join j;
+    calib_join_result r;
+    table(&j, 60, 8, 2, 8);
+    assert_int_equal(calib_join_waiting(&j, &s5), 0);
+    assert_int_equal(pred(&j, sid("5"), 3, 1, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(label(&j, uid(7), 1, 2, &r), CALIB_JOIN_WAITING);
+    assert_int_equal(calib_join_waiting(&j, &s5), CALIB_JOIN_PRED);
+    assert_int_equal(calib_join_waiting(&j, &five), 0); /* another id */
+    calib_id seven = uid(7);
+    assert_int_equal(calib_join_waiting(&j, &seven), CALIB_JOIN_LABEL);
+    assert_int_equal(j.waiting_preds, 1);
+    calib_join_free(&j);
+}
+
 static void label_then_pred(void **state)
 {
     calib_join j;
@@ -1216,7 +1253,7 @@ static void put_refuses(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(pred_then_label),
+        cmocka_unit_test(pred_then_label), cmocka_unit_test(id_kinds),
         cmocka_unit_test(label_then_pred),
         cmocka_unit_test(out_of_order_batches),
         cmocka_unit_test(duplicates),
