@@ -194,9 +194,20 @@ import os
 send("seg", {"v": 1, "type": "pred", "id": "odd", "seg": {"tenant": os.environ["ODD"]},
              "logits": [0.0] * 10, "y": 3})
 PY
+# model few: 5 pairs, 4 right and sure, 1 wrong and sure (Brier 0, 0, 0,
+# 0, 2: a normal interval of [-0.38, 1.18] reaches below 0), and 2 records
+# calibd rejects, which its card must show
+send_py "$PULL" <<'PY'
+for i in range(5):
+    top = i if i < 4 else i + 1
+    send("few", {"v": 1, "type": "pred", "id": "f%d" % i,
+                 "logits": [40.0 if j == top else 0.0 for j in range(10)], "y": i})
+send("few", {"v": 1, "type": "pred", "id": "bad1", "logits": [float("nan")] + [0.0] * 9, "y": 1})
+send("few", {"v": 1, "type": "pred", "id": "bad2", "logits": [0.0] * 10, "y": 12})
+PY
 seg() { echo "r['models']['seg']['segments']['by_key']"; }
 check "model seg is scored and its three overconfident values are flagged" \
-    'wait_for "$work/s4.json" "r[\"models\"][\"seg\"][\"scored\"] == 20001 and $(seg)[\"segment\"][\"flagged\"] >= 3 and \"tenant\" in $(seg)"'
+    'wait_for "$work/s4.json" "r[\"models\"][\"seg\"][\"scored\"] == 20001 and $(seg)[\"segment\"][\"flagged\"] >= 3 and \"tenant\" in $(seg) and r[\"models\"][\"few\"][\"scored\"] == 5 and sum(r[\"models\"][\"few\"][\"rejected\"].values()) == 2"'
 
 # Chromium with the DevTools protocol on a pipe (its fds 3 and 4: fifos
 # here), which the python below drives: it loads the page, waits for what
@@ -315,6 +326,18 @@ try:
     shot = call("Page.captureScreenshot", session, format="png", clip=box)
     with open(png, "wb") as f:
         f.write(base64.b64decode(shot["data"]))
+    # at 1,280 px: nothing overflows sideways, no interval of a score
+    # that is never negative shown below 0, model few's rejections shown,
+    # and the models ordered by attention (alarms, then pairs): few last
+    out["layout"] = js("""(() => {
+      const few = document.querySelector('section[data-model="few"]'), d = document.documentElement;
+      return { page: d.scrollWidth - d.clientWidth,
+        events: [...document.querySelectorAll("ul.events")].filter(u => u.scrollWidth > u.clientWidth + 1).length,
+        negative: [...document.querySelectorAll("section.model > .figs table")].some(t => /\\[-/.test(t.textContent)),
+        few_figs: few ? few.querySelector(":scope > .figs table").textContent : "",
+        rejected: few && few.querySelector(".rejected") ? few.querySelector(".rejected").textContent : "",
+        order: [...document.querySelectorAll("section.model")].map(s => s.dataset.model) };
+    })()""")
     call("Browser.close")
 finally:
     with open(out_json, "w") as f:
@@ -342,6 +365,14 @@ check "selecting the markup value titles its diagram with it as text" \
 check "Chromium closes (exit $crc) and logged no uncaught script error meanwhile
 $(tail -c +"$log_from" "$work/chromium.log" | grep -E 'CONSOLE.*(Uncaught|Refused|Content Security Policy)' | head -5)" \
     '[ $crc -eq 0 ] && ! tail -c +"$log_from" "$work/chromium.log" | grep -qE "CONSOLE.*(Uncaught|Refused|Content Security Policy)"'
+check "at 1,280 px nothing overflows sideways: the page, each events list ($(cdp "r['layout']['page'], r['layout']['events']"))" \
+    '[ "$(cdp "r[\"layout\"][\"page\"] <= 0 and r[\"layout\"][\"events\"] == 0")" = True ]'
+check "no Brier or log interval is shown below 0, a model of 5 pairs included ($(cdp "r['layout']['few_figs'][:160]"))" \
+    '[ "$(cdp "not r[\"layout\"][\"negative\"] and \"0.4 [0,\" in r[\"layout\"][\"few_figs\"]")" = True ]'
+check "model few's card shows its 2 rejected records by reason ($(cdp "r['layout']['rejected']"))" \
+    '[ "$(cdp "r[\"layout\"][\"rejected\"].startswith(\"2 records rejected\") and \"nonfinite 1\" in r[\"layout\"][\"rejected\"] and \"label_range 1\" in r[\"layout\"][\"rejected\"]")" = True ]'
+check "the models in order of attention, the 5-pair model last ($(cdp "r['layout']['order']"))" \
+    '[ "$(cdp "r[\"layout\"][\"order\"][-1] == \"few\" and len(r[\"layout\"][\"order\"]) == 3")" = True ]'
 cp "$work/segments.png" "$BUILDDIR/tests/integ/page-segments.png" 2> /dev/null &&
     echo "# the segments view: $BUILDDIR/tests/integ/page-segments.png"
 
