@@ -134,12 +134,26 @@ def _floats(x, float32: bool) -> bytes:
 
 
 def _outcome(v: Any) -> Union[int, float]:
-    """A class index stays an integer, a regression outcome a float."""
+    """A class index stays an integer, a regression outcome a float; a
+    string is refused as calibd refuses it (key_type), never converted."""
+    if isinstance(v, (str, bytes)) or (np is not None and isinstance(v, (np.str_, np.bytes_))):
+        raise ValueError("key_type: y %r is a string; an outcome is a number (the class "
+                         "index, or the regression outcome)" % (v,))
     if isinstance(v, bool):
         return int(v)
     if isinstance(v, int) or (np is not None and isinstance(v, np.integer)):
         return int(v)
     return float(v)
+
+
+def _ids(ids) -> list:
+    """The ids of one call, all of one kind: string "5" and integer 5 are
+    different ids that never join, so a call mixing them is refused."""
+    out = [_id(i) for i in ids]
+    if len({isinstance(i, str) for i in out}) > 1:
+        raise ValueError("key_type: ids of mixed types in one call (strings and integers): "
+                         "string \"5\" and integer 5 never join; send one type")
+    return out
 
 
 class Producer:
@@ -191,10 +205,19 @@ class Producer:
         self.sock = self.ctx.socket(zmq.PUSH if socket == "push" else zmq.XPUB)
         self._subscribed = socket == "push"
         self.sock.setsockopt(zmq.LINGER, int(linger * 1000) if math.isfinite(linger) else -1)
+        self._endpoint = endpoint
+        self._connected = False
+        self._mon = None
         try:
             _sockets.curve(self.sock, key, server_key)
+            if socket == "push":  # to know at close() whether anything took the messages
+                self._mon = self.sock.get_monitor_socket(
+                    getattr(zmq, "EVENT_HANDSHAKE_SUCCEEDED", zmq.EVENT_CONNECTED))
             _sockets.attach(self.sock, endpoint)
         except Exception:
+            if self._mon is not None:
+                self.sock.disable_monitor()
+                self._mon.close(0)
             self.sock.close(0)
             if self._own_ctx:
                 self.ctx.term()
@@ -262,9 +285,38 @@ class Producer:
                 raise RuntimeError("kafka: %d messages not acknowledged, %d refused%s" %
                                    (left, len(failed), ": " + failed[0] if failed else ""))
             return
-        self.sock.close()
+        undelivered = self._push_connected() is False
+        if self._mon is not None:
+            self.sock.disable_monitor()
+            self._mon.close(0)
+            self._mon = None
+        self.sock.close(0 if undelivered else None)
         if self._own_ctx:
             self.ctx.term()
+        if undelivered:
+            raise ConnectionError(
+                "%d messages (%d predictions, %d labels) not delivered: nothing took a "
+                "connection to %s within linger = %g s (is calibd's ingest_pull bound "
+                "there? calibd binds none unless told: ingest_pull = @%s)" % (
+                    self.sent["messages"], self.sent["predictions"], self.sent["labels"],
+                    self._endpoint, self.linger, str(self._endpoint).lstrip(">@")))
+
+    def _push_connected(self) -> Optional[bool]:
+        """PUSH with messages sent: whether a peer took a connection, waiting
+        up to `linger` for one; None when that is not the question (PUB,
+        nothing sent, or the monitor is gone)."""
+        if self._mon is None or not self.sent["messages"]:
+            return None
+        deadline = time.monotonic() + (self.linger if math.isfinite(self.linger) else 1e9)
+        while not self._connected:
+            left = deadline - time.monotonic()
+            if not self._mon.poll(max(0, int(left * 1000)), zmq.POLLIN):
+                if left <= 0:
+                    return False
+                continue
+            self._mon.recv_multipart()  # an event of the one kind it watches
+            self._connected = True
+        return True
 
     # ------------------------------------------------------------ sending
 
@@ -310,7 +362,7 @@ class Producer:
         if isinstance(ids, (str, int)) or (np is not None and isinstance(ids, np.integer)):
             return self._predict_row(topic, _id(ids), form, logits, probs, p, mean, var, y, ts,
                                      None if seg is None else _seg(seg, None))
-        ids = [_id(i) for i in ids]
+        ids = _ids(ids)
         n = len(ids)
         segs = None if seg is None else _seg(seg, n)
         if form in ("logits", "probs"):
@@ -379,7 +431,7 @@ class Producer:
             self._send(topic, msg)
             self.sent["labels"] += 1
             return 1
-        ids = [_id(i) for i in ids]
+        ids = _ids(ids)
         n = len(ids)
         if len(y) != n:
             raise ValueError("y: %d outcomes expected, not %d" % (n, len(y)))

@@ -118,6 +118,39 @@ def test_nothing_lost_before_calibd_is_up(make_calibd):
     p.close()
 
 
+def test_dead_endpoint_raises():
+    """Nothing lost without a word: a PUSH producer whose endpoint nothing
+    takes raises at close, naming the endpoint and what was not delivered;
+    one that sent nothing closes quietly."""
+    port = free_port()
+    p = Producer("tcp://127.0.0.1:%d" % port, linger=0.3)
+    p.predict("m", [1, 2, 3], p=[0.1, 0.5, 0.9])
+    p.label("m", 1, 1)
+    with pytest.raises(ConnectionError) as e:
+        p.close()
+    assert "2 messages (3 predictions, 1 labels) not delivered" in str(e.value)
+    assert "tcp://127.0.0.1:%d" % port in str(e.value)
+    with pytest.raises(ConnectionError):
+        with Producer("tcp://127.0.0.1:%d" % port, linger=0.3) as q:
+            q.predict("m", "a", p=0.5)
+    Producer("tcp://127.0.0.1:%d" % port, linger=0.3).close()
+
+
+def test_refused_inputs_not_coerced():
+    """Inputs the protocol does not take are refused with calibd's reason
+    name, never converted: a string outcome, ids of both kinds in a call."""
+    port = free_port()
+    p = Producer("tcp://127.0.0.1:%d" % port, linger=0)
+    for call in (lambda: p.label("m", 1, "3"), lambda: p.label("m", [1, 2], ["3", 1]),
+                 lambda: p.predict("m", 1, p=0.5, y="1"),
+                 lambda: p.label("m", ["5", 6], [1, 0]),
+                 lambda: p.predict("m", [1, "b"], p=[0.5, 0.5])):
+        with pytest.raises(ValueError, match="^key_type: "):
+            call()
+    assert p.sent["messages"] == 0
+    p.close()  # nothing sent: nothing to tell
+
+
 def test_pub_waits_for_the_subscription(calibd):
     with Producer(calibd.ep["ingest"], socket="pub", linger=LINGER, subscription_wait=LINGER) as p:
         p.predict("pub", np.arange(1000), p=np.full(1000, 0.5), y=np.ones(1000, dtype=int))
