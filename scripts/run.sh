@@ -12,9 +12,9 @@
 # estimate of U moves 15 s before the realized U does, and with
 # label_shift_adapt it publishes the prior correction without a label.
 # Ctrl-C stops everything. `run.sh --seconds N` stops after N seconds.
-# `run.sh --ports P` (or CALIBD_PORTS=P) puts calibd's four endpoints on
-# P..P+3 (ingest, publish, control, HTTP) instead of its defaults,
-# 7450..7453, so that the demo runs beside another calibd.
+# `run.sh --ports P` (or CALIBD_PORTS=P) puts calibd's five endpoints on
+# P..P+4 (ingest, publish, control, HTTP, ingest_pull) instead of its
+# defaults, 7450..7454, so that the demo runs beside another calibd.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=0
@@ -29,10 +29,11 @@ done
 case $ports in
 '' | *[!0-9]*) echo "run.sh: --ports takes a port number, not '$ports'" >&2; exit 2 ;;
 esac
-[ "$ports" -ge 1024 ] && [ "$ports" -le 65532 ] ||
-    { echo "run.sh: --ports takes 1024..65532, not $ports" >&2; exit 2; }
+[ "$ports" -ge 1024 ] && [ "$ports" -le 65531 ] ||
+    { echo "run.sh: --ports takes 1024..65531, not $ports" >&2; exit 2; }
 ingest=tcp://127.0.0.1:$ports publish=tcp://127.0.0.1:$((ports + 1))
 control=tcp://127.0.0.1:$((ports + 2)) http=127.0.0.1:$((ports + 3))
+pull=tcp://127.0.0.1:$((ports + 4))
 scripts/deps.sh run # no test tools: no clang, Prometheus or Chromium
 dir=$(BUILD_TARGETS="calibd calibctl examples/simulate examples/serving_node" scripts/build.sh plain)
 state=build/run-state
@@ -49,6 +50,7 @@ trap 'exit 0' INT TERM
 printf '[daemon]\nhistory_step = 2\n[defaults]\nlabel_free_interval = 1\nlabel_shift_adapt = yes\n' \
     > build/run-demo.conf
 "$dir/calibd" -c build/run-demo.conf --state-dir "$state" --ingest "@$ingest" \
+    --ingest-pull "@$pull" \
     --publish "@$publish" --control "@$control" --http "$http" 2> "$state/calibd.log" &
 pids+=($!)
 "$dir/calibctl" ping --control "$control" --timeout 5 > /dev/null ||

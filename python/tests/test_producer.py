@@ -3,6 +3,7 @@ a real calibd that scores what it sends, of every output form, exactly as
 the scores' formulas (calibd-protocol(7), Scores) give them; nothing lost
 before calibd is up (PUSH); PUB waits for calibd's subscription."""
 import math
+import os
 import time
 
 import msgpack
@@ -116,6 +117,17 @@ def test_nothing_lost_before_calibd_is_up(make_calibd):
     d = make_calibd(ingest_pull="@tcp://127.0.0.1:%d" % port)
     d.wait(lambda s: s["models"].get("early", {}).get("scored") == 2000)
     p.close()
+
+
+def test_readme_snippet(make_calibd):
+    """The README's first block runs as written: the Producer's defaults
+    reach a calibd's default PULL endpoint, and its 3 pairs are scored."""
+    import re
+    readme = os.path.join(os.path.dirname(__file__), "..", "README.md")
+    block = re.search(r"```python\n(.*?)```", open(readme, encoding="utf-8").read(), re.S).group(1)
+    d = make_calibd(ingest_pull="@tcp://127.0.0.1:7454")  # calibd's default
+    exec(compile(block, "README.md", "exec"), {})
+    d.wait(lambda s: s["models"].get("churn", {}).get("scored") == 3)
 
 
 def test_dead_endpoint_raises():

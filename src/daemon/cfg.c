@@ -439,8 +439,13 @@ int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *e
     }
     if (strcmp(key, "ingest") == 0)
         return add_list(&c->ingest, value, "endpoint", err, errlen);
-    if (strcmp(key, "ingest_pull") == 0)
+    if (strcmp(key, "ingest_pull") == 0) {
+        if (strcmp(value, "none") == 0) { /* no PULL socket */
+            config_clear_endpoints(&c->ingest_pull);
+            return 0;
+        }
         return add_list(&c->ingest_pull, value, "endpoint", err, errlen);
+    }
     if (strcmp(key, "subscribe") == 0) {
         config_clear_endpoints(&c->subscribe);
         return add_list(&c->subscribe, value, "topic prefix", err, errlen);
@@ -605,6 +610,7 @@ int config_init(daemon_cfg *c)
     c->model_idle_ttl = 86400;
     c->alert_exec_timeout = 5;
     if (config_set_daemon(c, "ingest", CFG_DEFAULT_INGEST, err, sizeof err) ||
+        config_set_daemon(c, "ingest_pull", CFG_DEFAULT_PULL, err, sizeof err) ||
         config_set_daemon(c, "publish", CFG_DEFAULT_PUBLISH, err, sizeof err) ||
         config_set_daemon(c, "control", CFG_DEFAULT_CONTROL, err, sizeof err) ||
         config_set_daemon(c, "http", CFG_DEFAULT_HTTP, err, sizeof err) ||

@@ -150,6 +150,8 @@ uint64_t config_rcvhwm(const daemon_cfg *c);
 uint64_t config_sndhwm(const daemon_cfg *c);
 
 #define CFG_DEFAULT_INGEST "@tcp://127.0.0.1:7450"
+/* the PULL socket a producer's PUSH (the Python Producer's default) finds */
+#define CFG_DEFAULT_PULL "@tcp://127.0.0.1:7454"
 #define CFG_DEFAULT_PUBLISH "@tcp://127.0.0.1:7451"
 #define CFG_DEFAULT_CONTROL "@tcp://127.0.0.1:7452"
 #define CFG_DEFAULT_HTTP "127.0.0.1:7453"

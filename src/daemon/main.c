@@ -25,7 +25,7 @@ static void usage(FILE *f)
     fputs("usage: calibd [OPTIONS]\n"
           "  -c, --config FILE       configuration file (INI; see calibd.conf(5))\n"
           "      --ingest EP         SUB endpoint for producers (repeatable)\n"
-          "      --ingest-pull EP    PULL endpoint for producers (repeatable)\n"
+          "      --ingest-pull EP    PULL endpoint for producers (repeatable; none)\n"
           "      --publish EP        PUB endpoint for serving nodes\n"
           "      --control EP        REP endpoint for calibctl\n"
           "      --http ADDR:PORT    HTTP address for metrics, or 'off'\n"
@@ -35,8 +35,9 @@ static void usage(FILE *f)
           "                          0 when calibd would start with it, 2 if not\n"
           "      --version           print the version and exit\n"
           "  -h, --help              this text\n"
-          "Endpoints: @tcp://host:port binds, >tcp://host:port connects, none binds.\n"
-          "Defaults: ingest " CFG_DEFAULT_INGEST ", publish " CFG_DEFAULT_PUBLISH
+          "Endpoints: @tcp://host:port binds, >tcp://host:port connects, no prefix binds;\n  --ingest-pull none opens no PULL socket.\n"
+          "Defaults: ingest " CFG_DEFAULT_INGEST ", ingest_pull " CFG_DEFAULT_PULL
+          ",\n  publish " CFG_DEFAULT_PUBLISH
           ",\n  control " CFG_DEFAULT_CONTROL ", http " CFG_DEFAULT_HTTP
           ", state " CFG_DEFAULT_STATE_DIR ".\nSee calibd(8).\n", f);
 }

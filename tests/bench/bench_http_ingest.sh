@@ -17,7 +17,7 @@ work=$(mktemp -d)
 pid=
 trap '[ -z "$pid" ] || kill "$pid" 2> /dev/null; rm -rf "$work"' EXIT
 printf '[daemon]\nsnapshot_interval = 0\nhttp_ingest = yes\n' > "$work/calibd.conf"
-"$dir/calibd" -c "$work/calibd.conf" --ingest 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
+"$dir/calibd" -c "$work/calibd.conf" --ingest 'tcp://127.0.0.1:*' --ingest-pull 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
     --control 'tcp://127.0.0.1:*' --http 127.0.0.1:0 --state-dir "$work" --log-level warn \
     2> "$work/log" &
 pid=$!

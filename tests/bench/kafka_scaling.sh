@@ -164,7 +164,7 @@ topics = preds
 group = $2
 state_dir = $3
 EOF
-    "$dir/calibd" -c "$d/calibd.conf" --ingest 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
+    "$dir/calibd" -c "$d/calibd.conf" --ingest 'tcp://127.0.0.1:*' --ingest-pull 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
         --control 'tcp://127.0.0.1:*' --http off --state-dir "$d/state" \
         --log-level warn 2> "$d/log" &
     insts+=($!)

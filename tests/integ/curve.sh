@@ -143,6 +143,7 @@ check "calibd stops cleanly" "stop_calibd"
 printf '[daemon]\ncurve_secret_key = %s\ncurve_producers = any\n' "$K/calibd.key_secret" \
     > "$work/half.conf"
 "$CALIBD" -c "$work/half.conf" --state-dir "$work/state" --http off --ingest 'tcp://127.0.0.1:*' \
+    --ingest-pull 'tcp://127.0.0.1:*' \
     --publish 'tcp://127.0.0.1:*' --control 'tcp://127.0.0.1:*' 2> "$work/half.log"
 rc=$?
 check "a role left unset stops the start, named" \

@@ -145,7 +145,7 @@ stop_calibd
 # refused CONF: calibd started with CONF exits at once, not 0 (and not
 # timeout's 124); its log in $work/refused.log
 refused() {
-    timeout "$(scaled 20)" "$CALIBD" -c "$1" --ingest 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
+    timeout "$(scaled 20)" "$CALIBD" -c "$1" --ingest 'tcp://127.0.0.1:*' --ingest-pull 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
         --control 'tcp://127.0.0.1:*' --http 127.0.0.1:0 --state-dir "$work/refused" \
         2> "$work/refused.log"
     local rc=$?

@@ -67,7 +67,7 @@ ${KAFKA_STRATEGY:+partition.assignment.strategy = $KAFKA_STRATEGY}
 label_ttl = 7200
 EOF
     rm -f "$dir/state/endpoints"
-    "$CALIBD" -c "$dir/calibd.conf" --ingest 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
+    "$CALIBD" -c "$dir/calibd.conf" --ingest 'tcp://127.0.0.1:*' --ingest-pull 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
         --control 'tcp://127.0.0.1:*' --http 127.0.0.1:0 --state-dir "$dir/state" \
         --log-level info 2>> "$dir/calibd.log" &
     pid[$name]=$!

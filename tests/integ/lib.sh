@@ -72,7 +72,7 @@ LINGER_MS=$(( $(scaled 60) * 1000 ))
 start_calibd() {
     rm -f "$work/state/endpoints" # a restart must not read the last run's
     # (without the script's own descriptor: nap's FIFO)
-    LD_PRELOAD="${CALIBD_PRELOAD:-${LD_PRELOAD:-}}" "$CALIBD" --ingest 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
+    LD_PRELOAD="${CALIBD_PRELOAD:-${LD_PRELOAD:-}}" "$CALIBD" --ingest 'tcp://127.0.0.1:*' --ingest-pull 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
         --control 'tcp://127.0.0.1:*' --http off --state-dir "$work/state" \
         --log-level warn "$@" 2> "$work/calibd.log" {nap_fd}>&- &
     calibd_pid=$!

@@ -15,7 +15,7 @@ pids=()
 start_one() {
     mkdir -p "$work/$1"
     printf '[daemon]\ntick = 0.2\ningest_pull = tcp://127.0.0.1:*\n' > "$work/$1.conf"
-    "$CALIBD" -c "$work/$1.conf" --ingest 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
+    "$CALIBD" -c "$work/$1.conf" --ingest 'tcp://127.0.0.1:*' --ingest-pull 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
         --control 'tcp://127.0.0.1:*' --http 127.0.0.1:0 --state-dir "$work/$1" \
         --log-level warn 2> "$work/$1.log" &
     pids+=($!)

@@ -19,7 +19,7 @@ one() {
         [ -n "$2" ] && printf 'subscribe = %s\n' "$2"
         printf '[defaults]\nform = logits\nk = 10\nring = 4000\nreservoir = 2000\n'
     } > "$dir/calibd.conf"
-    "$CALIBD" -c "$dir/calibd.conf" --ingest 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
+    "$CALIBD" -c "$dir/calibd.conf" --ingest 'tcp://127.0.0.1:*' --ingest-pull 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
         --control 'tcp://127.0.0.1:*' --http off --state-dir "$dir/state" \
         --log-level warn 2> "$dir/calibd.log" &
     pid[$name]=$!

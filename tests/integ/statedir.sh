@@ -16,7 +16,7 @@ check stale_logged 'grep -q "removed $work/state/model.m.params.tmp, a temporary
 check lock_holds_pid '[ "$(cat "$work/state/lock")" = "$calibd_pid" ]'
 
 # a second daemon on the same directory, other ports: refused at once
-"$CALIBD" --ingest 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
+"$CALIBD" --ingest 'tcp://127.0.0.1:*' --ingest-pull 'tcp://127.0.0.1:*' --publish 'tcp://127.0.0.1:*' \
     --control 'tcp://127.0.0.1:*' --http off --state-dir "$work/state" 2> "$work/second.log"
 rc=$?
 check second_exits_1 '[ $rc -eq 1 ]'
