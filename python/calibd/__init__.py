@@ -17,10 +17,10 @@ The wire contract is calibd-protocol(7); the C twin is libcalib_client
 
 from .follower import (BINARY, GAUSSIAN, LOGITS, PROBS, Follower, NotApplicable, NotParams,
                        Params, Reject, apply_params, apply_rows, decode_params)
-from .producer import MAX_BATCH, Producer
+from .producer import MAX_BATCH, Producer, Rejected
 
 __version__ = "0.2.0"
 
-__all__ = ["Producer", "Follower", "Params", "Reject", "NotParams", "NotApplicable",
+__all__ = ["Producer", "Rejected", "Follower", "Params", "Reject", "NotParams", "NotApplicable",
            "decode_params", "apply_params", "apply_rows", "MAX_BATCH",
            "LOGITS", "PROBS", "BINARY", "GAUSSIAN", "__version__"]

@@ -156,6 +156,20 @@ def _ids(ids) -> list:
     return out
 
 
+class Rejected(ValueError):
+    """calibd refused records of a message sent over HTTP (the synchronous
+    mode): reason is calibd's (calibd-protocol(7), the rejections), key and
+    detail what was wrong, records and rejected the counts of the message."""
+
+    def __init__(self, reason: str, key: Optional[str], detail: Optional[str],
+                 records: int, rejected: int, status: int) -> None:
+        super().__init__("%s: %d of %d records rejected%s%s (HTTP %d)" % (
+            reason, rejected, records, ", key %r" % key if key else "",
+            ": " + detail if detail else "", status))
+        self.reason, self.key, self.detail = reason, key, detail
+        self.records, self.rejected, self.status = records, rejected, status
+
+
 class Producer:
     """Sends predictions and outcomes to calibd.
 
@@ -179,14 +193,29 @@ class Producer:
                  key: Optional[str] = None, server_key: Optional[str] = None,
                  linger: float = 10.0, subscription_wait: float = 10.0,
                  context: Optional[zmq.Context] = None, kafka_topic: str = "calibd",
-                 kafka_config: Optional[Dict[str, Any]] = None) -> None:
+                 kafka_config: Optional[Dict[str, Any]] = None,
+                 token: Optional[str] = None) -> None:
         """endpoint: calibd's ingest_pull endpoint (socket="push") or ingest
         endpoint (socket="pub"); a leading ">" connects (the default), "@"
         binds. key, server_key: CURVE, this producer's key pair file
         (NAME.key_secret) and calibd's public key file (NAME.key), as
         `calibctl keygen` writes them. socket="kafka": endpoint is the
         brokers, kafka_topic the topic, kafka_config librdkafka's
-        properties besides (SASL, TLS, ...)."""
+        properties besides (SASL, TLS, ...). An endpoint "http://HOST:PORT"
+        (or https) is calibd's HTTP ingest (http_ingest = yes): each message
+        is a POST answered once calibd has taken it, and a rejection raises
+        Rejected with calibd's reason; token: http_ingest_token_file's."""
+        self._http = None
+        if isinstance(endpoint, str) and endpoint.startswith(("http://", "https://")):
+            # synchronous: each message a POST, answered once calibd took it
+            self._http = endpoint.rstrip("/")
+            self._token = token
+            self.batch, self.float32, self.linger = batch, float32, linger
+            self.sent = {"messages": 0, "predictions": 0, "labels": 0}  # type: Dict[str, int]
+            self._kafka = None
+            if not 1 <= batch <= MAX_BATCH:
+                raise ValueError("batch: 1 to %d rows" % MAX_BATCH)
+            return
         if socket not in ("push", "pub", "kafka"):
             raise ValueError("socket: \"push\", \"pub\" or \"kafka\", not %r" % socket)
         if not 1 <= batch <= MAX_BATCH:
@@ -266,6 +295,41 @@ class Producer:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def _post(self, topic: bytes, body: Dict[str, Any]) -> None:
+        """One message to calibd's HTTP ingest; retried while calibd answers
+        503 with Retry-After, up to `linger` seconds; a rejection raises."""
+        import json
+        import urllib.error
+        import urllib.request
+        route = "predictions" if body["type"] == "pred" else "labels"
+        req = urllib.request.Request(
+            "%s/v1/models/%s/%s" % (self._http, topic.decode(), route),
+            data=msgpack.packb(body, use_bin_type=True), method="POST",
+            headers={"Content-Type": "application/msgpack",
+                     **({"Authorization": "Bearer " + self._token} if self._token else {})})
+        deadline = time.monotonic() + (self.linger if math.isfinite(self.linger) else 1e9)
+        while True:
+            try:
+                with urllib.request.urlopen(req, timeout=max(1.0, self.linger)) as r:
+                    status, answer = r.status, r.read()
+            except urllib.error.HTTPError as e:
+                status, answer = e.code, e.read()
+                wait = e.headers.get("Retry-After")
+                if status == 503 and wait and time.monotonic() + float(wait) < deadline:
+                    time.sleep(float(wait))
+                    continue
+            try:
+                a = json.loads(answer.decode("utf-8") or "{}")
+            except ValueError:
+                a = {}
+            if status == 200 and not a.get("rejected"):
+                return
+            if status in (200, 400):
+                raise Rejected(a.get("error", "rejected"), a.get("key"), a.get("detail"),
+                               int(a.get("records", 0)), int(a.get("rejected", 0)), status)
+            raise ConnectionError("%s: HTTP %d %s" % (req.full_url, status,
+                                                      a.get("error", answer[:200])))
+
     def flush(self, timeout: Optional[float] = None) -> int:
         """socket="kafka": waits up to timeout seconds (None: `linger`) for
         what was sent to be acknowledged by the brokers; returns how many
@@ -278,6 +342,8 @@ class Producer:
     def close(self) -> None:
         """Closes the socket; PUSH waits up to `linger` seconds for what is
         queued to go, Kafka for every message to be acknowledged."""
+        if self._http is not None:
+            return  # every message was answered as it was sent
         if self._kafka is not None:
             left = self._kafka.flush(self.linger if math.isfinite(self.linger) else -1)
             failed, self._kafka_failed = self._kafka_failed, []
@@ -332,6 +398,10 @@ class Producer:
             self._subscribed = len(msg) > 0 and msg[0] == 1
 
     def _send(self, topic: bytes, body: Dict[str, Any]) -> None:
+        if self._http is not None:
+            self._post(topic, body)
+            self.sent["messages"] += 1
+            return
         if self._kafka is not None:
             self._kafka_send(topic, msgpack.packb(body, use_bin_type=True))
             self.sent["messages"] += 1

@@ -31,7 +31,8 @@ def free_port() -> int:
 class Calibd:
     """A calibd on ports of its own; status() and ctl() through calibctl."""
 
-    def __init__(self, conf: str = "", ingest_pull: str = "tcp://127.0.0.1:*") -> None:
+    def __init__(self, conf: str = "", ingest_pull: str = "tcp://127.0.0.1:*",
+                 http: str = "off") -> None:
         self.binary = os.environ["CALIBD"]
         self.calibctl = os.environ["CALIBCTL"]
         self.dir = tempfile.mkdtemp(prefix="calibd-py.")
@@ -43,7 +44,7 @@ class Calibd:
         self.proc = subprocess.Popen(
             [self.binary, "-c", path, "--ingest", "tcp://127.0.0.1:*", "--ingest-pull",
              ingest_pull, "--publish", "tcp://127.0.0.1:*", "--control", "tcp://127.0.0.1:*",
-             "--http", "off", "--state-dir", state, "--log-level", "info"],
+             "--http", http, "--state-dir", state, "--log-level", "info"],
             stdout=subprocess.DEVNULL, stderr=self.log)
         ep = os.path.join(state, "endpoints")
         deadline = time.monotonic() + 60

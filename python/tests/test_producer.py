@@ -130,6 +130,24 @@ def test_readme_snippet(make_calibd):
     d.wait(lambda s: s["models"].get("churn", {}).get("scored") == 3)
 
 
+def test_http_mode_raises_each_rejection(make_calibd):
+    """Producer("http://...") posts each message to calibd's HTTP ingest
+    and raises Rejected with calibd's reason when it refuses records."""
+    from calibd import Rejected
+    d = make_calibd(conf="http_ingest = yes\n", http="127.0.0.1:0")
+    base = d.ep["http"].rsplit("/metrics", 1)[0]
+    with Producer(base) as p:
+        p.predict("h", [1, 2], probs=[[0.5, 0.5], [0.2, 0.8]], y=[0, 1])
+        with pytest.raises(Rejected) as e:
+            p.predict("h", 3, probs=[0.5, 0.6], y=1)  # sums to 1.1
+        assert e.value.reason == "prob_sum" and e.value.status == 400, e.value
+        with pytest.raises(Rejected) as e:
+            p.predict("h", 4, probs=[0.2, 0.3, 0.5], y=1)  # K = 3, the model's is 2
+        assert e.value.reason == "shape_mismatch", e.value
+        p.label("h", 5, 1)  # a label waits: taken
+    d.wait(lambda s: s["models"]["h"]["scored"] == 2 and s["models"]["h"]["labels"] == 1)
+
+
 def test_dead_endpoint_raises():
     """Nothing lost without a word: a PUSH producer whose endpoint nothing
     takes raises at close, naming the endpoint and what was not delivered;
