@@ -152,9 +152,12 @@ static void pred_segments(calibd *d, model *m, const calib_msg *msg, size_t i, d
     model_segments(m, kv, msg->nseg, d->x + m->width, now);
 }
 
-/* An item that now waits in the join table, whose value waits as the other
- * kind of id (string "5" against integer 5: different ids, which never
- * join): counted, and said at a limited rate with what to fix. */
+/* A label that found no prediction, whose value waits as a prediction of
+ * the other kind of id (string "5" against integer 5: different ids, which
+ * never join): counted, and said at a limited rate with what to fix. Only
+ * labels are checked: they wait rarely (their prediction came first),
+ * where predictions wait as a rule, and a lookup each would cost every
+ * joined pair. */
 static void check_id_kind(calibd *d, model *m, const calib_id *id, int kind)
 {
     calib_id alt;
@@ -213,8 +216,6 @@ static void pred_record(calibd *d, model *m, const calib_msg *msg, size_t i,
     }
     if (jr.status == CALIB_JOIN_JOINED)
         score_pair(d, m, d->x, jr.y, now);
-    else if (jr.status == CALIB_JOIN_WAITING)
-        check_id_kind(d, m, &id, CALIB_JOIN_PRED);
 }
 
 /* A label waits in the join table whatever the model's shape: its y, known

@@ -289,9 +289,10 @@ typedef struct model {
     long hist;              /* http.c: index of its history series, -1 none */
     /* counters */
     uint64_t predictions, labels, scored, inline_scored, stale;
-    uint64_t id_kind_mismatches; /* an item left waiting whose id is waiting
-                                    as the other kind (string "5", integer
-                                    5); since the start, not in snapshots */
+    uint64_t id_kind_mismatches; /* a label left waiting whose id waits as
+                                    a prediction of the other kind (string
+                                    "5", integer 5); since the start, not
+                                    in snapshots */
     uint64_t rejected[REJ_MAX];
     /* tick_now() of the last label (0 before any) and of the first and last
      * prediction: label starvation */

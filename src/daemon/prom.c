@@ -206,7 +206,7 @@ static void joins(out *t, const snap *s, size_t n)
         }
     }
     help(t, "calibd_join_id_kind_mismatches_total", "counter",
-         "Items left waiting while their id's value waited as the other kind (string "
+         "Labels left waiting while their id's value waited as a prediction of the other kind (string "
          "\"5\" against integer 5: they never join); since the start.");
     for (size_t i = 0; i < n; i++)
         if (s[i].m->shaped)
