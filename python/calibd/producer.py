@@ -240,8 +240,10 @@ class Producer:
         try:
             _sockets.curve(self.sock, key, server_key)
             if socket == "push":  # to know at close() whether anything took the messages
+                # a handshake (libzmq >= 4.3), or a connection made or accepted
                 self._mon = self.sock.get_monitor_socket(
-                    getattr(zmq, "EVENT_HANDSHAKE_SUCCEEDED", zmq.EVENT_CONNECTED))
+                    getattr(zmq, "EVENT_HANDSHAKE_SUCCEEDED", 0) | zmq.EVENT_CONNECTED |
+                    zmq.EVENT_ACCEPTED)
             _sockets.attach(self.sock, endpoint)
         except Exception:
             if self._mon is not None:
@@ -293,7 +295,11 @@ class Producer:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.close()
+        try:
+            self.close()
+        except ConnectionError:
+            if exc[0] is None:  # not over an exception already on its way
+                raise
 
     def _post(self, topic: bytes, body: Dict[str, Any]) -> None:
         """One message to calibd's HTTP ingest; retried while calibd answers
@@ -310,13 +316,17 @@ class Producer:
         deadline = time.monotonic() + (self.linger if math.isfinite(self.linger) else 1e9)
         while True:
             try:
-                with urllib.request.urlopen(req, timeout=max(1.0, self.linger)) as r:
+                timeout = max(1.0, self.linger) if math.isfinite(self.linger) else None
+                with urllib.request.urlopen(req, timeout=timeout) as r:
                     status, answer = r.status, r.read()
             except urllib.error.HTTPError as e:
                 status, answer = e.code, e.read()
-                wait = e.headers.get("Retry-After")
-                if status == 503 and wait and time.monotonic() + float(wait) < deadline:
-                    time.sleep(float(wait))
+                try:  # calibd sends seconds; a proxy may send a date: no retry then
+                    wait = float(e.headers.get("Retry-After") or "nan")
+                except ValueError:
+                    wait = math.nan
+                if status == 503 and math.isfinite(wait) and time.monotonic() + wait < deadline:
+                    time.sleep(wait)
                     continue
             try:
                 a = json.loads(answer.decode("utf-8") or "{}")
@@ -351,21 +361,23 @@ class Producer:
                 raise RuntimeError("kafka: %d messages not acknowledged, %d refused%s" %
                                    (left, len(failed), ": " + failed[0] if failed else ""))
             return
-        undelivered = self._push_connected() is False
-        if self._mon is not None:
-            self.sock.disable_monitor()
-            self._mon.close(0)
-            self._mon = None
+        try:
+            undelivered = self._push_connected() is False
+        finally:
+            if self._mon is not None:
+                self.sock.disable_monitor()
+                self._mon.close(0)
+                self._mon = None
         self.sock.close(0 if undelivered else None)
         if self._own_ctx:
             self.ctx.term()
         if undelivered:
             raise ConnectionError(
                 "%d messages (%d predictions, %d labels) not delivered: nothing took a "
-                "connection to %s within linger = %g s (is calibd's ingest_pull bound "
-                "there? calibd binds none unless told: ingest_pull = @%s)" % (
+                "connection to %s within linger = %g s (is calibd running, with its "
+                "ingest_pull there? its default is @tcp://127.0.0.1:7454)" % (
                     self.sent["messages"], self.sent["predictions"], self.sent["labels"],
-                    self._endpoint, self.linger, str(self._endpoint).lstrip(">@")))
+                    self._endpoint, self.linger))
 
     def _push_connected(self) -> Optional[bool]:
         """PUSH with messages sent: whether a peer took a connection, waiting

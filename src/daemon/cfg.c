@@ -943,11 +943,16 @@ static int fail(load_state *s, const char *msg)
  * (with the error set) for a bad name. */
 static int note_section(load_state *s, const char *line)
 {
+    /* an indented line may be a value's continuation (inih's multiline):
+     * inih decides, and on_key refuses a section it does not know */
+    int indented = *line == ' ' || *line == '\t';
     while (*line == ' ' || *line == '\t')
         line++;
     if (line[0] != '[')
         return 0;
     if (strncmp(line, "[model ", 7) != 0) {
+        if (indented)
+            return 0;
         /* any other header must be one of the sections */
         const char *end = strchr(line, ']');
         if (!end)
@@ -1066,11 +1071,12 @@ static int on_key(void *user, const char *section, const char *key, const char *
                            strcmp(section, "daemon") == 0  ? config_nearest(key, daemon_key_names)
                            : strcmp(section, "kafka") == 0 ? config_nearest(key, kafka_key_names)
                                                            : nearest_model_key(key));
-    if (strcmp(key, "method") == 0) { /* where it was set, for its check */
+    if (strcmp(key, "method") == 0 || strcmp(key, "fit_params") == 0) {
+        /* where it was set, for their check (main.c) */
         model_cfg *m = strcmp(section, "defaults") == 0 ? &s->c->defaults
                        : s->current ? &s->models[s->current - 1] : NULL;
         if (m)
-            m->method_line = s->line;
+            *(key[0] == 'm' ? &m->method_line : &m->fit_params_line) = s->line;
     }
     return 1;
 }
@@ -1139,6 +1145,8 @@ int config_load(daemon_cfg *c, const char *path, config_warn_fn warn, void *arg,
         memcpy(c->models[i].name, own.name, sizeof own.name);
         if (own.method_line)
             c->models[i].method_line = own.method_line;
+        if (own.fit_params_line)
+            c->models[i].fit_params_line = own.fit_params_line;
         if (check_model(&c->models[i], path, err, errlen) != 0)
             return -1;
     }

@@ -33,6 +33,7 @@ typedef struct model_cfg {
     char fit_params[CFG_METHOD_MAX + 1]; /* the map's parameters the fits
                                         fit, space-separated; "": all */
     unsigned long method_line; /* the file's line that set method (0: none) */
+    unsigned long fit_params_line; /* ... fit_params */
     int drift;              /* detect drift of the calibrated score */
     double drift_alpha, drift_min_effect, drift_quantile;
     uint64_t drift_reference;

@@ -144,11 +144,21 @@ static int check_method(const daemon_cfg *cfg, const char *path, const model_cfg
 {
     static const char *const builtins[] = {"auto", "temperature", "platt", "variance",
                                            "location_scale", NULL};
-    char where[CFG_NAME_MAX + 64];
+    char where[CFG_NAME_MAX + 64], fwhere[CFG_NAME_MAX + 64];
     snprintf(where, sizeof where, "%s:%lu: [%s%s]", path ? path : "the command line",
              m->method_line, m->name[0] ? "model " : "defaults", m->name);
-    if (strcmp(m->method, "auto") == 0)
+    snprintf(fwhere, sizeof fwhere, "%s:%lu: [%s%s]", path ? path : "the command line",
+             m->fit_params_line, m->name[0] ? "model " : "defaults", m->name);
+    unsigned holds;
+    char why[256];
+    if (strcmp(m->method, "auto") == 0) { /* fit_params is location_scale's */
+        if (model_fit_holds(m->fit_params, calib_plugin_builtin("location_scale"), &holds,
+                            why, sizeof why) != 0) {
+            snprintf(err, errlen, "%s: fit_params: %s", fwhere, why);
+            return -1;
+        }
         return 0;
+    }
     const calib_plugin *p = calib_plugin_builtin(m->method);
     if (!p) {
         char so[4400];
@@ -162,10 +172,8 @@ static int check_method(const daemon_cfg *cfg, const char *path, const model_cfg
                  near ? "'" : "");
         return -1;
     }
-    unsigned holds;
-    char why[256];
     if (model_fit_holds(m->fit_params, p, &holds, why, sizeof why) != 0) {
-        snprintf(err, errlen, "%s: fit_params: %s", where, why);
+        snprintf(err, errlen, "%s: fit_params: %s", fwhere, why);
         return -1;
     }
     return 0;

@@ -170,8 +170,12 @@ int recalib_attach(calibd *d, model *m)
                 m->name, err);
         return 0;
     }
-    unsigned holds;
-    if (model_fit_holds(c->fit_params, desc, &holds, err, sizeof err) != 0) {
+    unsigned holds = 0;
+    if (c->fit_params[0] && strcmp(desc->name, "location_scale") != 0) {
+        /* method auto for a classifier, or a stored method: it fits all */
+        log_msg(&d->log, LOG_WARN, "loop", "%s: fit_params = %s is location_scale's; "
+                "method %s fits all its parameters", m->name, c->fit_params, desc->name);
+    } else if (model_fit_holds(c->fit_params, desc, &holds, err, sizeof err) != 0) {
         log_msg(&d->log, LOG_ERROR, "loop", "%s: fit_params: %s; the loop is off for this "
                 "model", m->name, err);
         return 0;

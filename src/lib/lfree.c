@@ -361,8 +361,8 @@ int calib_lfree_add(calib_lfree *lf, const double *p)
 /*
  * e_j = exp(z_j - zmax) for a float record's softmax (0 below LF_EXP_MIN:
  * under 1.6e-38 of the maximum's 1), into e (room for k rounded up to a
- * multiple of 4: a row's tail is padded to a whole vector, so no lane
- * runs a scalar exp); returns their sum, taken in four partial sums.
+ * multiple of 4: a row's tail is padded to a whole vector of -inf, so no
+ * lane runs a scalar exp); returns their sum, taken in four partial sums.
  * zmax: the row's maximum (finite). With put_row's division, within 2
  * float ulps of the double softmax rounded (calib_lfree_add's record).
  */
@@ -378,9 +378,10 @@ static double exp_f32(const double *z, size_t k, double zmax, double *e)
         calib_vec4 x, w;
         if (k - j >= 4) {
             memcpy(&x, z + j, sizeof x);
-        } else { /* the tail: its missing lanes far below (weight 0) */
+        } else { /* the tail: its missing lanes -inf, weight 0 (zmax - a
+                    constant would round back to zmax beyond 2^53) */
             for (size_t l = 0; l < 4; l++)
-                x[l] = j + l < k ? z[j + l] : zmax - 1000;
+                x[l] = j + l < k ? z[j + l] : -INFINITY;
         }
         x -= zmax;
         calib_vec4u in = (calib_vec4u)(x >= vmin);

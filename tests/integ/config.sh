@@ -82,7 +82,8 @@ refuse typo_section 1 "unknown section \[defualts\]; the nearest is \[defaults\]
 refuse model_without_name 1 "\[model\] needs the model's name" '[model]\nform = probs\n'
 refuse typo_method 3 "\[model m\]: method 'online_temperature' is neither a built-in .* nor a plugin (.*online_temperature.so: No such file or directory)" '[model m]\nform = gaussian\nmethod = online_temperature\n'
 refuse near_method 2 "method 'temprature' is neither .*; the nearest is 'temperature'" '[defaults]\nmethod = temprature\n'
-refuse fit_params_other_method 2 "fit_params: method variance fits all its parameters" '[defaults]\nmethod = variance\nfit_params = w\n'
+refuse fit_params_auto 2 "fit_params: x is not a parameter of method location_scale" '[defaults]\nfit_params = a, x\n'
+refuse fit_params_other_method 3 "fit_params: method variance fits all its parameters" '[defaults]\nmethod = variance\nfit_params = w\n'
 printf '[defaults]\nmethod = online_temperature\n' > "$work/typo.conf"
 "$CALIBD" --check-config "$work/typo.conf" > /dev/null 2> "$work/err"
 check check_config_typo_method '[ $? -eq 2 ] && grep -q "typo.conf:2: \[defaults\]: method .online_temperature." "$work/err"'

@@ -431,6 +431,16 @@ static void test_logits_row(void **state)
         }
         assert_int_equal(a.alarms, b.alarms);
         assert_int_equal(a.test_n, b.test_n);
+        /* logits so large that zmax - 1000 is zmax: the padded lanes of
+         * the tail still weigh nothing */
+        for (size_t j = 0; j < k; j++)
+            z[j] = j == 0 ? 1e19 : j == 1 ? 1e19 - 1e6 : 0;
+        calib_softmax(z, k, p);
+        calib_lfree_add_logits(&a, z);
+        calib_lfree_add(&b, p);
+        const float *ra = a.rec + (size_t)((a.total - 1) % a.cap) * k;
+        for (size_t j = 0; j < k; j++)
+            assert_true(ra[j] == (float)p[j]);
         free(z);
         free(p);
         calib_lfree_free(&a);
