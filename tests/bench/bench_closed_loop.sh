@@ -24,12 +24,8 @@ cd "$(dirname "$0")/../.."
 dir=$(cd "${1:-build/plain}" && pwd)
 seeds=${2:-20}
 PY=/usr/bin/python3
-work=$(mktemp -d)
-pid=
-trap '[ -z "$pid" ] || kill "$pid" 2> /dev/null; rm -rf "$work"' EXIT
-: > "$work/calibd.conf" # calibd's defaults
 . tests/bench/bench_lib.sh
-start_calibd "$work/calibd.conf" info
+defaults_calibd
 
 # feed MODEL N SIMULATE-ARGS...: N pairs into MODEL, then waits until it has
 # scored them and its loop has settled; prints one JSON line of its state

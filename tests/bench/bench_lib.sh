@@ -1,6 +1,7 @@
 # bench_lib.sh — sourced by the benchmark scripts that drive one calibd.
 # They set `dir` (the build directory) and `work` (a fresh directory, which
-# becomes calibd's state directory), and kill "$pid" on exit.
+# becomes calibd's state directory), and kill "$pid" on exit; or they call
+# defaults_calibd (below), which does both.
 
 # start_calibd CONF LOG_LEVEL [ARG...]: calibd with CONF on ephemeral
 # loopback endpoints, HTTP off, its log in $work/log; returns once it has
@@ -18,4 +19,15 @@ start_calibd() {
     done
     pull=$(awk '$1 == "ingest_pull" {print $2}' "$work/endpoints")
     ctl=$(awk '$1 == "control" {print $2}' "$work/endpoints")
+}
+
+# defaults_calibd: a fresh $work (removed at exit, calibd stopped first)
+# and calibd on its defaults (an empty configuration) in it, logging at
+# info; for the scripts that measure calibd as it ships.
+defaults_calibd() {
+    work=$(mktemp -d)
+    pid=
+    trap '[ -z "$pid" ] || kill "$pid" 2> /dev/null; rm -rf "$work"' EXIT
+    : > "$work/calibd.conf"
+    start_calibd "$work/calibd.conf" info
 }
