@@ -37,9 +37,10 @@ track $shifted $steady
 check "the producers end" "wait $shifted && wait $steady"
 sed 's/^/# /' "$work/shifted.err" "$work/steady.err"
 
-# every prediction taken, and the figures updated after the last of them
+# every prediction taken, every label joined (a loaded machine takes the
+# labels after the predictions), and the figures updated after the last
 check "figures over the newest 10,000 predictions" \
-    'wait_for "$work/s.json" "r[\"models\"][\"shifted\"][\"predictions\"] == 40000 and r[\"models\"][\"steady\"][\"predictions\"] == 40000 and r[\"models\"][\"shifted\"][\"label_free\"][\"predictions\"] == 10000 and r[\"models\"][\"shifted\"][\"label_free\"][\"figures_seen\"] == 40000 and r[\"models\"][\"steady\"][\"label_free\"][\"seen\"] == 40000"'
+    'wait_for "$work/s.json" "r[\"models\"][\"shifted\"][\"predictions\"] == 40000 and r[\"models\"][\"steady\"][\"predictions\"] == 40000 and r[\"models\"][\"shifted\"][\"scored\"] == 20000 and r[\"models\"][\"steady\"][\"scored\"] == 40000 and r[\"models\"][\"shifted\"][\"label_free\"][\"predictions\"] == 10000 and r[\"models\"][\"shifted\"][\"label_free\"][\"figures_seen\"] == 40000 and r[\"models\"][\"steady\"][\"label_free\"][\"seen\"] == 40000"'
 check "label-shift alarm, estimates against the withheld labels" "python3 - '$work/s.json' '$work/truth.json' <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))['models']
