@@ -40,9 +40,10 @@ try:
 except ImportError:  # pragma: no cover - the package depends on numpy
     np = None
 
-__all__ = ["Producer", "MAX_BATCH", "MAX_SEG"]
+__all__ = ["Producer", "MAX_BATCH", "MAX_MSG_SIZE", "MAX_SEG"]
 
 MAX_BATCH = 65536      # rows of one batch message (protocol v1)
+MAX_MSG_SIZE = 1 << 20  # calibd's default max_msg_size, bytes of one message
 _ID_MAX = 64           # bytes of a string id
 _MODEL_MAX = 128
 _TOPIC_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -194,7 +195,7 @@ class Producer:
                  linger: float = 10.0, subscription_wait: float = 10.0,
                  context: Optional[zmq.Context] = None, kafka_topic: str = "calibd",
                  kafka_config: Optional[Dict[str, Any]] = None,
-                 token: Optional[str] = None) -> None:
+                 token: Optional[str] = None, max_msg_size: int = MAX_MSG_SIZE) -> None:
         """endpoint: calibd's ingest_pull endpoint (socket="push") or ingest
         endpoint (socket="pub"); a leading ">" connects (the default), "@"
         binds. key, server_key: CURVE, this producer's key pair file
@@ -204,7 +205,14 @@ class Producer:
         properties besides (SASL, TLS, ...). An endpoint "http://HOST:PORT"
         (or https) is calibd's HTTP ingest (http_ingest = yes): each message
         is a POST answered once calibd has taken it, and a rejection raises
-        Rejected with calibd's reason; token: http_ingest_token_file's."""
+        Rejected with calibd's reason; token: http_ingest_token_file's.
+        max_msg_size: calibd's (calibd.conf(5)); a batch whose message would
+        be larger is sent in smaller messages, since calibd cannot take it
+        (ZeroMQ cuts the connection that sends it, HTTP answers 413), and a
+        single prediction larger than that raises ValueError."""
+        if not 1024 <= max_msg_size <= 1 << 31:
+            raise ValueError("max_msg_size: 1024 to 2^31 bytes, as calibd's")
+        self.max_msg_size = max_msg_size
         self._http = None
         if isinstance(endpoint, str) and endpoint.startswith(("http://", "https://")):
             # synchronous: each message a POST, answered once calibd took it
@@ -301,7 +309,7 @@ class Producer:
             if exc[0] is None:  # not over an exception already on its way
                 raise
 
-    def _post(self, topic: bytes, body: Dict[str, Any]) -> None:
+    def _post(self, topic: bytes, body: Dict[str, Any], payload: bytes) -> None:
         """One message to calibd's HTTP ingest; retried while calibd answers
         503 with Retry-After, up to `linger` seconds; a rejection raises."""
         import json
@@ -310,7 +318,7 @@ class Producer:
         route = "predictions" if body["type"] == "pred" else "labels"
         req = urllib.request.Request(
             "%s/v1/models/%s/%s" % (self._http, topic.decode(), route),
-            data=msgpack.packb(body, use_bin_type=True), method="POST",
+            data=payload, method="POST",
             headers={"Content-Type": "application/msgpack",
                      **({"Authorization": "Bearer " + self._token} if self._token else {})})
         deadline = time.monotonic() + (self.linger if math.isfinite(self.linger) else 1e9)
@@ -409,19 +417,35 @@ class Producer:
             msg = self.sock.recv()
             self._subscribed = len(msg) > 0 and msg[0] == 1
 
-    def _send(self, topic: bytes, body: Dict[str, Any]) -> None:
+    def _send(self, topic: bytes, body: Dict[str, Any], payload: Optional[bytes] = None) -> None:
+        if payload is None:
+            payload = msgpack.packb(body, use_bin_type=True)
+        if len(payload) > self.max_msg_size:
+            raise ValueError("message_size: one %s packs to %d bytes, over max_msg_size = %d "
+                             "(calibd's; raise both)" % (
+                                 "prediction" if body["type"] == "pred" else "label",
+                                 len(payload), self.max_msg_size))
         if self._http is not None:
-            self._post(topic, body)
-            self.sent["messages"] += 1
-            return
-        if self._kafka is not None:
-            self._kafka_send(topic, msgpack.packb(body, use_bin_type=True))
-            self.sent["messages"] += 1
-            return
-        if not self._subscribed:
-            self._wait_subscription()
-        self.sock.send_multipart([topic, msgpack.packb(body, use_bin_type=True)])
+            self._post(topic, body, payload)
+        elif self._kafka is not None:
+            self._kafka_send(topic, payload)
+        else:
+            if not self._subscribed:
+                self._wait_subscription()
+            self.sock.send_multipart([topic, payload])
         self.sent["messages"] += 1
+
+    def _send_rows(self, topic: bytes, make, a: int, b: int) -> None:
+        """Rows a to b as one message made by make(a, b), or, where that
+        message would be over max_msg_size, as halves of it, and so on."""
+        body = make(a, b)
+        payload = msgpack.packb(body, use_bin_type=True)
+        if b - a > 1 and len(payload) > self.max_msg_size:
+            m = (a + b) // 2
+            self._send_rows(topic, make, a, m)
+            self._send_rows(topic, make, m, b)
+            return
+        self._send(topic, body, payload)
 
     def predict(self, model: str, ids, *, logits=None, probs=None, p=None, mean=None,
                 var=None, y=None, ts=None, seg=None) -> int:
@@ -461,8 +485,7 @@ class Producer:
         ts_many = ts is not None and not isinstance(ts, (int, float))
         if ts_many and len(ts) != n:
             raise ValueError("ts: one time, or %d" % n)
-        for a in range(0, n, self.batch):
-            b = min(n, a + self.batch)
+        def make(a: int, b: int) -> Dict[str, Any]:
             msg = {"v": 1, "type": "pred", "n": b - a, "id": ids[a:b]}  # type: Dict[str, Any]
             if k:
                 msg["k"] = k
@@ -474,7 +497,9 @@ class Producer:
                 msg["ts"] = [float(t) for t in ts[a:b]] if ts_many else float(ts)
             if segs:
                 msg["seg"] = {key: v if isinstance(v, str) else v[a:b] for key, v in segs.items()}
-            self._send(topic, msg)
+            return msg
+        for a in range(0, n, self.batch):
+            self._send_rows(topic, make, a, min(n, a + self.batch))
         self.sent["predictions"] += n
         return n
 
@@ -517,12 +542,13 @@ class Producer:
         n = len(ids)
         if len(y) != n:
             raise ValueError("y: %d outcomes expected, not %d" % (n, len(y)))
-        for a in range(0, n, self.batch):
-            b = min(n, a + self.batch)
+        def make(a: int, b: int) -> Dict[str, Any]:
             msg = {"v": 1, "type": "label", "n": b - a, "id": ids[a:b],
-                   "y": [_outcome(v) for v in y[a:b]]}
+                   "y": [_outcome(v) for v in y[a:b]]}  # type: Dict[str, Any]
             if ts is not None:
                 msg["ts"] = float(ts)
-            self._send(topic, msg)
+            return msg
+        for a in range(0, n, self.batch):
+            self._send_rows(topic, make, a, min(n, a + self.batch))
         self.sent["labels"] += n
         return n

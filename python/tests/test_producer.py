@@ -107,6 +107,28 @@ def test_every_form_scored(calibd, float32):
     assert all(sum(m[k]["rejected"].values()) == 0 for k in want)
 
 
+def test_batches_split_to_fit_max_msg_size(calibd):
+    """A batch whose message would pass calibd's max_msg_size (ZeroMQ would
+    cut the connection and lose it) goes in smaller messages: 1,000 rows of
+    K = 300 in float64 are 2.4 MB at the default batch, all scored."""
+    rng = np.random.default_rng(5)
+    n, k = 1000, 300
+    z = rng.normal(0, 1, size=(n, k))
+    y = rng.integers(0, k, size=n)
+    with Producer(calibd.ep["ingest_pull"], linger=LINGER) as p:
+        p.predict("wide", np.arange(n), logits=z, y=y)
+        assert p.sent["messages"] == 4, p.sent  # halved twice: 250 rows, 600 KB each
+    s = calibd.wait(lambda s: s["models"].get("wide", {}).get("scored") == n)
+    assert math.isclose(s["models"]["wide"]["raw"]["brier"]["mean"], brier(softmax(z), y),
+                        rel_tol=1e-9)
+    with Producer(calibd.ep["ingest_pull"], linger=LINGER, max_msg_size=2048) as p:
+        with pytest.raises(ValueError, match="message_size: one prediction packs to"):
+            p.predict("wide", 5000, logits=z[0])  # 2.4 KB: cannot be split
+        assert p.sent["messages"] == 0
+    with pytest.raises(ValueError, match="max_msg_size"):
+        Producer(calibd.ep["ingest_pull"], max_msg_size=100)
+
+
 def test_nothing_lost_before_calibd_is_up(make_calibd):
     """PUSH queues what it sends until the connection is up: calibd started
     after the sends scores every one."""

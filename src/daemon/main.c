@@ -490,9 +490,11 @@ static void on_signal(uv_signal_t *s, int signum)
 }
 
 /* A producer's connection ended: it closed it, or ZeroMQ cut it for a
- * message over max_msg_size, which leaves no other trace. Or a peer of any
- * socket failed its handshake; one refused by the ZAP handler (AUTH) has
- * been logged there, with its key. */
+ * message over max_msg_size. libzmq 4.3 reports both as the same
+ * ZMQ_EVENT_DISCONNECTED, without a reason, so the line is info (the
+ * ordinary case) and names the other. Or a peer of any socket failed its
+ * handshake; one refused by the ZAP handler (AUTH) has been logged there,
+ * with its key. */
 static void on_peer_gone(zsock *z, unsigned event, const char *addr, size_t len, void *arg)
 {
     calibd *d = arg;
@@ -505,10 +507,11 @@ static void on_peer_gone(zsock *z, unsigned event, const char *addr, size_t len,
                "calibd's public key" : "CURVE is off: a client must not use it; or not a "
                "ZeroMQ peer");
     else
-        log_rl(&d->log, LOG_WARN, "socket", "%s: peer %.*s disconnected (a message over "
-               "max_msg_size = %llu bytes disconnects its sender; so does a producer that "
-               "stops%s)", z->name, n, addr, (unsigned long long)d->cfg.max_msg_size,
-               d->curve.on ? ", or one refused in its handshake" : "");
+        log_rl(&d->log, LOG_INFO, "socket", "%s: peer %.*s disconnected (a producer that "
+               "stopped%s; ZeroMQ also cuts a sender of a message over max_msg_size = %llu "
+               "bytes, and does not say which)", z->name, n, addr,
+               d->curve.on ? ", or one refused in its handshake" : "",
+               (unsigned long long)d->cfg.max_msg_size);
 }
 
 static int start_loop(calibd *d, char *err, size_t errlen)
