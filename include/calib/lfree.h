@@ -91,28 +91,19 @@ typedef struct calib_lfree {
                             falls to cap when a growth is refused) */
     uint64_t total;      /* predictions added */
     /* the shift test (calib_lfree(3)): the predicted classes' counts since
-     * its reset (all) and since each segment's start, a segment's e-value
+     * its reset (all) and at each segment's start, a segment's e-value
      * the universal-inference ratio of a KT mixture that predicts the
      * samples before its start and those after apart, over the pooled
-     * maximum likelihood */
+     * maximum likelihood; a KT mixture's probability depends on the counts
+     * alone, so a sample costs one count */
     int test_on;
     double lgamma_h;     /* ln Gamma(K/2), the KT denominators' start */
     uint64_t *all;       /* k counts since the reset */
-    uint64_t *seg_cnt;   /* CALIB_LFREE_BANK x k counts since each start */
-    /* a KT mixture's probability of its samples so far, kept as a
-     * product of its predictive probabilities: frac 2^exp (frac
-     * renormalised when it gets small), so that a sample costs a division
-     * and a product, not logarithms */
-    struct calib_lfree_kt {
-        double frac;
-        long exp;
-    } kt_all;            /* of every sample since the reset */
+    uint64_t *seg_cnt;   /* CALIB_LFREE_BANK x k: all at each start */
     struct {
         uint64_t start;  /* test_n at its start */
-        uint64_t n;      /* samples since */
         double log_w;    /* ln of its weight 1 / (j (j + 1)) */
         double log_ref;  /* ln KT of the samples before its start */
-        struct calib_lfree_kt kt; /* KT of its samples since */
     } seg[CALIB_LFREE_BANK];
     unsigned nseg;       /* segments kept, the oldest first */
     uint64_t started;    /* segments started since the reset */

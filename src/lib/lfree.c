@@ -147,36 +147,32 @@ static void grow(calib_lfree *lf)
  * The Krichevsky-Trofimov mixture (a Dirichlet(1/2, ..., 1/2) mixture of
  * categorical laws over K classes) gives a sample the probability
  * (n_c + 1/2) / (n + K/2), n_c its class's count before it and n the
- * samples before it; the mixture's probability of a sequence is the
- * product. The denominators' product over n samples is
- * Gamma(n + K/2) / Gamma(K/2) whatever the classes, so a sample multiplies
- * its numerator in alone (frac 2^exp, renormalised when it leaves
- * [2^-512, 2^512]) and kt_log divides by the denominators once: a product
- * a sample, no division.
+ * samples before it. The product over a sequence depends on its counts
+ * alone: ln KT = sum_c [ln Gamma(n_c + 1/2) - ln Gamma(1/2)]
+ * - [ln Gamma(n + K/2) - ln Gamma(K/2)]. A sample then costs one count,
+ * and the test's logarithms are taken at its evaluations.
  */
-static void kt_start(struct calib_lfree_kt *kt)
+#define LF_LGAMMA_HALF 0.57236494292470008707 /* ln Gamma(1/2) = ln sqrt(pi) */
+
+/* The next evaluation comes this many samples after one: the evaluation
+ * costs about (CALIB_LFREE_BANK + 2) K log-gammas, a few a sample at any K,
+ * and alarms at most that many samples later than a check of each. */
+static uint64_t check_every(size_t k)
 {
-    kt->frac = 1;
-    kt->exp = 0;
+    return k > 256 ? k : 256;
 }
 
-static void kt_add(struct calib_lfree_kt *kt, uint64_t nc)
+/* ln KT of the n samples whose counts are all - before (before: NULL for 0). */
+static double kt_log(const calib_lfree *lf, const uint64_t *before, uint64_t n)
 {
-    /* a factor is in [1/2, 2^63]: far from over- or underflowing (a
-     * count below 2^63: one signed conversion, not the unsigned's) */
-    kt->frac *= (double)(int64_t)nc + 0.5;
-    if (kt->frac > 0x1p512 || kt->frac < 0x1p-512) {
-        int e;
-        kt->frac = frexp(kt->frac, &e);
-        kt->exp += e;
+    size_t k = lf->cfg.k;
+    double v = 0;
+    for (size_t c = 0; c < k; c++) {
+        uint64_t m = lf->all[c] - (before ? before[c] : 0);
+        if (m) /* a class not seen adds lgamma(1/2) - lgamma(1/2) */
+            v += lgamma((double)m + 0.5) - LF_LGAMMA_HALF;
     }
-}
-
-/* ln of the mixture's probability of the n samples it took. */
-static double kt_log(const calib_lfree *lf, const struct calib_lfree_kt *kt, uint64_t n)
-{
-    return log(kt->frac) + (double)kt->exp * 0.693147180559945309417 /* ln 2 */
-           - (lgamma((double)n + 0.5 * (double)lf->cfg.k) - lf->lgamma_h);
+    return v - (lgamma((double)n + 0.5 * (double)k) - lf->lgamma_h);
 }
 
 /*
@@ -187,7 +183,7 @@ static double kt_log(const calib_lfree *lf, const struct calib_lfree_kt *kt, uin
  * of some law q) E_j <= numerator / L_q, a test martingale of mean 1:
  * P(ever E_j >= 1 / (alpha w_j)) <= alpha w_j (universal inference,
  * Wasserman, Ramdas and Balakrishnan 2020), and the sum of w_j over the
- * segments is at most 1.
+ * segments is at most 1. Evaluating at some times only keeps the bound.
  */
 static int evaluate(calib_lfree *lf)
 {
@@ -199,8 +195,8 @@ static int evaluate(calib_lfree *lf)
             mle += (double)lf->all[j] * log((double)lf->all[j] / (double)n);
     double best = -INFINITY;
     for (unsigned i = 0; i < lf->nseg; i++) {
-        double e = lf->seg[i].log_w + lf->seg[i].log_ref + kt_log(lf, &lf->seg[i].kt, lf->seg[i].n) -
-                   mle;
+        double e = lf->seg[i].log_w + lf->seg[i].log_ref +
+                   kt_log(lf, lf->seg_cnt + i * k, n - lf->seg[i].start) - mle;
         best = e > best ? e : best;
     }
     lf->log_e = best > 0 ? best : 0;
@@ -208,7 +204,8 @@ static int evaluate(calib_lfree *lf)
 }
 
 /* A segment starts after every `reference` samples since the reset; the
- * oldest of CALIB_LFREE_BANK makes room. */
+ * oldest of CALIB_LFREE_BANK makes room. It keeps the counts at its start
+ * (seg_cnt) and the KT of the samples before it. */
 static void segment_start(calib_lfree *lf)
 {
     size_t k = lf->cfg.k;
@@ -220,29 +217,22 @@ static void segment_start(calib_lfree *lf)
     unsigned i = lf->nseg++;
     double j = (double)++lf->started;
     lf->seg[i].start = lf->test_n;
-    lf->seg[i].n = 0;
     lf->seg[i].log_w = -log(j * (j + 1));
-    lf->seg[i].log_ref = kt_log(lf, &lf->kt_all, lf->test_n);
-    kt_start(&lf->seg[i].kt);
-    memset(lf->seg_cnt + i * k, 0, k * sizeof *lf->seg_cnt);
+    lf->seg[i].log_ref = kt_log(lf, NULL, lf->test_n);
+    memcpy(lf->seg_cnt + i * k, lf->all, k * sizeof *lf->seg_cnt);
 }
 
 /* The test takes one prediction's top class. */
 static int test_add(calib_lfree *lf, size_t top)
 {
-    size_t k = lf->cfg.k;
     if (lf->test_n == lf->seg_at) {
         segment_start(lf);
         lf->seg_at += lf->cfg.reference;
     }
-    kt_add(&lf->kt_all, lf->all[top]++);
-    for (unsigned i = 0; i < lf->nseg; i++) {
-        kt_add(&lf->seg[i].kt, lf->seg_cnt[i * k + top]++);
-        lf->seg[i].n++;
-    }
+    lf->all[top]++;
     if (++lf->test_n < lf->check_at)
         return 0;
-    lf->check_at += k > 32 ? k : 32;
+    lf->check_at += check_every(lf->cfg.k);
     if (!evaluate(lf) || lf->alarm)
         return 0;
     lf->alarm = 1;
@@ -464,7 +454,6 @@ void calib_lfree_test_reset(calib_lfree *lf)
     if (!lf->test_on)
         return;
     memset(lf->all, 0, lf->cfg.k * sizeof *lf->all);
-    kt_start(&lf->kt_all);
     lf->nseg = 0;
     lf->started = 0;
     lf->test_n = 0;

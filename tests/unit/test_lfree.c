@@ -261,30 +261,34 @@ static double log_kt3(const int *cls, int from, int to)
 }
 
 /* The test's statistic by hand: K = 3, segments every 10 predictions, the
- * evaluation at prediction 42 (the first at 10, then every 32): max over
- * the segments started at 10, 20, 30 and 40 of ln w_j + ln KT(before) +
- * ln KT(after) - ln L(pooled MLE). */
+ * evaluation at prediction 266 (the first at 10, then every 256): max over
+ * the 4 segments kept, started at 230, 240, 250 and 260 (the 23rd to the
+ * 26th), of ln w_j + ln KT(before) + ln KT(after) - ln L(pooled MLE). */
+#define STAT_N 266
 static void test_statistic(void **state)
 {
     (void)state;
     calib_lfree lf;
     calib_lfree_cfg c = {.k = 3, .recent = 8, .alpha = 1e-9, .reference = 10};
     assert_int_equal(calib_lfree_init(&lf, &c), CALIB_OK);
-    int cls[42];
-    for (int i = 0; i < 42; i++) {
-        cls[i] = i < 20 ? i % 3 : 0; /* mixed, then 0 alone */
+    int cls[STAT_N];
+    for (int i = 0; i < STAT_N; i++) {
+        cls[i] = i < 245 ? i % 3 : 0; /* mixed, then 0 alone */
         double p[3] = {0.1, 0.1, 0.1};
         p[cls[i]] = 0.8;
         assert_int_equal(calib_lfree_add(&lf, p), 0);
+        if (i == STAT_N - 2)
+            assert_true(calib_lfree_log_e(&lf) == 0); /* not evaluated since 10 */
     }
     double n[3] = {0, 0, 0}, mle = 0, best = -INFINITY;
-    for (int i = 0; i < 42; i++)
+    for (int i = 0; i < STAT_N; i++)
         n[cls[i]]++;
     for (int j = 0; j < 3; j++)
-        mle += n[j] * log(n[j] / 42);
-    for (int j = 1; j <= 4; j++) {
+        mle += n[j] * log(n[j] / STAT_N);
+    for (int j = 23; j <= 26; j++) {
         int start = 10 * j;
-        double e = -log(j * (j + 1.0)) + log_kt3(cls, 0, start) + log_kt3(cls, start, 42) - mle;
+        double e = -log(j * (j + 1.0)) + log_kt3(cls, 0, start) + log_kt3(cls, start, STAT_N) -
+                   mle;
         best = e > best ? e : best;
     }
     assert_int_equal(lf.nseg, 4);
