@@ -43,9 +43,14 @@ check "over capacity it kept a sample: what it dropped counted, nothing evicted"
 # the last 1,050 labels come after the last prediction: a table's worth of
 # arrivals with the table emptying, and the sample grows back to all
 check "the sample grows back to all once the load has passed ($sample)" '[ "$sample" = 1 ]'
-curl -sS --max-time "$(scaled 5)" "$HTTP" > "$work/metrics.txt"
-check "/metrics has the sample and what it dropped" \
-    'grep -q "^calibd_join_sample_fraction{model=\"m\"} 1$" "$work/metrics.txt" &&
-     grep -q "^calibd_join_sampled_out_total{model=\"m\",kind=\"prediction\"} [1-9]" "$work/metrics.txt"'
+# /metrics is the text of the last rendering round, which may predate the
+# last labels (the sample grows back with them): scraped until it shows
+# what the status above showed
+sample_exported() {
+    curl -sS --max-time "$(scaled 5)" "$HTTP" > "$work/metrics.txt" &&
+        grep -q "^calibd_join_sample_fraction{model=\"m\"} 1$" "$work/metrics.txt" &&
+        grep -q "^calibd_join_sampled_out_total{model=\"m\",kind=\"prediction\"} [1-9]" "$work/metrics.txt"
+}
+check "/metrics has the sample and what it dropped" 'wait_until sample_exported'
 check "calibd stops cleanly" "stop_calibd"
 finish

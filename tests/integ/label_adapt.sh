@@ -85,10 +85,13 @@ assert g['against'] == 0 and not g['alarm'], g
 # after the publish (it may come before the last of them): never all
 assert 20000 <= g['worse_by']['n'] < 40000 and g['worse_by']['ci'][1] < 0, g
 PY"
-check "two label_shift alerts: the alarm, then the publish" "python3 - '$work/alerts.jsonl' <<'PY'
+# every alert sent in the file (the exec sink appends asynchronously), in
+# the order calibd sent them: one sink each, two may append out of order
+check "two label_shift alerts: the alarm, then the publish" "wait_for '$work/a.json' \"r['alerts']['sent'] == sum(1 for l in open('$work/alerts.jsonl') if l.strip())\" &&
+    python3 - '$work/alerts.jsonl' <<'PY'
 import json, sys
 ls = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-ls = [a for a in ls if a['kind'] == 'label_shift']
+ls = sorted((a for a in ls if a['kind'] == 'label_shift'), key=lambda a: a['ts'])
 assert len(ls) == 2 and 'without labels' in ls[1]['message'], ls
 PY"
 check "calibd stops cleanly" "stop_calibd"

@@ -77,7 +77,11 @@ ev = [e for e in r['shifted']['events'] if e['kind'] == 'label_shift']
 assert len(ev) == 1 and 'estimated priors' in ev[0]['text'], ev
 PY"
 
-check "one label_shift alert, with the priors" "python3 - '$work/alerts.jsonl' <<'PY'
+# the exec sink appends asynchronously: the alert the tick above sent may
+# not be in the file yet (the same tick can report the alarm and the
+# figures of the last predictions)
+check "one label_shift alert, with the priors" "wait_for \"\$work/s2.json\" \"r['alerts']['sent'] == sum(1 for l in open('\$work/alerts.jsonl') if l.strip())\" &&
+    python3 - '$work/alerts.jsonl' <<'PY'
 import json, sys
 alerts = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 ls = [a for a in alerts if a['kind'] == 'label_shift']

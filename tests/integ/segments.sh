@@ -43,11 +43,15 @@ check "the model as a whole looks calibrated (ECE under 0.03)" \
 check "one segment_miscalibrated alert each, naming the segment" \
     'wait_until "[ \$(grep -c segment_miscalibrated \"$work/alerts.jsonl\") -eq 3 ]" &&
      for v in v0 v1 v2; do grep segment_miscalibrated "$work/alerts.jsonl" | grep -q "segment=$v " || exit 1; done'
-metrics=$(curl -sS "$HTTP") # the metrics URL
-check "/metrics: the 5 worst values of the key and (other), flags counted" \
-    '[ "$(grep -c "^calibd_segment_pairs{model=\"seg\"" <<<"$metrics")" -eq 6 ] &&
-     grep -q "^calibd_segment_flagged_total{model=\"seg\",key=\"segment\"} 3" <<<"$metrics" &&
-     grep -q "^calibd_segment_flagged{model=\"seg\",key=\"segment\",value=\"v1\"} 1" <<<"$metrics"'
+# (/metrics is rendered in rounds beside the tick's pass, which flags: a
+# scrape may show the tick before the status's; polled until it has them)
+worst_prom() {
+    curl -sS "$HTTP" > "$work/seg.prom" && # the metrics URL
+        [ "$(grep -c "^calibd_segment_pairs{model=\"seg\"" "$work/seg.prom")" -eq 6 ] &&
+        grep -q "^calibd_segment_flagged_total{model=\"seg\",key=\"segment\"} 3" "$work/seg.prom" &&
+        grep -q "^calibd_segment_flagged{model=\"seg\",key=\"segment\",value=\"v1\"} 1" "$work/seg.prom"
+}
+check "/metrics: the 5 worst values of the key and (other), flags counted" 'wait_until worst_prom'
 
 # a bad seg map: counted, the message after it taken
 send_py "$PULL" <<'PY'

@@ -81,7 +81,10 @@ under() {
 
 under flood_unique 10 flood-unique --model flood --k 100 --batch 500 --seconds 10
 under flood_max 10 flood-max --model big --seconds 10 --max-size "$MAXMSG"
-check "flood_max: rows scored" '[ "$(metric "calibd_scored_total{model=\"big\"}")" -gt 0 ]'
+# (/metrics is the text of the last rendering round: polled, as the
+# pattern's end says nothing of what calibd has read and rendered)
+big_scored() { [ "$(metric "calibd_scored_total{model=\"big\"}")" -gt 0 ]; }
+check "flood_max: rows scored" 'wait_until big_scored'
 
 # 8 segment keys of ever-new values at segment_values = 4096, in batches
 # of 2,000 rows: every row after the first 4,096 replaces a tracked value
@@ -104,8 +107,8 @@ check "segment_flood: the status lists 20 values a key (segment_status), $(stat 
 # K = 16384, never labelled: the join holds what its bytes allow, and keeps
 # a sample of ids past that (what it drops counted)
 under never_labelled 6 never-labelled --model wide --k 16384 --count 3000 --seconds 6
-check "never_labelled: what the join drops past its bytes is counted" \
-    '[ "$(metric "calibd_join_sampled_out_total{model=\"wide\",kind=\"prediction\"}")" -gt 0 ]'
+wide_sampled() { [ "$(metric "calibd_join_sampled_out_total{model=\"wide\",kind=\"prediction\"}")" -gt 0 ]; }
+check "never_labelled: what the join drops past its bytes is counted" 'wait_until wide_sampled'
 
 # K = 65536, the protocol's largest: the model fits its byte budgets (a
 # few dozen waiting predictions, ring and reservoir records), not 52 GB.
