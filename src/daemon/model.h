@@ -298,6 +298,8 @@ typedef struct model {
      * prediction: label starvation */
     double last_label_mono, first_prediction_mono, last_prediction_mono;
     double created_mono;    /* tick_now() at its creation (registry.c) */
+    double expiry_said_mono; /* tick_now() of the last line on expiries */
+    uint64_t expiry_said;    /* expired predictions + labels it counted */
     int forget;             /* calibctl forget: removed at the next safe tick */
     /* Kafka (kafka.h): the partition whose messages feed the model (NULL:
      * ZeroMQ or HTTP), and handed_over once that partition was revoked: the

@@ -1241,6 +1241,25 @@ static void segment_tick(calibd *d, model *m)
     model_segments_step(m, segment_ready, d, &d->log);
 }
 
+/* Says, at most once a minute per model (and within the logger's budget),
+ * that predictions or labels expired unmatched: their other half did not
+ * come within label_ttl, which nothing else tells a user but counters. */
+static void expiry_say(calibd *d, model *m)
+{
+    const calib_join *j = &m->join;
+    uint64_t n = j->expired_preds + j->expired_labels;
+    if (n == m->expiry_said || (m->expiry_said_mono && d->pass.now - m->expiry_said_mono < 60))
+        return;
+    log_rl(&d->log, LOG_INFO, "join", "%s: %llu predictions and %llu labels expired unmatched "
+           "in all (%llu since the last line): their label or prediction did not "
+           "come within label_ttl = %g s (an id of the other kind, or a later label: raise "
+           "label_ttl)", m->name, (unsigned long long)j->expired_preds,
+           (unsigned long long)j->expired_labels, (unsigned long long)(n - m->expiry_said),
+           m->cfg.label_ttl);
+    m->expiry_said = n;
+    m->expiry_said_mono = d->pass.now;
+}
+
 /* Says once per model that memory_limit stopped its state growing (the
  * refusals go on being counted: calibd_memory_refused_total). */
 static void memory_check(calibd *d, model *m)
@@ -1352,6 +1371,7 @@ static void pass_model(void *arg, size_t i)
         return;
     /* every model's join table, also one that holds labels only */
     model_join_tick(m, d->pass.now); /* TTLs are intervals: monotonic */
+    expiry_say(d, m);
     memory_check(d, m);
     if (!m->shaped)
         return;

@@ -9,7 +9,7 @@
 # label_ttl: far longer than the labels' delay (0.1 s) could become on a
 # loaded machine, between calibd's reading of a prediction and its label's
 printf '[daemon]\ningest_pull = tcp://127.0.0.1:*\n[model ttl]\nlabel_ttl = %s\n' "$(scaled 2)" > "$work/calibd.conf"
-start_calibd -c "$work/calibd.conf"
+start_calibd -c "$work/calibd.conf" --log-level info # the expiry line is info
 
 # run NAME SIMULATE-OPTIONS...: sends, then compares status with the dump
 run() {
@@ -21,9 +21,12 @@ run() {
         { bad "$name: simulate failed: $(cat "$work/$name.err")"; return; }
     summary=$(tail -1 "$work/$name.err")
     local pairs=$(( $(wc -l < "$dump") - 1 ))
+    # a label's second copy may come after the last pair is scored (in a
+    # message of its own, the last): wait for the duplicates too
+    local dups=$(sed -n 's/.* \([0-9]*\) duplicated.*/\1/p' <<< "$summary")
     # the window is the one the last tick summed: wait for the tick too
-    if ! wait_for "$work/$name.json" "r['models']['$name']['scored'] >= $pairs and (r['models']['$name']['window'] or {}).get('scored') == r['models']['$name']['scored']"; then
-        bad "$name: scored $(json_get "$work/$name.json" "r['models'].get('$name', {}).get('scored')") of $pairs pairs ($summary)"
+    if ! wait_for "$work/$name.json" "r['models']['$name']['scored'] >= $pairs and r['models']['$name']['join']['duplicate_labels'] == ${dups:-0} and (r['models']['$name']['window'] or {}).get('scored') == r['models']['$name']['scored']"; then
+        bad "$name: scored, duplicate labels $(json_get "$work/$name.json" "(lambda m: (m.get('scored'), m.get('join', {}).get('duplicate_labels')))(r['models'].get('$name', {}))") of $pairs pairs, ${dups:-0} duplicated ($summary)"
         return
     fi
     "$CALIBCTL" score "$dump" > "$work/$name.ref" || { bad "$name: calibctl score"; return; }
@@ -89,6 +92,9 @@ check pull_socket 'wait_for "$work/pull.json" "r[\"models\"][\"pull\"][\"scored\
     --label-drop 0.25 --linger-ms "$LINGER_MS" 2> "$work/ttl.err"
 dropped=$(sed -n 's/.* \([0-9]*\) dropped.*/\1/p' "$work/ttl.err")
 check ttl_expiry 'wait_for "$work/ttl.json" "r[\"models\"][\"ttl\"][\"join\"][\"expired_predictions\"] == $dropped and r[\"models\"][\"ttl\"][\"join\"][\"waiting_predictions\"] == 0"'
+# and said in the log, not only counted (the line follows the count: a tick)
+ttl_said() { grep -q "ttl: $dropped predictions and 0 labels expired unmatched" "$work/calibd.log"; }
+check ttl_expiry_logged 'wait_until ttl_said'
 
 # a model's shape is fixed: another K or regression is rejected, counted
 "$SIMULATE" --endpoint ">$INGEST" --model logits_f64_row_intids --k 4 --count 5 \
