@@ -323,8 +323,14 @@ static int open_sockets(calibd *d, char *err, size_t errlen)
     }
     if (write_endpoints(d, (const char (*)[2][256])bound, nb, err, errlen) != 0)
         return -1;
-    for (int i = 0; i < nb; i++)
-        log_msg(&d->log, LOG_INFO, "main", "%s on %s", bound[i][0], bound[i][1]);
+    for (int i = 0; i < nb; i++) {
+        const char *u = bound[i][1], *tail = strrchr(u, '/');
+        if (strcmp(bound[i][0], "http") == 0 && tail) /* where a user looks first */
+            log_msg(&d->log, LOG_INFO, "main", "http on %s: the page at %.*s/, status at "
+                    "%.*s/status", u, (int)(tail - u), u, (int)(tail - u), u);
+        else
+            log_msg(&d->log, LOG_INFO, "main", "%s on %s", bound[i][0], u);
+    }
     return 0;
 zerr:
     snprintf(err, errlen, "zmq_socket: %s", zmq_strerror(errno));
@@ -493,15 +499,20 @@ static void on_signal(uv_signal_t *s, int signum)
  * message over max_msg_size. libzmq 4.3 reports both as the same
  * ZMQ_EVENT_DISCONNECTED, without a reason, so the line is info (the
  * ordinary case) and names the other. Or a peer of any socket failed its
- * handshake; one refused by the ZAP handler (AUTH) has been logged there,
- * with its key. */
+ * handshake: closed during it (NO_DETAIL: a producer that sent nothing and
+ * stopped, info), or a protocol failure (warn); one refused by the ZAP
+ * handler (AUTH) has been logged there, with its key. */
 static void on_peer_gone(zsock *z, unsigned event, const char *addr, size_t len, void *arg)
 {
     calibd *d = arg;
     int n = (int)(len < 200 ? len : 200);
     if (event & ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
         return;
-    if (event & ZSOCK_HANDSHAKE_FAILED)
+    if (event & ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) /* the connection ended in it */
+        log_rl(&d->log, LOG_INFO, "socket", "%s: peer %.*s closed its connection during "
+               "the handshake (a client that stopped at once; or not a ZeroMQ peer)",
+               z->name, n, addr);
+    else if (event & ZSOCK_HANDSHAKE_FAILED)
         log_rl(&d->log, LOG_WARN, "socket", "%s: peer %.*s failed its handshake (%s)",
                z->name, n, addr, d->curve.on ? "CURVE is on: a client needs a key pair and "
                "calibd's public key" : "CURVE is off: a client must not use it; or not a "
