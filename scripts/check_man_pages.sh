@@ -7,7 +7,8 @@
 #
 # NAMEs are the Makefile's installed programs and libtool libraries: a
 # program P needs P.1 or P.8, a library libX.la needs libX.3. In dist mode
-# every page under SRCDIR/man must be in DISTDIR/man too. Prints each
+# every page under SRCDIR/man must be in DISTDIR/man too, its .TH line
+# naming "calibd $VERSION" when VERSION is set. Prints each
 # missing page and exits 1 if there is one.
 set -u
 mode=$1 dir=$2
@@ -45,6 +46,9 @@ if [ "$mode" = dist ]; then
     for page in "$src"/man/*.[1-8]; do
         [ -f "$page" ] || continue
         [ -f "$dir/man/${page##*/}" ] || miss "man/${page##*/} is not in the tarball"
+        # its header names the release it documents (VERSION: the package's)
+        [ -z "${VERSION:-}" ] || grep -q '^\.so ' "$page" || grep -q "^\.TH .* \"calibd $VERSION\"" "$page" ||
+            miss "man/${page##*/}: its .TH line does not name calibd $VERSION"
     done
 fi
 exit $missing

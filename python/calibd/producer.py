@@ -248,10 +248,12 @@ class Producer:
         try:
             _sockets.curve(self.sock, key, server_key)
             if socket == "push":  # to know at close() whether anything took the messages
-                # a handshake (libzmq >= 4.3), or a connection made or accepted
+                # a ZMTP handshake with a PULL peer (libzmq >= 4.3): a TCP
+                # connection alone may be to any listener, calibd's SUB or
+                # HTTP port included, which takes nothing
                 self._mon = self.sock.get_monitor_socket(
-                    getattr(zmq, "EVENT_HANDSHAKE_SUCCEEDED", 0) | zmq.EVENT_CONNECTED |
-                    zmq.EVENT_ACCEPTED)
+                    zmq.EVENT_HANDSHAKE_SUCCEEDED if zmq.zmq_version_info() >= (4, 3)
+                    else zmq.EVENT_CONNECTED | zmq.EVENT_ACCEPTED)
             _sockets.attach(self.sock, endpoint)
         except Exception:
             if self._mon is not None:
@@ -381,14 +383,16 @@ class Producer:
             self.ctx.term()
         if undelivered:
             raise ConnectionError(
-                "%d messages (%d predictions, %d labels) not delivered: nothing took a "
-                "connection to %s within linger = %g s (is calibd running, with its "
-                "ingest_pull there? its default is @tcp://127.0.0.1:7454)" % (
+                "%d messages (%d predictions, %d labels) not delivered: no ZeroMQ PULL "
+                "socket took a connection to %s within linger = %g s (is calibd running, "
+                "with its ingest_pull there? its default is @tcp://127.0.0.1:7454; its "
+                "other ports take no PUSH)" % (
                     self.sent["messages"], self.sent["predictions"], self.sent["labels"],
                     self._endpoint, self.linger))
 
     def _push_connected(self) -> Optional[bool]:
-        """PUSH with messages sent: whether a peer took a connection, waiting
+        """PUSH with messages sent: whether a PULL peer took a connection (its
+        handshake succeeded), waiting
         up to `linger` for one; None when that is not the question (PUB,
         nothing sent, or the monitor is gone)."""
         if self._mon is None or not self.sent["messages"]:

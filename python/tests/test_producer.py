@@ -188,6 +188,33 @@ def test_dead_endpoint_raises():
     Producer("tcp://127.0.0.1:%d" % port, linger=0.3).close()
 
 
+@pytest.mark.parametrize("listener", ["sub", "tcp"])
+def test_wrong_listener_raises(listener):
+    """A connection is not a delivery: PUSH to calibd's SUB port (a ZeroMQ
+    peer of another type) or to a plain TCP listener (its HTTP port) makes
+    a TCP connection and takes nothing; close() raises all the same."""
+    import socket
+    ctx = zmq.Context()
+    if listener == "sub":
+        sub = ctx.socket(zmq.SUB)
+        sub.setsockopt(zmq.SUBSCRIBE, b"")
+        port = sub.bind_to_random_port("tcp://127.0.0.1")
+    else:
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(4)
+        port = srv.getsockname()[1]
+    p = Producer("tcp://127.0.0.1:%d" % port, linger=0.5)
+    p.predict("m", [1, 2], p=[0.1, 0.9])
+    with pytest.raises(ConnectionError, match="2 predictions"):
+        p.close()
+    if listener == "tcp":
+        conn, _ = srv.accept()  # it did connect
+        conn.close()
+        srv.close()
+    ctx.destroy(0)
+
+
 def test_refused_inputs_not_coerced():
     """Inputs the protocol does not take are refused with calibd's reason
     name, never converted: a string outcome, ids of both kinds in a call."""
