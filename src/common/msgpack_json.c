@@ -21,8 +21,30 @@ static void json_string(FILE *f, const char *s, size_t len)
     fputc('"', f);
 }
 
-void msgpack_print_json(FILE *f, const msgpack_object *o)
+static int is_container(const msgpack_object *o)
 {
+    return o->type == MSGPACK_OBJECT_MAP || o->type == MSGPACK_OBJECT_ARRAY;
+}
+
+/* A map, or an array that holds a map or an array, on lines of their own
+ * (its members indent more than it, by `indent` spaces a level); an array
+ * of scalars on one line. */
+static int on_lines(const msgpack_object *o, int indent)
+{
+    if (!indent)
+        return 0;
+    if (o->type == MSGPACK_OBJECT_MAP)
+        return o->via.map.size > 0;
+    for (uint32_t i = 0; o->type == MSGPACK_OBJECT_ARRAY && i < o->via.array.size; i++)
+        if (is_container(&o->via.array.ptr[i]))
+            return 1;
+    return 0;
+}
+
+static void print(FILE *f, const msgpack_object *o, int indent, int depth)
+{
+    int lines = on_lines(o, indent);
+    const char *sep = lines ? ",\n" : ", ";
     switch (o->type) {
     case MSGPACK_OBJECT_NIL: fputs("null", f); break;
     case MSGPACK_OBJECT_BOOLEAN: fputs(o->via.boolean ? "true" : "false", f); break;
@@ -37,33 +59,44 @@ void msgpack_print_json(FILE *f, const msgpack_object *o)
         break;
     case MSGPACK_OBJECT_STR: json_string(f, o->via.str.ptr, o->via.str.size); break;
     case MSGPACK_OBJECT_ARRAY:
-        fputc('[', f);
+        fputs(lines ? "[\n" : "[", f);
         for (uint32_t i = 0; i < o->via.array.size; i++) {
             if (i)
-                fputs(", ", f);
-            msgpack_print_json(f, &o->via.array.ptr[i]);
+                fputs(sep, f);
+            fprintf(f, "%*s", lines ? (depth + 1) * indent : 0, "");
+            print(f, &o->via.array.ptr[i], indent, depth + 1);
         }
-        fputc(']', f);
+        fprintf(f, lines ? "\n%*s]" : "%*s]", lines ? depth * indent : 0, "");
         break;
     case MSGPACK_OBJECT_MAP:
-        fputc('{', f);
+        fputs(lines ? "{\n" : "{", f);
         for (uint32_t i = 0; i < o->via.map.size; i++) {
             const msgpack_object_kv *kv = &o->via.map.ptr[i];
             if (i)
-                fputs(", ", f);
+                fputs(sep, f);
+            fprintf(f, "%*s", lines ? (depth + 1) * indent : 0, "");
             if (kv->key.type == MSGPACK_OBJECT_STR)
                 json_string(f, kv->key.via.str.ptr, kv->key.via.str.size);
             else
                 fputs("\"?\"", f);
             fputs(": ", f);
-            msgpack_print_json(f, &kv->val);
+            print(f, &kv->val, indent, depth + 1);
         }
-        fputc('}', f);
+        fprintf(f, lines ? "\n%*s}" : "%*s}", lines ? depth * indent : 0, "");
         break;
     default: fputs("null", f); break; /* bin and ext: not in our own messages */
     }
 }
 
+void msgpack_print_json(FILE *f, const msgpack_object *o)
+{
+    print(f, o, 0, 0);
+}
+
+void msgpack_print_json_indented(FILE *f, const msgpack_object *o, int indent)
+{
+    print(f, o, indent > 0 ? indent : 0, 0);
+}
 
 char *msgpack_to_json(const char *buf, size_t len, size_t *out_len)
 {

@@ -23,6 +23,7 @@
 typedef struct target {
     const char *endpoint;
     const char *key, *server_key; /* both or neither */
+    int pretty;                   /* --pretty: the answer indented */
 } target;
 
 /* Sends one request and prints the answer. */
@@ -79,7 +80,7 @@ static int request(const target *t, int timeout_ms, const char *cmd, const char 
         MSGPACK_UNPACK_SUCCESS) {
         ctl_error(NULL, 0, "%s: the answer is not msgpack", addr);
     } else {
-        msgpack_print_json(stdout, &u.data);
+        msgpack_print_json_indented(stdout, &u.data, t->pretty ? 2 : 0);
         fputc('\n', stdout);
         rc = CTL_OK;
         /* {"ok": false, "error": ...}: the daemon refused the request */
@@ -123,19 +124,21 @@ static int control_command(int argc, char **argv, const char *cmd, int takes_mod
         {"timeout", required_argument, NULL, 't'},
         {"key", required_argument, NULL, 'k'},
         {"server-key", required_argument, NULL, 's'},
+        {"pretty", no_argument, NULL, 'p'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
-    target t = {getenv("CALIBD_CONTROL"), getenv("CALIBD_KEY"), getenv("CALIBD_SERVER_KEY")};
+    target t = {getenv("CALIBD_CONTROL"), getenv("CALIBD_KEY"), getenv("CALIBD_SERVER_KEY"), 0};
     double timeout = 5;
     const char *env_timeout = getenv("CALIBD_TIMEOUT");
     if (env_timeout && *env_timeout && parse_timeout(env_timeout, "CALIBD_TIMEOUT", &timeout))
         return CTL_BADINPUT;
     int o;
     optind = 1;
-    while ((o = getopt_long(argc, argv, "c:t:h", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "c:t:ph", opts, NULL)) != -1) {
         switch (o) {
         case 'c': t.endpoint = optarg; break;
+        case 'p': t.pretty = 1; break;
         case 'k': t.key = optarg; break;
         case 's': t.server_key = optarg; break;
         case 't':
@@ -144,7 +147,7 @@ static int control_command(int argc, char **argv, const char *cmd, int takes_mod
             break;
         case 'h':
             printf("usage: calibctl %s [--control EP] [--timeout SECONDS] [--key FILE "
-                   "--server-key FILE]%s\n", cmd,
+                   "--server-key FILE] [--pretty]%s\n", cmd,
                    takes_model == 2 ? " MODEL" : takes_model ? " [MODEL]" : "");
             return CTL_OK;
         default: return CTL_BADINPUT;

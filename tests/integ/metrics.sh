@@ -219,6 +219,19 @@ sys.exit(0 if drop(a)["models"].keys() == drop(b)["models"].keys() and
              a["models"][m]["paired"] == b["models"][m]["paired"]
              for m in a["models"] if a["models"][m]["form"]) and a["messages"] == b["messages"] else 1)
 PY'
+# calibctl status --pretty: the same JSON, a member a line, for people
+status --pretty m > "$work/pretty.json"
+check "calibctl status --pretty: indented, the same JSON as one line" \
+    'python3 - "$work/pretty.json" "$work/ctl-status.json" <<PY
+import json, sys
+text = open(sys.argv[1]).read()
+a, b = json.loads(text), json.load(open(sys.argv[2]))
+lines = text.splitlines()
+m, n = a["models"]["m"], b["models"]["m"]
+sys.exit(0 if len(lines) > 50 and lines[1].startswith("  \\"") and
+         all(len(l) < 400 for l in lines) and
+         m["scored"] == n["scored"] and m["raw"] == n["raw"] and m["params"] == n["params"] else 1)
+PY'
 # history: a point each history_step (0.2 s here) for each model with data
 wait_until '[ "$(curl -sS "$base/history?model=m" | python3 -c "import json,sys; print(len(json.load(sys.stdin)[\"points\"]))")" -ge 3 ]'
 curl -sS "$base/history?model=m" > "$work/hist.json"
