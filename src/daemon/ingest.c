@@ -398,6 +398,27 @@ void ingest_message(calibd *d, const void *topic, size_t topic_len, const void *
     d->ingest_out = NULL;
 }
 
+/* What a prediction's probabilities were, where a value rejected them
+ * (x: the record's outputs, as calib_msg_record decoded them). */
+static void values_said(const calib_msg *msg, int rc, const double *x, char *buf, size_t len)
+{
+    buf[0] = 0;
+    if (msg->type != CALIB_MSG_PRED || msg->form != CALIB_FORM_PROBS)
+        return;
+    if (rc == CALIB_REJ_PROB_SUM) {
+        double sum = 0;
+        for (size_t j = 0; j < msg->k; j++)
+            sum += x[j];
+        snprintf(buf, len, "they sum to %.9g", sum);
+    } else if (rc == CALIB_REJ_PROB_RANGE) {
+        for (size_t j = 0; j < msg->k; j++)
+            if (!(x[j] >= 0 && x[j] <= 1)) {
+                snprintf(buf, len, "probs[%zu] = %.9g", j, x[j]);
+                break;
+            }
+    }
+}
+
 static void ingest_records(calibd *d, model *m, ingest_outcome *out)
 {
     calib_msg *msg = &d->msg;
@@ -410,8 +431,14 @@ static void ingest_records(calibd *d, model *m, ingest_outcome *out)
         calib_msg_rec r;
         rc = calib_msg_record(msg, i, &r, msg->type == CALIB_MSG_PRED ? d->x : NULL);
         if (rc != CALIB_REJ_NONE) {
-            snprintf(why, sizeof why, "record %zu of %zu", i + 1, msg->n);
-            reject(d, m, rc, r.fault_key, msg->batch ? why : NULL);
+            char vals[64];
+            values_said(msg, rc, d->x, vals, sizeof vals);
+            if (msg->batch)
+                snprintf(why, sizeof why, "record %zu of %zu%s%s", i + 1, msg->n,
+                         vals[0] ? ": " : "", vals);
+            else
+                snprintf(why, sizeof why, "%s", vals);
+            reject(d, m, rc, r.fault_key, why[0] ? why : NULL);
             continue;
         }
         if (msg->type == CALIB_MSG_PRED)
