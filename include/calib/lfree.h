@@ -138,8 +138,11 @@ void calib_lfree_free(calib_lfree *lf); /* also on a zeroed one */
 
 /* One prediction as served: k probabilities (summing to 1), or the mean
  * and variance. Returns 1 exactly when it raises the shift test's alarm
- * (the test is evaluated every max(32, K) predictions). */
+ * (the test is evaluated every max(256, K) predictions). */
 int calib_lfree_add(calib_lfree *lf, const double *p);
+/* The same for probabilities whose top class (the first index of their
+ * maximum) the caller has already found: calibd's bins find it. */
+int calib_lfree_add_top(calib_lfree *lf, const double *p, size_t top);
 /* The same for a row of K logits (a classifier's, k >= 2), whose softmax
  * the record keeps: computed in float (within a few float ulps of the
  * double softmax rounded, what calib_lfree_add would keep), about a third

@@ -289,6 +289,7 @@ int model_shape(model *m, int form, size_t k)
         calib_accum_init(&m->lf_graded[i]);
         calib_accum_init(&m->lf_graded_base[i]);
     }
+    memset(&m->lf_pend, 0, sizeof m->lf_pend);
     /* last: the one step that changes the join table */
     if ((rc = calib_join_set_width(&m->join, jwidth, sz.pending)) != CALIB_OK)
         goto err;
@@ -328,6 +329,7 @@ static void free_shaped(model *m)
     calib_lfree_free(&m->lf);
     memset(m->lf_graded, 0, sizeof m->lf_graded);
     memset(m->lf_graded_base, 0, sizeof m->lf_graded_base);
+    memset(&m->lf_pend, 0, sizeof m->lf_pend);
     m->lf_at = 0;
     m->lf_alarm_at = m->lf_last_alarm = 0;
     m->lf_reported = 0;
@@ -562,9 +564,12 @@ static const double *lf_unweigh(const model *m, const double *p, double *out)
  * into the label-free ring: the probabilities as the map gave them,
  * before a prior correction (EM needs outputs calibrated on the
  * reference, and the correction is what it estimates). */
-static void lf_add(model *m, const double *served)
+static void lf_add(model *m, const double *served, size_t top)
 {
-    if (calib_lfree_add(&m->lf, lf_unweigh(m, served, m->recalib.xcand)))
+    const double *p = lf_unweigh(m, served, m->recalib.xcand);
+    /* top: served's top class (SIZE_MAX: not known), which unweighing may move */
+    if (p == served && top != SIZE_MAX ? calib_lfree_add_top(&m->lf, p, top)
+                                       : calib_lfree_add(&m->lf, p))
         m->lf_alarm_at = m->lf_last_alarm = m->lf.total;
 }
 
@@ -665,10 +670,20 @@ static calib_ksum ksum_less(calib_ksum a, calib_ksum b)
     return (calib_ksum){a.sum - b.sum, a.comp - b.comp};
 }
 
-void model_lf_graded_since(const model *m, calib_accum since[2])
+/* lf_graded[i] with the pending gradings added, into *a. */
+static void lf_graded_now(const model *m, int i, calib_accum *a)
+{
+    *a = m->lf_graded[i];
+    a->n += m->lf_pend.n[i];
+    calib_ksum_add(&a->s1, m->lf_pend.s1[i]);
+    calib_ksum_add(&a->s2, m->lf_pend.s2[i]);
+}
+
+void model_lf_graded(const model *m, calib_accum all[2], calib_accum since[2])
 {
     for (int i = 0; i < 2; i++) {
-        const calib_accum *a = &m->lf_graded[i], *b = &m->lf_graded_base[i];
+        const calib_accum *a = &all[i], *b = &m->lf_graded_base[i];
+        lf_graded_now(m, i, &all[i]);
         since[i] = (calib_accum){a->n - b->n, ksum_less(a->s1, b->s1), ksum_less(a->s2, b->s2)};
     }
 }
@@ -721,12 +736,14 @@ void model_score(const model *m, int form, const double *x, double y, double *p,
 
 /* The top label's confidence and whether it was the outcome into the
  * cumulative bins b and, if any, the window pane's bins w (one argmax). */
-static void add_bins(calib_bins *b, calib_bins *w, const double *p, size_t k, double y)
+/* Returns the top class it binned (the first index of p's maximum). */
+static size_t add_bins(calib_bins *b, calib_bins *w, const double *p, size_t k, double y)
 {
     size_t top = calib_argmax(p, k);
     calib_bins_add(b, p[top], top == (size_t)y);
     if (w)
         calib_bins_add(w, p[top], top == (size_t)y);
+    return top;
 }
 
 /* The scores s of the outputs x after parameters p (the loop's scratch). */
@@ -862,15 +879,32 @@ static void observe_segments(model *m, const double *codes, const double s[VIEWS
     seg_observe(&m->seg, codes, &o);
 }
 
+/* The pending gradings into lf_graded, and none pending. */
+static void lf_grade_flush(model *m)
+{
+    for (int i = 0; i < 2; i++) {
+        lf_graded_now(m, i, &m->lf_graded[i]);
+        m->lf_pend.n[i] = 0;
+        m->lf_pend.s1[i] = m->lf_pend.s2[i] = 0;
+    }
+}
+
 /* A joined pair's calibrated main score less its label-free estimates
- * (naive, corrected) made when its prediction arrived. */
+ * (naive, corrected) made when its prediction arrived: summed plainly,
+ * LF_PEND_MAX at a time, then compensated (model.h, lf_pend). */
+#define LF_PEND_MAX 64
 static void lf_grade(model *m, const double est[2], double score)
 {
     for (int i = 0; i < 2; i++) {
         double diff = score - est[i];
-        if (isfinite(diff))
-            calib_accum_add(&m->lf_graded[i], diff);
+        if (isfinite(diff)) {
+            m->lf_pend.n[i]++;
+            m->lf_pend.s1[i] += diff;
+            m->lf_pend.s2[i] += diff * diff;
+        }
     }
+    if (m->lf_pend.n[0] >= LF_PEND_MAX || m->lf_pend.n[1] >= LF_PEND_MAX)
+        lf_grade_flush(m);
 }
 
 static void observe(model *m, const double *x, double y, double now, const double *codes,
@@ -909,6 +943,7 @@ static void observe(model *m, const double *x, double y, double now, const doubl
     calib_pane *pane = calib_window_at(&m->win, now, &err);
     if (!pane)
         m->stale++; /* a clock step back past the window: cumulative only */
+    size_t top = SIZE_MAX; /* the calibrated view's top class, once binned */
     for (int v = 0; v < VIEWS; v++) {
         if (v == VIEW_CAL && xs[v] == xs[VIEW_RAW]) {
             /* identity parameters: the raw view's scores, not computed twice */
@@ -934,7 +969,7 @@ static void observe(model *m, const double *x, double y, double now, const doubl
                 calib_accum_add(&pane->stat[v * WS_PER_VIEW + i], s[v][i]);
         }
         if (m->form != CALIB_FORM_GAUSSIAN) {
-            add_bins(&m->top[v], pane ? &pane->top[v] : NULL, p[v], m->k, y);
+            top = add_bins(&m->top[v], pane ? &pane->top[v] : NULL, p[v], m->k, y);
             if (v == VIEW_RAW && m->cw.k)
                 calib_cwbins_add(&m->cw, p[v], (size_t)y);
         }
@@ -952,7 +987,7 @@ static void observe(model *m, const double *x, double y, double now, const doubl
     if (m->lf.rec && (predicted || slot)) {
         double est[2];
         if (predicted) {
-            lf_add(m, m->form == CALIB_FORM_GAUSSIAN ? xs[VIEW_CAL] : p[VIEW_CAL]);
+            lf_add(m, m->form == CALIB_FORM_GAUSSIAN ? xs[VIEW_CAL] : p[VIEW_CAL], top);
             lf_expected(m, est);
         } else {
             model_lf_slot_get(slot, est);
@@ -1291,6 +1326,7 @@ void model_paired_reset(model *m, uint64_t version, double since)
     calib_lfree_test_reset(&m->lf);
     m->lf_alarm_at = 0;
     m->lf_reported = 0;
+    lf_grade_flush(m);
     memcpy(m->lf_graded_base, m->lf_graded, sizeof m->lf_graded_base);
     for (int i = 0; i < WS_PER_VIEW; i++) {
         for (int v = 0; v < VIEWS; v++)

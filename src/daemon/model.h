@@ -279,8 +279,15 @@ typedef struct model {
      * from its served outputs alone (LF_NAIVE) and under the priors of the
      * last update then (LF_CORRECTED) */
     /* the grading since the start, and its value when the parameters
-     * last changed (model_lf_graded_since: the difference) */
+     * last changed (model_lf_graded: the difference) */
     calib_accum lf_graded[2], lf_graded_base[2];
+    /* the newest gradings, summed plainly (LF_PEND_MAX at most, a few ulps)
+     * before they go into lf_graded's compensated sums: a pair costs two
+     * additions a sum, not a compensated one (model_lf_graded adds them) */
+    struct {
+        uint32_t n[2];
+        double s1[2], s2[2];
+    } lf_pend;
     model_recalib recalib;
     alert_state alert[RULES];
     uint64_t alerts;        /* alerts sent */
@@ -359,9 +366,10 @@ int model_reference_priors(const model *m, double *src);
  * (the ring holds the new mix alone) restarts the test, the new mix its
  * reference. Returns 1 when it updated. */
 int model_lfree_step(model *m, double now);
-/* The grading since the parameters changed: lf_graded less its base (a
+/* The grading (naive, corrected) of every pair, and since the parameters
+ * changed: lf_graded with the pending gradings, less its base for since (a
  * subtraction at reading, not an accumulator more a pair). */
-void model_lf_graded_since(const model *m, calib_accum since[2]);
+void model_lf_graded(const model *m, calib_accum all[2], calib_accum since[2]);
 /* The prior correction of a label shift (label_shift_adapt): EM's priors
  * over the newest label_shift_reference predictions over the reference
  * priors, into w[K], each within [CALIB_PRIOR_WEIGHT_MIN, _MAX]. 1, or 0

@@ -612,9 +612,9 @@ static void pack_window(calib_mpw *w, const model *m)
 /* "label_free": pack_label_free with the model's grading and alarm. */
 static void pack_model_label_free(calib_mpw *w, const model *m)
 {
-    calib_accum since[2];
-    model_lf_graded_since(m, since);
-    pack_label_free(w, m->lf.rec ? &m->lf : NULL, m->lf_graded, since, m->lf_last_alarm);
+    calib_accum all[2], since[2];
+    model_lf_graded(m, all, since);
+    pack_label_free(w, m->lf.rec ? &m->lf : NULL, all, since, m->lf_last_alarm);
 }
 
 static void pack_model(calib_mpw *w, const model *m)

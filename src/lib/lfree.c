@@ -309,17 +309,20 @@ static const double *row_weights(const calib_lfree *lf)
     return lf->fig.corrected ? lf->weights : NULL;
 }
 
-int calib_lfree_add(calib_lfree *lf, const double *p)
+int calib_lfree_add_top(calib_lfree *lf, const double *p, size_t top)
 {
     float *r = next_record(lf);
     put_row(p, lf->width, 1, lf->cfg.k ? row_weights(lf) : NULL, r, lf->sums);
-    if (!lf->test_on)
-        return 0;
+    return lf->test_on && top < lf->width ? test_add(lf, top) : 0;
+}
+
+int calib_lfree_add(calib_lfree *lf, const double *p)
+{
     size_t top = 0; /* the top class, ties to the lowest: a scan (calib_argmax's
                        dispatch costs more than K = 10 compares) */
-    for (size_t i = 1; i < lf->width; i++)
+    for (size_t i = 1; lf->test_on && i < lf->width; i++)
         top = p[i] > p[top] ? i : top;
-    return test_add(lf, top);
+    return calib_lfree_add_top(lf, p, top);
 }
 
 /* ------------------------------------------------- a row of logits */

@@ -20,13 +20,16 @@
 # threads' timing. STILL=1 holds the loop still (miscal_trigger = no,
 # drift = no, on top of CONF; the warmed case, which needs the trigger, is
 # left out): the counts then repeat to 0.1%, and a capability's cost is
-# the difference of two such runs.
+# the difference of two such runs. KEEP=DIR keeps each case's callgrind
+# profile as DIR/cg.CASE (callgrind_annotate --inclusive=yes DIR/cg.joined
+# shows where a pair's instructions go); CASES="joined" runs some cases.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=$(cd "${1:-build/plain}" && pwd)
 n=${N:-100000}
 work=$(mktemp -d)
-trap '[ -n "${pid:-}" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT
+# calibd writes its state at exit: wait for it before removing its directory
+trap '[ -n "${pid:-}" ] && { kill $pid; wait $pid; } 2>/dev/null; rm -rf "$work"' EXIT
 printf 'version 1\nmethod temperature\nparam T 1.5\n' > "$work/model.calibrated.params"
 cases="inline calibrated warmed joined"
 if [ "${STILL:-0}" = 1 ]; then
@@ -35,6 +38,7 @@ if [ "${STILL:-0}" = 1 ]; then
     CONF=$work/still.conf
     cases="inline calibrated joined"
 fi
+cases=${CASES:-$cases}
 # calibd in the build tree is libtool's wrapper: valgrind the program
 "$dir/libtool" --mode=execute valgrind --tool=callgrind --toggle-collect=ingest_on_message \
     --callgrind-out-file="$work/cg.out" \
@@ -57,6 +61,7 @@ count() {
     callgrind_control --dump "$pid" > /dev/null 2>&1
     local f
     f=$(ls -t "$work"/cg.out* | head -1)
+    [ -n "${KEEP:-}" ] && cp "$f" "$KEEP/cg.$model"
     callgrind_annotate --inclusive=yes "$f" 2> /dev/null |
         awk '/ingest_on_message/ && !done {gsub(",", "", $1); print $1; done = 1}'
 }

@@ -260,6 +260,34 @@ static double log_kt3(const int *cls, int from, int to)
     return v;
 }
 
+/* calib_lfree_add_top with the top class found by the caller is
+ * calib_lfree_add: the same records, the same e-values, the same alarm. */
+static void test_add_top(void **state)
+{
+    (void)state;
+    calib_lfree a, b;
+    calib_lfree_cfg c = {.k = K, .recent = 500, .alpha = 0.01, .reference = 1000};
+    assert_int_equal(calib_lfree_init(&a, &c), CALIB_OK);
+    assert_int_equal(calib_lfree_init(&b, &c), CALIB_OK);
+    calib_rng r;
+    calib_rng_seed(&r, 77);
+    double ps[K], pt[K];
+    int alarms = 0;
+    for (int i = 0; i < 6000; i++) {
+        draw(&r, uniform, i < 3000 ? uniform : shifted, ps, pt);
+        int x = calib_lfree_add(&a, ps), y = calib_lfree_add_top(&b, ps, calib_argmax(ps, K));
+        assert_int_equal(x, y);
+        alarms += x;
+        assert_true(calib_lfree_log_e(&a) == calib_lfree_log_e(&b));
+    }
+    assert_int_equal(alarms, 1); /* the shift was seen, by both alike */
+    assert_memory_equal(a.rec, b.rec, 500 * K * sizeof *a.rec);
+    assert_memory_equal(a.sums, b.sums, sizeof a.sums);
+    assert_int_equal(calib_lfree_add_top(&b, ps, K), 0); /* a top out of range: not counted */
+    calib_lfree_free(&a);
+    calib_lfree_free(&b);
+}
+
 /* The test's statistic by hand: K = 3, segments every 10 predictions, the
  * evaluation at prediction 266 (the first at 10, then every 256): max over
  * the 4 segments kept, started at 230, 240, 250 and 260 (the 23rd to the
@@ -519,7 +547,7 @@ int main(void)
         cmocka_unit_test(test_gaussian),    cmocka_unit_test(test_large_k),
         cmocka_unit_test(test_growth),       cmocka_unit_test(test_statistic),
         cmocka_unit_test(test_em_degenerate), cmocka_unit_test(test_logits_row),
-        cmocka_unit_test(test_newest_expected),
+        cmocka_unit_test(test_newest_expected), cmocka_unit_test(test_add_top),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
