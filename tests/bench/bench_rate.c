@@ -7,7 +7,7 @@
  *
  *   bench_rate send --endpoint EP --model M --k K --batch B --count N [--labels]
  *                   [--first ID]
- *   bench_rate null --endpoint EP --count N [--labels]
+ *   bench_rate null --endpoint EP --count N [--labels] [--floor T]
  *   bench_rate wait --control EP --model M --scored N [--timeout S]
  *   bench_rate ping --control EP --seconds S
  *
@@ -20,7 +20,13 @@
  * queue is full: nothing is dropped.
  * null: binds a PULL socket on EP (prints "endpoint=" with the address
  * bound first), decodes every message with msgpack-c and exits when it has
- * counted N predictions (and N labels with --labels).
+ * counted N predictions (and N labels with --labels). --floor T makes it
+ * the floor of issue 41: the least any monitor of these pairs must do
+ * (outcomes inline): for each row both views' softmax (the logits as
+ * sent, and divided by T) with glibc's scalar exp, their Brier and log
+ * scores, and their top-label reliability bin (15 bins); no join, window,
+ * interval, test or sample. Both print their CPU seconds (user + system,
+ * getrusage) at the end: cpu=.
  * wait: polls {"cmd": "status", "model": M} every 5 ms until "scored" >= N.
  * ping: sends {"cmd": "ping"} back to back for S seconds; prints the
  * replies' count and latency (median, p99, max, in ms): how long the loop
@@ -30,8 +36,10 @@
  * Each prints what it did on one line; exit 0, 1 on failure, 2 on usage.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <msgpack.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,11 +294,90 @@ static const msgpack_object *get(const msgpack_object *o, const char *k)
     return NULL;
 }
 
+/* The floor's sums: per view, the Brier and log scores' sums, and per
+ * top-label bin the count, the confidence's and the accuracy's sums. */
+enum { FLOOR_BINS = 15 };
+typedef struct floor_sums {
+    double brier[2], logs[2];
+    double bin_n[2][FLOOR_BINS], bin_conf[2][FLOOR_BINS], bin_acc[2][FLOOR_BINS];
+    double *p; /* K probabilities, scratch */
+    size_t cap;
+    uint64_t rows;
+} floor_sums;
+
+/* One row's views: z (K float32 as sent), its outcome y, 1/T. */
+static void floor_row(floor_sums *f, const float *z, size_t k, size_t y, double inv_t)
+{
+    for (int v = 0; v < 2; v++) {
+        double scale = v ? inv_t : 1, zmax = -HUGE_VAL, sum = 0;
+        for (size_t j = 0; j < k; j++)
+            zmax = z[j] > zmax ? z[j] : zmax;
+        for (size_t j = 0; j < k; j++)
+            sum += f->p[j] = exp((z[j] - zmax) * scale);
+        double brier = 0, top = 0;
+        size_t arg = 0;
+        for (size_t j = 0; j < k; j++) {
+            double p = f->p[j] / sum, d = p - (j == y);
+            brier += d * d;
+            if (p > top) {
+                top = p;
+                arg = j;
+            }
+        }
+        f->brier[v] += brier;
+        f->logs[v] -= log(f->p[y] / sum);
+        size_t b = (size_t)(top * FLOOR_BINS);
+        b = b < FLOOR_BINS ? b : FLOOR_BINS - 1;
+        f->bin_n[v][b] += 1;
+        f->bin_conf[v][b] += top;
+        f->bin_acc[v][b] += arg == y;
+    }
+    f->rows++;
+}
+
+/* A prediction message's rows into the floor's sums: "k", "logits" (a bin
+ * of float32) and "y" (one class, or n of them); others are skipped. */
+static void floor_message(floor_sums *f, const msgpack_object *o, uint64_t rows, double inv_t)
+{
+    const msgpack_object *k = get(o, "k"), *z = get(o, "logits"), *y = get(o, "y");
+    if (!k || k->type != MSGPACK_OBJECT_POSITIVE_INTEGER || !z || z->type != MSGPACK_OBJECT_BIN ||
+        !y || z->via.bin.size != rows * k->via.u64 * sizeof(float))
+        return;
+    size_t kk = k->via.u64;
+    if (kk > f->cap) {
+        double *p = realloc(f->p, kk * sizeof *p);
+        if (!p)
+            return;
+        f->p = p;
+        f->cap = kk;
+    }
+    for (uint64_t i = 0; i < rows; i++) {
+        const msgpack_object *yi =
+            y->type == MSGPACK_OBJECT_ARRAY && i < y->via.array.size ? &y->via.array.ptr[i] : y;
+        if (yi->type != MSGPACK_OBJECT_POSITIVE_INTEGER || yi->via.u64 >= kk)
+            continue;
+        float zi[kk]; /* the bin's bytes, aligned */
+        memcpy(zi, z->via.bin.ptr + i * kk * sizeof(float), kk * sizeof(float));
+        floor_row(f, zi, kk, (size_t)yi->via.u64, inv_t);
+    }
+}
+
+static double cpu_seconds(void)
+{
+    struct rusage r;
+    getrusage(RUSAGE_SELF, &r);
+    return (double)r.ru_utime.tv_sec + (double)r.ru_utime.tv_usec * 1e-6 +
+           (double)r.ru_stime.tv_sec + (double)r.ru_stime.tv_usec * 1e-6;
+}
+
 static int cmd_null(int argc, char **argv)
 {
     const char *ep = opt(argc, argv, "--endpoint", NULL);
     uint64_t n = strtoull(opt(argc, argv, "--count", "0"), NULL, 10);
     int labels = flag(argc, argv, "--labels");
+    const char *ft = opt(argc, argv, "--floor", NULL);
+    double inv_t = ft ? 1 / atof(ft) : 0;
+    floor_sums fl = {0};
     if (!ep || !n) {
         fprintf(stderr, "bench_rate null: --endpoint, --count\n");
         return 2;
@@ -324,13 +411,23 @@ static int cmd_null(int argc, char **argv)
         }
         const msgpack_object *type = get(&u.data, "type"), *cnt = get(&u.data, "n");
         uint64_t rows = cnt && cnt->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? cnt->via.u64 : 1;
-        if (type && type->type == MSGPACK_OBJECT_STR && type->via.str.size == 4)
+        if (type && type->type == MSGPACK_OBJECT_STR && type->via.str.size == 4) {
             preds += rows;
-        else
+            if (ft)
+                floor_message(&fl, &u.data, rows, inv_t);
+        } else {
             labs += rows;
+        }
     }
-    printf("received=%llu labels=%llu bad=%llu seconds=%.3f\n", (unsigned long long)preds,
-           (unsigned long long)labs, (unsigned long long)bad, now() - t0);
+    printf("received=%llu labels=%llu bad=%llu seconds=%.3f cpu=%.6f\n",
+           (unsigned long long)preds, (unsigned long long)labs, (unsigned long long)bad,
+           now() - t0, cpu_seconds());
+    if (ft) /* the figures: nothing of the floor's work is left out as unused */
+        printf("floor rows=%llu brier=%.6f/%.6f log=%.6f/%.6f top_bins_full=%.0f\n",
+               (unsigned long long)fl.rows, fl.brier[0] / (double)fl.rows,
+               fl.brier[1] / (double)fl.rows, fl.logs[0] / (double)fl.rows,
+               fl.logs[1] / (double)fl.rows, fl.bin_n[0][FLOOR_BINS - 1]);
+    free(fl.p);
     msgpack_unpacked_destroy(&u);
     zmq_msg_close(&topic);
     zmq_msg_close(&body);
