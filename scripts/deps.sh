@@ -17,6 +17,7 @@ tests=(libcmocka-dev # the unit tests
        clang libclang-rt-14-dev # the sanitizers build and libFuzzer (tests/fuzz)
        openssl # test certificates for HTTPS (tests/integ/https.sh)
        libfaketime # a wall clock stepped under a running calibd (tests/integ/clock.sh)
+       valgrind # callgrind: the cost budgets in instructions (tests/integ/budget.sh)
        prometheus # promtool and a real Prometheus, for the metrics and pooling tests
        chromium) # a real headless browser, for the page's test (tests/integ/page.sh)
 case $set_name in

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench_ingest_instr.sh [BUILD_DIR] — instructions calibd's ingest path
 # (ingest_on_message and all it calls) executes for N pairs (default
-# 100,000; K = 10, float32 bins, batches of 1000, PUSH -> PULL), counted by
+# 100,000; K = 10, float32 bins, batches of 1000, PUSH -> PULL; K=, BATCH=
+# set others: BATCH=1 is the row form), counted by
 # callgrind, so that the figure does not depend on the machine's load. Two
 # cases: outcomes inline with identity parameters, and outcomes inline for
 # a model whose stored parameters (T = 1.5) are applied, so both views are
@@ -26,7 +27,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=$(cd "${1:-build/plain}" && pwd)
-n=${N:-100000}
+n=${N:-100000} k=${K:-10} batch=${BATCH:-1000}
 work=$(mktemp -d)
 # calibd writes its state at exit: wait for it before removing its directory
 trap '[ -n "${pid:-}" ] && { kill $pid; wait $pid; } 2>/dev/null; rm -rf "$work"' EXIT
@@ -79,7 +80,7 @@ for model in $cases; do
     [ "$model" = joined ] && extra=(--label-delay 0.2 --flush-labels-now)
     if [ "$model" = warmed ]; then
         "$dir/examples/simulate" --push --endpoint ">$pull" --model "$model" --count 20000 \
-            --batch 1000 --k 10 --encoding f32 --seed 2 --linger-ms 600000 2> /dev/null
+            --batch "$batch" --k "$k" --encoding f32 --seed 2 --linger-ms 600000 2> /dev/null
         until [ "$(trigger_state "$model")" = testing ]; do sleep 0.2; done
         count > /dev/null # the warm-up's counts are not this case's
         n0=$(scored "$model")
@@ -89,7 +90,7 @@ for model in $cases; do
     # calibd under callgrind drains slowly: the sender waits until its
     # queue is delivered (the default linger, 2 s, would drop its tail)
     "$dir/examples/simulate" --push --endpoint ">$pull" --model "$model" --count "$n" \
-        --batch 1000 --k 10 --encoding f32 --linger-ms 600000 "${extra[@]}" 2> /dev/null
+        --batch "$batch" --k "$k" --encoding f32 --linger-ms 600000 "${extra[@]}" 2> /dev/null
     until [ "$(scored "$model")" -ge $((n0 + n)) ]; do sleep 0.2; done
     ir=$(count)
     echo "$model: $(( ir / n )) instructions a pair ($ir for $n pairs)"
