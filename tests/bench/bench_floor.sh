@@ -17,7 +17,8 @@
 #           T = 1.5 applied so that both views are scored; periodic
 #           snapshots off, as in bench_throughput.sh (their CPU would land
 #           on whichever case is running)
-# Cases: K = 10 rows, K = 10 batches of 64, K = 1000 rows. CPU is user +
+# Cases: K = 10 rows, K = 10 batches of 64, K = 1000 rows (and, asked by
+# CASES, 32768/1: a token vocabulary, rows). CPU is user +
 # system seconds of the consumer's process (every thread: libzmq's I/O
 # thread, calibd's workers), per prediction, so that a shared machine's
 # load matters less than in a rate; the ratios come from one run.
@@ -49,6 +50,7 @@ count() { # count K B WHO
         10/1/python) n=20000 ;; 10/1/*) n=400000 ;;
         10/64/python) n=256000 ;; 10/64/*) n=2000000 ;;
         1000/1/python) n=5000 ;; 1000/1/*) n=20000 ;;
+        32768/1/python) n=300 ;; 32768/1/*) n=1000 ;;
         *) n=10000 ;;
     esac
     awk -v n="$n" -v s="$scale" -v b="$2" 'BEGIN {m = int(n * s / b) * b; print (m < b ? b : m)}'
