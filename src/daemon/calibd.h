@@ -31,6 +31,7 @@ typedef struct registry {
     size_t leaving;     /* handed over, not yet freed: not counted against
                            max_models, nor shown */
     uint64_t made;      /* models ever made (their seeds) */
+    unsigned walks;     /* walks by number under way (registry_walk_begin) */
 } registry;
 
 /* What the alert rules sent, and their exec sinks (alert.c). */

@@ -23,6 +23,7 @@
 #include "calibd.h"
 #include "status.h"
 #include "http.h"
+#include "registry.h"
 #include "msgpack_json.h"
 #include "state.h"
 
@@ -800,7 +801,8 @@ static void round_rendered(void *arg)
     http_round *r = &h->round;
     if (r->status)
         status_end(&r->st);
-    r->busy = 2; /* the worker's */
+    r->busy = 2; /* the worker's: the models are walked */
+    registry_walk_end(&h->d->reg);
     r->work.data = h;
     if (uv_queue_work(h->d->loop, &r->work, join_work, join_done) != 0) {
         join_work(&r->work); /* no worker: at once */
@@ -814,6 +816,7 @@ static void round_start(http_server *h, calibd *d, int metrics, int status, doub
 {
     http_round *r = &h->round;
     r->busy = 1;
+    registry_walk_begin(&d->reg); /* until round_rendered, or http_stop */
     r->metrics = metrics;
     r->status = status;
     r->point = point_at > 0;
@@ -846,11 +849,6 @@ static int rounds_init(http_server *h, calibd *d)
     return 0;
 }
 
-int http_rendering(const http_server *h)
-{
-    return h->round.busy == 1;
-}
-
 void http_update(http_server *h, calibd *d)
 {
     if (!h->mhd)
@@ -881,7 +879,10 @@ void http_stop(http_server *h)
     h->mhd = NULL;
     slicer_close(&h->round.models);
     history_stop(&h->hist);
-    h->round.busy = h->round.busy == 1 ? 0 : h->round.busy; /* a join still ends */
+    if (h->round.busy == 1) { /* a walk cut short; a join still ends */
+        h->round.busy = 0;
+        registry_walk_end(&h->d->reg);
+    }
 }
 
 void http_free(http_server *h)

@@ -136,8 +136,6 @@ typedef struct http_server {
  * connections, lim->max_per_addr from one address. */
 int http_start(http_server *h, const char *addr, const http_limits *lim,
                const http_access *acc, char *err, size_t errlen);
-/* A rendering round holds pointers to the models (registry_collect waits). */
-int http_rendering(const http_server *h);
 
 /* Loop thread, each tick: logs the server thread's notes, marks the loop
  * alive (/healthz), starts a round

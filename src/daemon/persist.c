@@ -497,6 +497,7 @@ static void packed(void *arg)
     calibd *d = arg;
     persister *s = &d->snap;
     s->packing = 0;
+    registry_walk_end(&d->reg);
     s->slice_max = s->pack.slice_max;
     s->models = s->packed;
     s->copied = s->copies;
@@ -531,6 +532,7 @@ void persist_tick(calibd *d)
         return;
     }
     s->packing = 1;
+    registry_walk_begin(&d->reg); /* until packed, or persist_stop */
     s->packed = s->copies = 0;
     slicer_start(&s->pack);
 }
@@ -551,6 +553,8 @@ void persist_stop(calibd *d)
             s->chunks = NULL;
         }
     }
+    if (s->packing)
+        registry_walk_end(&d->reg);
     s->packing = s->all_packed = 0;
 }
 

@@ -13,6 +13,7 @@
 #include "calib/recal.h"
 #include "calibd.h"
 #include "recalib.h"
+#include "registry.h"
 #include "pack.h"
 #include "pub.h"
 #include "state.h"
@@ -1388,7 +1389,8 @@ static void pass_model(void *arg, size_t i)
 
 static void pass_done(void *arg)
 {
-    (void)arg;
+    calibd *d = arg;
+    registry_walk_end(&d->reg);
 }
 
 int daemon_tick_init(calibd *d)
@@ -1408,5 +1410,6 @@ void daemon_tick(calibd *d, double steady)
     d->pass.republish = now >= d->next_republish;
     if (d->pass.republish)
         d->next_republish = now + d->cfg.params_interval;
+    registry_walk_begin(&d->reg); /* until pass_done */
     slicer_start(&d->pass.models);
 }

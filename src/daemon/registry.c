@@ -263,9 +263,20 @@ static double last_seen(const model *m)
     return m->last_prediction_mono > t ? m->last_prediction_mono : t;
 }
 
+void registry_walk_begin(registry *r)
+{
+    r->walks++;
+}
+
+void registry_walk_end(registry *r)
+{
+    if (r->walks) /* a walk ends once */
+        r->walks--;
+}
+
 int registry_walked(const calibd *d)
 {
-    return d->pass.models.running || d->snap.packing || http_rendering(&d->http);
+    return d->reg.walks > 0;
 }
 
 size_t registry_collect(calibd *d, double now, int busy)

@@ -39,6 +39,12 @@ void registry_remove(calibd *d, model *m);
  * or a store). Counts them; returns how many went.
  */
 size_t registry_collect(calibd *d, double now, int busy);
+/* A walk over the models by number (the tick's pass, a snapshot's
+ * packing, an HTTP round) holds their numbers across turns of the loop:
+ * from registry_walk_begin to registry_walk_end, which the walker calls
+ * (Redis's dictPauseRehashing), registry_collect frees none. */
+void registry_walk_begin(registry *r);
+void registry_walk_end(registry *r);
 /* Something walks the models by number now (registry_collect's busy). */
 int registry_walked(const calibd *d);
 

@@ -162,9 +162,17 @@ static void collect_forgotten_and_idle(void **state)
     double t0 = 1000;
     gone->created_mono = idle->created_mono = busy->created_mono = t0;
     kept->created_mono = scored->created_mono = t0;
-    /* something walks the models: nothing goes */
-    assert_int_equal(registry_collect(d, t0 + 1, 1), 0);
-    assert_int_equal(registry_collect(d, t0 + 1, 0), 1);
+    /* something walks the models: nothing goes; two walks, each held
+     * until its end, and an end too many changes nothing */
+    registry_walk_begin(&d->reg);
+    registry_walk_begin(&d->reg);
+    assert_int_equal(registry_collect(d, t0 + 1, registry_walked(d)), 0);
+    registry_walk_end(&d->reg);
+    assert_int_equal(registry_collect(d, t0 + 1, registry_walked(d)), 0);
+    registry_walk_end(&d->reg);
+    registry_walk_end(&d->reg);
+    assert_false(registry_walked(d));
+    assert_int_equal(registry_collect(d, t0 + 1, registry_walked(d)), 1);
     assert_null(registry_find(d, "gone", 4));
     assert_int_equal(d->reg.forgotten, 1);
     /* idle for 60 s: the unconfigured one without pairs goes */
