@@ -388,165 +388,175 @@ void config_clear_endpoints(endpoint_list *l)
     l->n = 0;
 }
 
+/*
+ * The [daemon] keys: one table, the setter a switch on the kind (Redis's
+ * static_configs[]); the suggestions for a misspelt key read the names
+ * from it too (config_daemon_keys).
+ */
+enum dkind {
+    DK_STRING,   /* any non-empty text */
+    DK_LEVEL,    /* log_level: a level's name */
+    DK_ABSOLUTE, /* an absolute path (run without a shell) */
+    DK_FILE,     /* a file, or "none" (the default): none */
+    DK_LIST,     /* a comma list of endpoints, added to the ones before */
+    DK_PULL,     /* the same, or "none": no socket */
+    DK_PREFIXES, /* a comma list of topic prefixes, replacing the ones before */
+    DK_BOOL,     /* yes or no */
+    DK_SECONDS,  /* seconds in (0, max] */
+    DK_SECONDS0, /* seconds in [0, max], 0 meaning what `zero` says */
+    DK_UINT,     /* an integer in [min, max] */
+};
+
+typedef struct daemon_key {
+    const char *name;
+    enum dkind kind;
+    size_t offset;
+    uint64_t min, max; /* DK_UINT's range; DK_SECONDS*'s max */
+    const char *zero;  /* DK_SECONDS0: what 0 means */
+} daemon_key;
+
+#define DK(name, kind, field, ...) {name, kind, offsetof(daemon_cfg, field), __VA_ARGS__}
+static const daemon_key daemon_keys[] = {
+    DK("alert_exec", DK_ABSOLUTE, alert_exec, 0, 0, NULL),
+    DK("alert_exec_timeout", DK_SECONDS, alert_exec_timeout, 0, 86400, NULL),
+    DK("auto_models", DK_BOOL, auto_models, 0, 0, NULL),
+    DK("control", DK_STRING, control, 0, 0, NULL),
+    DK("curve_operators", DK_FILE, curve_operators, 0, 0, NULL),
+    DK("curve_producers", DK_FILE, curve_producers, 0, 0, NULL),
+    DK("curve_secret_key", DK_FILE, curve_secret_key, 0, 0, NULL),
+    DK("curve_subscribers", DK_FILE, curve_subscribers, 0, 0, NULL),
+    DK("drain_time", DK_SECONDS, drain_time, 0, 1, NULL),
+    DK("health_timeout", DK_SECONDS, health_timeout, 0, 3600, NULL),
+    DK("history", DK_UINT, history, 0, 100000, NULL),
+    DK("history_step", DK_SECONDS, history_step, 0, 3600, NULL),
+    DK("http", DK_STRING, http, 0, 0, NULL),
+    DK("http_auth_basic_file", DK_FILE, http_auth_basic_file, 0, 0, NULL),
+    DK("http_auth_metrics", DK_BOOL, http_auth_metrics, 0, 0, NULL),
+    DK("http_auth_token_file", DK_FILE, http_auth_token_file, 0, 0, NULL),
+    DK("http_ingest", DK_BOOL, http_ingest, 0, 0, NULL),
+    DK("http_ingest_token_file", DK_FILE, http_ingest_token_file, 0, 0, NULL),
+    DK("http_max_connections", DK_UINT, http_max_connections, 1, 100000, NULL),
+    DK("http_max_per_address", DK_UINT, http_max_per_address, 1, 100000, NULL),
+    DK("http_timeout", DK_SECONDS, http_timeout, 0, 3600, NULL),
+    DK("http_tls_cert", DK_FILE, http_tls_cert, 0, 0, NULL),
+    DK("http_tls_key", DK_FILE, http_tls_key, 0, 0, NULL),
+    DK("ingest", DK_LIST, ingest, 0, 0, NULL),
+    DK("ingest_memory", DK_UINT, ingest_memory, 1u << 20, (uint64_t)1 << 40, NULL),
+    DK("ingest_pull", DK_PULL, ingest_pull, 0, 0, NULL),
+    DK("log_level", DK_LEVEL, log_level, 0, 0, NULL),
+    DK("max_models", DK_UINT, max_models, 1, CFG_MAX_MODELS, NULL),
+    DK("max_msg_size", DK_UINT, max_msg_size, 1024, (uint64_t)1 << 31, NULL),
+    DK("memory_limit", DK_UINT, memory_limit, 1u << 24, (uint64_t)1 << 44, NULL),
+    DK("model_idle_ttl", DK_SECONDS0, model_idle_ttl, 0, 31536000, "never"),
+    DK("params_interval", DK_SECONDS, params_interval, 0, 86400, NULL),
+    DK("plugin_dir", DK_STRING, plugin_dir, 0, 0, NULL),
+    DK("publish", DK_STRING, publish, 0, 0, NULL),
+    DK("publish_memory", DK_UINT, publish_memory, 1u << 16, (uint64_t)1 << 34, NULL),
+    DK("rcvhwm", DK_UINT, rcvhwm, 1, 100000000, NULL),
+    DK("snapshot_interval", DK_SECONDS0, snapshot_interval, 0, 86400, "off"),
+    DK("sndhwm", DK_UINT, sndhwm, 1, 100000000, NULL),
+    DK("state_dir", DK_STRING, state_dir, 0, 0, NULL),
+    DK("subscribe", DK_PREFIXES, subscribe, 0, 0, NULL),
+    DK("tick", DK_SECONDS, tick, 0, 60, NULL),
+};
+#undef DK
+#define N_DAEMON_KEYS (sizeof daemon_keys / sizeof daemon_keys[0])
+
+/* A text key's value into its field. */
+static int set_text(const daemon_key *dk, char **str, const char *value, char *err,
+                    size_t errlen)
+{
+    if (*value == 0) {
+        snprintf(err, errlen, "%s: empty value", dk->name);
+        return -1;
+    }
+    if (dk->kind == DK_LEVEL && log_level_parse(value) < 0) {
+        snprintf(err, errlen, "log_level = '%s': expected error, warn, info or debug", value);
+        return -1;
+    }
+    if (dk->kind == DK_ABSOLUTE && value[0] != '/') {
+        snprintf(err, errlen, "%s = '%s': expected an absolute path (it is run without a "
+                 "shell)", dk->name, value);
+        return -1;
+    }
+    if (dk->kind == DK_FILE && strcmp(value, "none") == 0) { /* the default: no file */
+        free(*str);
+        *str = NULL;
+        return 0;
+    }
+    if (set_string(str, value) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* A number of seconds in [0 or (0, max] into *f. */
+static int set_seconds(const daemon_key *dk, double *f, const char *value, char *err,
+                       size_t errlen)
+{
+    if (dk->kind == DK_SECONDS) {
+        if (parse_seconds(value, f) != 0 || *f > (double)dk->max) {
+            snprintf(err, errlen, "%s = '%s': expected seconds in (0, %g]", dk->name, value,
+                     (double)dk->max);
+            return -1;
+        }
+        return 0;
+    }
+    char *end;
+    double v = strtod(value, &end);
+    if (end == value || *end || !isfinite(v) || v < 0 || v > (double)dk->max) {
+        snprintf(err, errlen, "%s = '%s': expected seconds in [0, %g] (0: %s)", dk->name, value,
+                 (double)dk->max, dk->zero);
+        return -1;
+    }
+    *f = v;
+    return 0;
+}
+
 int config_set_daemon(daemon_cfg *c, const char *key, const char *value, char *err,
                       size_t errlen)
 {
+    const daemon_key *dk = NULL;
+    for (size_t i = 0; i < N_DAEMON_KEYS && !dk; i++)
+        dk = strcmp(key, daemon_keys[i].name) == 0 ? &daemon_keys[i] : NULL;
+    if (!dk)
+        return 1; /* unknown */
+    void *field = (char *)c + dk->offset;
     int b;
-    char **str = strcmp(key, "publish") == 0     ? &c->publish
-                 : strcmp(key, "control") == 0   ? &c->control
-                 : strcmp(key, "http") == 0      ? &c->http
-                 : strcmp(key, "state_dir") == 0 ? &c->state_dir
-                 : strcmp(key, "log_level") == 0 ? &c->log_level
-                 : strcmp(key, "alert_exec") == 0 ? &c->alert_exec
-                 : strcmp(key, "plugin_dir") == 0 ? &c->plugin_dir
-                 : strcmp(key, "http_tls_cert") == 0 ? &c->http_tls_cert
-                 : strcmp(key, "http_tls_key") == 0 ? &c->http_tls_key
-                 : strcmp(key, "http_auth_token_file") == 0 ? &c->http_auth_token_file
-                 : strcmp(key, "http_auth_basic_file") == 0 ? &c->http_auth_basic_file
-                 : strcmp(key, "http_ingest_token_file") == 0 ? &c->http_ingest_token_file
-                 : strcmp(key, "curve_secret_key") == 0 ? &c->curve_secret_key
-                 : strcmp(key, "curve_producers") == 0 ? &c->curve_producers
-                 : strcmp(key, "curve_operators") == 0 ? &c->curve_operators
-                 : strcmp(key, "curve_subscribers") == 0 ? &c->curve_subscribers
-                                                 : NULL;
-    if (str) {
-        if (*value == 0) {
-            snprintf(err, errlen, "%s: empty value", key);
-            return -1;
-        }
-        if (strcmp(key, "log_level") == 0 && log_level_parse(value) < 0) {
-            snprintf(err, errlen, "log_level = '%s': expected error, warn, info or debug", value);
-            return -1;
-        }
-        if (strcmp(key, "alert_exec") == 0 && value[0] != '/') {
-            snprintf(err, errlen, "alert_exec = '%s': expected an absolute path (it is run "
-                     "without a shell)", value);
-            return -1;
-        }
-        /* http_tls_*, http_auth_*_file, curve_*: "none" is the default,
-         * no file (or no CURVE) */
-        if ((strncmp(key, "http_", 5) == 0 || strncmp(key, "curve_", 6) == 0) &&
-            strcmp(value, "none") == 0) {
-            free(*str);
-            *str = NULL;
-            return 0;
-        }
-        if (set_string(str, value) != 0) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        return 0;
-    }
-    if (strcmp(key, "ingest") == 0)
-        return add_list(&c->ingest, value, "endpoint", err, errlen);
-    if (strcmp(key, "ingest_pull") == 0) {
+    switch (dk->kind) {
+    case DK_STRING:
+    case DK_LEVEL:
+    case DK_ABSOLUTE:
+    case DK_FILE: return set_text(dk, field, value, err, errlen);
+    case DK_PULL:
         if (strcmp(value, "none") == 0) { /* no PULL socket */
-            config_clear_endpoints(&c->ingest_pull);
+            config_clear_endpoints(field);
             return 0;
         }
-        return add_list(&c->ingest_pull, value, "endpoint", err, errlen);
-    }
-    if (strcmp(key, "subscribe") == 0) {
-        config_clear_endpoints(&c->subscribe);
-        return add_list(&c->subscribe, value, "topic prefix", err, errlen);
-    }
-    if (strcmp(key, "auto_models") == 0) {
-        if (parse_bool(value, &b) != 0) {
-            snprintf(err, errlen, "auto_models = '%s': expected yes or no", value);
-            return -1;
-        }
-        c->auto_models = b;
-        return 0;
-    }
-    if (strcmp(key, "http_auth_metrics") == 0 || strcmp(key, "http_ingest") == 0) {
+        return add_list(field, value, "endpoint", err, errlen);
+    case DK_LIST: return add_list(field, value, "endpoint", err, errlen);
+    case DK_PREFIXES:
+        config_clear_endpoints(field);
+        return add_list(field, value, "topic prefix", err, errlen);
+    case DK_BOOL:
         if (parse_bool(value, &b) != 0) {
             snprintf(err, errlen, "%s = '%s': expected yes or no", key, value);
             return -1;
         }
-        *(key[5] == 'a' ? &c->http_auth_metrics : &c->http_ingest) = b;
+        *(int *)field = b;
         return 0;
-    }
-    if (strcmp(key, "params_interval") == 0 || strcmp(key, "alert_exec_timeout") == 0) {
-        double *f = key[0] == 'p' ? &c->params_interval : &c->alert_exec_timeout;
-        if (parse_seconds(value, f) != 0 || *f > 86400) {
-            snprintf(err, errlen, "%s = '%s': expected seconds in (0, 86400]", key, value);
+    case DK_SECONDS:
+    case DK_SECONDS0: return set_seconds(dk, field, value, err, errlen);
+    case DK_UINT:
+        if (parse_uint(value, dk->min, dk->max, field) != 0) {
+            snprintf(err, errlen, "%s = '%s': expected an integer in %llu..%llu", key, value,
+                     (unsigned long long)dk->min, (unsigned long long)dk->max);
             return -1;
         }
         return 0;
     }
-    if (strcmp(key, "model_idle_ttl") == 0) { /* 0: models never expire */
-        char *end;
-        double v = strtod(value, &end);
-        if (end == value || *end || !isfinite(v) || v < 0 || v > 31536000) {
-            snprintf(err, errlen, "%s = '%s': expected seconds in [0, 31536000] (0: never)",
-                     key, value);
-            return -1;
-        }
-        c->model_idle_ttl = v;
-        return 0;
-    }
-    if (strcmp(key, "snapshot_interval") == 0) { /* 0: no periodic snapshot */
-        char *end;
-        double v = strtod(value, &end);
-        if (end == value || *end || !isfinite(v) || v < 0 || v > 86400) {
-            snprintf(err, errlen, "%s = '%s': expected seconds in [0, 86400] (0: off)", key,
-                     value);
-            return -1;
-        }
-        c->snapshot_interval = v;
-        return 0;
-    }
-    static const struct {
-        const char *name;
-        size_t offset;
-        double max;
-    } secs[] = {
-        {"tick", offsetof(daemon_cfg, tick), 60},
-        {"drain_time", offsetof(daemon_cfg, drain_time), 1},
-        {"http_timeout", offsetof(daemon_cfg, http_timeout), 3600},
-        {"health_timeout", offsetof(daemon_cfg, health_timeout), 3600},
-        {"history_step", offsetof(daemon_cfg, history_step), 3600},
-    };
-    for (size_t i = 0; i < sizeof secs / sizeof secs[0]; i++) {
-        if (strcmp(key, secs[i].name) != 0)
-            continue;
-        double *f = (double *)((char *)c + secs[i].offset);
-        if (parse_seconds(value, f) != 0 || *f > secs[i].max) {
-            snprintf(err, errlen, "%s = '%s': expected seconds in (0, %g]", key, value,
-                     secs[i].max);
-            return -1;
-        }
-        return 0;
-    }
-    static const struct {
-        const char *name;
-        size_t offset;
-        uint64_t min, max;
-    } uints[] = {
-        {"max_msg_size", offsetof(daemon_cfg, max_msg_size), 1024, (uint64_t)1 << 31},
-        {"rcvhwm", offsetof(daemon_cfg, rcvhwm), 1, 100000000},
-        {"sndhwm", offsetof(daemon_cfg, sndhwm), 1, 100000000},
-        {"ingest_memory", offsetof(daemon_cfg, ingest_memory), 1u << 20, (uint64_t)1 << 40},
-        {"publish_memory", offsetof(daemon_cfg, publish_memory), 1u << 16, (uint64_t)1 << 34},
-        {"memory_limit", offsetof(daemon_cfg, memory_limit), 1u << 24, (uint64_t)1 << 44},
-        {"max_models", offsetof(daemon_cfg, max_models), 1, CFG_MAX_MODELS},
-        {"http_max_connections", offsetof(daemon_cfg, http_max_connections), 1, 100000},
-        {"http_max_per_address", offsetof(daemon_cfg, http_max_per_address), 1, 100000},
-        {"history", offsetof(daemon_cfg, history), 0, 100000},
-    };
-    for (size_t i = 0; i < sizeof uints / sizeof uints[0]; i++) {
-        if (strcmp(key, uints[i].name) != 0)
-            continue;
-        if (parse_uint(value, uints[i].min, uints[i].max,
-                       (uint64_t *)((char *)c + uints[i].offset)) != 0) {
-            snprintf(err, errlen, "%s = '%s': expected an integer in %llu..%llu", key,
-                     value, (unsigned long long)uints[i].min,
-                     (unsigned long long)uints[i].max);
-            return -1;
-        }
-        return 0;
-    }
-    return 1; /* unknown */
+    return 1;
 }
 
 uint64_t config_rcvhwm(const daemon_cfg *c)
@@ -859,19 +869,8 @@ static model_cfg *model_section(load_state *s, const char *name)
 
 /* ------------------------------------------------------------ names */
 
-/* The keys of [daemon] and [kafka] (their setters are chains of tests, not
- * tables: test_cfg checks that each of these is known to them). */
-static const char *const daemon_key_names[] = {
-    "alert_exec", "alert_exec_timeout", "auto_models", "control", "curve_operators",
-    "curve_producers", "curve_secret_key", "curve_subscribers", "drain_time",
-    "health_timeout", "history", "history_step", "http", "http_auth_basic_file",
-    "http_auth_metrics", "http_auth_token_file", "http_ingest", "http_ingest_token_file",
-    "http_max_connections", "http_max_per_address", "http_timeout", "http_tls_cert",
-    "http_tls_key", "ingest", "ingest_memory", "ingest_pull", "log_level", "max_models",
-    "max_msg_size", "memory_limit", "model_idle_ttl", "params_interval", "plugin_dir",
-    "publish", "publish_memory", "rcvhwm", "snapshot_interval", "sndhwm", "state_dir",
-    "subscribe", "tick", NULL,
-};
+/* The keys of [kafka] (its setter is a chain of tests, not a table:
+ * test_cfg checks that each of these is known to it). */
 static const char *const kafka_key_names[] = {
     "brokers", "topics", "group", "state_dir", "debug", "partitioner", NULL,
 };
@@ -879,7 +878,13 @@ static const char *const section_names[] = {"daemon", "defaults", "kafka", "mode
 
 const char *const *config_daemon_keys(void)
 {
-    return daemon_key_names;
+    /* the table's names, NULL-terminated; filled at the first call, which
+     * is the configuration's loading on the main thread */
+    static const char *names[N_DAEMON_KEYS + 1];
+    if (!names[0])
+        for (size_t i = 0; i < N_DAEMON_KEYS; i++)
+            names[i] = daemon_keys[i].name;
+    return names;
 }
 
 const char *const *config_kafka_keys(void)
@@ -1068,7 +1073,7 @@ static int on_key(void *user, const char *section, const char *key, const char *
         return fail(s, err);
     if (rc > 0)
         return unknown_key(s, section, key,
-                           strcmp(section, "daemon") == 0  ? config_nearest(key, daemon_key_names)
+                           strcmp(section, "daemon") == 0  ? config_nearest(key, config_daemon_keys())
                            : strcmp(section, "kafka") == 0 ? config_nearest(key, kafka_key_names)
                                                            : nearest_model_key(key));
     if (strcmp(key, "method") == 0 || strcmp(key, "fit_params") == 0) {

@@ -309,20 +309,32 @@ static const double *row_weights(const calib_lfree *lf)
     return lf->fig.corrected ? lf->weights : NULL;
 }
 
-int calib_lfree_add_top(calib_lfree *lf, const double *p, size_t top)
+/* The entry points below call these, never one another: a profile's
+ * inclusive count of each is its caller's cost alone (tests/integ/budget.py). */
+static int add_top(calib_lfree *lf, const double *p, size_t top)
 {
     float *r = next_record(lf);
     put_row(p, lf->width, 1, lf->cfg.k ? row_weights(lf) : NULL, r, lf->sums);
     return lf->test_on && top < lf->width ? test_add(lf, top) : 0;
 }
 
-int calib_lfree_add(calib_lfree *lf, const double *p)
+static int add(calib_lfree *lf, const double *p)
 {
     size_t top = 0; /* the top class, ties to the lowest: a scan (calib_argmax's
                        dispatch costs more than K = 10 compares) */
     for (size_t i = 1; lf->test_on && i < lf->width; i++)
         top = p[i] > p[top] ? i : top;
-    return calib_lfree_add_top(lf, p, top);
+    return add_top(lf, p, top);
+}
+
+int calib_lfree_add_top(calib_lfree *lf, const double *p, size_t top)
+{
+    return add_top(lf, p, top);
+}
+
+int calib_lfree_add(calib_lfree *lf, const double *p)
+{
+    return add(lf, p);
 }
 
 /* ------------------------------------------------- a row of logits */
@@ -408,7 +420,7 @@ int calib_lfree_add_logits(calib_lfree *lf, const double *z)
          * softmax (scratch's first k: free between updates) */
         if (lf->cfg.k)
             calib_softmax(z, k, lf->scratch);
-        return calib_lfree_add(lf, lf->cfg.k ? lf->scratch : z);
+        return add(lf, lf->cfg.k ? lf->scratch : z);
     }
     /* scratch: 5k doubles >= k rounded up to 4 (k >= 2) */
     double s = exp_f32(z, k, z[top], lf->scratch);
@@ -460,7 +472,9 @@ void calib_lfree_test_reset(calib_lfree *lf)
     lf->nseg = 0;
     lf->started = 0;
     lf->test_n = 0;
-    lf->check_at = lf->cfg.reference; /* nothing to test before a segment */
+    /* the first segment starts after `reference` samples: the first
+     * evaluation with a segment to test is one sample later */
+    lf->check_at = lf->cfg.reference + 1;
     lf->seg_at = lf->cfg.reference;
     lf->log_e = 0;
     lf->alarm = 0;

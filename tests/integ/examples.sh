@@ -197,8 +197,7 @@ stop_calibd
 
 # every [daemon] key calibd knows (src/daemon/cfg.c: config_set_daemon's
 # names and its table) appears in the example, set or commented
-{ awk '/^int config_set_daemon\(/,/^}/' "$srcdir/src/daemon/cfg.c" | grep -oE 'strcmp\(key, "[a-z_]+"\)'
-  grep -oE '\{"[a-z_]+", offsetof\(daemon_cfg' "$srcdir/src/daemon/cfg.c"; } |
+grep -oE '^    DK\("[a-z_]+"' "$srcdir/src/daemon/cfg.c" |
     grep -oE '"[a-z_]+"' | tr -d '"' | sort -u > "$work/daemon_keys"
 # and [kafka]'s, commented out whole (uncommented, they need a broker)
 kafka_missing=$(for k in brokers topics group state_dir; do
