@@ -450,6 +450,9 @@ class Producer:
             self._send_rows(topic, make, m, b)
             return
         self._send(topic, body, payload)
+        # counted as each message goes: a later one that raises leaves
+        # these counted (close() names what was not delivered)
+        self.sent["predictions" if body["type"] == "pred" else "labels"] += b - a
 
     def predict(self, model: str, ids, *, logits=None, probs=None, p=None, mean=None,
                 var=None, y=None, ts=None, seg=None) -> int:
@@ -504,7 +507,6 @@ class Producer:
             return msg
         for a in range(0, n, self.batch):
             self._send_rows(topic, make, a, min(n, a + self.batch))
-        self.sent["predictions"] += n
         return n
 
     def _predict_row(self, topic, i, form, logits, probs, p, mean, var, y, ts, seg) -> int:
@@ -554,5 +556,4 @@ class Producer:
             return msg
         for a in range(0, n, self.batch):
             self._send_rows(topic, make, a, min(n, a + self.batch))
-        self.sent["labels"] += n
         return n

@@ -403,17 +403,23 @@ void ingest_message(calibd *d, const void *topic, size_t topic_len, const void *
 static void values_said(const calib_msg *msg, int rc, const double *x, char *buf, size_t len)
 {
     buf[0] = 0;
-    if (msg->type != CALIB_MSG_PRED || msg->form != CALIB_FORM_PROBS)
+    if (msg->type != CALIB_MSG_PRED)
+        return;
+    if (msg->form == CALIB_FORM_BINARY && rc == CALIB_REJ_PROB_RANGE) {
+        snprintf(buf, len, "p = %.17g", x[0]);
+        return;
+    }
+    if (msg->form != CALIB_FORM_PROBS)
         return;
     if (rc == CALIB_REJ_PROB_SUM) {
         double sum = 0;
         for (size_t j = 0; j < msg->k; j++)
             sum += x[j];
-        snprintf(buf, len, "they sum to %.9g", sum);
+        snprintf(buf, len, "they sum to %.17g", sum);
     } else if (rc == CALIB_REJ_PROB_RANGE) {
         for (size_t j = 0; j < msg->k; j++)
             if (!(x[j] >= 0 && x[j] <= 1)) {
-                snprintf(buf, len, "probs[%zu] = %.9g", j, x[j]);
+                snprintf(buf, len, "probs[%zu] = %.17g", j, x[j]);
                 break;
             }
     }

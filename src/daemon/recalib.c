@@ -1252,10 +1252,9 @@ static void expiry_say(calibd *d, model *m)
     if (n == m->expiry_said || (m->expiry_said_mono && d->pass.now - m->expiry_said_mono < 60))
         return;
     log_rl(&d->log, LOG_INFO, "join", "%s: %llu predictions and %llu labels expired unmatched "
-           "in all (%llu since the last line): their label or prediction did not "
-           "come within label_ttl = %g s (an id of the other kind, or a later label: raise "
-           "label_ttl)", m->name, (unsigned long long)j->expired_preds,
-           (unsigned long long)j->expired_labels, (unsigned long long)(n - m->expiry_said),
+           "in all: their label or prediction did not come within label_ttl = %g s (an id "
+           "of the other kind, or a later label: raise label_ttl)", m->name,
+           (unsigned long long)j->expired_preds, (unsigned long long)j->expired_labels,
            m->cfg.label_ttl);
     m->expiry_said = n;
     m->expiry_said_mono = d->pass.now;

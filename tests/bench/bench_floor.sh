@@ -84,7 +84,9 @@ for c in $cases; do
     declare -A ns=()
     for who in null floor python; do
         n=$(count "$k" "$b" "$who")
-        ns[$who]=$(awk -v s="$(consume "$who" "$k" "$b" "$n")" -v n="$n" 'BEGIN {printf "%.0f", s / n * 1e9}')
+        cpu=$(consume "$who" "$k" "$b" "$n")
+        [ -n "$cpu" ] || { echo "bench_floor: $who gave no CPU figure" >&2; exit 1; }
+        ns[$who]=$(awk -v s="$cpu" -v n="$n" 'BEGIN {printf "%.0f", s / n * 1e9}')
     done
     n=$(count "$k" "$b" calibd)
     model=k$k-b$b

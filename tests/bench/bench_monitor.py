@@ -10,7 +10,8 @@ a message.
     bench_monitor.py --endpoint tcp://127.0.0.1:* --count N --floor T
 
 Prints "endpoint=ADDRESS" once bound, and at the end what it received, its
-CPU seconds (user + system) and its figures, in bench_rate's form.
+CPU seconds (user + system) from the first message on (the interpreter's
+and numpy's start-up left out) and its figures, in bench_rate's form.
 """
 import argparse
 import resource
@@ -54,10 +55,13 @@ def main():
     sums = {"brier": [0.0, 0.0], "log": [0.0, 0.0],
             "bin_n": np.zeros((2, BINS)), "bin_conf": np.zeros((2, BINS)),
             "bin_acc": np.zeros((2, BINS))}
-    inv_t, preds, rows, t0 = 1 / a.floor, 0, 0, None
+    inv_t, preds, rows, t0, cpu0 = 1 / a.floor, 0, 0, None, 0.0
     while preds < a.count:
         _topic, body = s.recv_multipart()
-        t0 = t0 or time.monotonic()
+        if t0 is None:  # the interpreter's and the imports' start-up not counted
+            t0 = time.monotonic()
+            r0 = resource.getrusage(resource.RUSAGE_SELF)
+            cpu0 = r0.ru_utime + r0.ru_stime
         m = msgpack.unpackb(body, raw=False)
         if m.get("type") != "pred":
             continue
@@ -70,7 +74,7 @@ def main():
         rows += n
     r = resource.getrusage(resource.RUSAGE_SELF)
     print("received=%d labels=0 bad=0 seconds=%.3f cpu=%.6f" %
-          (preds, time.monotonic() - t0, r.ru_utime + r.ru_stime))
+          (preds, time.monotonic() - t0, r.ru_utime + r.ru_stime - cpu0))
     print("floor rows=%d brier=%.6f/%.6f log=%.6f/%.6f" %
           (rows, sums["brier"][0] / rows, sums["brier"][1] / rows,
            sums["log"][0] / rows, sums["log"][1] / rows))

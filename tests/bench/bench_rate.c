@@ -26,7 +26,7 @@
  * sent, and divided by T) with glibc's scalar exp, their Brier and log
  * scores, and their top-label reliability bin (15 bins); no join, window,
  * interval, test or sample. Both print their CPU seconds (user + system,
- * getrusage) at the end: cpu=.
+ * getrusage, from the first message on) at the end: cpu=.
  * wait: polls {"cmd": "status", "model": M} every 5 ms until "scored" >= N.
  * ping: sends {"cmd": "ping"} back to back for S seconds; prints the
  * replies' count and latency (median, p99, max, in ms): how long the loop
@@ -378,6 +378,7 @@ static int cmd_null(int argc, char **argv)
     const char *ft = opt(argc, argv, "--floor", NULL);
     double inv_t = ft ? 1 / atof(ft) : 0;
     floor_sums fl = {0};
+    double cpu0 = 0;
     if (!ep || !n) {
         fprintf(stderr, "bench_rate null: --endpoint, --count\n");
         return 2;
@@ -401,8 +402,10 @@ static int cmd_null(int argc, char **argv)
     while (preds < n || (labels && labs < n)) {
         if (zmq_msg_recv(&topic, s, 0) < 0 || zmq_msg_recv(&body, s, 0) < 0)
             return die("recv");
-        if (!t0)
+        if (!t0) {
             t0 = now();
+            cpu0 = cpu_seconds(); /* the start-up left out */
+        }
         size_t off = 0;
         if (msgpack_unpack_next(&u, zmq_msg_data(&body), zmq_msg_size(&body), &off) !=
             MSGPACK_UNPACK_SUCCESS) {
@@ -421,7 +424,7 @@ static int cmd_null(int argc, char **argv)
     }
     printf("received=%llu labels=%llu bad=%llu seconds=%.3f cpu=%.6f\n",
            (unsigned long long)preds, (unsigned long long)labs, (unsigned long long)bad,
-           now() - t0, cpu_seconds());
+           now() - t0, cpu_seconds() - cpu0);
     if (ft) /* the figures: nothing of the floor's work is left out as unused */
         printf("floor rows=%llu brier=%.6f/%.6f log=%.6f/%.6f top_bins_full=%.0f\n",
                (unsigned long long)fl.rows, fl.brier[0] / (double)fl.rows,
