@@ -27,20 +27,14 @@
 #      python3 with python3-zmq, python3-msgpack and python3-numpy)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-dir=$(cd "${1:-build/plain}" && pwd)
-rate=$dir/tests/bench/bench_rate
-[ -x "$rate" ] || make -C "$dir" tests/bench/bench_rate > /dev/null
-scale=${SCALE:-1}
-work=$(mktemp -d)
-pid=
-trap '[ -z "$pid" ] || { kill "$pid"; wait "$pid"; } 2> /dev/null; rm -rf "$work"' EXIT
+. tests/bench/bench_lib.sh
+rate_bench "${1:-}"
 cases=${CASES:-10/1 10/64 1000/1}
 for c in $cases; do
     IFS=/ read -r k b <<< "$c"
     printf 'version 1\nmethod temperature\nparam T 1.5\n' > "$work/model.k$k-b$b.params"
 done
 printf '[daemon]\nsnapshot_interval = 0\n' > "$work/calibd.conf"
-. tests/bench/bench_lib.sh
 start_calibd "$work/calibd.conf" warn
 
 # predictions a case: about a second or two of each consumer

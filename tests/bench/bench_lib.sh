@@ -21,6 +21,19 @@ start_calibd() {
     ctl=$(awk '$1 == "control" {print $2}' "$work/endpoints")
 }
 
+# rate_bench [BUILD_DIR]: the preamble of the benches that drive
+# bench_rate: dir, rate (built if missing), scale (SCALE, default 1) and a
+# fresh $work, removed at exit once the calibd in $pid has stopped.
+rate_bench() {
+    dir=$(cd "${1:-build/plain}" && pwd)
+    rate=$dir/tests/bench/bench_rate
+    [ -x "$rate" ] || make -C "$dir" tests/bench/bench_rate > /dev/null
+    scale=${SCALE:-1}
+    work=$(mktemp -d)
+    pid=
+    trap '[ -z "$pid" ] || { kill "$pid"; wait "$pid"; } 2> /dev/null; rm -rf "$work"' EXIT
+}
+
 # defaults_calibd: a fresh $work (removed at exit, calibd stopped first)
 # and calibd on its defaults (an empty configuration) in it, logging at
 # info; for the scripts that measure calibd as it ships.

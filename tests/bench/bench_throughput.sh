@@ -21,13 +21,8 @@
 #      DAEMON="max_msg_size = 65536": lines for its [daemon])
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-dir=$(cd "${1:-build/plain}" && pwd)
-rate=$dir/tests/bench/bench_rate
-[ -x "$rate" ] || make -C "$dir" tests/bench/bench_rate > /dev/null
-scale=${SCALE:-1}
-work=$(mktemp -d)
-pid=
-trap '[ -z "$pid" ] || kill "$pid" 2> /dev/null; rm -rf "$work"' EXIT
+. tests/bench/bench_lib.sh
+rate_bench "${1:-}"
 
 all_cases=""
 for k in 10 100 1000; do
@@ -67,7 +62,6 @@ fi
 # DEFAULTS: lines for calibd.conf's [defaults], to price one statistic by
 # turning it off (DEFAULTS=$'cs_alpha = 0\ndrift = no')
 [ -z "${DEFAULTS:-}" ] || printf '[defaults]\n%s\n' "$DEFAULTS" >> "$conf"
-. tests/bench/bench_lib.sh
 start_calibd "$conf" warn
 
 now() { date +%s.%N; }
