@@ -77,6 +77,15 @@ void calib_budget_init(calib_budget *b, size_t limit, calib_budget *parent);
 int calib_budget_take(calib_budget *b, size_t n);
 /* Gives back n bytes taken. */
 void calib_budget_give(calib_budget *b, size_t n);
+/* Grows the block p of `had` bytes (malloc's; NULL if had is 0) to `want`
+ * >= had, taking the difference from b: the block, grown with realloc; or
+ * NULL with p kept and nothing taken (the budget refused, counted in its
+ * `refused`, or realloc failed). What grows by doubling through it copies
+ * each byte it holds at most about once over its life, and less where
+ * realloc extends in place or moves pages (mremap): how much less depends
+ * on the heap's layout, so its instructions differ from run to run, and
+ * tests/integ/budget.sh counts them apart from a pair's ("growth"). */
+void *calib_budget_grow(calib_budget *b, void *p, size_t had, size_t want);
 
 #ifdef __cplusplus
 }

@@ -427,14 +427,10 @@ int model_ring_reserve(model *m, size_t n)
         n = n > doubled ? n : doubled;
     }
     if (n > m->ring_score_n) {
-        size_t more = (n - m->ring_score_n) * sizeof *m->ring_score;
-        if (calib_budget_take(&m->mem, more) != CALIB_OK)
+        double *v = calib_budget_grow(&m->mem, m->ring_score,
+                                      m->ring_score_n * sizeof *v, n * sizeof *v);
+        if (!v)
             return CALIB_ENOMEM;
-        double *v = realloc(m->ring_score, n * sizeof *v);
-        if (!v) {
-            calib_budget_give(&m->mem, more);
-            return CALIB_ENOMEM;
-        }
         m->ring_score = v;
         m->ring_score_n = n;
     }

@@ -1,4 +1,6 @@
 /* budget.c — byte budgets shared by structures that grow (calib.h). */
+#include <stdlib.h>
+
 #include "calib/calib.h"
 
 void calib_budget_init(calib_budget *b, size_t limit, calib_budget *parent)
@@ -23,4 +25,14 @@ void calib_budget_give(calib_budget *b, size_t n)
 {
     for (calib_budget *p = b; p; p = p->parent)
         p->used = n < p->used ? p->used - n : 0;
+}
+
+void *calib_budget_grow(calib_budget *b, void *p, size_t had, size_t want)
+{
+    if (want < had || calib_budget_take(b, want - had) != CALIB_OK)
+        return NULL;
+    void *q = realloc(p, want ? want : 1);
+    if (!q)
+        calib_budget_give(b, want - had);
+    return q;
 }

@@ -126,13 +126,8 @@ nomem:
 static void grow(calib_lfree *lf)
 {
     size_t n = lf->alloc > lf->cfg.recent / 2 ? lf->cfg.recent : 2 * lf->alloc;
-    size_t more = (n - lf->alloc) * lf->width * sizeof *lf->rec;
-    float *r = NULL;
-    if (calib_budget_take(lf->cfg.budget, more) == CALIB_OK) {
-        r = realloc(lf->rec, n * lf->width * sizeof *lf->rec);
-        if (!r)
-            calib_budget_give(lf->cfg.budget, more);
-    }
+    size_t rec = lf->width * sizeof *lf->rec;
+    float *r = calib_budget_grow(lf->cfg.budget, lf->rec, lf->alloc * rec, n * rec);
     if (!r) {
         lf->cfg.recent = lf->cap; /* stopped: no more attempts */
         return;

@@ -109,13 +109,9 @@ int calib_store_reserve(calib_store *s, size_t n)
     want = want < n ? n : want;
     /* within calib_store_bytes(width, cap), which init checked */
     size_t had = calib_store_held(s), bytes = want * (s->width + 2) * sizeof(double);
-    if (calib_budget_take(s->budget, bytes - had) != CALIB_OK)
+    double *data = calib_budget_grow(s->budget, s->data, had, bytes);
+    if (!data)
         return CALIB_ENOMEM;
-    double *data = realloc(s->data, bytes);
-    if (!data) {
-        calib_budget_give(s->budget, bytes - had);
-        return CALIB_ENOMEM;
-    }
     s->data = data;
     s->alloc = want;
     return CALIB_OK;

@@ -183,6 +183,42 @@ static void ring_grows_then_stops(void **state)
     assert_int_equal(b.used, 0);
 }
 
+/* calib_budget_grow moves a block to a larger one with its bytes, taking
+ * the difference; refused or past the limit, the block and the budget
+ * stay as they were. */
+static void budget_grow_moves_and_counts(void **state)
+{
+    (void)state;
+    calib_budget parent, b;
+    calib_budget_init(&parent, 100, NULL);
+    calib_budget_init(&b, SIZE_MAX, &parent);
+    assert_int_equal(calib_budget_take(&b, 10), CALIB_OK);
+    unsigned char *p = malloc(10);
+    assert_non_null(p);
+    for (int i = 0; i < 10; i++)
+        p[i] = (unsigned char)(i * 7 + 1);
+    unsigned char *q = calib_budget_grow(&b, p, 10, 60);
+    assert_non_null(q);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(q[i], i * 7 + 1);
+    assert_int_equal(parent.used, 60);
+    assert_int_equal(b.used, 60);
+    /* 60 + 41 > 100: refused, q untouched and still ours */
+    assert_null(calib_budget_grow(&b, q, 60, 101));
+    assert_int_equal(parent.used, 60);
+    assert_int_equal(parent.refused, 1);
+    assert_int_equal(q[9], 9 * 7 + 1);
+    /* a shrink is not a growth */
+    assert_null(calib_budget_grow(&b, q, 60, 59));
+    assert_int_equal(parent.used, 60);
+    /* from nothing */
+    unsigned char *r = calib_budget_grow(&b, NULL, 0, 40);
+    assert_non_null(r);
+    assert_int_equal(parent.used, 100);
+    free(q);
+    free(r);
+}
+
 /* calib_ring_slot is where calib_ring_get reads, filling and wrapped;
  * calib_store_limit lowers a store's capacity and gives back what is
  * allocated past it, refusing a capacity below its records or above its
@@ -323,6 +359,7 @@ int main(void)
         cmocka_unit_test(reservoir_stopped_by_budget_is_uniform),
         cmocka_unit_test(ring_grows_then_stops),
         cmocka_unit_test(ring_slot_and_store_limit),
+        cmocka_unit_test(budget_grow_moves_and_counts),
         cmocka_unit_test(reservoir_merge_is_weighted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
