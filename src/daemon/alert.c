@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alert.h"
 #include "calibd.h"
 #include "pub.h"
 #include "msgpack_json.h"
@@ -191,24 +192,6 @@ void alert_send(calibd *d, model *m, const char *kind, const char *severity,
     calib_mpw_destroy(&w);
 }
 
-int alert_step(alert_state *st, int open_now, int close_now, double now, double cooldown)
-{
-    if (st->open) {
-        if (!close_now)
-            return ALERT_NONE;
-        st->open = 0;
-        return ALERT_CLOSED;
-    }
-    if (!open_now)
-        return ALERT_NONE;
-    st->open = 1;
-    if (st->alerted && now - st->last < cooldown)
-        return ALERT_SUPPRESSED;
-    st->alerted = 1;
-    st->last = now;
-    return ALERT_OPENED;
-}
-
 void alert_incident(calibd *d, model *m, int rule, int open_now, int close_now,
                     const char *kind, const char *severity, const char *message,
                     const alert_value *v, size_t nv)
@@ -239,26 +222,6 @@ static void level_rule(calibd *d, model *m, int rule, const char *name, double v
     alert_value v[] = {{name, value}, {"level", level}, {"samples", (double)n}};
     alert_incident(d, m, rule, value > level, value < level * (1 - m->cfg.alert_hysteresis),
                    "threshold", "critical", msg, v, 3);
-}
-
-/* Labels are missing when predictions keep coming and no label (nor an
- * inline outcome) has come for `label_starvation` seconds; a model that gets
- * nothing at all is idle, not starved. The incident closes with the next
- * label. */
-void alert_starvation(const model *m, double now, double hysteresis, double *since,
-                      int *open_now, int *close_now)
-{
-    double limit = m->cfg.label_starvation;
-    *since = 0;
-    *open_now = *close_now = 0;
-    if (limit <= 0 || m->predictions == 0)
-        return;
-    /* the clock runs from the last label, or, before any, the first prediction */
-    int labelled = m->last_label_mono > 0; /* the loop's clock starts far above 0 */
-    *since = now - (labelled ? m->last_label_mono : m->first_prediction_mono);
-    int predicting = !labelled || m->last_prediction_mono > m->last_label_mono;
-    *open_now = predicting && *since > limit;
-    *close_now = *since < limit * (1 - hysteresis);
 }
 
 static void starvation_rule(calibd *d, model *m)

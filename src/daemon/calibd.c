@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "calibd.h"
-#include "kafka.h"
 #include "registry.h"
 #include "status.h"
 
@@ -93,8 +92,13 @@ void calibd_status(const calibd *d, status_daemon *s)
         .max_models = d->cfg.max_models,
     };
     calibd_counts(d, &s->counts);
-    if ((s->kafka = kafka_stats_get(d, &s->kstats)) != 0) {
+    const kafka_figures *k = d->kafka_fig;
+    if ((s->kafka = k != NULL) != 0) {
+        s->kstats = k->st;
+        for (size_t i = 0; i < k->nparts; i++)
+            s->kstats.partitions += k->parts[i]->assigned != 0;
         s->kafka_group = d->cfg.kafka.group;
-        s->kparts = kafka_parts(d, &s->nkparts);
+        s->kparts = k->parts;
+        s->nkparts = k->nparts;
     }
 }

@@ -61,6 +61,14 @@ typedef struct calibd {
     http_server http;
     registry reg;       /* registry.c: the models */
     struct kafka *kafka;        /* kafka.c: the consumer group, NULL: none */
+    const struct kafka_figures *kafka_fig; /* its figures (kafka_part.h),
+                                              which status and /metrics
+                                              read; NULL: none */
+    /* Whether this instance may act for the model named (NULL: for all its
+     * own) now: publish, write its state. Set by a source whose models
+     * other instances may take over (kafka.c: kafka_may_act); NULL: it
+     * always may. */
+    int (*may_act)(struct calibd *d, const char *name);
     struct kafka_part *source;  /* the Kafka partition of the message or
                                    snapshot being taken in, NULL otherwise:
                                    the models it makes are that partition's */

@@ -41,8 +41,8 @@ struct kafka {
     uv_idle_t more;  /* the queue still holds messages after a slice */
     int handles;     /* poll and more initialised (closed at stop) */
     int closing;
-    kafka_part **parts;
-    size_t nparts, cap;
+    kafka_figures fig; /* d->kafka_fig: the partitions, the counters */
+    size_t cap;        /* of fig.parts */
     uv_mutex_t lock; /* a partition's file: the worker's writes, a revocation's */
     uv_work_t req;
     part_write *batch;
@@ -52,7 +52,6 @@ struct kafka {
     double next_due;
     double next_commit; /* commit_behind's turn */
     kafka_part *behind[64];
-    kafka_stats st;
     char tag[96];    /* this instance's temporary names in the shared
                         directory: host and a hash of its own state_dir */
     /* a stall of the loop past session.timeout.ms (SIGSTOP, a frozen VM):
@@ -121,9 +120,9 @@ void kafka_part_file(const char *topic, int32_t partition, char *name, size_t le
 
 static kafka_part *part_find(struct kafka *k, const char *topic, int32_t partition)
 {
-    for (size_t i = 0; i < k->nparts; i++)
-        if (k->parts[i]->partition == partition && strcmp(k->parts[i]->topic, topic) == 0)
-            return k->parts[i];
+    for (size_t i = 0; i < k->fig.nparts; i++)
+        if (k->fig.parts[i]->partition == partition && strcmp(k->fig.parts[i]->topic, topic) == 0)
+            return k->fig.parts[i];
     return NULL;
 }
 
@@ -134,12 +133,12 @@ static kafka_part *part_get(struct kafka *k, const char *topic, int32_t partitio
     kafka_part *p = part_find(k, topic, partition);
     if (p || strlen(topic) > KAFKA_TOPIC_MAX)
         return p;
-    if (k->nparts == k->cap) {
+    if (k->fig.nparts == k->cap) {
         size_t cap = k->cap ? 2 * k->cap : 16;
-        kafka_part **v = realloc(k->parts, cap * sizeof *v);
+        kafka_part **v = realloc(k->fig.parts, cap * sizeof *v);
         if (!v)
             return NULL;
-        k->parts = v;
+        k->fig.parts = v;
         k->cap = cap;
     }
     if (!(p = calloc(1, sizeof *p)))
@@ -147,7 +146,7 @@ static kafka_part *part_get(struct kafka *k, const char *topic, int32_t partitio
     snprintf(p->topic, sizeof p->topic, "%s", topic);
     p->partition = partition;
     p->next = p->saved = p->committed = -1;
-    k->parts[k->nparts++] = p;
+    k->fig.parts[k->fig.nparts++] = p;
     return p;
 }
 
@@ -226,14 +225,14 @@ static int part_written(struct kafka *k, part_write *w)
     if (!w->done)
         return 0;
     if (w->rc < 0) {
-        k->st.snapshot_errors++;
+        k->fig.st.snapshot_errors++;
         log_rl(&d->log, LOG_ERROR, "kafka", "partition %s/%d: snapshot not written (its "
                "offset is not committed): %s", w->p->topic, (int)w->p->partition, w->err);
         return 0;
     }
     if (w->rc > 0)
         log_rl(&d->log, LOG_WARN, "kafka", "%s", w->err);
-    k->st.snapshots++;
+    k->fig.st.snapshots++;
     /* a snapshot of an earlier assignment says nothing of this one's */
     if (w->epoch != w->p->epoch || !w->p->assigned)
         return 0;
@@ -284,7 +283,7 @@ static void commit_saved(struct kafka *k, kafka_part *const *parts, size_t n)
     if (l->cnt) {
         rd_kafka_resp_err_t err = rd_kafka_commit(k->rk, l, 1);
         if (err) {
-            k->st.commit_errors++;
+            k->fig.st.commit_errors++;
             log_rl(&k->d->log, LOG_WARN, "kafka", "commit: %s", rd_kafka_err2str(err));
         }
     }
@@ -332,8 +331,8 @@ static void batch_done(uv_work_t *req, int status)
 static void commit_behind(struct kafka *k)
 {
     size_t n = 0;
-    for (size_t i = 0; i < k->nparts; i++) {
-        kafka_part *p = k->parts[i];
+    for (size_t i = 0; i < k->fig.nparts; i++) {
+        kafka_part *p = k->fig.parts[i];
         if (p->assigned && p->saved >= 0 && p->saved != p->committed &&
             n < sizeof k->behind / sizeof *k->behind)
             k->behind[n++] = p;
@@ -387,19 +386,19 @@ void kafka_tick(calibd *d)
         return;
     k->next_due = now + d->cfg.snapshot_interval;
     size_t n = 0;
-    for (size_t i = 0; i < k->nparts; i++) {
-        const kafka_part *p = k->parts[i];
+    for (size_t i = 0; i < k->fig.nparts; i++) {
+        const kafka_part *p = k->fig.parts[i];
         n += p->assigned && p->next >= 0 && p->next != p->saved;
     }
     if (!n || !(k->batch = calloc(n, sizeof *k->batch)))
         return;
-    for (size_t i = 0; i < k->nparts; i++) {
-        kafka_part *p = k->parts[i];
+    for (size_t i = 0; i < k->fig.nparts; i++) {
+        kafka_part *p = k->fig.parts[i];
         if (!p->assigned || p->next < 0 || p->next == p->saved)
             continue;
         part_write *w = &k->batch[k->nbatch];
         if (pack_part(d, p, w) != 0) {
-            k->st.snapshot_errors++;
+            k->fig.st.snapshot_errors++;
             log_rl(&d->log, LOG_ERROR, "kafka", "partition %s/%d: %s", p->topic,
                    (int)p->partition, w->err);
             write_free(w);
@@ -518,7 +517,7 @@ static int64_t restore_part(struct kafka *k, kafka_part *p)
         /* after a loss the file is written again at the next chance (not
          * restored again, and kept aside again, by every next owner) */
         p->saved = lost ? -1 : h.source.offset;
-        k->st.restored++;
+        k->fig.st.restored++;
         log_msg(&d->log, LOG_INFO, "kafka", "partition %s/%d: restored %llu models (%llu pairs "
                 "scored, %llu items waiting); reading from offset %lld", p->topic,
                 (int)p->partition, (unsigned long long)(n - lost), (unsigned long long)pairs,
@@ -527,7 +526,7 @@ static int64_t restore_part(struct kafka *k, kafka_part *p)
     }
     free(data);
     drop_models(d, p);
-    k->st.restore_errors++;
+    k->fig.st.restore_errors++;
     /* the group's committed offset is past the messages whose state is
      * lost (a commit follows a snapshot): the partition is read again
      * from the earliest message the brokers hold */
@@ -619,7 +618,7 @@ static void assign(struct kafka *k, rd_kafka_topic_partition_list_t *l)
         p->committed = -1; /* the group's, as far as this assignment knows */
         e->offset = restore_part(k, p);
         p->assigned = 1;
-        k->st.assigned++;
+        k->fig.st.assigned++;
         if (mine)
             mine[nmine++] = p;
     }
@@ -663,7 +662,7 @@ static void revoke(struct kafka *k, rd_kafka_topic_partition_list_t *l)
                 (long long)p->next, n);
         p->assigned = 0;
         p->next = -1;
-        *(lost ? &k->st.lost : &k->st.revoked) += 1;
+        *(lost ? &k->fig.st.lost : &k->fig.st.revoked) += 1;
     }
     if (ndone)
         commit_saved(k, done, ndone);
@@ -679,7 +678,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     calibd *d = opaque;
     struct kafka *k = d->kafka;
     (void)rk;
-    k->st.rebalances++;
+    k->fig.st.rebalances++;
     k->held_until = 0; /* the group answered */
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         assign(k, l);
@@ -703,12 +702,12 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         const rd_kafka_topic_partition_t *e = &l->elems[i];
         kafka_part *p = part_find(k, e->topic, e->partition);
         if (err || e->err) {
-            k->st.commit_errors++;
+            k->fig.st.commit_errors++;
             log_rl(&d->log, LOG_WARN, "kafka", "partition %s/%d: offset %lld not committed: "
                    "%s (the snapshot holds it; the next commit catches up)", e->topic,
                    (int)e->partition, (long long)e->offset, rd_kafka_err2str(err ? err : e->err));
         } else {
-            k->st.commits++;
+            k->fig.st.commits++;
             if (p && e->offset == p->saved) /* an older answer says less */
                 p->committed = e->offset;
         }
@@ -720,17 +719,17 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
     calibd *d = opaque;
     struct kafka *k = d->kafka;
     (void)rk;
-    k->st.errors++;
+    k->fig.st.errors++;
     if (err == RD_KAFKA_RESP_ERR__FATAL && !k->fatal) {
         /* no longer a member (fenced): its partitions are another's; it
          * writes nothing more and hands every model over */
         k->fatal = 1;
-        for (size_t i = 0; i < k->nparts; i++)
-            if (k->parts[i]->assigned) {
-                cancel_queued(k, k->parts[i]);
-                drop_models(d, k->parts[i]);
-                k->parts[i]->assigned = 0;
-                k->st.lost++;
+        for (size_t i = 0; i < k->fig.nparts; i++)
+            if (k->fig.parts[i]->assigned) {
+                cancel_queued(k, k->fig.parts[i]);
+                drop_models(d, k->fig.parts[i]);
+                k->fig.parts[i]->assigned = 0;
+                k->fig.st.lost++;
             }
     }
     log_rl(&d->log, err == RD_KAFKA_RESP_ERR__FATAL ? LOG_ERROR : LOG_WARN, "kafka", "%s: %s",
@@ -753,18 +752,18 @@ static void on_message(struct kafka *k, rd_kafka_message_t *msg)
     if (msg->err) {
         if (msg->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
             return;
-        k->st.errors++;
+        k->fig.st.errors++;
         log_rl(&d->log, LOG_WARN, "kafka", "consumer: %s", rd_kafka_message_errstr(msg));
         return;
     }
     const char *topic = rd_kafka_topic_name(msg->rkt);
     kafka_part *p = part_find(k, topic, msg->partition);
     if (!p || !p->assigned) { /* a partition no longer (or never) ours */
-        k->st.stray++;
+        k->fig.st.stray++;
         return;
     }
     if (msg->offset < p->next) { /* in the models already */
-        k->st.skipped++;
+        k->fig.st.skipped++;
         return;
     }
     int32_t want;
@@ -785,7 +784,7 @@ static void on_message(struct kafka *k, rd_kafka_message_t *msg)
     }
     p->next = msg->offset + 1;
     p->messages++;
-    k->st.messages++;
+    k->fig.st.messages++;
 }
 
 static void on_more(uv_idle_t *h);
@@ -998,6 +997,8 @@ int kafka_start(calibd *d, char *err, size_t errlen)
         d->kafka = NULL;
         return -1;
     }
+    d->kafka_fig = &k->fig;
+    d->may_act = kafka_may_act;
     /* the group's directory, made if missing (a shared one usually exists) */
     if (mkdir(c->state_dir, 0750) != 0 && errno != EEXIST) {
         snprintf(err, errlen, "[kafka] state_dir %s: %s", c->state_dir, strerror(errno));
@@ -1089,8 +1090,8 @@ void kafka_stop(calibd *d)
         log_msg(&d->log, LOG_WARN, "kafka", "leaving the group: %s", rd_kafka_err2str(err));
     /* a partition the revocation could not reach (no group, no broker):
      * its snapshot is written all the same */
-    for (size_t i = 0; i < k->nparts; i++) {
-        kafka_part *p = k->parts[i];
+    for (size_t i = 0; i < k->fig.nparts; i++) {
+        kafka_part *p = k->fig.parts[i];
         if (p->assigned)
             write_now(k, p);
         p->assigned = 0;
@@ -1106,30 +1107,15 @@ void kafka_free(calibd *d)
         rd_kafka_queue_destroy(k->queue);
     if (k->rk)
         rd_kafka_destroy(k->rk);
-    for (size_t i = 0; i < k->nparts; i++)
-        free(k->parts[i]);
-    free(k->parts);
+    for (size_t i = 0; i < k->fig.nparts; i++)
+        free(k->fig.parts[i]);
+    free(k->fig.parts);
     for (int i = 0; i < 2; i++)
         if (k->fds[i] >= 0)
             close(k->fds[i]);
     uv_mutex_destroy(&k->lock);
     free(k);
     d->kafka = NULL;
-}
-
-int kafka_stats_get(const calibd *d, kafka_stats *s)
-{
-    *s = (kafka_stats){0};
-    if (!d->kafka)
-        return 0;
-    *s = d->kafka->st;
-    for (size_t i = 0; i < d->kafka->nparts; i++)
-        s->partitions += d->kafka->parts[i]->assigned != 0;
-    return 1;
-}
-
-kafka_part *const *kafka_parts(const calibd *d, size_t *n)
-{
-    *n = d->kafka ? d->kafka->nparts : 0;
-    return d->kafka ? d->kafka->parts : NULL;
+    d->kafka_fig = NULL;
+    d->may_act = NULL;
 }

@@ -46,25 +46,9 @@
 #include <stdint.h>
 
 #include "cfg.h"
+#include "kafka_part.h"
 
 struct calibd;
-
-/* A partition this instance has held. */
-typedef struct kafka_part {
-    char topic[KAFKA_TOPIC_MAX + 1];
-    int32_t partition;
-    int assigned;
-    int64_t next;      /* the offset after the last message applied: the
-                          models hold every earlier one (-1: none read
-                          since assigned, and no snapshot) */
-    int64_t saved;     /* the offset of the last snapshot written, -1 none */
-    int64_t committed; /* the last offset committed, -1 none */
-    uint64_t messages; /* messages read from it */
-    uint64_t epoch;    /* assignments so far: a snapshot packed in an
-                          earlier one is not this one's */
-    int32_t count;     /* the topic's partitions, from the brokers' metadata
-                          at the assignment; 0: unknown */
-} kafka_part;
 
 /* Whether a message keyed key (key_len > 0) belongs on partition p: the
  * partition the producers' partitioner ([kafka] partitioner, librdkafka's
@@ -97,18 +81,5 @@ int kafka_may_act(struct calibd *d, const char *name);
  * committed (the revocation) before this returns. */
 void kafka_stop(struct calibd *d);
 void kafka_free(struct calibd *d);
-
-/* Figures for /metrics and status. */
-typedef struct kafka_stats {
-    uint64_t messages, skipped, stray, errors;
-    uint64_t rebalances, assigned, revoked, lost;
-    uint64_t snapshots, snapshot_errors, commits, commit_errors;
-    uint64_t restored, restore_errors;
-    size_t partitions; /* assigned now */
-} kafka_stats;
-/* 0 when Kafka is off (s zeroed), else 1. */
-int kafka_stats_get(const struct calibd *d, kafka_stats *s);
-/* The partitions ever held, *n of them (assigned: held now). */
-kafka_part *const *kafka_parts(const struct calibd *d, size_t *n);
 
 #endif

@@ -12,12 +12,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "alert.h"
 #include "calibd.h"
 #include "control.h"
 #include "ingest.h"
 #include "kafka.h"
 #include "registry.h"
 #include "recalib.h"
+#include "tick.h"
 #include "state.h"
 
 static void usage(FILE *f)

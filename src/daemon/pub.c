@@ -2,14 +2,13 @@
 #include <string.h>
 
 #include "calibd.h"
-#include "kafka.h"
 #include "pub.h"
 
 void publish(calibd *d, const char *topic, const void *buf, size_t len)
 {
     if (!d->pub)
         return;
-    if (!kafka_may_act(d, topic)) /* a stalled member's stale parameters */
+    if (d->may_act && !d->may_act(d, topic)) /* a stalled member's stale parameters */
         return;
     /* PUB never blocks: at the high-water mark the message is dropped */
     if (zmq_send(d->pub, topic, strlen(topic), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||

@@ -11,6 +11,7 @@
 
 #include "calib/pubmsg.h"
 #include "calib/recal.h"
+#include "alert.h"
 #include "calibd.h"
 #include "recalib.h"
 #include "registry.h"
@@ -1242,43 +1243,6 @@ static void segment_tick(calibd *d, model *m)
     model_segments_step(m, segment_ready, d, &d->log);
 }
 
-/* Says, at most once a minute per model (and within the logger's budget),
- * that predictions or labels expired unmatched: their other half did not
- * come within label_ttl, which nothing else tells a user but counters. */
-static void expiry_say(calibd *d, model *m)
-{
-    const calib_join *j = &m->join;
-    uint64_t n = j->expired_preds + j->expired_labels;
-    if (n == m->expiry_said || (m->expiry_said_mono && d->pass.now - m->expiry_said_mono < 60))
-        return;
-    log_rl(&d->log, LOG_INFO, "join", "%s: %llu predictions and %llu labels expired unmatched "
-           "in all: their label or prediction did not come within label_ttl = %g s (an id "
-           "of the other kind, or a later label: raise label_ttl)", m->name,
-           (unsigned long long)j->expired_preds, (unsigned long long)j->expired_labels,
-           m->cfg.label_ttl);
-    m->expiry_said = n;
-    m->expiry_said_mono = d->pass.now;
-}
-
-/* Says once per model that memory_limit stopped its state growing (the
- * refusals go on being counted: calibd_memory_refused_total). */
-static void memory_check(calibd *d, model *m)
-{
-    if (m->mem.refused == m->mem_refused_logged)
-        return;
-    if (!m->mem_refused_logged) {
-        size_t ring = m->shaped ? calib_ring_cap(&m->ring) : 0;
-        size_t res = m->shaped ? m->reservoir.s.cap : 0;
-        log_msg(&d->log, LOG_WARN, "model", "%s: memory_limit reached (the models hold %zu "
-                "bytes): its state stops growing, with %zu waiting slots, ring %zu, reservoir "
-                "%zu; raise memory_limit or lower max_pending, ring or reservoir", m->name,
-                d->reg.mem.used, m->join.alloc, ring, res);
-        model_event_add(m, wall_now(), "memory", "memory_limit reached: the state stops growing "
-                        "(%zu waiting slots, ring %zu, reservoir %zu)", m->join.alloc, ring, res);
-    }
-    m->mem_refused_logged = m->mem.refused;
-}
-
 /* The label-free figures kept up to date, and a label-shift alarm
  * reported once: logged, an event and an alert naming the estimated
  * priors against the reference's. */
@@ -1358,57 +1322,13 @@ static void label_free_tick(calibd *d, model *m)
     alert_send(d, m, "label_shift", "warning", msg, v, nv);
 }
 
-static size_t pass_count(void *arg)
+void recalib_tick(calibd *d, model *m, int republish)
 {
-    return ((calibd *)arg)->reg.n;
-}
-
-static void pass_model(void *arg, size_t i)
-{
-    calibd *d = arg;
-    model *m = d->reg.models[i];
-    if (m->handed_over) /* another instance's now (kafka.h) */
-        return;
-    /* every model's join table, also one that holds labels only */
-    model_join_tick(m, d->pass.now); /* TTLs are intervals: monotonic */
-    expiry_say(d, m);
-    memory_check(d, m);
-    if (!m->shaped)
-        return;
-    model_view_fill(m, d->pass.steady); /* what status, metrics and alerts read */
-    alert_check(d, m);
     segment_tick(d, m);
     label_free_tick(d, m);
     if (m->recalib.refit.phase == PHASE_OFF)
         return;
     model_tick(d, m);
-    if (d->pass.republish)
+    if (republish)
         send_params(d, m);
-}
-
-static void pass_done(void *arg)
-{
-    calibd *d = arg;
-    registry_walk_end(&d->reg);
-}
-
-int daemon_tick_init(calibd *d)
-{
-    return slicer_init(&d->pass.models, d->loop, pass_count, pass_model, pass_done, d);
-}
-
-void daemon_tick(calibd *d, double steady)
-{
-    if (d->pass.models.running) {
-        d->pass.overruns++;
-        return;
-    }
-    double now = tick_now(d);
-    d->pass.now = now;
-    d->pass.steady = steady;
-    d->pass.republish = now >= d->next_republish;
-    if (d->pass.republish)
-        d->next_republish = now + d->cfg.params_interval;
-    registry_walk_begin(&d->reg); /* until pass_done */
-    slicer_start(&d->pass.models);
 }

@@ -19,14 +19,11 @@ struct model_params;
  * only when out of memory. */
 int recalib_attach(struct calibd *d, struct model *m);
 
-/* Periodic work: join expiry, drift alarms, scheduled refits, the gate's
- * decisions, alert rules, republishing every params_interval, for every
- * model, in a pass a slice at a time (slicer.h); a tick that finds the
- * last pass still running starts none (counted). steady: steady_now(),
- * for the windows (clock.h); intervals run on tick_now(). daemon_tick_init
- * first (0, or a libuv error code). */
-int daemon_tick_init(struct calibd *d);
-void daemon_tick(struct calibd *d, double steady);
+/* A model's part of the tick (tick.h), after its window is summed and its
+ * alert rules checked: segments' gates, the label-free figures and a
+ * label shift's correction, the machine (drift alarms, scheduled refits,
+ * the gate's decisions), and the parameters sent again when republish. */
+void recalib_tick(struct calibd *d, struct model *m, int republish);
 
 /* The copy of refits' samples out of the rings, a record at a time before
  * each fit (0, or a libuv error code); recalib_workers_free at stop drops the

@@ -251,7 +251,7 @@ static int ph_add(ph *p, double x)
 enum { DET_CALIBD, DET_ADWIN, DET_ADWIN_SKMF, DET_PH, NDET };
 static const char *det_name[NDET] = {"calibd", "ADWIN", "ADWIN-skmf", "Page-Hinkley"};
 
-/* calibd's defaults (src/daemon/cfg.c, model_drift_cfg in model.c) */
+/* calibd's defaults (src/daemon/core/cfg.c, model_drift_cfg in model.c) */
 static calib_drift_cfg calibd_cfg(size_t restart)
 {
     return (calib_drift_cfg){.kind = CALIB_DRIFT_MEAN, .lo = 0, .hi = 2, .alpha = 0.01,

@@ -195,9 +195,9 @@ $(grep -iE 'unknown|error|refus' "$work/defaults.log")" \
     '[ $rc -eq 0 ] && [ "$nkeys" -gt 0 ] && ! grep -qiE "unknown|error" "$work/defaults.log"'
 stop_calibd
 
-# every [daemon] key calibd knows (src/daemon/cfg.c: config_set_daemon's
+# every [daemon] key calibd knows (src/daemon/core/cfg.c: config_set_daemon's
 # names and its table) appears in the example, set or commented
-grep -oE '^    DK\("[a-z_]+"' "$srcdir/src/daemon/cfg.c" |
+grep -oE '^    DK\("[a-z_]+"' "$srcdir/src/daemon/core/cfg.c" |
     grep -oE '"[a-z_]+"' | tr -d '"' | sort -u > "$work/daemon_keys"
 # and [kafka]'s, commented out whole (uncommented, they need a broker)
 kafka_missing=$(for k in brokers topics group state_dir; do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # page.sh — the page at GET / in a headless Chromium with no network: it is
-# src/daemon/page.html verbatim, served as HTML under a Content-Security-
+# src/daemon/http/page.html verbatim, served as HTML under a Content-Security-
 # Policy that loads nothing from elsewhere, and it references no other
 # host; loaded while a simulator is sending, it draws the model's
 # reliability diagram and U over time, polls /status by itself (the scored
@@ -42,7 +42,7 @@ tr -d '\r' < "$work/page.h" > "$work/headers"
 check "GET / is 200 with Content-Type text/html
 $(head -8 "$work/headers")" \
     '[ "$code" = 200 ] && grep -qi "^Content-Type: text/html" "$work/headers"'
-check "GET / is src/daemon/page.html verbatim" 'cmp -s "$work/page.html" "$srcdir/src/daemon/page.html"'
+check "GET / is src/daemon/http/page.html verbatim" 'cmp -s "$work/page.html" "$srcdir/src/daemon/http/page.html"'
 csp=$(awk 'tolower($0) ~ /^content-security-policy:/ {sub(/^[^:]*: */, ""); print}' "$work/headers")
 # every directive's sources are 'self' or 'none' (with 'unsafe-inline', and
 # data: for images): nothing from another host, and default-src is 'self'

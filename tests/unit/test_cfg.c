@@ -171,12 +171,20 @@ static void key_names_known(void **state)
     daemon_cfg c;
     char err[256];
     assert_int_equal(config_init(&c), 0);
-    for (const char *const *k = config_daemon_keys(); *k; k++)
-        if (config_set_daemon(&c, *k, "?", err, sizeof err) == 1)
-            fail_msg("[daemon] %s is not a key", *k);
-    for (const char *const *k = config_kafka_keys(); *k; k++)
-        if (config_set_kafka(&c.kafka, *k, "x", err, sizeof err) == 1)
-            fail_msg("[kafka] %s is not a key", *k);
+    const char *k;
+    for (size_t i = 0; (k = config_daemon_key(i)); i++)
+        if (config_set_daemon(&c, k, "?", err, sizeof err) == 1)
+            fail_msg("[daemon] %s is not a key", k);
+    assert_non_null(config_daemon_key(0));
+    for (size_t i = 0; (k = config_kafka_key(i)); i++)
+        if (config_set_kafka(&c.kafka, k, "x", err, sizeof err) == 1)
+            fail_msg("[kafka] %s is not a key", k);
+    assert_string_equal(config_kafka_key(5), "partitioner");
+    assert_null(config_kafka_key(6));
+    /* unknown without a dot; a dotted key is librdkafka's */
+    assert_int_equal(config_set_kafka(&c.kafka, "brokerz", "x", err, sizeof err), 1);
+    assert_int_equal(config_set_kafka(&c.kafka, "fetch.wait.max.ms", "5", err, sizeof err), 0);
+    assert_int_equal(config_set_kafka(&c.kafka, "group.id", "g", err, sizeof err), -1);
     config_free(&c);
     static const char *const names[] = {"alpha", "beta", "gamma", NULL};
     assert_string_equal(config_nearest("gamm", names), "gamma");

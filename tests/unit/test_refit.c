@@ -1,4 +1,4 @@
-/* test_refit.c — the closed loop's state machine (src/daemon/refit.c) with a
+/* test_refit.c — the closed loop's state machine (src/daemon/core/refit.c) with a
  * fake clock: every transition, and the orders of events that once lost
  * alarms or refitted every tick. No sockets, no threads. */
 #include "unit.h"

@@ -202,9 +202,9 @@ int cfg_parse_params(const char *s, char *out);
  * NULL when none is within a third of word's length (2 at least): what a
  * typo of it meant. */
 const char *config_nearest(const char *word, const char *const *names);
-/* The keys of [daemon] and of [kafka] (without librdkafka's dotted ones),
- * NULL-terminated. */
-const char *const *config_daemon_keys(void);
-const char *const *config_kafka_keys(void);
+/* The i-th key of [daemon], of [kafka] (without librdkafka's dotted
+ * ones); NULL past the last. */
+const char *config_daemon_key(size_t i);
+const char *config_kafka_key(size_t i);
 
 #endif

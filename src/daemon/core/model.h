@@ -14,7 +14,7 @@
 #include "calib/plugin.h"
 #include "calib/pubmsg.h"
 #include "calib/reject.h"
-#include "alert.h"
+#include "incident.h"
 #include "cfg.h"
 #include "refit.h"
 #include "segment.h"

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "calibd.h"
-#include "kafka.h"
+#include "status.h"
 #include "prom.h"
 
 /* What is being rendered into: one text (the daemon's families), or, with
@@ -836,12 +836,15 @@ static void snapshot_metrics(out *t, const persister *s)
     sample(t, s->slice_max, "calibd_snapshot_slice_max_seconds");
 }
 
-/* The Kafka consumer group's figures (kafka.h), when there is one. */
+/* The Kafka consumer group's figures (kafka_part.h), as status carries
+ * them, when there is one. */
 static void kafka_metrics(out *t, const calibd *d)
 {
-    kafka_stats k;
-    if (!kafka_stats_get(d, &k))
+    status_daemon s;
+    calibd_status(d, &s);
+    if (!s.kafka)
         return;
+    const kafka_stats k = s.kstats;
     /* the counters: a family, its label (NULL: none) and up to three
      * values of it */
     const struct {
@@ -883,8 +886,8 @@ static void kafka_metrics(out *t, const calibd *d)
             put(t, "%s{%s=\"%s\"} %llu\n", fam[f].name, fam[f].label, fam[f].values[v],
                 (unsigned long long)fam[f].n[v]);
     }
-    size_t n;
-    kafka_part *const *parts = kafka_parts(d, &n);
+    size_t n = s.nkparts;
+    kafka_part *const *parts = s.kparts;
     help(t, "calibd_kafka_partition_offset", "gauge",
          "A held partition's offsets: the next message to take (next), the one its last "
          "snapshot reads from (saved), the one committed (committed); -1: none.");

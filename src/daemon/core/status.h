@@ -7,7 +7,7 @@
 #define CALIBD_STATUS_H
 
 #include "calib/mpw.h"
-#include "kafka.h"
+#include "kafka_part.h"
 #include "model.h"
 #include "snapshot.h"
 

@@ -391,7 +391,7 @@ void config_clear_endpoints(endpoint_list *l)
 /*
  * The [daemon] keys: one table, the setter a switch on the kind (Redis's
  * static_configs[]); the suggestions for a misspelt key read the names
- * from it too (config_daemon_keys).
+ * from it too (nearest_key).
  */
 enum dkind {
     DK_STRING,   /* any non-empty text */
@@ -766,23 +766,41 @@ static const char *const kafka_owned[] = {
     "bootstrap.servers", "metadata.broker.list", "group.id", "enable.auto.commit",
     "enable.auto.offset.store", "enable.partition.eof", "log.queue", NULL};
 
+/* [kafka]'s keys: calibd's own, and librdkafka's two without a dot (any
+ * key with a dot is a librdkafka property too) */
+enum { KK_STRING, KK_TOPICS, KK_PROPERTY };
+typedef struct kafka_key {
+    const char *name; /* first: the names' table for config_nearest */
+    int kind;
+    size_t field; /* KK_STRING: the char * in kafka_cfg */
+} kafka_key;
+static const kafka_key kafka_keys[] = {
+    {"brokers", KK_STRING, offsetof(kafka_cfg, brokers)},
+    {"topics", KK_TOPICS, 0},
+    {"group", KK_STRING, offsetof(kafka_cfg, group)},
+    {"state_dir", KK_STRING, offsetof(kafka_cfg, state_dir)},
+    {"debug", KK_PROPERTY, 0},
+    {"partitioner", KK_PROPERTY, 0}, /* a producer's, which calibd reads to
+                                        know its producers' (kafka.h) */
+};
+#define N_KAFKA_KEYS (sizeof kafka_keys / sizeof kafka_keys[0])
+
 int config_set_kafka(kafka_cfg *k, const char *key, const char *value, char *err,
                      size_t errlen)
 {
-    if (strcmp(key, "brokers") == 0 || strcmp(key, "group") == 0 ||
-        strcmp(key, "state_dir") == 0) {
+    const kafka_key *kk = NULL;
+    for (size_t i = 0; i < N_KAFKA_KEYS && !kk; i++)
+        kk = strcmp(key, kafka_keys[i].name) == 0 ? &kafka_keys[i] : NULL;
+    if (kk && kk->kind == KK_STRING) {
         if (!value[0]) {
             snprintf(err, errlen, "%s: expected a value", key);
             return -1;
         }
-        return set_copy(key[0] == 'b' ? &k->brokers : key[0] == 'g' ? &k->group
-                        : &k->state_dir, value, err, errlen);
+        return set_copy((char **)((char *)k + kk->field), value, err, errlen);
     }
-    if (strcmp(key, "topics") == 0)
+    if (kk && kk->kind == KK_TOPICS)
         return set_topics(k, value, err, errlen);
-    /* librdkafka's two without a dot: debug, and partitioner (a producer's,
-     * which calibd reads to know its producers': kafka.h) */
-    if (!strchr(key, '.') && strcmp(key, "debug") != 0 && strcmp(key, "partitioner") != 0)
+    if (!kk && !strchr(key, '.'))
         return 1;
     for (size_t i = 0; kafka_owned[i]; i++)
         if (strcmp(key, kafka_owned[i]) == 0) {
@@ -869,27 +887,16 @@ static model_cfg *model_section(load_state *s, const char *name)
 
 /* ------------------------------------------------------------ names */
 
-/* The keys of [kafka] (its setter is a chain of tests, not a table:
- * test_cfg checks that each of these is known to it). */
-static const char *const kafka_key_names[] = {
-    "brokers", "topics", "group", "state_dir", "debug", "partitioner", NULL,
-};
 static const char *const section_names[] = {"daemon", "defaults", "kafka", "model NAME", NULL};
 
-const char *const *config_daemon_keys(void)
+const char *config_daemon_key(size_t i)
 {
-    /* the table's names, NULL-terminated; filled at the first call, which
-     * is the configuration's loading on the main thread */
-    static const char *names[N_DAEMON_KEYS + 1];
-    if (!names[0])
-        for (size_t i = 0; i < N_DAEMON_KEYS; i++)
-            names[i] = daemon_keys[i].name;
-    return names;
+    return i < N_DAEMON_KEYS ? daemon_keys[i].name : NULL;
 }
 
-const char *const *config_kafka_keys(void)
+const char *config_kafka_key(size_t i)
 {
-    return kafka_key_names;
+    return i < N_KAFKA_KEYS ? kafka_keys[i].name : NULL;
 }
 
 /* Levenshtein's distance of a and b, each cut at 63 bytes. */
@@ -912,15 +919,19 @@ static size_t edit_distance(const char *a, const char *b)
     return row[lb];
 }
 
-const char *config_nearest(const char *word, const char *const *names)
+/* The nearest to word of n names, each the first member of a table's
+ * entry of `stride` bytes from *first (a key table's, or a list's). */
+static const char *nearest_of(const char *word, const char *const *first, size_t n,
+                              size_t stride)
 {
     const char *best = NULL;
     size_t d = SIZE_MAX;
-    for (size_t i = 0; names[i]; i++) {
-        size_t e = edit_distance(word, names[i]);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = *(const char *const *)((const char *)first + i * stride);
+        size_t e = edit_distance(word, name);
         if (e < d) {
             d = e;
-            best = names[i];
+            best = name;
         }
     }
     /* close enough to be the same word mistyped: a third of it, 2 at least */
@@ -928,13 +939,22 @@ const char *config_nearest(const char *word, const char *const *names)
     return d <= most ? best : NULL;
 }
 
-static const char *nearest_model_key(const char *key)
+const char *config_nearest(const char *word, const char *const *names)
 {
-    static const char *names[N_MODEL_KEYS + 1];
-    for (size_t i = 0; i < N_MODEL_KEYS; i++)
-        names[i] = model_keys[i].name;
-    names[N_MODEL_KEYS] = NULL;
-    return config_nearest(key, names);
+    size_t n = 0;
+    while (names[n])
+        n++;
+    return nearest_of(word, names, n, sizeof *names);
+}
+
+/* A section's key nearest to key: each section's table. */
+static const char *nearest_key(const char *section, const char *key)
+{
+    if (strcmp(section, "daemon") == 0)
+        return nearest_of(key, &daemon_keys[0].name, N_DAEMON_KEYS, sizeof daemon_keys[0]);
+    if (strcmp(section, "kafka") == 0)
+        return nearest_of(key, &kafka_keys[0].name, N_KAFKA_KEYS, sizeof kafka_keys[0]);
+    return nearest_of(key, &model_keys[0].name, N_MODEL_KEYS, sizeof model_keys[0]);
 }
 
 static int fail(load_state *s, const char *msg)
@@ -1072,10 +1092,7 @@ static int on_key(void *user, const char *section, const char *key, const char *
     if (rc < 0)
         return fail(s, err);
     if (rc > 0)
-        return unknown_key(s, section, key,
-                           strcmp(section, "daemon") == 0  ? config_nearest(key, config_daemon_keys())
-                           : strcmp(section, "kafka") == 0 ? config_nearest(key, kafka_key_names)
-                                                           : nearest_model_key(key));
+        return unknown_key(s, section, key, nearest_key(section, key));
     if (strcmp(key, "method") == 0 || strcmp(key, "fit_params") == 0) {
         /* where it was set, for their check (main.c) */
         model_cfg *m = strcmp(section, "defaults") == 0 ? &s->c->defaults

@@ -1,0 +1,16 @@
+/* tick.h — the daemon's periodic work (tick.c). */
+#ifndef CALIBD_TICK_H
+#define CALIBD_TICK_H
+
+struct calibd;
+
+/* Periodic work: join expiry, drift alarms, scheduled refits, the gate's
+ * decisions, alert rules, republishing every params_interval, for every
+ * model, in a pass a slice at a time (slicer.h); a tick that finds the
+ * last pass still running starts none (counted). steady: steady_now(),
+ * for the windows (clock.h); intervals run on tick_now(). daemon_tick_init
+ * first (0, or a libuv error code). */
+int daemon_tick_init(struct calibd *d);
+void daemon_tick(struct calibd *d, double steady);
+
+#endif
