@@ -9,11 +9,21 @@
 #define CALIBD_ALERT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "incident.h"
 
 struct calibd;
 struct model;
+
+#define SINKS_MAX 8 /* exec sinks running at once */
+
+/* What the alert rules sent, and their exec sinks (alert.c). */
+typedef struct alerting {
+    uint64_t sent, suppressed;
+    int sinks_running;
+    uint64_t sinks_failed, sinks_killed, sinks_dropped;
+} alerting;
 
 typedef struct alert_value {
     const char *name;

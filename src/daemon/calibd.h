@@ -9,37 +9,18 @@
 #include "calib/protocol.h"
 #include "cfg.h"
 #include "clock.h"
+#include "alert.h"
 #include "http.h"
 #include "log.h"
 #include "model.h"
 #include "persist.h"
+#include "recalib.h"
+#include "registry.h"
+#include "tick.h"
 #include "zsock.h"
 
 struct cli; /* main.c: the command line */
 struct snapshot_counts; /* snapshot.h */
-
-/* The models by name (registry.c). */
-typedef struct registry {
-    model **models;     /* in creation order */
-    size_t n, cap;
-    uint32_t *index;    /* open addressing by name: index_cap places of
-                           model numbers */
-    size_t index_cap;
-    calib_budget mem;   /* what the models hold: every model's budget draws
-                           on it, up to cfg.memory_limit */
-    uint64_t forgotten, expired, handed_over; /* registry_collect */
-    size_t leaving;     /* handed over, not yet freed: not counted against
-                           max_models, nor shown */
-    uint64_t made;      /* models ever made (their seeds) */
-    unsigned walks;     /* walks by number under way (registry_walk_begin) */
-} registry;
-
-/* What the alert rules sent, and their exec sinks (alert.c). */
-typedef struct alerting {
-    uint64_t sent, suppressed;
-    int sinks_running;
-    uint64_t sinks_failed, sinks_killed, sinks_dropped;
-} alerting;
 
 typedef struct calibd {
     daemon_cfg cfg;
@@ -87,30 +68,14 @@ typedef struct calibd {
     double next_republish;         /* wall time of the next params round */
     alerting alert;     /* alert.c: what was sent, and the sinks */
     persister snap;     /* persist.c: when snapshots are written */
-    struct {            /* recalib.c: the tick's pass over the models, in slices */
-        slicer models;
-        double now, steady; /* tick_now(), steady_now() at its start */
-        int republish;
-        uint64_t overruns; /* ticks that found the last pass still running */
-    } pass;
-    struct {            /* recalib.c: refits whose samples are being copied */
-        slicer copy;
-        struct refit_job *head, *tail;
-        size_t challenger_bytes; /* copies of the challenger fits under way */
-    } refits;
-    struct {            /* recalib.c: parameters files being written (or queued) */
-        uv_mutex_t lock;
-        uv_cond_t done;
-        unsigned writing;
-        int ready;      /* made by calibd_init (calibd_free ends them) */
-    } stores;
+    tick_pass pass;     /* tick.c: the pass over the models */
+    recalib_refits refits; /* recalib.c: refits whose samples are copied */
+    recalib_stores stores; /* recalib.c: parameters files being written */
     int stopping;
     int handles_ready; /* signals and timer initialised */
     int exit_code;
 } calibd;
 
-
-#define SINKS_MAX 8 /* exec sinks running at once */
 
 /* calibd.c: the one way to make a daemon's context and to end it. On a
  * zeroed d whose configuration (config_init or config_load) and log are
@@ -128,6 +93,5 @@ void calibd_status(const calibd *d, struct status_daemon *s);
 /* The counters a snapshot keeps (snapshot.h), and a restore's added on. */
 void calibd_counts(const calibd *d, struct snapshot_counts *c);
 void calibd_counts_add(calibd *d, const struct snapshot_counts *c);
-
 
 #endif

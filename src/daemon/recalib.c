@@ -1,8 +1,8 @@
 /* recalib.c — drift -> refit (worker thread) -> shadow gate -> publish: the
  * actions of the closed loop's state machine (refit.c), each outcome of
- * which lands here. Over 1,000 lines because the actions share the jobs'
- * queues and the order of a tick; split, the order would be spread over
- * files that each hold half of it. */
+ * which lands here, and the loop's share of the tick (recalib_tick; the
+ * tick itself is tick.c). Over 1,000 lines because the actions share the
+ * jobs' queues and the stores; split, each file would hold half of them. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

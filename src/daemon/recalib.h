@@ -6,12 +6,32 @@
 
 #include <stddef.h>
 
+#include <uv.h>
+
 #include "calib/mpw.h"
 #include "calib/pubmsg.h"
+#include "slicer.h"
 
 struct calibd;
 struct model;
 struct model_params;
+struct refit_job;
+
+/* Refits whose samples are being copied out of the rings (calibd.h holds
+ * it). */
+typedef struct recalib_refits {
+    slicer copy;
+    struct refit_job *head, *tail;
+    size_t challenger_bytes; /* copies of the challenger fits under way */
+} recalib_refits;
+
+/* Parameters files being written, or queued (calibd.h holds it). */
+typedef struct recalib_stores {
+    uv_mutex_t lock;
+    uv_cond_t done;
+    unsigned writing;
+    int ready;          /* made by calibd_init (calibd_free ends them) */
+} recalib_stores;
 
 /* Resolves the model's method, restores its stored parameters and starts
  * its detectors, once the model is shaped. A model whose method or stored

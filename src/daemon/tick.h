@@ -2,7 +2,19 @@
 #ifndef CALIBD_TICK_H
 #define CALIBD_TICK_H
 
+#include <stdint.h>
+
+#include "slicer.h"
+
 struct calibd;
+
+/* The tick's pass over the models, in slices (calibd.h holds it). */
+typedef struct tick_pass {
+    slicer models;
+    double now, steady; /* tick_now(), steady_now() at its start */
+    int republish;
+    uint64_t overruns;  /* ticks that found the last pass still running */
+} tick_pass;
 
 /* Periodic work: join expiry, drift alarms, scheduled refits, the gate's
  * decisions, alert rules, republishing every params_interval, for every

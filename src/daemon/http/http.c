@@ -779,7 +779,7 @@ static void join_done(uv_work_t *req, int status)
     http_round *r = &h->round;
     if (status != 0) /* cancelled: nothing joined */
         r->text = r->json = NULL;
-    r->busy = 0;
+    r->phase = ROUND_IDLE;
     h->round_seconds = mono_now() - r->begun;
     h->round_slice_max = r->models.slice_max;
     if (!h->mhd) { /* stopped meanwhile */
@@ -801,7 +801,7 @@ static void round_rendered(void *arg)
     http_round *r = &h->round;
     if (r->status)
         status_end(&r->st);
-    r->busy = 2; /* the worker's: the models are walked */
+    r->phase = ROUND_JOINING; /* the worker's: the models are walked */
     registry_walk_end(&h->d->reg);
     r->work.data = h;
     if (uv_queue_work(h->d->loop, &r->work, join_work, join_done) != 0) {
@@ -815,7 +815,7 @@ static void round_rendered(void *arg)
 static void round_start(http_server *h, calibd *d, int metrics, int status, double point_at)
 {
     http_round *r = &h->round;
-    r->busy = 1;
+    r->phase = ROUND_RENDERING;
     registry_walk_begin(&d->reg); /* until round_rendered, or http_stop */
     r->metrics = metrics;
     r->status = status;
@@ -865,7 +865,7 @@ void http_update(http_server *h, calibd *d)
     int metrics = few || now - h->metrics_wanted < HTTP_WANTED;
     pthread_mutex_unlock(&h->lock);
     cut_slow(h);
-    if (h->round.busy || !h->round.models.ready)
+    if (h->round.phase != ROUND_IDLE || !h->round.models.ready)
         return;
     round_start(h, d, metrics, status, history_due(&h->hist, wall, now));
 }
@@ -879,8 +879,8 @@ void http_stop(http_server *h)
     h->mhd = NULL;
     slicer_close(&h->round.models);
     history_stop(&h->hist);
-    if (h->round.busy == 1) { /* a walk cut short; a join still ends */
-        h->round.busy = 0;
+    if (h->round.phase == ROUND_RENDERING) { /* a walk cut short; a join still ends */
+        h->round.phase = ROUND_IDLE;
         registry_walk_end(&h->d->reg);
     }
 }

@@ -65,10 +65,15 @@ typedef struct http_note {
  * wants), its status and, when due, its history point, a slice at a time;
  * then a worker joins the parts into the text served, and the loop swaps
  * it in. Its buffers are kept from round to round. */
+enum round_phase {
+    ROUND_IDLE,      /* none: the parts are free */
+    ROUND_RENDERING, /* the models walked on the loop, a slice at a time */
+    ROUND_JOINING,   /* the worker joins the parts */
+};
 typedef struct http_round {
     slicer models;          /* model i, in slices */
     uv_work_t work;         /* the join */
-    int busy;               /* 1 rendering, 2 joining: the parts are the round's */
+    enum round_phase phase; /* not idle: the parts are the round's */
     int metrics, status;    /* what it renders */
     int point;              /* with a history point at point_at (wall) */
     double point_at;
