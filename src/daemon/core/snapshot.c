@@ -1,7 +1,9 @@
 /* snapshot.c — a model's full state to msgpack and back (see snapshot.h),
  * composed of libcalib's structures as calib/save.h writes and reads
  * them, and the model's own fields. The file around the models (its
- * header, checksum and walk) is snapshot_file.c's. */
+ * header, checksum and walk) is snapshot_file.c's. As libcalib's save.c
+ * does: for each part, the writer and then the reader, so that a key is
+ * spelled in one place for both; a reader's helpers come before the pair. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,363 +25,7 @@
 #error "snapshots are written in the host's byte order, which must be little-endian"
 #endif
 
-/* ------------------------------------------------------------------ writing */
-
-static void pack_ring(calib_mpw *w, const model *m)
-{
-    const calib_ring *r = &m->ring;
-    calib_mpw_map(w);
-    calib_store_save(w, &r->s, m->sizes.ring);
-    calib_mpw_key_uint(w, "head", r->head);
-    calib_mpw_key_uint(w, "total", r->total);
-    /* the drift detector's score of each record, by slot: doubles */
-    calib_mpw_key(w, "score");
-    calib_mpw_bin(w, m->ring_score, r->s.len * sizeof(double));
-    calib_mpw_end(w);
-}
-
-static void pack_params(calib_mpw *w, const model_params *p)
-{
-    calib_mpw_map(w);
-    calib_mpw_key(w, "method");
-    calib_mpw_str(w, p->method);
-    calib_mpw_key_uint(w, "version", p->version);
-    calib_mpw_key(w, "names");
-    calib_mpw_array(w);
-    for (unsigned i = 0; p->desc && i < p->n; i++)
-        calib_mpw_str(w, p->desc->param_names[i]);
-    calib_mpw_end(w);
-    calib_mpw_key(w, "values");
-    calib_doubles_save(w, p->values, p->desc ? p->n : 0);
-    calib_mpw_key_double(w, "ts", p->ts);
-    calib_mpw_key_uint(w, "fit_n", p->fit_n);
-    calib_mpw_key_uint(w, "shadow_n", p->shadow_n);
-    calib_mpw_key(w, "before");
-    calib_doubles_save(w, p->before, 2);
-    calib_mpw_key(w, "after");
-    calib_doubles_save(w, p->after, 2);
-    calib_mpw_key_double(w, "improvement", p->improvement);
-    calib_mpw_key(w, "ci");
-    calib_doubles_save(w, p->ci, 2);
-    calib_mpw_key(w, "prior_weights"); /* optional: absent before them */
-    calib_doubles_save(w, p->w, p->nw);
-    calib_mpw_key(w, "label_free");
-    calib_mpw_bool(w, p->label_free);
-    calib_mpw_key(w, "segments"); /* optional: absent before them */
-    calib_mpw_array(w);
-    for (unsigned i = 0; p->desc && i < p->nseg; i++) {
-        calib_mpw_map(w);
-        calib_mpw_key(w, "key");
-        calib_mpw_str(w, p->seg[i].key);
-        calib_mpw_key(w, "value");
-        calib_mpw_str(w, p->seg[i].value);
-        calib_mpw_key(w, "values"); /* in the order of "names" */
-        calib_doubles_save(w, p->seg[i].values, p->n);
-        calib_mpw_end(w);
-    }
-    calib_mpw_end(w);
-    calib_mpw_end(w);
-}
-
-/* The window's period (model_period): nil when none runs; its last
- * closed period's intervals (NaN for an empty one), nil when none. */
-static void pack_period(calib_mpw *w, const model *m)
-{
-    const model_period *pd = &m->period;
-    if (!m->cs_on || !pd->running) {
-        calib_mpw_nil(w);
-        return;
-    }
-    calib_mpw_map(w);
-    calib_mpw_key_double(w, "since", pd->since);
-    calib_mpw_key_double(w, "end", pd->end);
-    calib_mpw_key(w, "cs");
-    calib_mpw_array(w);
-    for (int v = 0; v < VIEWS; v++)
-        calib_cs_save(w, &pd->cs[v]);
-    calib_mpw_end(w);
-    calib_mpw_key(w, "last");
-    if (!pd->last.n) {
-        calib_mpw_nil(w);
-    } else {
-        calib_mpw_map(w);
-        calib_mpw_key_double(w, "since", pd->last.since);
-        calib_mpw_key_double(w, "until", pd->last.until);
-        calib_mpw_key_uint(w, "n", pd->last.n);
-        calib_mpw_key(w, "interval"); /* per view: low, high */
-        calib_mpw_array(w);
-        for (int v = 0; v < VIEWS; v++)
-            calib_mpw_pair(w, (const double[2]){pd->last.lo[v], pd->last.hi[v]});
-        calib_mpw_end(w);
-        calib_mpw_end(w);
-    }
-    calib_mpw_end(w);
-}
-
-/* Counters by name (model_counters, recalib_counters). */
-static void pack_counters(calib_mpw *w, const model *m, const size_t *at,
-                          const char *const *names, size_t n)
-{
-    uint64_t v[RECALIB_COUNTERS > MODEL_COUNTERS ? RECALIB_COUNTERS : MODEL_COUNTERS];
-    model_counters_get(m, at, n, v);
-    calib_mpw_map(w);
-    for (size_t i = 0; i < n; i++)
-        calib_mpw_key_uint(w, names[i], v[i]);
-    calib_mpw_end(w);
-}
-
-/* The last arrivals on the monotonic clock (0: none). */
-static const char *const last_names[3] = {"label", "first_prediction", "prediction"};
-
-/* The sums beside each cumulative accumulator. */
-static void pack_sums(calib_mpw *w, const model_sums *s, size_t n)
-{
-    calib_mpw_array(w);
-    for (size_t i = 0; i < n; i++) {
-        calib_mpw_map(w);
-        calib_mpw_key_double(w, "pos", s[i].pos);
-        calib_mpw_key_double(w, "neg", s[i].neg);
-        calib_mpw_key_double(w, "sq", s[i].sq);
-        calib_mpw_end(w);
-    }
-    calib_mpw_end(w);
-}
-
-static void pack_loop(calib_mpw *w, const model *m)
-{
-    const model_recalib *l = &m->recalib;
-    calib_mpw_map(w);
-    calib_mpw_key_uint(w, "phase", (uint64_t)l->refit.phase);
-    calib_mpw_key_uint(w, "pending", (uint64_t)l->refit.pending);
-    calib_mpw_key_uint(w, "reason", (uint64_t)l->refit.reason);
-    calib_mpw_key_double(w, "next_refit", l->refit.next_refit);
-    calib_mpw_key(w, "drift");
-    if (l->drift_on)
-        calib_drift_save(w, &l->drift);
-    else
-        calib_mpw_nil(w);
-    calib_mpw_key(w, "drift_loc"); /* a Gaussian model's location tests */
-    if (l->loc_on) {
-        calib_mpw_array(w);
-        for (int i = 0; i < 2; i++)
-            calib_drift_save(w, &l->loc[i]);
-        calib_mpw_end(w);
-    } else {
-        calib_mpw_nil(w);
-    }
-    calib_mpw_key_uint(w, "drift_base", l->drift_base);
-    calib_mpw_key_uint(w, "drift_alarm", (uint64_t)(l->drift_alarm != 0));
-    calib_mpw_key(w, "shadow");
-    if (l->refit.phase == PHASE_SHADOW) {
-        calib_mpw_map(w);
-        calib_mpw_key(w, "candidate");
-        pack_params(w, &l->candidate);
-        calib_mpw_key(w, "gate");
-        calib_gate_save(w, &l->gate);
-        calib_mpw_key(w, "log");
-        calib_accums_save(w, l->shadow_log, 2);
-        calib_mpw_end(w);
-    } else {
-        calib_mpw_nil(w);
-    }
-    /* optional keys (absent from files before the guard): read_loop */
-    calib_mpw_key(w, "guard");
-    if (l->guard_on) {
-        calib_mpw_map(w);
-        calib_mpw_key_uint(w, "version", m->params.version); /* the version guarded */
-        calib_mpw_key(w, "prev");
-        pack_params(w, &l->guard_prev);
-        calib_mpw_key(w, "gate");
-        calib_gate_save(w, &l->guard);
-        calib_mpw_key_double(w, "low", l->guard_low);
-        calib_mpw_key(w, "since");
-        calib_accums_save(w, l->guard_since, 3);
-        calib_mpw_end(w);
-    } else {
-        calib_mpw_nil(w);
-    }
-    calib_mpw_key(w, "trigger"); /* optional: read_loop */
-    if (l->trig_on) {
-        calib_mpw_map(w);
-        calib_mpw_key(w, "challenger");
-        pack_params(w, &l->challenger);
-        calib_mpw_key(w, "gate");
-        calib_gate_save(w, &l->trig);
-        calib_mpw_key_uint(w, "fit_at", l->trig_fit_at);
-        calib_mpw_key_uint(w, "start", l->trig_start);
-        calib_mpw_key_uint(w, "quiet_until", l->trig_quiet_until);
-        calib_mpw_key_uint(w, "reported", (uint64_t)(l->trig_reported != 0));
-        calib_mpw_end(w);
-    } else {
-        calib_mpw_nil(w);
-    }
-    calib_mpw_key_uint(w, "rollbacks", l->rollbacks);
-    calib_mpw_key_uint(w, "miscal_alarms", l->miscal_alarms);
-    calib_mpw_key_uint(w, "cancelled", l->cancelled);
-    calib_mpw_key(w, "counters");
-    pack_counters(w, m, recalib_counters, recalib_counter_names, RECALIB_COUNTERS);
-    calib_mpw_end(w);
-}
-
-/* The model's configuration as the text of its [model] keys, with the
- * capacities its byte budgets allowed (model_size; not those memory_limit
- * stopped a ring or reservoir at, which their maps hold), so that calibctl
- * can rebuild it without the daemon's file. */
-static void pack_cfg(calib_mpw *w, const model *m)
-{
-    model_cfg c = m->cfg;
-    c.max_pending = m->join.cfg.capacity;
-    c.joined_memory = m->join.cfg.joined_capacity ? m->join.cfg.joined_capacity : 1;
-    if (m->shaped) {
-        c.ring = m->sizes.ring;
-        c.reservoir = m->sizes.reservoir;
-    }
-    char value[128];
-    const char *key;
-    calib_mpw_map(w);
-    for (size_t i = 0; (key = config_model_key(i, &c, value, sizeof value)); i++) {
-        calib_mpw_key(w, key);
-        calib_mpw_str(w, value);
-    }
-    calib_mpw_end(w);
-}
-
-void snapshot_pack_model(calib_mpw *w, const model *m)
-{
-    size_t at = snapshot_section_begin(w);
-    calib_mpw_map(w);
-    calib_mpw_key(w, "name");
-    calib_mpw_str(w, m->name);
-    calib_mpw_key_uint(w, "shaped", (uint64_t)(m->shaped != 0));
-    calib_mpw_key_uint(w, "form", (uint64_t)(m->shaped ? m->form : 0));
-    calib_mpw_key_uint(w, "k", m->shaped ? m->k : 0);
-    calib_mpw_key(w, "cfg");
-    pack_cfg(w, m);
-    calib_mpw_key(w, "counters");
-    pack_counters(w, m, model_counters, model_counter_names, MODEL_COUNTERS);
-    calib_mpw_key(w, "rejected");
-    snapshot_pack_rejected(w, m->rejected);
-    const double last[3] = {m->last_label_mono, m->first_prediction_mono,
-                            m->last_prediction_mono};
-    calib_mpw_key(w, "last");
-    calib_mpw_map(w);
-    for (int i = 0; i < 3; i++)
-        calib_mpw_key_double(w, last_names[i], last[i]);
-    calib_mpw_end(w);
-    calib_mpw_key(w, "join");
-    calib_join_save(w, &m->join);
-    calib_mpw_key_uint(w, "nevents", m->nevents);
-    calib_mpw_key(w, "events");
-    calib_mpw_array(w);
-    for (size_t i = 0; i < model_events_len(m); i++) {
-        const model_event *e = model_event_get(m, i);
-        calib_mpw_array(w);
-        calib_mpw_double(w, e->t);
-        calib_mpw_str(w, e->kind);
-        calib_mpw_str(w, e->text);
-        calib_mpw_end(w);
-    }
-    calib_mpw_end(w);
-    calib_mpw_key(w, "alert");
-    calib_mpw_array(w);
-    for (int i = 0; i < RULES; i++) {
-        calib_mpw_array(w);
-        calib_mpw_uint(w, (uint64_t)(m->alert[i].open != 0));
-        calib_mpw_uint(w, (uint64_t)(m->alert[i].alerted != 0));
-        calib_mpw_double(w, m->alert[i].last);
-        calib_mpw_end(w);
-    }
-    calib_mpw_end(w);
-    calib_mpw_key(w, "params");
-    pack_params(w, &m->params);
-    if (m->shaped) {
-        /* [VIEWS][WS_PER_VIEW], row by row */
-        calib_mpw_key(w, "cum");
-        calib_accums_save(w, &m->cum[0][0], VIEWS * WS_PER_VIEW);
-        calib_mpw_key(w, "sums");
-        pack_sums(w, &m->sums[0][0], VIEWS * WS_PER_VIEW);
-        calib_mpw_key(w, "paired");
-        calib_mpw_map(w);
-        calib_mpw_key_uint(w, "version", m->paired.version);
-        calib_mpw_key_double(w, "since", m->paired.since);
-        calib_mpw_key(w, "view");
-        calib_accums_save(w, &m->paired.view[0][0], VIEWS * WS_PER_VIEW);
-        calib_mpw_key(w, "diff");
-        calib_accums_save(w, m->paired.diff, WS_PER_VIEW);
-        calib_mpw_key(w, "cs"); /* optional: absent before the sequences */
-        if (m->cs_on) {
-            calib_mpw_array(w);
-            for (int v = 0; v < VIEWS; v++)
-                calib_cs_save(w, &m->cs[v]);
-            calib_mpw_end(w);
-        } else {
-            calib_mpw_nil(w);
-        }
-        calib_mpw_key(w, "period"); /* optional: absent before the window's */
-        pack_period(w, m);
-        calib_mpw_end(w);
-        calib_mpw_key(w, "top");
-        calib_mpw_array(w);
-        for (int v = 0; v < VIEWS && m->top[v].m; v++)
-            calib_bins_save(w, &m->top[v]);
-        calib_mpw_end(w);
-        calib_mpw_key(w, "cw");
-        calib_cwbins_save(w, &m->cw);
-        calib_mpw_key(w, "window");
-        calib_window_save(w, &m->win);
-        calib_mpw_key(w, "reservoir");
-        calib_reservoir_save(w, &m->reservoir, m->sizes.reservoir);
-        calib_mpw_key(w, "ring");
-        pack_ring(w, m);
-        calib_mpw_key(w, "loop");
-        pack_loop(w, m);
-        calib_mpw_key(w, "segments"); /* optional: absent before them */
-        seg_save(w, &m->seg);
-    }
-    calib_mpw_end(w);
-    snapshot_section_end(w, at);
-}
-
-/* ------------------------------------------------------------------ reading */
-
-int snapshot_model_head(const msgpack_object *o, char name[CFG_NAME_MAX + 1], int *shaped,
-                        int *form, size_t *k, char *err, size_t errlen)
-{
-    calib_mpr r;
-    calib_mpr_init(&r, err, errlen);
-    calib_mpr_str(&r, o, "name", name, CFG_NAME_MAX + 1);
-    *shaped = (int)calib_mpr_uint(&r, o, "shaped", 0, 1);
-    *form = (int)calib_mpr_uint(&r, o, "form", 0, CALIB_FORM_GAUSSIAN);
-    *k = (size_t)calib_mpr_uint(&r, o, "k", 0, CALIB_PROTO_MAX_K);
-    if (!r.failed && *shaped && calib_form_width(*form, *k) == 0)
-        calib_mpr_fail(&r, "model %s: form %d with k %zu is no shape", name, *form, *k);
-    return r.failed ? -1 : 0;
-}
-
-int snapshot_model_cfg(const msgpack_object *o, model_cfg *c, char *err, size_t errlen)
-{
-    calib_mpr r;
-    calib_mpr_init(&r, err, errlen);
-    const msgpack_object *cfg = calib_mpr_map(&r, o, "cfg");
-    if (!cfg)
-        return -1;
-    for (uint32_t i = 0; i < cfg->via.map.size; i++) {
-        const msgpack_object_kv *kv = &cfg->via.map.ptr[i];
-        char key[64], value[128];
-        if (kv->key.type != MSGPACK_OBJECT_STR || kv->val.type != MSGPACK_OBJECT_STR ||
-            kv->key.via.str.size >= sizeof key || kv->val.via.str.size >= sizeof value) {
-            snprintf(err, errlen, "cfg: entry %u is not a key and a value", i);
-            return -1;
-        }
-        snprintf(key, sizeof key, "%.*s", (int)kv->key.via.str.size, kv->key.via.str.ptr);
-        snprintf(value, sizeof value, "%.*s", (int)kv->val.via.str.size, kv->val.via.str.ptr);
-        if (config_set_model(c, key, value, err, errlen) < 0)
-            return -1; /* an unknown key (a later version's) is left alone */
-    }
-    /* the capacities are the stored ones: no byte budget caps them */
-    c->join_memory = c->sample_memory = (uint64_t)1 << 40;
-    return 0;
-}
+/* ------------------------------------------------------------------ helpers */
 
 /* A note of a section left fresh, appended to skipped. */
 typedef struct notes {
@@ -409,6 +55,21 @@ static const msgpack_object *bin_of(calib_mpr *r, const msgpack_object *map, con
     if (o && (o->type != MSGPACK_OBJECT_BIN || o->via.bin.size != len))
         return calib_mpr_fail(r, "%s: not a binary of %zu bytes", key, len), NULL;
     return o;
+}
+
+/* ------------------------------------------------------------------ ring */
+
+static void pack_ring(calib_mpw *w, const model *m)
+{
+    const calib_ring *r = &m->ring;
+    calib_mpw_map(w);
+    calib_store_save(w, &r->s, m->sizes.ring);
+    calib_mpw_key_uint(w, "head", r->head);
+    calib_mpw_key_uint(w, "total", r->total);
+    /* the drift detector's score of each record, by slot: doubles */
+    calib_mpw_key(w, "score");
+    calib_mpw_bin(w, m->ring_score, r->s.len * sizeof(double));
+    calib_mpw_end(w);
 }
 
 /*
@@ -456,6 +117,8 @@ static int read_ring(calib_mpr *r, const msgpack_object *o, model *m, size_t cap
     return CALIB_LOAD_OK;
 }
 
+/* ------------------------------------------------------------------ parameters */
+
 /* "prior_weights" and "label_free", optional (absent before them). */
 static int read_weights(calib_mpr *r, const msgpack_object *o, model_params *p)
 {
@@ -472,6 +135,49 @@ static int read_weights(calib_mpr *r, const msgpack_object *o, model_params *p)
     const msgpack_object *lf = calib_mpr_find(o, "label_free");
     p->label_free = lf && lf->type == MSGPACK_OBJECT_BOOLEAN && lf->via.boolean;
     return 1;
+}
+
+static void pack_params(calib_mpw *w, const model_params *p)
+{
+    calib_mpw_map(w);
+    calib_mpw_key(w, "method");
+    calib_mpw_str(w, p->method);
+    calib_mpw_key_uint(w, "version", p->version);
+    calib_mpw_key(w, "names");
+    calib_mpw_array(w);
+    for (unsigned i = 0; p->desc && i < p->n; i++)
+        calib_mpw_str(w, p->desc->param_names[i]);
+    calib_mpw_end(w);
+    calib_mpw_key(w, "values");
+    calib_doubles_save(w, p->values, p->desc ? p->n : 0);
+    calib_mpw_key_double(w, "ts", p->ts);
+    calib_mpw_key_uint(w, "fit_n", p->fit_n);
+    calib_mpw_key_uint(w, "shadow_n", p->shadow_n);
+    calib_mpw_key(w, "before");
+    calib_doubles_save(w, p->before, 2);
+    calib_mpw_key(w, "after");
+    calib_doubles_save(w, p->after, 2);
+    calib_mpw_key_double(w, "improvement", p->improvement);
+    calib_mpw_key(w, "ci");
+    calib_doubles_save(w, p->ci, 2);
+    calib_mpw_key(w, "prior_weights"); /* optional: absent before them */
+    calib_doubles_save(w, p->w, p->nw);
+    calib_mpw_key(w, "label_free");
+    calib_mpw_bool(w, p->label_free);
+    calib_mpw_key(w, "segments"); /* optional: absent before them */
+    calib_mpw_array(w);
+    for (unsigned i = 0; p->desc && i < p->nseg; i++) {
+        calib_mpw_map(w);
+        calib_mpw_key(w, "key");
+        calib_mpw_str(w, p->seg[i].key);
+        calib_mpw_key(w, "value");
+        calib_mpw_str(w, p->seg[i].value);
+        calib_mpw_key(w, "values"); /* in the order of "names" */
+        calib_doubles_save(w, p->seg[i].values, p->n);
+        calib_mpw_end(w);
+    }
+    calib_mpw_end(w);
+    calib_mpw_end(w);
 }
 
 static int read_params(calib_mpr *r, const msgpack_object *o, model_params *p)
@@ -537,6 +243,181 @@ static int read_param_names(calib_mpr *r, const msgpack_object *o, state_param_n
     }
     return 1;
 }
+
+/* ------------------------------------------------------------------ period */
+
+/* A confidence sequence into cs, initialised with the model's settings: 1,
+ * or 0 for a file that fails; one of other settings, or whose state its
+ * checks refuse, is noted and left fresh. */
+static int read_cs(calib_mpr *r, const msgpack_object *o, calib_cs *cs, notes *skipped)
+{
+    int rc = calib_cs_load(r, o, cs);
+    if (rc == CALIB_LOAD_OTHER)
+        note(skipped, "a confidence sequence (of another cs_alpha)");
+    else if (rc == CALIB_LOAD_REFUSED)
+        note(skipped, "a confidence sequence (its state is inconsistent)");
+    else if (rc == CALIB_LOAD_LATER)
+        note(skipped, "a confidence sequence (of a later form)");
+    return rc != CALIB_LOAD_FAILED;
+}
+
+/* The window's period (model_period): nil when none runs; its last
+ * closed period's intervals (NaN for an empty one), nil when none. */
+static void pack_period(calib_mpw *w, const model *m)
+{
+    const model_period *pd = &m->period;
+    if (!m->cs_on || !pd->running) {
+        calib_mpw_nil(w);
+        return;
+    }
+    calib_mpw_map(w);
+    calib_mpw_key_double(w, "since", pd->since);
+    calib_mpw_key_double(w, "end", pd->end);
+    calib_mpw_key(w, "cs");
+    calib_mpw_array(w);
+    for (int v = 0; v < VIEWS; v++)
+        calib_cs_save(w, &pd->cs[v]);
+    calib_mpw_end(w);
+    calib_mpw_key(w, "last");
+    if (!pd->last.n) {
+        calib_mpw_nil(w);
+    } else {
+        calib_mpw_map(w);
+        calib_mpw_key_double(w, "since", pd->last.since);
+        calib_mpw_key_double(w, "until", pd->last.until);
+        calib_mpw_key_uint(w, "n", pd->last.n);
+        calib_mpw_key(w, "interval"); /* per view: low, high */
+        calib_mpw_array(w);
+        for (int v = 0; v < VIEWS; v++)
+            calib_mpw_pair(w, (const double[2]){pd->last.lo[v], pd->last.hi[v]});
+        calib_mpw_end(w);
+        calib_mpw_end(w);
+    }
+    calib_mpw_end(w);
+}
+
+/* The window's period into m->period (model_period); its sequences go as
+ * read_cs reads them. 1, or 0 for a file that fails. */
+static int read_period(calib_mpr *r, const msgpack_object *o, model *m, notes *skipped)
+{
+    model_period *pd = &m->period;
+    double since = calib_mpr_finite(r, o, "since"), end = calib_mpr_finite(r, o, "end");
+    const msgpack_object *cs = calib_mpr_array(r, o, "cs", VIEWS);
+    const msgpack_object *last = calib_mpr_get(r, o, "last");
+    if (r->failed)
+        return 0;
+    if (!(since < end))
+        return calib_mpr_fail(r, "paired: the period ends before it starts");
+    model_period_end e = {0};
+    if (last->type == MSGPACK_OBJECT_MAP) {
+        e.since = calib_mpr_finite(r, last, "since");
+        e.until = calib_mpr_finite(r, last, "until");
+        e.n = calib_mpr_uint(r, last, "n", 1, UINT64_MAX);
+        const msgpack_object *iv = calib_mpr_array(r, last, "interval", VIEWS);
+        if (r->failed)
+            return 0;
+        for (int v = 0; v < VIEWS; v++) {
+            const msgpack_object *b = &iv->via.array.ptr[v];
+            e.rc[v] = -1;
+            e.lo[v] = e.hi[v] = NAN;
+            if (b->type == MSGPACK_OBJECT_NIL)
+                continue;
+            if (b->type != MSGPACK_OBJECT_ARRAY || b->via.array.size != 2 ||
+                !calib_mpr_number(&b->via.array.ptr[0], &e.lo[v]) ||
+                !calib_mpr_number(&b->via.array.ptr[1], &e.hi[v]) || !(e.lo[v] <= e.hi[v]))
+                return calib_mpr_fail(r, "paired: the last period's interval is not [low, high]");
+            e.rc[v] = 1;
+        }
+    } else if (last->type != MSGPACK_OBJECT_NIL) {
+        return calib_mpr_fail(r, "paired: the last period is neither a map nor nil");
+    }
+    for (int v = 0; v < VIEWS; v++)
+        if (cs->via.array.ptr[v].type != MSGPACK_OBJECT_MAP ||
+            !read_cs(r, &cs->via.array.ptr[v], &pd->cs[v], skipped))
+            return r->failed ? 0 : calib_mpr_fail(r, "paired: a period's cs is not a map");
+    pd->running = 1;
+    pd->since = since;
+    pd->end = end;
+    pd->last = e;
+    return 1;
+}
+
+/* ------------------------------------------------------------------ counters */
+
+/* Counters by name (model_counters, recalib_counters). */
+static void pack_counters(calib_mpw *w, const model *m, const size_t *at,
+                          const char *const *names, size_t n)
+{
+    uint64_t v[RECALIB_COUNTERS > MODEL_COUNTERS ? RECALIB_COUNTERS : MODEL_COUNTERS];
+    model_counters_get(m, at, n, v);
+    calib_mpw_map(w);
+    for (size_t i = 0; i < n; i++)
+        calib_mpw_key_uint(w, names[i], v[i]);
+    calib_mpw_end(w);
+}
+
+/* Counters by name (a name absent: 0, a name unknown: skipped), or of
+ * formats 1 and 2, a binary of them in the lists' order. */
+static int read_counters(calib_mpr *r, const msgpack_object *o, model *m, const size_t *at,
+                         const char *const *names, size_t n)
+{
+    uint64_t v[RECALIB_COUNTERS > MODEL_COUNTERS ? RECALIB_COUNTERS : MODEL_COUNTERS] = {0};
+    const msgpack_object *c = calib_mpr_get(r, o, "counters");
+    if (c && c->type == MSGPACK_OBJECT_MAP) {
+        for (size_t i = 0; i < n; i++)
+            if (calib_mpr_find(c, names[i]))
+                v[i] = calib_mpr_uint(r, c, names[i], 0, UINT64_MAX);
+    } else {
+        calib_uints_load(r, o, "counters", v, n);
+    }
+    if (r->failed)
+        return 0;
+    model_counters_set(m, at, n, v);
+    return 1;
+}
+
+/* ------------------------------------------------------------------ sums */
+
+/* The sums beside each cumulative accumulator. */
+static void pack_sums(calib_mpw *w, const model_sums *s, size_t n)
+{
+    calib_mpw_array(w);
+    for (size_t i = 0; i < n; i++) {
+        calib_mpw_map(w);
+        calib_mpw_key_double(w, "pos", s[i].pos);
+        calib_mpw_key_double(w, "neg", s[i].neg);
+        calib_mpw_key_double(w, "sq", s[i].sq);
+        calib_mpw_end(w);
+    }
+    calib_mpw_end(w);
+}
+
+/* The sums beside the cumulative accumulators: maps, or of formats 1 and
+ * 2 a binary of n times three doubles. */
+static int read_sums(calib_mpr *r, const msgpack_object *o, model_sums *s, size_t n)
+{
+    const msgpack_object *a = calib_mpr_get(r, o, "sums");
+    if (!a)
+        return 0;
+    if (a->type == MSGPACK_OBJECT_BIN) {
+        double *v = malloc(3 * n * sizeof *v);
+        int ok = v && calib_doubles_load(r, o, "sums", v, 3 * n);
+        for (size_t i = 0; ok && i < n; i++)
+            s[i] = (model_sums){v[3 * i], v[3 * i + 1], v[3 * i + 2]};
+        free(v);
+        return ok || calib_mpr_fail(r, "sums: unreadable");
+    }
+    if (a->type != MSGPACK_OBJECT_ARRAY || a->via.array.size != n)
+        return calib_mpr_fail(r, "sums: not an array of %zu", n);
+    for (size_t i = 0; i < n; i++) {
+        const msgpack_object *e = &a->via.array.ptr[i];
+        s[i] = (model_sums){calib_mpr_double(r, e, "pos"), calib_mpr_double(r, e, "neg"),
+                            calib_mpr_double(r, e, "sq")};
+    }
+    return !r->failed;
+}
+
+/* ------------------------------------------------------------------ recalib */
 
 /* Parameters of the current method, as a shadow run or a guard holds them:
  * 1 with *p resolved, 0 for a file that fails to read, -1 (noted as what)
@@ -696,27 +577,83 @@ static int read_shadow(calib_mpr *r, const msgpack_object *o, model *m, notes *s
     return 1;
 }
 
-/* Counters by name (a name absent: 0, a name unknown: skipped), or of
- * formats 1 and 2, a binary of them in the lists' order. */
-static int read_counters(calib_mpr *r, const msgpack_object *o, model *m, const size_t *at,
-                         const char *const *names, size_t n)
+static void pack_recalib(calib_mpw *w, const model *m)
 {
-    uint64_t v[RECALIB_COUNTERS > MODEL_COUNTERS ? RECALIB_COUNTERS : MODEL_COUNTERS] = {0};
-    const msgpack_object *c = calib_mpr_get(r, o, "counters");
-    if (c && c->type == MSGPACK_OBJECT_MAP) {
-        for (size_t i = 0; i < n; i++)
-            if (calib_mpr_find(c, names[i]))
-                v[i] = calib_mpr_uint(r, c, names[i], 0, UINT64_MAX);
+    const model_recalib *l = &m->recalib;
+    calib_mpw_map(w);
+    calib_mpw_key_uint(w, "phase", (uint64_t)l->refit.phase);
+    calib_mpw_key_uint(w, "pending", (uint64_t)l->refit.pending);
+    calib_mpw_key_uint(w, "reason", (uint64_t)l->refit.reason);
+    calib_mpw_key_double(w, "next_refit", l->refit.next_refit);
+    calib_mpw_key(w, "drift");
+    if (l->drift_on)
+        calib_drift_save(w, &l->drift);
+    else
+        calib_mpw_nil(w);
+    calib_mpw_key(w, "drift_loc"); /* a Gaussian model's location tests */
+    if (l->loc_on) {
+        calib_mpw_array(w);
+        for (int i = 0; i < 2; i++)
+            calib_drift_save(w, &l->loc[i]);
+        calib_mpw_end(w);
     } else {
-        calib_uints_load(r, o, "counters", v, n);
+        calib_mpw_nil(w);
     }
-    if (r->failed)
-        return 0;
-    model_counters_set(m, at, n, v);
-    return 1;
+    calib_mpw_key_uint(w, "drift_base", l->drift_base);
+    calib_mpw_key_uint(w, "drift_alarm", (uint64_t)(l->drift_alarm != 0));
+    calib_mpw_key(w, "shadow");
+    if (l->refit.phase == PHASE_SHADOW) {
+        calib_mpw_map(w);
+        calib_mpw_key(w, "candidate");
+        pack_params(w, &l->candidate);
+        calib_mpw_key(w, "gate");
+        calib_gate_save(w, &l->gate);
+        calib_mpw_key(w, "log");
+        calib_accums_save(w, l->shadow_log, 2);
+        calib_mpw_end(w);
+    } else {
+        calib_mpw_nil(w);
+    }
+    /* optional keys (absent from files before the guard): read_recalib */
+    calib_mpw_key(w, "guard");
+    if (l->guard_on) {
+        calib_mpw_map(w);
+        calib_mpw_key_uint(w, "version", m->params.version); /* the version guarded */
+        calib_mpw_key(w, "prev");
+        pack_params(w, &l->guard_prev);
+        calib_mpw_key(w, "gate");
+        calib_gate_save(w, &l->guard);
+        calib_mpw_key_double(w, "low", l->guard_low);
+        calib_mpw_key(w, "since");
+        calib_accums_save(w, l->guard_since, 3);
+        calib_mpw_end(w);
+    } else {
+        calib_mpw_nil(w);
+    }
+    calib_mpw_key(w, "trigger"); /* optional: read_recalib */
+    if (l->trig_on) {
+        calib_mpw_map(w);
+        calib_mpw_key(w, "challenger");
+        pack_params(w, &l->challenger);
+        calib_mpw_key(w, "gate");
+        calib_gate_save(w, &l->trig);
+        calib_mpw_key_uint(w, "fit_at", l->trig_fit_at);
+        calib_mpw_key_uint(w, "start", l->trig_start);
+        calib_mpw_key_uint(w, "quiet_until", l->trig_quiet_until);
+        calib_mpw_key_uint(w, "reported", (uint64_t)(l->trig_reported != 0));
+        calib_mpw_end(w);
+    } else {
+        calib_mpw_nil(w);
+    }
+    calib_mpw_key_uint(w, "rollbacks", l->rollbacks);
+    calib_mpw_key_uint(w, "miscal_alarms", l->miscal_alarms);
+    calib_mpw_key_uint(w, "cancelled", l->cancelled);
+    calib_mpw_key(w, "counters");
+    pack_counters(w, m, recalib_counters, recalib_counter_names, RECALIB_COUNTERS);
+    calib_mpw_end(w);
 }
 
-static int read_loop(calib_mpr *r, const msgpack_object *o, model *m, double shift, notes *skipped)
+static int read_recalib(calib_mpr *r, const msgpack_object *o, model *m, double shift, notes *skipped)
 {
     model_recalib *l = &m->recalib;
     int phase = (int)calib_mpr_uint(r, o, "phase", PHASE_OFF, PHASE_STORING);
@@ -805,6 +742,79 @@ static int read_loop(calib_mpr *r, const msgpack_object *o, model *m, double shi
     return 1;
 }
 
+/* ------------------------------------------------------------------ configuration */
+
+/* The model's configuration as the text of its [model] keys, with the
+ * capacities its byte budgets allowed (model_size; not those memory_limit
+ * stopped a ring or reservoir at, which their maps hold), so that calibctl
+ * can rebuild it without the daemon's file. */
+static void pack_cfg(calib_mpw *w, const model *m)
+{
+    model_cfg c = m->cfg;
+    c.max_pending = m->join.cfg.capacity;
+    c.joined_memory = m->join.cfg.joined_capacity ? m->join.cfg.joined_capacity : 1;
+    if (m->shaped) {
+        c.ring = m->sizes.ring;
+        c.reservoir = m->sizes.reservoir;
+    }
+    char value[128];
+    const char *key;
+    calib_mpw_map(w);
+    for (size_t i = 0; (key = config_model_key(i, &c, value, sizeof value)); i++) {
+        calib_mpw_key(w, key);
+        calib_mpw_str(w, value);
+    }
+    calib_mpw_end(w);
+}
+
+int snapshot_model_cfg(const msgpack_object *o, model_cfg *c, char *err, size_t errlen)
+{
+    calib_mpr r;
+    calib_mpr_init(&r, err, errlen);
+    const msgpack_object *cfg = calib_mpr_map(&r, o, "cfg");
+    if (!cfg)
+        return -1;
+    for (uint32_t i = 0; i < cfg->via.map.size; i++) {
+        const msgpack_object_kv *kv = &cfg->via.map.ptr[i];
+        char key[64], value[128];
+        if (kv->key.type != MSGPACK_OBJECT_STR || kv->val.type != MSGPACK_OBJECT_STR ||
+            kv->key.via.str.size >= sizeof key || kv->val.via.str.size >= sizeof value) {
+            snprintf(err, errlen, "cfg: entry %u is not a key and a value", i);
+            return -1;
+        }
+        snprintf(key, sizeof key, "%.*s", (int)kv->key.via.str.size, kv->key.via.str.ptr);
+        snprintf(value, sizeof value, "%.*s", (int)kv->val.via.str.size, kv->val.via.str.ptr);
+        if (config_set_model(c, key, value, err, errlen) < 0)
+            return -1; /* an unknown key (a later version's) is left alone */
+    }
+    /* the capacities are the stored ones: no byte budget caps them */
+    c->join_memory = c->sample_memory = (uint64_t)1 << 40;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ model */
+
+/* The last arrivals on the monotonic clock (0: none). */
+static const char *const last_names[3] = {"label", "first_prediction", "prediction"};
+
+/* The segments (absent before them): 1 restored, 0 not (noted), -1 a
+ * malformed section. */
+static int read_segments(calib_mpr *r, const msgpack_object *o, model *m, notes *skipped)
+{
+    const msgpack_object *seg = calib_mpr_find(o, "segments");
+    if (!seg)
+        return 0;
+    int rc = seg_load(r, seg, &m->seg);
+    if (rc == CALIB_LOAD_FAILED)
+        return -1;
+    if (rc != CALIB_LOAD_OK)
+        note(skipped, "the segments (%s; the waiting predictions' segments with them)",
+             rc == CALIB_LOAD_LATER ? "of a later form"
+             : rc == CALIB_LOAD_NO_ROOM ? "no room under memory_limit"
+             : "segment_values, bins, segment_min_effect or segment_keys changed");
+    return rc == CALIB_LOAD_OK;
+}
+
 static int read_events(calib_mpr *r, const msgpack_object *o, model *m)
 {
     uint64_t total = calib_mpr_uint(r, o, "nevents", 0, UINT64_MAX);
@@ -859,112 +869,118 @@ static int caps_fit(uint64_t stored, uint64_t stored_bound, size_t cap, size_t b
     return stored == cap || (stored_bound == bound && stored >= 1 && stored < cap);
 }
 
-/* A confidence sequence into cs, initialised with the model's settings: 1,
- * or 0 for a file that fails; one of other settings, or whose state its
- * checks refuse, is noted and left fresh. */
-static int read_cs(calib_mpr *r, const msgpack_object *o, calib_cs *cs, notes *skipped)
+int snapshot_model_head(const msgpack_object *o, char name[CFG_NAME_MAX + 1], int *shaped,
+                        int *form, size_t *k, char *err, size_t errlen)
 {
-    int rc = calib_cs_load(r, o, cs);
-    if (rc == CALIB_LOAD_OTHER)
-        note(skipped, "a confidence sequence (of another cs_alpha)");
-    else if (rc == CALIB_LOAD_REFUSED)
-        note(skipped, "a confidence sequence (its state is inconsistent)");
-    else if (rc == CALIB_LOAD_LATER)
-        note(skipped, "a confidence sequence (of a later form)");
-    return rc != CALIB_LOAD_FAILED;
+    calib_mpr r;
+    calib_mpr_init(&r, err, errlen);
+    calib_mpr_str(&r, o, "name", name, CFG_NAME_MAX + 1);
+    *shaped = (int)calib_mpr_uint(&r, o, "shaped", 0, 1);
+    *form = (int)calib_mpr_uint(&r, o, "form", 0, CALIB_FORM_GAUSSIAN);
+    *k = (size_t)calib_mpr_uint(&r, o, "k", 0, CALIB_PROTO_MAX_K);
+    if (!r.failed && *shaped && calib_form_width(*form, *k) == 0)
+        calib_mpr_fail(&r, "model %s: form %d with k %zu is no shape", name, *form, *k);
+    return r.failed ? -1 : 0;
 }
 
-/* The window's period into m->period (model_period); its sequences go as
- * read_cs reads them. 1, or 0 for a file that fails. */
-static int read_period(calib_mpr *r, const msgpack_object *o, model *m, notes *skipped)
+void snapshot_pack_model(calib_mpw *w, const model *m)
 {
-    model_period *pd = &m->period;
-    double since = calib_mpr_finite(r, o, "since"), end = calib_mpr_finite(r, o, "end");
-    const msgpack_object *cs = calib_mpr_array(r, o, "cs", VIEWS);
-    const msgpack_object *last = calib_mpr_get(r, o, "last");
-    if (r->failed)
-        return 0;
-    if (!(since < end))
-        return calib_mpr_fail(r, "paired: the period ends before it starts");
-    model_period_end e = {0};
-    if (last->type == MSGPACK_OBJECT_MAP) {
-        e.since = calib_mpr_finite(r, last, "since");
-        e.until = calib_mpr_finite(r, last, "until");
-        e.n = calib_mpr_uint(r, last, "n", 1, UINT64_MAX);
-        const msgpack_object *iv = calib_mpr_array(r, last, "interval", VIEWS);
-        if (r->failed)
-            return 0;
-        for (int v = 0; v < VIEWS; v++) {
-            const msgpack_object *b = &iv->via.array.ptr[v];
-            e.rc[v] = -1;
-            e.lo[v] = e.hi[v] = NAN;
-            if (b->type == MSGPACK_OBJECT_NIL)
-                continue;
-            if (b->type != MSGPACK_OBJECT_ARRAY || b->via.array.size != 2 ||
-                !calib_mpr_number(&b->via.array.ptr[0], &e.lo[v]) ||
-                !calib_mpr_number(&b->via.array.ptr[1], &e.hi[v]) || !(e.lo[v] <= e.hi[v]))
-                return calib_mpr_fail(r, "paired: the last period's interval is not [low, high]");
-            e.rc[v] = 1;
+    size_t at = snapshot_section_begin(w);
+    calib_mpw_map(w);
+    calib_mpw_key(w, "name");
+    calib_mpw_str(w, m->name);
+    calib_mpw_key_uint(w, "shaped", (uint64_t)(m->shaped != 0));
+    calib_mpw_key_uint(w, "form", (uint64_t)(m->shaped ? m->form : 0));
+    calib_mpw_key_uint(w, "k", m->shaped ? m->k : 0);
+    calib_mpw_key(w, "cfg");
+    pack_cfg(w, m);
+    calib_mpw_key(w, "counters");
+    pack_counters(w, m, model_counters, model_counter_names, MODEL_COUNTERS);
+    calib_mpw_key(w, "rejected");
+    snapshot_pack_rejected(w, m->rejected);
+    const double last[3] = {m->last_label_mono, m->first_prediction_mono,
+                            m->last_prediction_mono};
+    calib_mpw_key(w, "last");
+    calib_mpw_map(w);
+    for (int i = 0; i < 3; i++)
+        calib_mpw_key_double(w, last_names[i], last[i]);
+    calib_mpw_end(w);
+    calib_mpw_key(w, "join");
+    calib_join_save(w, &m->join);
+    calib_mpw_key_uint(w, "nevents", m->nevents);
+    calib_mpw_key(w, "events");
+    calib_mpw_array(w);
+    for (size_t i = 0; i < model_events_len(m); i++) {
+        const model_event *e = model_event_get(m, i);
+        calib_mpw_array(w);
+        calib_mpw_double(w, e->t);
+        calib_mpw_str(w, e->kind);
+        calib_mpw_str(w, e->text);
+        calib_mpw_end(w);
+    }
+    calib_mpw_end(w);
+    calib_mpw_key(w, "alert");
+    calib_mpw_array(w);
+    for (int i = 0; i < RULES; i++) {
+        calib_mpw_array(w);
+        calib_mpw_uint(w, (uint64_t)(m->alert[i].open != 0));
+        calib_mpw_uint(w, (uint64_t)(m->alert[i].alerted != 0));
+        calib_mpw_double(w, m->alert[i].last);
+        calib_mpw_end(w);
+    }
+    calib_mpw_end(w);
+    calib_mpw_key(w, "params");
+    pack_params(w, &m->params);
+    if (m->shaped) {
+        /* [VIEWS][WS_PER_VIEW], row by row */
+        calib_mpw_key(w, "cum");
+        calib_accums_save(w, &m->cum[0][0], VIEWS * WS_PER_VIEW);
+        calib_mpw_key(w, "sums");
+        pack_sums(w, &m->sums[0][0], VIEWS * WS_PER_VIEW);
+        calib_mpw_key(w, "paired");
+        calib_mpw_map(w);
+        calib_mpw_key_uint(w, "version", m->paired.version);
+        calib_mpw_key_double(w, "since", m->paired.since);
+        calib_mpw_key(w, "view");
+        calib_accums_save(w, &m->paired.view[0][0], VIEWS * WS_PER_VIEW);
+        calib_mpw_key(w, "diff");
+        calib_accums_save(w, m->paired.diff, WS_PER_VIEW);
+        calib_mpw_key(w, "cs"); /* optional: absent before the sequences */
+        if (m->cs_on) {
+            calib_mpw_array(w);
+            for (int v = 0; v < VIEWS; v++)
+                calib_cs_save(w, &m->cs[v]);
+            calib_mpw_end(w);
+        } else {
+            calib_mpw_nil(w);
         }
-    } else if (last->type != MSGPACK_OBJECT_NIL) {
-        return calib_mpr_fail(r, "paired: the last period is neither a map nor nil");
+        calib_mpw_key(w, "period"); /* optional: absent before the window's */
+        pack_period(w, m);
+        calib_mpw_end(w);
+        calib_mpw_key(w, "top");
+        calib_mpw_array(w);
+        for (int v = 0; v < VIEWS && m->top[v].m; v++)
+            calib_bins_save(w, &m->top[v]);
+        calib_mpw_end(w);
+        calib_mpw_key(w, "cw");
+        calib_cwbins_save(w, &m->cw);
+        calib_mpw_key(w, "window");
+        calib_window_save(w, &m->win);
+        calib_mpw_key(w, "reservoir");
+        calib_reservoir_save(w, &m->reservoir, m->sizes.reservoir);
+        calib_mpw_key(w, "ring");
+        pack_ring(w, m);
+        calib_mpw_key(w, "loop");
+        pack_recalib(w, m);
+        calib_mpw_key(w, "segments"); /* optional: absent before them */
+        seg_save(w, &m->seg);
     }
-    for (int v = 0; v < VIEWS; v++)
-        if (cs->via.array.ptr[v].type != MSGPACK_OBJECT_MAP ||
-            !read_cs(r, &cs->via.array.ptr[v], &pd->cs[v], skipped))
-            return r->failed ? 0 : calib_mpr_fail(r, "paired: a period's cs is not a map");
-    pd->running = 1;
-    pd->since = since;
-    pd->end = end;
-    pd->last = e;
-    return 1;
-}
-
-/* The sums beside the cumulative accumulators: maps, or of formats 1 and
- * 2 a binary of n times three doubles. */
-static int read_sums(calib_mpr *r, const msgpack_object *o, model_sums *s, size_t n)
-{
-    const msgpack_object *a = calib_mpr_get(r, o, "sums");
-    if (!a)
-        return 0;
-    if (a->type == MSGPACK_OBJECT_BIN) {
-        double *v = malloc(3 * n * sizeof *v);
-        int ok = v && calib_doubles_load(r, o, "sums", v, 3 * n);
-        for (size_t i = 0; ok && i < n; i++)
-            s[i] = (model_sums){v[3 * i], v[3 * i + 1], v[3 * i + 2]};
-        free(v);
-        return ok || calib_mpr_fail(r, "sums: unreadable");
-    }
-    if (a->type != MSGPACK_OBJECT_ARRAY || a->via.array.size != n)
-        return calib_mpr_fail(r, "sums: not an array of %zu", n);
-    for (size_t i = 0; i < n; i++) {
-        const msgpack_object *e = &a->via.array.ptr[i];
-        s[i] = (model_sums){calib_mpr_double(r, e, "pos"), calib_mpr_double(r, e, "neg"),
-                            calib_mpr_double(r, e, "sq")};
-    }
-    return !r->failed;
+    calib_mpw_end(w);
+    snapshot_section_end(w, at);
 }
 
 /* The statistics of a shaped model, section by section: a section whose
  * dimensions changed with the configuration stays fresh. */
-/* The segments (absent before them): 1 restored, 0 not (noted), -1 a
- * malformed section. */
-static int read_segments(calib_mpr *r, const msgpack_object *o, model *m, notes *skipped)
-{
-    const msgpack_object *seg = calib_mpr_find(o, "segments");
-    if (!seg)
-        return 0;
-    int rc = seg_load(r, seg, &m->seg);
-    if (rc == CALIB_LOAD_FAILED)
-        return -1;
-    if (rc != CALIB_LOAD_OK)
-        note(skipped, "the segments (%s; the waiting predictions' segments with them)",
-             rc == CALIB_LOAD_LATER ? "of a later form"
-             : rc == CALIB_LOAD_NO_ROOM ? "no room under memory_limit"
-             : "segment_values, bins, segment_min_effect or segment_keys changed");
-    return rc == CALIB_LOAD_OK;
-}
-
 static int read_shaped(calib_mpr *r, const msgpack_object *o, model *m, double shift, notes *skipped)
 {
     calib_accums_load(r, o, "cum", &m->cum[0][0], VIEWS * WS_PER_VIEW);
@@ -1064,7 +1080,7 @@ static int read_shaped(calib_mpr *r, const msgpack_object *o, model *m, double s
     }
     if (rc == CALIB_LOAD_FAILED)
         return 0;
-    return read_loop(r, calib_mpr_map(r, o, "loop"), m, shift, skipped);
+    return read_recalib(r, calib_mpr_map(r, o, "loop"), m, shift, skipped);
 }
 
 int snapshot_restore_model(model *m, const msgpack_object *o, double shift, int with_params,
