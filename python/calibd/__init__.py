@@ -19,6 +19,7 @@ from .follower import (BINARY, GAUSSIAN, LOGITS, PROBS, Follower, NotApplicable,
                        Params, Reject, apply_params, apply_rows, decode_params)
 from .producer import MAX_BATCH, Producer, Rejected
 
+# the one place the version is written: pyproject.toml reads it from here
 __version__ = "0.2.0"
 
 __all__ = ["Producer", "Rejected", "Follower", "Params", "Reject", "NotParams", "NotApplicable",

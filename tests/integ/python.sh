@@ -28,10 +28,15 @@ $(tail -n 40 "$out" | sed 's/^/  /')" '[ $rc -eq 0 ] && [ $ran -ge 10 ]'
 rc=$?
 check "pip install ./python into a virtual environment, offline
 $(tail -n 20 "$work/venv.out" | sed 's/^/  /')" '[ $rc -eq 0 ]'
+# the version is written once, calibd/__init__.py's __version__: the
+# installed package's metadata (pyproject.toml reads it) and module say it
+want=$(cd / && "$PY" -c 'import calibd; print(calibd.__version__)' 2>&1)
 where=$(cd / && PYTHONPATH= "$work/venv/bin/python" -c \
-    'import calibd; print(calibd.__version__, calibd.__file__)' 2>&1)
-check "the installed package imports from the environment ($where)" \
-    '[[ "$where" == 0.2.0\ "$work/venv/"*site-packages/calibd/__init__.py ]]'
+    'import importlib.metadata as m, calibd
+print(m.version("calibd"), calibd.__version__, calibd.__file__)' 2>&1)
+check "the installed package imports from the environment, version $want ($where)" \
+    '[[ "$want" =~ ^[0-9]+\.[0-9]+ ]] &&
+     [[ "$where" == "$want $want $work/venv/"*site-packages/calibd/__init__.py ]]'
 
 start_calibd --ingest-pull 'tcp://127.0.0.1:*'
 # the example's producer: its import and the lines from "# the producer" on
