@@ -13,14 +13,10 @@ import time
 from typing import Callable, Dict, Optional, Sequence, Union
 
 import msgpack
+import numpy as np
 import zmq
 
 from . import _segments, _sockets
-
-try:  # numpy is optional here: lists work without it
-    import numpy as np
-except ImportError:  # pragma: no cover
-    np = None
 
 __all__ = ["Follower", "Params", "Reject", "NotParams", "NotApplicable",
            "decode_params", "apply_params", "apply_rows",
@@ -491,16 +487,15 @@ def apply_map(p, form, x):
 
 
 def _is_rows(x) -> bool:
-    if np is not None and isinstance(x, np.ndarray):
+    if isinstance(x, np.ndarray):
         return x.ndim == 2
-    return len(x) > 0 and isinstance(x[0], (list, tuple)) or (
-        np is not None and len(x) > 0 and isinstance(x[0], np.ndarray))
+    return len(x) > 0 and isinstance(x[0], (list, tuple, np.ndarray))
 
 
 def apply_rows(p: "Params", form: str, x):
     """apply_params on one prediction or on each row of a batch (a 2-D
     numpy array or a list of rows); numpy in, numpy out."""
-    as_np = np is not None and isinstance(x, np.ndarray)
+    as_np = isinstance(x, np.ndarray)
     if form == BINARY and as_np and x.ndim == 1 and len(x) != 1:
         x = x.reshape(-1, 1)  # a vector of n p's
     if _is_rows(x):

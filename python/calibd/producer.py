@@ -26,19 +26,14 @@ Which socket loses what (calibd-protocol(7), INGEST):
 """
 
 import math
-import struct
 import time
 from typing import Any, Dict, Optional, Sequence, Union
 
 import msgpack
+import numpy as np
 import zmq
 
 from . import _segments, _sockets
-
-try:
-    import numpy as np
-except ImportError:  # pragma: no cover - the package depends on numpy
-    np = None
 
 __all__ = ["Producer", "MAX_BATCH", "MAX_MSG_SIZE", "MAX_SEG"]
 
@@ -97,7 +92,7 @@ def _id(i: Any) -> Id:
         if not 0 < len(i.encode("utf-8")) <= _ID_MAX:
             raise ValueError("id %r: a string id has 1 to 64 bytes" % i)
         return i
-    if isinstance(i, int) or (np is not None and isinstance(i, np.integer)):
+    if isinstance(i, (int, np.integer)):
         if int(i) < 0:
             raise ValueError("id %r: an integer id is unsigned" % i)
         return int(i)
@@ -106,43 +101,27 @@ def _id(i: Any) -> Id:
 
 def _matrix(out, n: int, form: str):
     """n rows of K >= 2 numbers (a 2-D array or a list of rows), and K."""
-    if np is not None:
-        a = np.asarray(out, dtype=float)
-        if a.ndim == 2 and a.shape[0] == n and a.shape[1] >= 2:
-            return a, int(a.shape[1])
-    else:
-        a = [[float(v) for v in r] for r in out]
-        k = len(a[0]) if a else 0
-        if len(a) == n and k >= 2 and all(len(r) == k for r in a):
-            return a, k
+    a = np.asarray(out, dtype=float)
+    if a.ndim == 2 and a.shape[0] == n and a.shape[1] >= 2:
+        return a, int(a.shape[1])
     raise ValueError("%s: %d rows of K >= 2 numbers expected" % (form, n))
-
-
-def _flat(rows):
-    if np is not None and isinstance(rows, np.ndarray):
-        return rows.ravel()
-    return [v for r in rows for v in r]
 
 
 def _floats(x, float32: bool) -> bytes:
     """A flat sequence of numbers as a bin of little-endian float64 (or
     float32)."""
-    if np is not None:
-        a = np.asarray(x, dtype="<f4" if float32 else "<f8")
-        return a.tobytes(order="C")
-    vals = [float(v) for v in x]
-    return struct.pack("<%d%s" % (len(vals), "f" if float32 else "d"), *vals)
+    return np.asarray(x, dtype="<f4" if float32 else "<f8").tobytes(order="C")
 
 
 def _outcome(v: Any) -> Union[int, float]:
     """A class index stays an integer, a regression outcome a float; a
     string is refused as calibd refuses it (key_type), never converted."""
-    if isinstance(v, (str, bytes)) or (np is not None and isinstance(v, (np.str_, np.bytes_))):
+    if isinstance(v, (str, bytes, np.str_, np.bytes_)):
         raise ValueError("key_type: y %r is a string; an outcome is a number (the class "
                          "index, or the regression outcome)" % (v,))
     if isinstance(v, bool):
         return int(v)
-    if isinstance(v, int) or (np is not None and isinstance(v, np.integer)):
+    if isinstance(v, (int, np.integer)):
         return int(v)
     return float(v)
 
@@ -472,7 +451,7 @@ class Producer:
         if len(forms) != 1 or (mean is None) != (var is None):
             raise ValueError("exactly one of logits, probs, p, or mean with var")
         form = forms[0]
-        if isinstance(ids, (str, int)) or (np is not None and isinstance(ids, np.integer)):
+        if isinstance(ids, (str, int, np.integer)):
             return self._predict_row(topic, _id(ids), form, logits, probs, p, mean, var, y, ts,
                                      None if seg is None else _seg(seg, None))
         ids = _ids(ids)
@@ -497,7 +476,7 @@ class Producer:
             if k:
                 msg["k"] = k
             for key, v in cols.items():
-                msg[key] = _floats(_flat(v[a:b]) if k else v[a:b], self.float32)
+                msg[key] = _floats(v[a:b].ravel() if k else v[a:b], self.float32)
             if y is not None:
                 msg["y"] = [_outcome(v) for v in y[a:b]]
             if ts is not None:
@@ -513,7 +492,7 @@ class Producer:
         msg = {"v": 1, "type": "pred", "id": i}  # type: Dict[str, Any]
         if form in ("logits", "probs"):
             row = logits if form == "logits" else probs
-            row = [float(v) for v in (np.asarray(row).ravel() if np is not None else row)]
+            row = [float(v) for v in np.asarray(row).ravel()]
             if len(row) < 2:
                 raise ValueError("%s: K >= 2 numbers" % form)
             msg[form] = row
@@ -537,7 +516,7 @@ class Producer:
         (0 or 1 for a binary p), or the observed value of a regression.
         Returns the number of labels sent."""
         topic = _topic(model)
-        if isinstance(ids, (str, int)) or (np is not None and isinstance(ids, np.integer)):
+        if isinstance(ids, (str, int, np.integer)):
             msg = {"v": 1, "type": "label", "id": _id(ids), "y": _outcome(y)}
             if ts is not None:
                 msg["ts"] = float(ts)
