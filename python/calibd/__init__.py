@@ -15,6 +15,7 @@ The wire contract is calibd-protocol(7); the C twin is libcalib_client
 (calib_client(3)).
 """
 
+from ._errors import CalibdError
 from .follower import (BINARY, GAUSSIAN, LOGITS, PROBS, Follower, NotApplicable, NotParams,
                        Params, Reject, apply_params, apply_rows, decode_params)
 from .producer import MAX_BATCH, Producer, Rejected
@@ -23,5 +24,5 @@ from .producer import MAX_BATCH, Producer, Rejected
 __version__ = "0.2.0"
 
 __all__ = ["Producer", "Rejected", "Follower", "Params", "Reject", "NotParams", "NotApplicable",
-           "decode_params", "apply_params", "apply_rows", "MAX_BATCH",
+           "CalibdError", "decode_params", "apply_params", "apply_rows", "MAX_BATCH",
            "LOGITS", "PROBS", "BINARY", "GAUSSIAN", "__version__"]

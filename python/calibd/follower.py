@@ -17,6 +17,7 @@ import numpy as np
 import zmq
 
 from . import _segments, _sockets
+from ._errors import CalibdError
 
 __all__ = ["Follower", "Params", "Reject", "NotParams", "NotApplicable",
            "decode_params", "apply_params", "apply_rows",
@@ -49,11 +50,11 @@ BUILTINS = {
 LOGITS, PROBS, BINARY, GAUSSIAN = "logits", "probs", "binary", "gaussian"
 
 
-class Reject(Exception):
+class Reject(CalibdError):
     """A malformed message; the argument is the reason (a counter label)."""
 
 
-class NotParams(Exception):
+class NotParams(CalibdError):
     """A well-formed message of another type (alert, heartbeat, ...)."""
 
 
@@ -413,7 +414,7 @@ def check_input(form, x):
         raise ValueError("unknown form %r" % form)
 
 
-class NotApplicable(Exception):
+class NotApplicable(CalibdError):
     """The held method is unknown here, or does not take this form."""
 
 

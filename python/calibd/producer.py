@@ -34,6 +34,7 @@ import numpy as np
 import zmq
 
 from . import _segments, _sockets
+from ._errors import CalibdError
 
 __all__ = ["Producer", "MAX_BATCH", "MAX_MSG_SIZE", "MAX_SEG"]
 
@@ -136,7 +137,7 @@ def _ids(ids) -> list:
     return out
 
 
-class Rejected(ValueError):
+class Rejected(CalibdError, ValueError):
     """calibd refused records of a message sent over HTTP (the synchronous
     mode): reason is calibd's (calibd-protocol(7), the rejections), key and
     detail what was wrong, records and rejected the counts of the message."""

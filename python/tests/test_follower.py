@@ -10,8 +10,10 @@ import msgpack
 import numpy as np
 import pytest
 
-from calibd import (BINARY, GAUSSIAN, LOGITS, PROBS, Follower, NotApplicable, Params, Producer,
-                    Reject, apply_params, apply_rows, decode_params)
+import calibd
+from calibd import (BINARY, GAUSSIAN, LOGITS, PROBS, CalibdError, Follower, NotApplicable,
+                    NotParams, Params, Producer, Reject, Rejected, apply_params, apply_rows,
+                    decode_params)
 from calibd.follower import prior_weigh
 from conftest import LINGER
 
@@ -182,6 +184,31 @@ def test_decode_validates_like_libcalib_client():
         with pytest.raises(Reject) as e:
             decode_params(b"m", payload)
         assert e.value.args[0] == reason
+
+
+def test_exceptions_share_a_base():
+    """CalibdError is the base of the package's exceptions, each raised as
+    the package raises it; Rejected stays a ValueError."""
+    assert "CalibdError" in calibd.__all__ and calibd.CalibdError is CalibdError
+
+    def rejected():  # what Producer raises for an HTTP 400 (test_producer.py)
+        raise Rejected("prob_sum", "probs", "they sum to 1.1", 1, 1, 400)
+
+    raised = []
+    for call in (lambda: decode_params(b"m", b"\xc1"),
+                 lambda: decode_params(b"m", msgpack.packb({"v": 1, "type": "heartbeat"})),
+                 lambda: apply_params(Params("m", 1, "isotonic", ("x",), (1.0,)), PROBS,
+                                      [0.5, 0.5]),
+                 rejected):
+        with pytest.raises(CalibdError) as e:
+            call()
+        raised.append(e.value)
+    assert [type(e) for e in raised] == [Reject, NotParams, NotApplicable, Rejected]
+    assert raised[0].args == ("bad_msgpack",) and raised[1].args == ("heartbeat",)
+    # their other bases stay: an `except ValueError` still takes Rejected
+    assert isinstance(raised[3], ValueError) and not issubclass(CalibdError, ValueError)
+    assert str(raised[3]) == \
+        "prob_sum: 1 of 1 records rejected, key 'probs': they sum to 1.1 (HTTP 400)"
 
 
 def test_segment_parameters():
