@@ -101,19 +101,22 @@ class Params:
 # ---------------------------------------------------------------- decoding
 
 def name_ok(b, maxlen, chars):
+    """Whether b is 1..maxlen bytes, each of chars: a topic is
+    name_ok(model.encode(), MODEL_MAX, TOPIC_CHARS). Not an internal helper:
+    examples/python/serving_node.py checks its --model names with it."""
     return 0 < len(b) <= maxlen and all(c in chars for c in b)
 
 
-def is_number(x):
+def _is_number(x):
     # bool is an int in Python, but a msgpack true is not a number
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def is_uint(x):
+def _is_uint(x):
     return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
 
-def is_map(x):
+def _is_map(x):
     # maps are unpacked as lists of pairs (object_pairs_hook=list) to see
     # duplicate and non-string keys; arrays are lists of anything else
     return isinstance(x, _Pairs)
@@ -131,17 +134,17 @@ class _Ext:
         self.code, self.data = code, data
 
 
-def depth(x, d=0):
+def _depth(x, d=0):
     if isinstance(x, list):
         d += 1
         if d > MAX_DEPTH:
             return d
-        items = (v for kv in x for v in kv) if is_map(x) else x
-        return max([d] + [depth(v, d) for v in items])
+        items = (v for kv in x for v in kv) if _is_map(x) else x
+        return max([d] + [_depth(v, d) for v in items])
     return d
 
 
-def unpack(payload):
+def _unpack(payload):
     try:
         obj = msgpack.unpackb(payload, raw=False, unicode_errors="surrogateescape",
                               strict_map_key=False, object_pairs_hook=_Pairs,
@@ -150,7 +153,7 @@ def unpack(payload):
         raise Reject("trailing_bytes")
     except Exception:  # truncated, invalid, a count larger than the bytes
         raise Reject("bad_msgpack")
-    if depth(obj) > MAX_DEPTH:
+    if _depth(obj) > MAX_DEPTH:
         raise Reject("too_deep")
     return obj
 
@@ -160,12 +163,12 @@ ENVELOPE_KEYS = ("v", "type", "model", "version", "method", "params", "ts", "n",
                  "message", "segments", "prior_weights", "label_free")
 
 
-def envelope(topic, payload):
+def _envelope(topic, payload):
     """The keys every message shares; returns (type, known keys)."""
     if not name_ok(topic, MODEL_MAX, TOPIC_CHARS):
         raise Reject("bad_topic")
-    root = unpack(payload)
-    if not is_map(root):
+    root = _unpack(payload)
+    if not _is_map(root):
         raise Reject("not_a_map")
     val = {}
     for k, v in root:
@@ -176,7 +179,7 @@ def envelope(topic, payload):
                 raise Reject("duplicate_key")
             val[k] = v
     v = val.get("v")
-    if not is_uint(v) or v not in (PROTO_VERSION, VERSION_WEIGHTS):
+    if not _is_uint(v) or v not in (PROTO_VERSION, VERSION_WEIGHTS):
         raise Reject("bad_version")
     if not isinstance(val.get("type"), str):
         raise Reject("bad_type")
@@ -192,32 +195,32 @@ def envelope(topic, payload):
     return mtype, val
 
 
-def check_optional(val):
+def _check_optional(val):
     """ts, n, before, after, improvement: optional, typed when present."""
     if "ts" in val:
-        if not is_number(val["ts"]):
+        if not _is_number(val["ts"]):
             raise Reject("key_type")
         if not math.isfinite(val["ts"]):
             raise Reject("bad_value")
-    if "n" in val and not is_uint(val["n"]):
+    if "n" in val and not _is_uint(val["n"]):
         raise Reject("key_type")
     for key in ("before", "after"):
         if key in val:
             m = val[key]
-            if not is_map(m) or any(not isinstance(k, str) or
-                                    not (v is None or is_number(v)) for k, v in m):
+            if not _is_map(m) or any(not isinstance(k, str) or
+                                     not (v is None or _is_number(v)) for k, v in m):
                 raise Reject("key_type")
     # {"improvement": {"mean": x, "ci": [lo, hi]}}, or, as calibd sends it,
     # {"improvement": x, "ci": [lo, hi]}; numbers may be nil (unknown)
     def ci_ok(v):
-        return v is None or (isinstance(v, list) and not is_map(v) and len(v) == 2
-                             and all(x is None or is_number(x) for x in v))
+        return v is None or (isinstance(v, list) and not _is_map(v) and len(v) == 2
+                             and all(x is None or _is_number(x) for x in v))
     if "ci" in val and not ci_ok(val["ci"]):
         raise Reject("key_type")
     if "improvement" in val:
         m = val["improvement"]
-        if not is_map(m):
-            if not (m is None or is_number(m)):
+        if not _is_map(m):
+            if not (m is None or _is_number(m)):
                 raise Reject("key_type")
             return
         seen = set()
@@ -228,7 +231,7 @@ def check_optional(val):
                 if k in seen or (k == "ci" and "ci" in val):
                     raise Reject("duplicate_key")
                 seen.add(k)
-            if k == "mean" and not (v is None or is_number(v)):
+            if k == "mean" and not (v is None or _is_number(v)):
                 raise Reject("key_type")
             if k == "ci" and not ci_ok(v):
                 raise Reject("key_type")
@@ -237,18 +240,18 @@ def check_optional(val):
 def decode_params(topic, payload):
     """One params message (frames 0 and 1, bytes) -> Params, or raises
     Reject(reason) / NotParams."""
-    mtype, val = envelope(topic, payload)
+    mtype, val = _envelope(topic, payload)
     if mtype != "params":
         raise NotParams(mtype)
     for k in ("version", "method", "params"):
         if k not in val:
             raise Reject("missing_key")
     version, method, pmap = val["version"], val["method"], val["params"]
-    if not is_uint(version) or not isinstance(method, str) or not is_map(pmap):
+    if not _is_uint(version) or not isinstance(method, str) or not _is_map(pmap):
         raise Reject("key_type")
     if not name_ok(method.encode("utf-8", "surrogateescape"), METHOD_MAX, NAME_CHARS):
         raise Reject("bad_method")
-    check_optional(val)
+    _check_optional(val)
 
     names = BUILTINS.get(method)
     if version == 0 and len(pmap) == 0:  # the identity, by any name
@@ -261,7 +264,7 @@ def decode_params(topic, payload):
             if k in names:
                 if k in found:
                     raise Reject("duplicate_key")
-                if not is_number(v):
+                if not _is_number(v):
                     raise Reject("key_type")
                 found[k] = float(v)
         if len(found) != len(names):
@@ -277,17 +280,17 @@ def decode_params(topic, payload):
                 raise Reject("bad_params")
             if k in names:
                 raise Reject("duplicate_key")
-            if not is_number(v):
+            if not _is_number(v):
                 raise Reject("key_type")
             names.append(k)
             values.append(float(v))
-    check_domain(method, values)
+    _check_domain(method, values)
     return Params(val["model"], version, method, names, values,
-                  decode_segments(val.get("segments"), method, names),
-                  decode_weights(val), decode_flag(val.get("label_free")))
+                  _decode_segments(val.get("segments"), method, names),
+                  _decode_weights(val), _decode_flag(val.get("label_free")))
 
 
-def decode_weights(val):
+def _decode_weights(val):
     """"prior_weights": 2 to 64 numbers in [1e-6, 1e6], only in a message of
     "v": 2 (libcalib refuses them in a v1 message too)."""
     w = val.get("prior_weights")
@@ -299,7 +302,7 @@ def decode_weights(val):
         raise Reject("key_type")
     if not 2 <= len(w) <= MAX_WEIGHTS:
         raise Reject("bad_params")
-    if not all(is_number(x) for x in w):
+    if not all(_is_number(x) for x in w):
         raise Reject("key_type")
     w = tuple(float(x) for x in w)
     if not all(WEIGHT_MIN <= x <= WEIGHT_MAX for x in w):
@@ -307,7 +310,7 @@ def decode_weights(val):
     return w
 
 
-def decode_flag(x):
+def _decode_flag(x):
     """An optional boolean."""
     if x is None:
         return False
@@ -316,7 +319,7 @@ def decode_flag(x):
     return x
 
 
-def check_domain(method, values):
+def _check_domain(method, values):
     """Finite values in the built-in method's domain, or Reject."""
     if not all(math.isfinite(v) for v in values):
         raise Reject("bad_value")
@@ -331,12 +334,12 @@ def check_domain(method, values):
 SEG_MAX = 16           # CALIB_PUBMSG_MAX_SEGMENTS
 
 
-def decode_segments(smap, method, names):
+def _decode_segments(smap, method, names):
     """"segments": {"key=value": {name: value}} in the message's method, as
     libcalib's calib_pubmsg_decode checks it."""
     if smap is None:
         return ()
-    if not is_map(smap) or len(smap) > SEG_MAX or (len(smap) and not names):
+    if not _is_map(smap) or len(smap) > SEG_MAX or (len(smap) and not names):
         raise Reject("bad_params")
     out, seen = [], set()
     for kv, pm in smap:
@@ -348,17 +351,17 @@ def decode_segments(smap, method, names):
         if kv in seen:
             raise Reject("duplicate_key")
         seen.add(kv)
-        if not is_map(pm) or len(pm) != len(names):
+        if not _is_map(pm) or len(pm) != len(names):
             raise Reject("bad_params")
         found = {}
         for k, v in pm:
             if k not in names or k in found:
                 raise Reject("bad_params")
-            if not is_number(v):
+            if not _is_number(v):
                 raise Reject("key_type")
             found[k] = float(v)
         values = [found[n] for n in names]
-        check_domain(method, values)
+        _check_domain(method, values)
         out.append((key, value, tuple(values)))
     return tuple(out)
 
@@ -366,36 +369,36 @@ def decode_segments(smap, method, names):
 # ---------------------------------------------------------------- applying
 # The maps of calib_recal(3), in pure Python, as libcalib computes them.
 
-def log_floor(p):
+def _log_floor(p):
     """ln max(p, 1e-15), as libcalib's log_floor."""
     return math.log(p if p > LOG_FLOOR else LOG_FLOOR)
 
 
-def log1m_floor(p):
+def _log1m_floor(p):
     """ln max(1 - p, 1e-15), with log1p where 1 - p would round."""
     return math.log1p(-p) if 1 - p > LOG_FLOOR else math.log(LOG_FLOOR)
 
 
-def binary_logit(p):
+def _binary_logit(p):
     """The logit of a binary p as every libcalib fit and apply sees it."""
-    return log_floor(p) - log1m_floor(p)
+    return _log_floor(p) - _log1m_floor(p)
 
 
-def sigmoid(u):
+def _sigmoid(u):
     if u >= 0:
         return 1 / (1 + math.exp(-u))
     e = math.exp(u)
     return e / (1 + e)
 
 
-def softmax_scaled(z, beta):
+def _softmax_scaled(z, beta):
     zmax = max(z)
     e = [math.exp(beta * (x - zmax)) for x in z]
     s = sum(e)
     return [x / s for x in e]
 
 
-def check_input(form, x):
+def _check_input(form, x):
     """The checks libcalib applies before a map (calib_check_*)."""
     if form == LOGITS:
         if len(x) < 2 or not all(math.isfinite(v) for v in x):
@@ -418,7 +421,7 @@ class NotApplicable(CalibdError):
     """The held method is unknown here, or does not take this form."""
 
 
-def prior_weigh(w, form, out):
+def _prior_weigh(w, form, out):
     """The prior correction after the map, as libcalib's calib_prior_weigh:
     p'_k = w_k p_k / sum_i w_i p_i (binary: two classes [1 - p, p])."""
     if form == GAUSSIAN or len(w) != (2 if form == BINARY else len(out)):
@@ -441,31 +444,31 @@ def apply_params(p, form, x):
     binary, [mean, var] for gaussian. x is a list; it is not modified. Prior
     weights, if the version has them, follow the map."""
     if p.version == 0 or not p.weights:
-        return apply_map(p, form, x)
+        return _apply_map(p, form, x)
     if form == GAUSSIAN or len(p.weights) != (2 if form == BINARY else len(x)):
-        check_input(form, x)
+        _check_input(form, x)
         raise NotApplicable("%d prior weights for a %s prediction of %d" % (
             len(p.weights), form, len(x)))
-    return prior_weigh(p.weights, form, apply_map(p, form, x))
+    return _prior_weigh(p.weights, form, _apply_map(p, form, x))
 
 
-def apply_map(p, form, x):
+def _apply_map(p, form, x):
     """The method's map alone."""
-    check_input(form, x)
+    _check_input(form, x)
     x = [float(v) for v in x]
     if p.version == 0:  # the identity
-        return softmax_scaled(x, 1.0) if form == LOGITS else list(x)
+        return _softmax_scaled(x, 1.0) if form == LOGITS else list(x)
     v = p.values
     if p.method == "temperature" and form != GAUSSIAN:
         beta = 1 / v[0]
         if form == LOGITS:
-            return softmax_scaled(x, beta)
+            return _softmax_scaled(x, beta)
         if form == PROBS:
-            return softmax_scaled([log_floor(q) for q in x], beta)
-        return [sigmoid(beta * binary_logit(x[0]))]
+            return _softmax_scaled([_log_floor(q) for q in x], beta)
+        return [_sigmoid(beta * _binary_logit(x[0]))]
     if p.method == "platt" and form != GAUSSIAN:
         if form == BINARY:
-            s = binary_logit(x[0])
+            s = _binary_logit(x[0])
         elif len(x) != 2:
             raise NotApplicable("platt takes K = 2 only")
         elif form == LOGITS:
@@ -475,9 +478,9 @@ def apply_map(p, form, x):
             if math.isinf(s):
                 s = math.copysign(sys.float_info.max, s)
         else:
-            s = log_floor(x[1]) - log_floor(x[0])
+            s = _log_floor(x[1]) - _log_floor(x[0])
         u = v[0] * s + v[1]
-        return [sigmoid(u)] if form == BINARY else [sigmoid(-u), sigmoid(u)]
+        return [_sigmoid(u)] if form == BINARY else [_sigmoid(-u), _sigmoid(u)]
     if p.method == "variance" and form == GAUSSIAN:
         return [x[0], v[0] * x[1] + v[1]]
     if p.method == "location_scale" and form == GAUSSIAN:
@@ -642,8 +645,8 @@ class Follower:
                 self.counters["other"] += 1
                 return
             try:
-                _, val = envelope(topic, payload)
-                if "ts" in val and not is_number(val["ts"]):
+                _, val = _envelope(topic, payload)
+                if "ts" in val and not _is_number(val["ts"]):
                     raise Reject("key_type")
                 if "ts" in val and not math.isfinite(val["ts"]):
                     raise Reject("bad_value")

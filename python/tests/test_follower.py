@@ -14,7 +14,7 @@ import calibd
 from calibd import (BINARY, GAUSSIAN, LOGITS, PROBS, CalibdError, Follower, NotApplicable,
                     NotParams, Params, Producer, Reject, Rejected, apply_params, apply_rows,
                     decode_params)
-from calibd.follower import prior_weigh
+from calibd.follower import _prior_weigh
 from conftest import LINGER
 
 FORMS = {LOGITS: 0, PROBS: 1, BINARY: 2, GAUSSIAN: 3}
@@ -94,7 +94,7 @@ def test_prior_weights_match_libcalib(libcalib):
         want = list(out)[:1] if form == BINARY else list(out)
         # the weighing alone is exact; the maps are an ulp apart at most
         # (test_apply_matches_libcalib), which the weighing keeps small
-        mine = prior_weigh(w, PROBS if form == LOGITS else form,
+        mine = _prior_weigh(w, PROBS if form == LOGITS else form,
                            mapped[:1] if form == BINARY else mapped)
         assert mine == want, (method, form, x, w)
         for g, c in zip(got, want):
