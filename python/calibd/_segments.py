@@ -7,7 +7,7 @@ NAME_MAX = 64  # bytes of a segment key or value
 KEY_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
 
-def key_ok(key) -> bool:
+def key_ok(key: object) -> bool:
     """1..64 bytes of [A-Za-z0-9_.-]."""
     if not isinstance(key, str):
         return False
@@ -15,7 +15,7 @@ def key_ok(key) -> bool:
     return 1 <= len(b) <= NAME_MAX and set(b) <= KEY_CHARS
 
 
-def value_ok(value) -> bool:
+def value_ok(value: object) -> bool:
     """1..64 bytes of UTF-8 without a control character (C0, DEL, C1)."""
     if not isinstance(value, str):
         return False

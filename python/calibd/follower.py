@@ -6,11 +6,14 @@ Every message is validated as libcalib_client validates it; a bad one is
 counted (Follower.rejects, by reason) and dropped, never raised.
 """
 
+from __future__ import annotations
+
 import math
 import sys
 import threading
 import time
-from typing import Callable, Dict, Optional, Sequence, Union
+from typing import (TYPE_CHECKING, AbstractSet, Any, Callable, Dict, Iterable, List, Mapping,
+                    Optional, Sequence, Tuple, Union, overload)
 
 import msgpack
 import numpy as np
@@ -18,6 +21,9 @@ import zmq
 
 from . import _segments, _sockets
 from ._errors import CalibdError
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 __all__ = ["Follower", "Params", "Reject", "NotParams", "NotApplicable",
            "decode_params", "apply_params", "apply_rows",
@@ -64,9 +70,19 @@ class Params:
 
     __slots__ = ("model", "version", "method", "names", "values", "segments", "weights",
                  "label_free")
+    model: str
+    version: int
+    method: str
+    names: Tuple[str, ...]
+    values: Tuple[float, ...]
+    segments: Tuple[Tuple[str, str, Tuple[float, ...]], ...]
+    weights: Tuple[float, ...]
+    label_free: bool
 
-    def __init__(self, model, version=0, method="", names=(), values=(), segments=(),
-                 weights=(), label_free=False):
+    def __init__(self, model: str, version: int = 0, method: str = "",
+                 names: Iterable[str] = (), values: Iterable[float] = (),
+                 segments: Iterable[Tuple[str, str, Tuple[float, ...]]] = (),
+                 weights: Iterable[float] = (), label_free: bool = False) -> None:
         self.model = model
         self.version = version
         self.method = method
@@ -80,7 +96,7 @@ class Params:
         self.weights = tuple(weights)
         self.label_free = bool(label_free)  # published before any label
 
-    def for_segments(self, seg) -> "Params":
+    def for_segments(self, seg: Optional[Mapping[str, str]]) -> Params:
         """The parameters that apply to a prediction of segments seg (a dict
         of key to value, or None): those of the first listed segment it
         has, else these."""
@@ -91,7 +107,9 @@ class Params:
                                   weights=self.weights, label_free=self.label_free)
         return self
 
-    def line(self):
+    def line(self) -> str:
+        """The line serving_node.c prints for this version: model, version,
+        method, then name=value (%.17g) for each parameter."""
         kv = "".join(" %s=%.17g" % (n, v) for n, v in zip(self.names, self.values))
         if self.weights:  # a label-free prior correction, as serving_node.c prints it
             kv += " prior_weights=" + ",".join("%.17g" % w for w in self.weights)
@@ -100,29 +118,29 @@ class Params:
 
 # ---------------------------------------------------------------- decoding
 
-def name_ok(b, maxlen, chars):
+def name_ok(b: bytes, maxlen: int, chars: AbstractSet[int]) -> bool:
     """Whether b is 1..maxlen bytes, each of chars: a topic is
     name_ok(model.encode(), MODEL_MAX, TOPIC_CHARS). Not an internal helper:
     examples/python/serving_node.py checks its --model names with it."""
     return 0 < len(b) <= maxlen and all(c in chars for c in b)
 
 
-def _is_number(x):
+def _is_number(x: object) -> bool:
     # bool is an int in Python, but a msgpack true is not a number
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def _is_uint(x):
+def _is_uint(x: object) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
 
-def _is_map(x):
+def _is_map(x: object) -> bool:
     # maps are unpacked as lists of pairs (object_pairs_hook=list) to see
     # duplicate and non-string keys; arrays are lists of anything else
     return isinstance(x, _Pairs)
 
 
-class _Pairs(list):
+class _Pairs(list[Tuple[Any, Any]]):  # list[], not List[]: no Generic among its bases
     """A msgpack map, as its (key, value) pairs in order."""
 
 
@@ -130,11 +148,11 @@ class _Ext:
     """An extension object, whatever its code (ExtType refuses negative
     ones): never a valid value of a known key."""
 
-    def __init__(self, code, data):
+    def __init__(self, code: int, data: bytes) -> None:
         self.code, self.data = code, data
 
 
-def _depth(x, d=0):
+def _depth(x: object, d: int = 0) -> int:
     if isinstance(x, list):
         d += 1
         if d > MAX_DEPTH:
@@ -144,7 +162,7 @@ def _depth(x, d=0):
     return d
 
 
-def _unpack(payload):
+def _unpack(payload: bytes) -> Any:
     try:
         obj = msgpack.unpackb(payload, raw=False, unicode_errors="surrogateescape",
                               strict_map_key=False, object_pairs_hook=_Pairs,
@@ -163,14 +181,14 @@ ENVELOPE_KEYS = ("v", "type", "model", "version", "method", "params", "ts", "n",
                  "message", "segments", "prior_weights", "label_free")
 
 
-def _envelope(topic, payload):
+def _envelope(topic: bytes, payload: bytes) -> Tuple[str, Dict[str, Any]]:
     """The keys every message shares; returns (type, known keys)."""
     if not name_ok(topic, MODEL_MAX, TOPIC_CHARS):
         raise Reject("bad_topic")
     root = _unpack(payload)
     if not _is_map(root):
         raise Reject("not_a_map")
-    val = {}
+    val: Dict[str, Any] = {}
     for k, v in root:
         if not isinstance(k, str):
             raise Reject("bad_key")
@@ -195,7 +213,7 @@ def _envelope(topic, payload):
     return mtype, val
 
 
-def _check_optional(val):
+def _check_optional(val: Dict[str, Any]) -> None:
     """ts, n, before, after, improvement: optional, typed when present."""
     if "ts" in val:
         if not _is_number(val["ts"]):
@@ -212,7 +230,7 @@ def _check_optional(val):
                 raise Reject("key_type")
     # {"improvement": {"mean": x, "ci": [lo, hi]}}, or, as calibd sends it,
     # {"improvement": x, "ci": [lo, hi]}; numbers may be nil (unknown)
-    def ci_ok(v):
+    def ci_ok(v: Any) -> bool:
         return v is None or (isinstance(v, list) and not _is_map(v) and len(v) == 2
                              and all(x is None or _is_number(x) for x in v))
     if "ci" in val and not ci_ok(val["ci"]):
@@ -237,7 +255,7 @@ def _check_optional(val):
                 raise Reject("key_type")
 
 
-def decode_params(topic, payload):
+def decode_params(topic: bytes, payload: bytes) -> Params:
     """One params message (frames 0 and 1, bytes) -> Params, or raises
     Reject(reason) / NotParams."""
     mtype, val = _envelope(topic, payload)
@@ -253,27 +271,29 @@ def decode_params(topic, payload):
         raise Reject("bad_method")
     _check_optional(val)
 
-    names = BUILTINS.get(method)
+    builtin = BUILTINS.get(method)
     if version == 0 and len(pmap) == 0:  # the identity, by any name
         return Params(val["model"], 0, method)
-    if names is not None:
-        found = {}
+    names: List[str] = []
+    values: List[float] = []
+    if builtin is not None:
+        found: Dict[str, float] = {}
         for k, v in pmap:
             if not isinstance(k, str):
                 raise Reject("bad_params")
-            if k in names:
+            if k in builtin:
                 if k in found:
                     raise Reject("duplicate_key")
                 if not _is_number(v):
                     raise Reject("key_type")
                 found[k] = float(v)
-        if len(found) != len(names):
+        if len(found) != len(builtin):
             raise Reject("bad_params")
-        values = [found[n] for n in names]
+        names = list(builtin)
+        values = [found[n] for n in builtin]
     else:  # a plugin's method: kept as sent, in the message's order
         if not 0 < len(pmap) <= MAX_PARAMS:
             raise Reject("bad_params")
-        names, values = [], []
         for k, v in pmap:
             if not isinstance(k, str) or not name_ok(
                     k.encode("utf-8", "surrogateescape"), PARAM_NAME_MAX, NAME_CHARS):
@@ -290,7 +310,7 @@ def decode_params(topic, payload):
                   _decode_weights(val), _decode_flag(val.get("label_free")))
 
 
-def _decode_weights(val):
+def _decode_weights(val: Dict[str, Any]) -> Tuple[float, ...]:
     """"prior_weights": 2 to 64 numbers in [1e-6, 1e6], only in a message of
     "v": 2 (libcalib refuses them in a v1 message too)."""
     w = val.get("prior_weights")
@@ -304,13 +324,13 @@ def _decode_weights(val):
         raise Reject("bad_params")
     if not all(_is_number(x) for x in w):
         raise Reject("key_type")
-    w = tuple(float(x) for x in w)
-    if not all(WEIGHT_MIN <= x <= WEIGHT_MAX for x in w):
+    weights = tuple(float(x) for x in w)
+    if not all(WEIGHT_MIN <= x <= WEIGHT_MAX for x in weights):
         raise Reject("bad_value")
-    return w
+    return weights
 
 
-def _decode_flag(x):
+def _decode_flag(x: object) -> bool:
     """An optional boolean."""
     if x is None:
         return False
@@ -319,7 +339,7 @@ def _decode_flag(x):
     return x
 
 
-def _check_domain(method, values):
+def _check_domain(method: str, values: Sequence[float]) -> None:
     """Finite values in the built-in method's domain, or Reject."""
     if not all(math.isfinite(v) for v in values):
         raise Reject("bad_value")
@@ -334,14 +354,16 @@ def _check_domain(method, values):
 SEG_MAX = 16           # CALIB_PUBMSG_MAX_SEGMENTS
 
 
-def _decode_segments(smap, method, names):
+def _decode_segments(smap: Any, method: str, names: Sequence[str]
+                     ) -> Tuple[Tuple[str, str, Tuple[float, ...]], ...]:
     """"segments": {"key=value": {name: value}} in the message's method, as
     libcalib's calib_pubmsg_decode checks it."""
     if smap is None:
         return ()
     if not _is_map(smap) or len(smap) > SEG_MAX or (len(smap) and not names):
         raise Reject("bad_params")
-    out, seen = [], set()
+    out: List[Tuple[str, str, Tuple[float, ...]]] = []
+    seen = set()
     for kv, pm in smap:
         if not isinstance(kv, str) or "=" not in kv:
             raise Reject("bad_params")
@@ -353,7 +375,7 @@ def _decode_segments(smap, method, names):
         seen.add(kv)
         if not _is_map(pm) or len(pm) != len(names):
             raise Reject("bad_params")
-        found = {}
+        found: Dict[str, float] = {}
         for k, v in pm:
             if k not in names or k in found:
                 raise Reject("bad_params")
@@ -369,36 +391,36 @@ def _decode_segments(smap, method, names):
 # ---------------------------------------------------------------- applying
 # The maps of calib_recal(3), in pure Python, as libcalib computes them.
 
-def _log_floor(p):
+def _log_floor(p: float) -> float:
     """ln max(p, 1e-15), as libcalib's log_floor."""
     return math.log(p if p > LOG_FLOOR else LOG_FLOOR)
 
 
-def _log1m_floor(p):
+def _log1m_floor(p: float) -> float:
     """ln max(1 - p, 1e-15), with log1p where 1 - p would round."""
     return math.log1p(-p) if 1 - p > LOG_FLOOR else math.log(LOG_FLOOR)
 
 
-def _binary_logit(p):
+def _binary_logit(p: float) -> float:
     """The logit of a binary p as every libcalib fit and apply sees it."""
     return _log_floor(p) - _log1m_floor(p)
 
 
-def _sigmoid(u):
+def _sigmoid(u: float) -> float:
     if u >= 0:
         return 1 / (1 + math.exp(-u))
     e = math.exp(u)
     return e / (1 + e)
 
 
-def _softmax_scaled(z, beta):
+def _softmax_scaled(z: Sequence[float], beta: float) -> List[float]:
     zmax = max(z)
     e = [math.exp(beta * (x - zmax)) for x in z]
     s = sum(e)
     return [x / s for x in e]
 
 
-def _check_input(form, x):
+def _check_input(form: str, x: Sequence[float]) -> None:
     """The checks libcalib applies before a map (calib_check_*)."""
     if form == LOGITS:
         if len(x) < 2 or not all(math.isfinite(v) for v in x):
@@ -421,7 +443,7 @@ class NotApplicable(CalibdError):
     """The held method is unknown here, or does not take this form."""
 
 
-def _prior_weigh(w, form, out):
+def _prior_weigh(w: Sequence[float], form: str, out: List[float]) -> List[float]:
     """The prior correction after the map, as libcalib's calib_prior_weigh:
     p'_k = w_k p_k / sum_i w_i p_i (binary: two classes [1 - p, p])."""
     if form == GAUSSIAN or len(w) != (2 if form == BINARY else len(out)):
@@ -439,7 +461,7 @@ def _prior_weigh(w, form, out):
     return [wk * pk / s for wk, pk in zip(w, out)]
 
 
-def apply_params(p, form, x):
+def apply_params(p: Params, form: str, x: Sequence[float]) -> List[float]:
     """The recalibrated prediction: probabilities for logits or probs, p for
     binary, [mean, var] for gaussian. x is a list; it is not modified. Prior
     weights, if the version has them, follow the map."""
@@ -452,10 +474,10 @@ def apply_params(p, form, x):
     return _prior_weigh(p.weights, form, _apply_map(p, form, x))
 
 
-def _apply_map(p, form, x):
+def _apply_map(p: Params, form: str, xs: Sequence[float]) -> List[float]:
     """The method's map alone."""
-    _check_input(form, x)
-    x = [float(v) for v in x]
+    _check_input(form, xs)
+    x = [float(v) for v in xs]
     if p.version == 0:  # the identity
         return _softmax_scaled(x, 1.0) if form == LOGITS else list(x)
     v = p.values
@@ -490,21 +512,34 @@ def _apply_map(p, form, x):
     raise NotApplicable("method %s is unknown here" % p.method)
 
 
-def _is_rows(x) -> bool:
+def _is_rows(x: Any) -> bool:
     if isinstance(x, np.ndarray):
         return x.ndim == 2
     return len(x) > 0 and isinstance(x[0], (list, tuple, np.ndarray))
 
 
-def apply_rows(p: "Params", form: str, x):
+@overload
+def apply_rows(p: Params, form: str, x: NDArray[Any]) -> NDArray[np.float64]: ...
+
+
+@overload
+def apply_rows(p: Params, form: str, x: Sequence[float]) -> List[float]: ...
+
+
+@overload
+def apply_rows(p: Params, form: str, x: Sequence[Union[Sequence[float], NDArray[Any]]]
+               ) -> List[List[float]]: ...
+
+
+def apply_rows(p: Params, form: str, x: Any) -> Any:
     """apply_params on one prediction or on each row of a batch (a 2-D
     numpy array or a list of rows); numpy in, numpy out."""
     as_np = isinstance(x, np.ndarray)
     if form == BINARY and as_np and x.ndim == 1 and len(x) != 1:
         x = x.reshape(-1, 1)  # a vector of n p's
     if _is_rows(x):
-        out = [apply_params(p, form, [float(v) for v in row]) for row in x]
-        return np.asarray(out, dtype=float) if as_np else out
+        rows = [apply_params(p, form, [float(v) for v in row]) for row in x]
+        return np.asarray(rows, dtype=float) if as_np else rows
     out = apply_params(p, form, [float(v) for v in x])
     return np.asarray(out, dtype=float) if as_np else out
 
@@ -520,7 +555,7 @@ class Follower:
 
     def __init__(self, endpoints: Union[str, Sequence[str]], models: Union[str, Sequence[str]],
                  on_params: Optional[Callable[["Params"], None]] = None,
-                 on_alert: Optional[Callable[[dict], None]] = None,
+                 on_alert: Optional[Callable[[Dict[str, Any]], None]] = None,
                  key: Optional[str] = None, server_key: Optional[str] = None) -> None:
         """endpoints: calibd's PUB endpoint(s), "tcp://host:7451" (a leading
         ">" connects, "@" binds; bare, it connects). models: the names to
@@ -531,13 +566,13 @@ class Follower:
         them; both or neither."""
         if isinstance(models, str):
             models = [models]
-        self._thread = None  # type: Optional[threading.Thread]
+        self._thread: Optional[threading.Thread] = None
         self._stop = threading.Event()
         self.ctx = zmq.Context()
         self.sock = self.ctx.socket(zmq.SUB)
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.setsockopt(zmq.MAXMSGSIZE, MAX_MSG_SIZE)
-        self.params = {}  # type: Dict[bytes, Params]
+        self.params: Dict[bytes, Params] = {}
         try:
             _sockets.curve(self.sock, key, server_key)
             for m in models:
@@ -554,12 +589,12 @@ class Follower:
         self.on_alert = on_alert
         self.counters = {"received": 0, "accepted": 0, "stale": 0, "alerts": 0,
                          "other": 0, "unsubscribed": 0}
-        self.rejects = {}  # type: Dict[str, int]
+        self.rejects: Dict[str, int] = {}
 
     def __enter__(self) -> "Follower":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def start(self) -> None:
@@ -568,7 +603,7 @@ class Follower:
             return
         self._stop.clear()
 
-        def run():
+        def run() -> None:
             while not self._stop.is_set():
                 self.poll(100)
 
@@ -583,6 +618,7 @@ class Follower:
             self._thread = None
 
     def close(self) -> None:
+        """Ends the thread, if any, and closes the socket."""
         self.stop()
         self.sock.close(0)
         self.ctx.term()
@@ -605,7 +641,20 @@ class Follower:
                 time.sleep(min(left, 0.01))
         return True
 
-    def apply(self, model: str, form: str, x, seg=None):
+    @overload
+    def apply(self, model: str, form: str, x: NDArray[Any],
+              seg: Optional[Mapping[str, str]] = None) -> Tuple[int, NDArray[np.float64]]: ...
+
+    @overload
+    def apply(self, model: str, form: str, x: Sequence[float],
+              seg: Optional[Mapping[str, str]] = None) -> Tuple[int, List[float]]: ...
+
+    @overload
+    def apply(self, model: str, form: str, x: Sequence[Union[Sequence[float], NDArray[Any]]],
+              seg: Optional[Mapping[str, str]] = None) -> Tuple[int, List[List[float]]]: ...
+
+    def apply(self, model: str, form: str, x: Any,
+              seg: Optional[Mapping[str, str]] = None) -> Tuple[int, Any]:
         """(version, output): the parameters held for model applied to x, one
         prediction (a sequence or a 1-D numpy array) or, as a 2-D numpy array
         or a list of rows, one per row. seg: the prediction's segments (a
@@ -621,13 +670,14 @@ class Follower:
         p = self.params[model.encode()].for_segments(seg)
         return p.version, apply_rows(p, form, x)
 
-    def _reject(self, reason):
+    def _reject(self, reason: str) -> None:
         self.rejects[reason] = self.rejects.get(reason, 0) + 1
 
-    def _handle(self, frames):
+    def _handle(self, frames: List[bytes]) -> None:
         self.counters["received"] += 1
         if len(frames) != 2:
-            return self._reject("framing")
+            self._reject("framing")
+            return
         topic, payload = frames
         held = self.params.get(topic)
         if held is None:  # the SUB filter matched a prefix only
@@ -639,7 +689,8 @@ class Follower:
         try:
             p = decode_params(topic, payload)
         except Reject as r:
-            return self._reject(r.args[0])
+            self._reject(r.args[0])
+            return
         except NotParams as n:
             if n.args[0] != "alert":
                 self.counters["other"] += 1
@@ -654,7 +705,8 @@ class Follower:
                     if k in val and not isinstance(val[k], str):
                         raise Reject("key_type")
             except Reject as r:
-                return self._reject(r.args[0])
+                self._reject(r.args[0])
+                return
             self.counters["alerts"] += 1
             if self.on_alert:
                 self.on_alert(val)
@@ -667,7 +719,7 @@ class Follower:
         if self.on_params:
             self.on_params(p)
 
-    def poll(self, timeout_ms):
+    def poll(self, timeout_ms: int) -> int:
         """Waits up to timeout_ms, then handles what is queued; returns the
         number of messages read."""
         n = 0

@@ -25,9 +25,12 @@ Which socket loses what (calibd-protocol(7), INGEST):
   seconds for every message to be acknowledged (RuntimeError if not).
 """
 
+from __future__ import annotations
+
 import math
 import time
-from typing import Any, Dict, Optional, Sequence, Union
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence,
+                    SupportsFloat, Tuple, Union, cast)
 
 import msgpack
 import numpy as np
@@ -35,6 +38,13 @@ import zmq
 
 from . import _segments, _sockets
 from ._errors import CalibdError
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    # ids as predict() and label() take them: one, or the n of a batch
+    _OneId = Union[str, int, np.integer[Any]]
+    _Ids = Union[_OneId, Iterable[_OneId]]
 
 __all__ = ["Producer", "MAX_BATCH", "MAX_MSG_SIZE", "MAX_SEG"]
 
@@ -63,7 +73,7 @@ def _seg(seg: Any, n: Optional[int]) -> Dict[str, Any]:
     n predictions (n not None), to one value for all or a sequence of n."""
     if not isinstance(seg, dict) or len(seg) > MAX_SEG:
         raise ValueError("seg: a dict of at most %d segment keys" % MAX_SEG)
-    out = {}  # type: Dict[str, Any]
+    out: Dict[str, Any] = {}
     for key, v in seg.items():
         if not _segments.key_ok(key):
             raise ValueError("seg: key %r is not 1..64 of [A-Za-z0-9_.-]" % (key,))
@@ -100,7 +110,7 @@ def _id(i: Any) -> Id:
     raise ValueError("an id is a string or an unsigned integer, not %r" % (i,))
 
 
-def _matrix(out, n: int, form: str):
+def _matrix(out: Any, n: int, form: str) -> Tuple[NDArray[np.float64], int]:
     """n rows of K >= 2 numbers (a 2-D array or a list of rows), and K."""
     a = np.asarray(out, dtype=float)
     if a.ndim == 2 and a.shape[0] == n and a.shape[1] >= 2:
@@ -108,7 +118,7 @@ def _matrix(out, n: int, form: str):
     raise ValueError("%s: %d rows of K >= 2 numbers expected" % (form, n))
 
 
-def _floats(x, float32: bool) -> bytes:
+def _floats(x: ArrayLike, float32: bool) -> bytes:
     """A flat sequence of numbers as a bin of little-endian float64 (or
     float32)."""
     return np.asarray(x, dtype="<f4" if float32 else "<f8").tobytes(order="C")
@@ -127,7 +137,7 @@ def _outcome(v: Any) -> Union[int, float]:
     return float(v)
 
 
-def _ids(ids) -> list:
+def _ids(ids: Iterable[Any]) -> List[Id]:
     """The ids of one call, all of one kind: string "5" and integer 5 are
     different ids that never join, so a call mixing them is refused."""
     out = [_id(i) for i in ids]
@@ -173,7 +183,7 @@ class Producer:
                  socket: str = "push", batch: int = 1000, float32: bool = False,
                  key: Optional[str] = None, server_key: Optional[str] = None,
                  linger: float = 10.0, subscription_wait: float = 10.0,
-                 context: Optional[zmq.Context] = None, kafka_topic: str = "calibd",
+                 context: Optional[zmq.Context[Any]] = None, kafka_topic: str = "calibd",
                  kafka_config: Optional[Dict[str, Any]] = None,
                  token: Optional[str] = None, max_msg_size: int = MAX_MSG_SIZE) -> None:
         """endpoint: calibd's ingest_pull endpoint (socket="push") or ingest
@@ -193,14 +203,14 @@ class Producer:
         if not 1024 <= max_msg_size <= 1 << 31:
             raise ValueError("max_msg_size: 1024 to 2^31 bytes, as calibd's")
         self.max_msg_size = max_msg_size
-        self._http = None
+        self._http: Optional[str] = None
+        self._kafka: Any = None  # a confluent_kafka.Producer, socket="kafka"
+        self.sent: Dict[str, int] = {"messages": 0, "predictions": 0, "labels": 0}
         if isinstance(endpoint, str) and endpoint.startswith(("http://", "https://")):
             # synchronous: each message a POST, answered once calibd took it
             self._http = endpoint.rstrip("/")
             self._token = token
             self.batch, self.float32, self.linger = batch, float32, linger
-            self.sent = {"messages": 0, "predictions": 0, "labels": 0}  # type: Dict[str, int]
-            self._kafka = None
             if not 1 <= batch <= MAX_BATCH:
                 raise ValueError("batch: 1 to %d rows" % MAX_BATCH)
             return
@@ -212,8 +222,6 @@ class Producer:
         self.float32 = float32
         self.subscription_wait = subscription_wait
         self.linger = linger
-        self.sent = {"messages": 0, "predictions": 0, "labels": 0}  # type: Dict[str, int]
-        self._kafka = None
         if socket == "kafka":
             self._kafka_open(endpoint, kafka_topic, kafka_config)
             return
@@ -224,7 +232,7 @@ class Producer:
         self.sock.setsockopt(zmq.LINGER, int(linger * 1000) if math.isfinite(linger) else -1)
         self._endpoint = endpoint
         self._connected = False
-        self._mon = None
+        self._mon: Optional[zmq.Socket[bytes]] = None
         try:
             _sockets.curve(self.sock, key, server_key)
             if socket == "push":  # to know at close() whether anything took the messages
@@ -244,7 +252,8 @@ class Producer:
                 self.ctx.term()
             raise
 
-    def _kafka_open(self, brokers, topic, config) -> None:
+    def _kafka_open(self, brokers: Union[str, Sequence[str]], topic: str,
+                    config: Optional[Dict[str, Any]]) -> None:
         try:
             import confluent_kafka
         except ImportError as e:  # pragma: no cover - optional dependency
@@ -265,9 +274,9 @@ class Producer:
         conf.setdefault("partitioner", "consistent_random")
         self._kafka = confluent_kafka.Producer(conf)
         self._kafka_topic = topic
-        self._kafka_failed = []  # type: list
+        self._kafka_failed: List[str] = []
 
-    def _delivered(self, err, msg) -> None:
+    def _delivered(self, err: Any, msg: Any) -> None:
         if err is not None:
             self._kafka_failed.append(str(err))
 
@@ -284,7 +293,7 @@ class Producer:
     def __enter__(self) -> "Producer":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         try:
             self.close()
         except ConnectionError:
@@ -337,7 +346,7 @@ class Producer:
         if self._kafka is None:
             return 0
         t = self.linger if timeout is None else timeout
-        return self._kafka.flush(t if math.isfinite(t) else -1)
+        return int(self._kafka.flush(t if math.isfinite(t) else -1))
 
     def close(self) -> None:
         """Closes the socket; PUSH waits up to `linger` seconds for what is
@@ -419,7 +428,8 @@ class Producer:
             self.sock.send_multipart([topic, payload])
         self.sent["messages"] += 1
 
-    def _send_rows(self, topic: bytes, make, a: int, b: int) -> None:
+    def _send_rows(self, topic: bytes, make: Callable[[int, int], Dict[str, Any]], a: int,
+                   b: int) -> None:
         """Rows a to b as one message made by make(a, b), or, where that
         message would be over max_msg_size, as halves of it, and so on."""
         body = make(a, b)
@@ -434,8 +444,11 @@ class Producer:
         # these counted (close() names what was not delivered)
         self.sent["predictions" if body["type"] == "pred" else "labels"] += b - a
 
-    def predict(self, model: str, ids, *, logits=None, probs=None, p=None, mean=None,
-                var=None, y=None, ts=None, seg=None) -> int:
+    def predict(self, model: str, ids: _Ids, *, logits: Optional[ArrayLike] = None,
+                probs: Optional[ArrayLike] = None, p: Optional[ArrayLike] = None,
+                mean: Optional[ArrayLike] = None, var: Optional[ArrayLike] = None,
+                y: Optional[ArrayLike] = None, ts: Optional[ArrayLike] = None,
+                seg: Optional[Dict[str, Any]] = None) -> int:
         """Sends predictions of model: one (ids a string or an integer) or n
         (ids a sequence or array). Exactly one output form: logits or probs
         (K numbers a prediction), p (a binary classifier's probability of
@@ -455,33 +468,36 @@ class Producer:
         if isinstance(ids, (str, int, np.integer)):
             return self._predict_row(topic, _id(ids), form, logits, probs, p, mean, var, y, ts,
                                      None if seg is None else _seg(seg, None))
-        ids = _ids(ids)
-        n = len(ids)
+        idl = _ids(ids)
+        n = len(idl)
+        # n of each, from here: sequences or arrays, sized and sliced
+        y_n, ts_n = cast(Any, y), cast(Any, ts)
         segs = None if seg is None else _seg(seg, n)
+        cols: Dict[str, Any]
         if form in ("logits", "probs"):
             rows, k = _matrix(logits if form == "logits" else probs, n, form)
-            cols = {form: rows}  # type: Dict[str, Any]
+            cols = {form: rows}
         else:
             cols = {"p": p} if form == "p" else {"mean": mean, "var": var}
             for key, v in cols.items():
                 if len(v) != n:
                     raise ValueError("%s: %d numbers expected, not %d" % (key, n, len(v)))
             k = 0
-        if y is not None and len(y) != n:
-            raise ValueError("y: %d outcomes expected, not %d" % (n, len(y)))
-        ts_many = ts is not None and not isinstance(ts, (int, float))
-        if ts_many and len(ts) != n:
+        if y_n is not None and len(y_n) != n:
+            raise ValueError("y: %d outcomes expected, not %d" % (n, len(y_n)))
+        ts_many = ts_n is not None and not isinstance(ts_n, (int, float))
+        if ts_many and len(ts_n) != n:
             raise ValueError("ts: one time, or %d" % n)
         def make(a: int, b: int) -> Dict[str, Any]:
-            msg = {"v": 1, "type": "pred", "n": b - a, "id": ids[a:b]}  # type: Dict[str, Any]
+            msg: Dict[str, Any] = {"v": 1, "type": "pred", "n": b - a, "id": idl[a:b]}
             if k:
                 msg["k"] = k
             for key, v in cols.items():
                 msg[key] = _floats(v[a:b].ravel() if k else v[a:b], self.float32)
-            if y is not None:
-                msg["y"] = [_outcome(v) for v in y[a:b]]
-            if ts is not None:
-                msg["ts"] = [float(t) for t in ts[a:b]] if ts_many else float(ts)
+            if y_n is not None:
+                msg["y"] = [_outcome(v) for v in y_n[a:b]]
+            if ts_n is not None:
+                msg["ts"] = [float(t) for t in ts_n[a:b]] if ts_many else float(ts_n)
             if segs:
                 msg["seg"] = {key: v if isinstance(v, str) else v[a:b] for key, v in segs.items()}
             return msg
@@ -489,8 +505,10 @@ class Producer:
             self._send_rows(topic, make, a, min(n, a + self.batch))
         return n
 
-    def _predict_row(self, topic, i, form, logits, probs, p, mean, var, y, ts, seg) -> int:
-        msg = {"v": 1, "type": "pred", "id": i}  # type: Dict[str, Any]
+    def _predict_row(self, topic: bytes, i: Id, form: str, logits: Any, probs: Any, p: Any,
+                     mean: Any, var: Any, y: Any, ts: Any,
+                     seg: Optional[Dict[str, Any]]) -> int:
+        msg: Dict[str, Any] = {"v": 1, "type": "pred", "id": i}
         if form in ("logits", "probs"):
             row = logits if form == "logits" else probs
             row = [float(v) for v in np.asarray(row).ravel()]
@@ -511,26 +529,28 @@ class Producer:
         self.sent["predictions"] += 1
         return 1
 
-    def label(self, model: str, ids, y, *, ts=None) -> int:
+    def label(self, model: str, ids: _Ids, y: ArrayLike, *,
+              ts: Optional[SupportsFloat] = None) -> int:
         """Sends the outcomes of earlier predictions, by their ids: one (ids
         a string or an integer, y one outcome) or n. y: the class index
         (0 or 1 for a binary p), or the observed value of a regression.
         Returns the number of labels sent."""
         topic = _topic(model)
         if isinstance(ids, (str, int, np.integer)):
-            msg = {"v": 1, "type": "label", "id": _id(ids), "y": _outcome(y)}
+            msg: Dict[str, Any] = {"v": 1, "type": "label", "id": _id(ids), "y": _outcome(y)}
             if ts is not None:
                 msg["ts"] = float(ts)
             self._send(topic, msg)
             self.sent["labels"] += 1
             return 1
-        ids = _ids(ids)
-        n = len(ids)
-        if len(y) != n:
-            raise ValueError("y: %d outcomes expected, not %d" % (n, len(y)))
+        idl = _ids(ids)
+        n = len(idl)
+        y_n = cast(Any, y)  # n outcomes: a sequence or an array
+        if len(y_n) != n:
+            raise ValueError("y: %d outcomes expected, not %d" % (n, len(y_n)))
         def make(a: int, b: int) -> Dict[str, Any]:
-            msg = {"v": 1, "type": "label", "n": b - a, "id": ids[a:b],
-                   "y": [_outcome(v) for v in y[a:b]]}  # type: Dict[str, Any]
+            msg = {"v": 1, "type": "label", "n": b - a, "id": idl[a:b],
+                   "y": [_outcome(v) for v in y_n[a:b]]}
             if ts is not None:
                 msg["ts"] = float(ts)
             return msg
