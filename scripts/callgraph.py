@@ -2,6 +2,7 @@
 """callgraph.py — the daemon's files as a graph of calls, from their objects.
 
     callgraph.py [--dot] OBJECT_OR_ARCHIVE...
+    callgraph.py --includes HEADER...
 
 A file calls another when its object refers to a symbol the other defines
 (nm: U against T, D, B, R); a file's name is its object's (an archive's
@@ -9,7 +10,9 @@ member's), libtool's library prefix taken off (libcalibd_la-model.o ->
 model). Prints each
 strongly connected set of more than one file, one a line, or nothing when
 the graph has no cycle; exits 1 when it has one. --dot prints the graph
-instead (Graphviz). HACKING.md, "Layout"; tests/cli/callgraph.sh.
+instead (Graphviz). With --includes, the graph is the headers' #include
+"..." lines among the headers given (by base name), and the same is
+printed. HACKING.md, "Layout"; tests/cli/callgraph.sh.
 """
 import os
 import re
@@ -87,13 +90,24 @@ def sccs(g):
     return out
 
 
+def includes(headers):
+    names = {os.path.basename(h) for h in headers}
+    g = {}
+    for h in headers:
+        with open(h) as f:
+            inc = re.findall(r'^#include "([^"]+)"', f.read(), re.M)
+        g[os.path.basename(h)] = sorted({os.path.basename(i) for i in inc} & names)
+    return g
+
+
 def main(argv):
     dot = argv[:1] == ["--dot"]
-    objects = argv[1:] if dot else argv
+    heads = argv[:1] == ["--includes"]
+    objects = argv[1:] if dot or heads else argv
     if not objects:
         sys.stderr.write(__doc__)
         return 2
-    g = graph(objects)
+    g = includes(objects) if heads else graph(objects)
     if dot:
         print("digraph calls {")
         for f in sorted(g):

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# callgraph.sh — the daemon's files call one another without a cycle
-# (HACKING.md, "Layout"): scripts/callgraph.py on libcalibd's and
+# callgraph.sh — the daemon's layout (HACKING.md, "Layout"): its files call
+# one another without a cycle (scripts/callgraph.py on libcalibd's and
 # libcalibd_core's objects and main's finds no strongly connected set of
-# more than one file. A probe first: the same script finds the cycle of
-# two objects made to call each other, so that a silent script cannot pass.
+# more than one file), their headers include one another without a cycle,
+# and HACKING.md's map names every file. A probe first: the same script
+# finds the cycle of two objects made to call each other, so that a
+# silent script cannot pass.
 set -u
 : "${BUILDDIR:?}" "${srcdir:?}"
 . "$(dirname "$0")/../integ/tap.sh"
@@ -24,4 +26,13 @@ cycles=$(python3 "$graph" "${objects[@]}" "$main" 2>&1)
 check "no cycle between the daemon's files${cycles:+: $cycles}" '[ -z "$cycles" ]'
 files=$(python3 "$graph" --dot "${objects[@]}" "$main" | grep -c -- '->')
 check "and the graph has its edges ($files)" '[ "$files" -gt 100 ]'
+headers=("$srcdir"/src/daemon/*.h "$srcdir"/src/daemon/*/*.h "$srcdir"/src/common/*.h "$srcdir"/include/calib/*.h)
+cycles=$(python3 "$graph" --includes "${headers[@]}" 2>&1)
+check "no cycle between the headers (${#headers[@]})${cycles:+: $cycles}" '[ -z "$cycles" ]'
+unmapped=""
+for f in "$srcdir"/src/daemon/*.[ch] "$srcdir"/src/daemon/*/*.[ch] "$srcdir"/src/daemon/*/*.html; do
+    b=$(basename "$f")
+    grep -qE "^ +(${b%.[ch]}\.c/h|$b) " "$srcdir/HACKING.md" || unmapped="$unmapped $b"
+done
+check "HACKING.md's map names every file of src/daemon${unmapped:+: not$unmapped}" '[ -z "$unmapped" ]'
 finish
