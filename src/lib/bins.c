@@ -241,11 +241,21 @@ void calib_cwbins_reset(calib_cwbins *b)
 
 void calib_cwbins_add(calib_cwbins *b, const double *p, size_t y)
 {
+    /* bin_index(v) is 0 exactly when v <= 1/m (its first edge, as the
+     * double it settles against), and with K classes most are there: at
+     * most m of a pair's K probabilities pass 1/m, since they sum to 1.
+     * The others skip the bin's arithmetic; the bins and the order of the
+     * sums are the same, bit for bit. */
+    const uint32_t m = b->m;
+    const double first = (double)1 / m;
+    uint64_t *count = b->count;
+    calib_ksum *psum = b->psum;
     b->n++;
     for (uint32_t c = 0; c < b->k; c++) {
-        size_t cell = (size_t)c * b->m + bin_index(p[c], b->m);
-        b->count[cell]++;
-        ksum_add_nonneg(&b->psum[cell], p[c]);
+        double v = p[c];
+        size_t cell = (size_t)c * m + (v > first ? bin_index(v, m) : 0);
+        count[cell]++;
+        ksum_add_nonneg(&psum[cell], v);
     }
     if (y < b->k) /* one class is the outcome */
         b->hits[y * b->m + bin_index(p[y], b->m)]++;

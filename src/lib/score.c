@@ -64,15 +64,30 @@ int calib_check_label(double y, size_t k)
 
 /* ------------------------------------------------------------------ softmax */
 
+CALIB_CLONES
 double calib_row_max(const double *z, size_t k)
 {
     /* four independent maxima: a single chain is latency-bound. A NaN is
-     * never taken (x > NaN and NaN > x are false) unless z[0] is one. */
+     * never taken (x > NaN and NaN > x are false) unless z[0] is one. In
+     * vectors (vec4.h) the same comparisons lane by lane, so the same
+     * maximum. */
     double m[4] = {z[0], z[0], z[0], z[0]};
     size_t j = 0;
+#ifdef CALIB_VEC4
+    calib_vec4 vm = {z[0], z[0], z[0], z[0]};
+    for (; j + 4 <= k; j += 4) {
+        calib_vec4 x;
+        memcpy(&x, z + j, sizeof x);
+        calib_vec4u gt = (calib_vec4u)(x > vm);
+        vm = (calib_vec4)(((calib_vec4u)x & gt) | ((calib_vec4u)vm & ~gt));
+    }
+    for (int l = 0; l < 4; l++)
+        m[l] = vm[l];
+#else
     for (; j + 4 <= k; j += 4)
         for (int l = 0; l < 4; l++)
             m[l] = z[j + l] > m[l] ? z[j + l] : m[l];
+#endif
     for (; j < k; j++)
         m[0] = z[j] > m[0] ? z[j] : m[0];
     m[0] = m[1] > m[0] ? m[1] : m[0];
@@ -211,15 +226,28 @@ double calib_log_softmax_at(const double *z, size_t k, size_t y)
     return (z[y] - zmax) - log(exp_row(z, k, zmax, 1, NULL));
 }
 
+CALIB_CLONES
 size_t calib_argmax(const double *p, size_t k)
 {
     /* the first index holding the maximum, as a scan keeping the first
      * strictly greater value finds it (a NaN is never the maximum unless
-     * p[0] is one; then no p equals it, and the answer is 0 as well) */
+     * p[0] is one; then no p equals it, and the answer is 0 as well); in
+     * vectors (vec4.h), four at a time to the first four that hold it */
     if (k == 0)
         return 0;
     double m = calib_row_max(p, k);
-    for (size_t i = 0; i < k; i++)
+    size_t i = 0;
+#ifdef CALIB_VEC4
+    const calib_vec4 vm = {m, m, m, m};
+    for (; i + 4 <= k; i += 4) {
+        calib_vec4 x;
+        memcpy(&x, p + i, sizeof x);
+        calib_vec4u eq = (calib_vec4u)(x == vm);
+        if (eq[0] | eq[1] | eq[2] | eq[3])
+            break;
+    }
+#endif
+    for (; i < k; i++)
         if (p[i] == m)
             return i;
     return 0;
