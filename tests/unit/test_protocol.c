@@ -146,6 +146,32 @@ static void row_probs_bin32(void **state)
     pl_free(&p);
 }
 
+/* A float32 row longer than a vector (load_le_row widens four at a time,
+ * then the rest one by one): every value widened exactly, signs,
+ * extremes and subnormals included. */
+static void row_logits_bin32_long(void **state)
+{
+    (void)state;
+    const float z[11] = {-3.5f, 0.0f, 1e-40f, -0.0f, 3.4028235e38f, 7.25f,
+                         -1.1754944e-38f, 0.1f, -2e-45f, 123456.789f, -9.5f};
+    payload p;
+    calib_msg m;
+    calib_msg_rec rec;
+    double x[11];
+    pl_init(&p);
+    mp(&p, HF "s u s 4 s u", 5, HA("pred"), "id", 7, "logits", z, (size_t)11, "k", 11);
+    calib_msg_init(&m);
+    assert_int_equal(decode(&m, &p), CALIB_REJ_NONE);
+    assert_int_equal(m.k, 11);
+    assert_int_equal(calib_msg_record(&m, 0, &rec, x), CALIB_REJ_NONE);
+    for (int j = 0; j < 11; j++) {
+        double want = z[j];
+        assert_memory_equal(&x[j], &want, sizeof want);
+    }
+    calib_msg_destroy(&m);
+    pl_free(&p);
+}
+
 static void row_probs_bin64_and_logits_bin(void **state)
 {
     const double pr[2] = {0.25, 0.75};
@@ -1290,6 +1316,7 @@ int main(void)
         cmocka_unit_test(number_helper),
         cmocka_unit_test(row_logits_mixed_array),
         cmocka_unit_test(row_probs_bin32),
+        cmocka_unit_test(row_logits_bin32_long),
         cmocka_unit_test(row_probs_bin64_and_logits_bin),
         cmocka_unit_test(row_binary_and_gaussian),
         cmocka_unit_test(batch_logits_bin64),
