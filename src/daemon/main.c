@@ -365,15 +365,7 @@ static void log_stale(void *arg, const char *name)
 
 static void on_tick(uv_timer_t *t)
 {
-    calibd *d = t->data;
-    if (!d->stopping) {
-        /* before the pass starts: nothing walks the models then */
-        registry_collect(d, tick_now(d), registry_walked(d));
-        daemon_tick(d, steady_now(d)); /* join expiry included */
-        persist_tick(d);
-        kafka_tick(d);
-    }
-    http_update(&d->http, d);
+    daemon_tick(t->data);
 }
 
 static void close_all(calibd *d)

@@ -1,11 +1,13 @@
 /* tick.c — the daemon's periodic work (calibd(8)), the one place to read
- * what happens every tick: a pass over the models, a slice at a time
- * (slicer.h), each model's join expiry, its memory and expiry messages,
- * its window summed for status, metrics and the alert rules, then the
- * closed loop's part (recalib_tick). main.c's on_tick calls daemon_tick
- * with the other timers' work. */
+ * what happens every tick (as Redis's serverCron): the models that leave,
+ * a pass over the models a slice at a time (slicer.h) -- each model's
+ * join expiry, its memory and expiry messages, its window summed for
+ * status, metrics and the alert rules, then the closed loop's part
+ * (recalib_tick) -- the snapshots' turn, Kafka's, and HTTP's rendering.
+ * main.c's tick timer calls daemon_tick. */
 #include "alert.h"
 #include "calibd.h"
+#include "kafka.h"
 #include "recalib.h"
 #include "registry.h"
 #include "tick.h"
@@ -80,7 +82,9 @@ int daemon_tick_init(calibd *d)
     return slicer_init(&d->pass.models, d->loop, pass_count, pass_model, pass_done, d);
 }
 
-void daemon_tick(calibd *d, double steady)
+/* The pass over the models: a tick that finds the last one running
+ * starts none (counted). */
+static void pass_start(calibd *d, double steady)
 {
     if (d->pass.models.running) {
         d->pass.overruns++;
@@ -94,4 +98,16 @@ void daemon_tick(calibd *d, double steady)
         d->next_republish = now + d->cfg.params_interval;
     registry_walk_begin(&d->reg); /* until pass_done */
     slicer_start(&d->pass.models);
+}
+
+void daemon_tick(calibd *d)
+{
+    if (!d->stopping) {
+        /* before the pass starts: nothing walks the models then */
+        registry_collect(d, tick_now(d), registry_walked(d));
+        pass_start(d, steady_now(d)); /* join expiry included */
+        persist_tick(d);
+        kafka_tick(d);
+    }
+    http_update(&d->http, d);
 }

@@ -16,13 +16,15 @@ typedef struct tick_pass {
     uint64_t overruns;  /* ticks that found the last pass still running */
 } tick_pass;
 
-/* Periodic work: join expiry, drift alarms, scheduled refits, the gate's
- * decisions, alert rules, republishing every params_interval, for every
- * model, in a pass a slice at a time (slicer.h); a tick that finds the
- * last pass still running starts none (counted). steady: steady_now(),
- * for the windows (clock.h); intervals run on tick_now(). daemon_tick_init
- * first (0, or a libuv error code). */
+/* Periodic work, every `tick` seconds: the models that expire or were
+ * forgotten collected; for every model, in a pass a slice at a time
+ * (slicer.h), join expiry, drift alarms, scheduled refits, the gate's
+ * decisions, alert rules, republishing every params_interval (a tick that
+ * finds the last pass still running starts none, counted); the windows on
+ * steady_now() (clock.h), intervals on tick_now(); then snapshots, Kafka
+ * and the HTTP rendering, each when due. While stopping, only the last.
+ * daemon_tick_init first (0, or a libuv error code). */
 int daemon_tick_init(struct calibd *d);
-void daemon_tick(struct calibd *d, double steady);
+void daemon_tick(struct calibd *d);
 
 #endif
