@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "calib/calib.h"
+#include "calib/online.h"
 #include "calib/plugin.h"
 #include "cfg.h"
 #include "csv_table.h"
@@ -124,6 +125,8 @@ static void fit_usage(FILE *f)
 {
     fputs("usage: calibctl fit --method METHOD [--loss nll|brier] [--test FILE2]\n"
           "                    [--fit-params NAMES] [--plugin-dir DIR] FILE\n"
+          "       calibctl fit --online --method temperature|platt|variance\n"
+          "                    [--gamma G] [--eps E] [--test FILE2] FILE\n"
           "  METHOD: temperature, platt, variance, location_scale, or a plugin's name (loaded\n"
           "  from DIR/METHOD.so; default DIR " PKGLIBDIR "). See calibctl(1).\n", f);
 }
@@ -131,6 +134,8 @@ static void fit_usage(FILE *f)
 typedef struct fit_args {
     const char *method, *test, *plugin_dir, *file;
     int objective;
+    int online;             /* --online: the rows replayed in order */
+    calib_online_cfg ocfg;  /* --gamma, --eps */
     char params[CFG_METHOD_MAX + 1]; /* --fit-params, as calibd.conf's */
 } fit_args;
 
@@ -140,7 +145,8 @@ static int parse_fit_args(int argc, char **argv, fit_args *a)
         {"method", required_argument, NULL, 'm'}, {"loss", required_argument, NULL, 'l'},
         {"test", required_argument, NULL, 't'},   {"plugin-dir", required_argument, NULL, 'p'},
         {"fit-params", required_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'},
-        {0},
+        {"online", no_argument, NULL, 'o'}, {"gamma", required_argument, NULL, 'g'},
+        {"eps", required_argument, NULL, 'e'}, {0},
     };
     int o;
     *a = (fit_args){.plugin_dir = PKGLIBDIR};
@@ -148,6 +154,19 @@ static int parse_fit_args(int argc, char **argv, fit_args *a)
     while ((o = getopt_long(argc, argv, "m:l:t:p:f:h", opts, NULL)) != -1) {
         switch (o) {
         case 'm': a->method = optarg; break;
+        case 'o': a->online = 1; break;
+        case 'g':
+        case 'e': {
+            char *end;
+            double v = strtod(optarg, &end);
+            if (end == optarg || *end || !(isfinite(v) && v > 0)) {
+                ctl_error(NULL, 0, "--%s: expected a number > 0, not '%s'",
+                          o == 'g' ? "gamma" : "eps", optarg);
+                return -1;
+            }
+            *(o == 'g' ? &a->ocfg.gamma : &a->ocfg.eps) = v;
+            break;
+        }
         case 'f':
             if (cfg_parse_params(optarg, a->params) != 0) {
                 ctl_error(NULL, 0, "--fit-params: expected all or parameter names separated "
@@ -175,6 +194,15 @@ static int parse_fit_args(int argc, char **argv, fit_args *a)
         fit_usage(stderr);
         return -1;
     }
+    if (!a->online && (a->ocfg.gamma || a->ocfg.eps)) {
+        ctl_error(NULL, 0, "--gamma and --eps are --online's");
+        return -1;
+    }
+    if (a->online && (a->objective || a->params[0])) {
+        ctl_error(NULL, 0, "--online learns by the log score (variance: the DSS), all "
+                  "parameters: no --loss, no --fit-params");
+        return -1;
+    }
     a->file = argv[optind];
     return 0;
 }
@@ -197,6 +225,42 @@ static const calib_plugin *find_method(calib_plugin_registry *r, const fit_args 
         return NULL;
     }
     return calib_plugin_find(r, a->method);
+}
+
+/* ------------------------------------------------------------ online */
+
+/* --online: the file's rows, in order, through calib_online (as a model
+ * learning online would take its pairs); res gets the map in force after
+ * the last, and the mean of each pair's loss under the map in force
+ * before it as objective_after. *learned counts the rows learned from,
+ * *refused those calib_online_update's checks refused. */
+static int fit_online(const table *t, const fit_args *a, calib_recal_result *res,
+                      uint64_t *learned, uint64_t *refused)
+{
+    calib_online o;
+    int e = calib_online_init(&o, a->method, t->ds.form, t->ds.k, &a->ocfg);
+    if (e != CALIB_OK) {
+        ctl_error(a->file, 0, e == CALIB_ENOMEM ? "out of memory"
+                  : "--online learns temperature, platt (binary or K = 2) or variance "
+                    "(gaussian), not %s on %s outputs", a->method,
+                  calib_form_name(t->ds.form));
+        return e;
+    }
+    *refused = 0;
+    for (size_t i = 0; i < t->ds.n; i++) {
+        const double *row = t->ds.rec + i * t->ds.stride;
+        *refused += calib_online_update(&o, row, row[t->ds.stride - 1]) != CALIB_OK;
+    }
+    memset(res, 0, sizeof *res);
+    res->objective = t->ds.form == CALIB_FORM_GAUSSIAN ? CALIB_RECAL_OBJ_DSS
+                                                      : CALIB_RECAL_OBJ_NLL;
+    res->nparams = o.method == CALIB_ONLINE_TEMPERATURE ? 1 : 2;
+    calib_online_params(&o, res->params);
+    *learned = o.n;
+    res->objective_before = NAN;
+    res->objective_after = o.n ? calib_ksum_value(&o.loss) / (double)o.n : NAN;
+    calib_online_free(&o);
+    return o.n ? CALIB_OK : CALIB_EEMPTY;
 }
 
 int cmd_fit(int argc, char **argv)
@@ -233,7 +297,13 @@ int cmd_fit(int argc, char **argv)
         goto out;
     }
     calib_recal_result res;
-    int e = m->fit(&train.ds, &opts, &res);
+    uint64_t learned = 0, refused = 0;
+    int e = a.online ? fit_online(&train, &a, &res, &learned, &refused)
+                     : m->fit(&train.ds, &opts, &res);
+    if (a.online && e != CALIB_OK && e != CALIB_EEMPTY) {
+        rc = e == CALIB_ENOMEM ? CTL_FAIL : CTL_BADINPUT;
+        goto out;
+    }
     if (e != CALIB_OK) {
         ctl_error(a.file, 0, "fit failed: %s", calib_plugin_strerror(e));
         rc = e == CALIB_ENOMEM ? CTL_FAIL : CTL_BADINPUT;
@@ -252,11 +322,19 @@ int cmd_fit(int argc, char **argv)
     json_uint(&j, "n", train.n);
     print_params(&j, m, res.params);
     json_str(&j, "objective", objective_name(res.objective));
-    json_uint(&j, "iterations", res.iterations);
-    json_bool(&j, "converged", res.converged);
-    json_bool(&j, "at_bound", res.at_bound);
-    json_num(&j, "objective_before", res.objective_before);
-    json_num(&j, "objective_after", res.objective_after);
+    if (a.online) {
+        json_object(&j, "online");
+        json_uint(&j, "pairs", learned);
+        json_uint(&j, "refused", refused);
+        json_num(&j, "mean_loss", res.objective_after);
+        json_close(&j);
+    } else {
+        json_uint(&j, "iterations", res.iterations);
+        json_bool(&j, "converged", res.converged);
+        json_bool(&j, "at_bound", res.at_bound);
+        json_num(&j, "objective_before", res.objective_before);
+        json_num(&j, "objective_after", res.objective_after);
+    }
     if (a.test) {
         json_object(&j, "test");
         json_uint(&j, "n", imp.n);

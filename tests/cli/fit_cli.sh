@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fit_cli.sh — `calibctl fit`: recovers a known temperature, Platt and
 # variance map from simulated files, measures a positive paired improvement
-# on a held-out file, loads the ETS plugin, and refuses bad requests.
+# on a held-out file, loads the ETS plugin, and refuses bad requests; with
+# --online, learns the same maps replaying the files in order (calib_online).
 set -u
 : "${CALIBCTL:?}" "${srcdir:?}" "${BUILDDIR:?}"
 tmp=$(mktemp -d) || exit 1
@@ -70,6 +71,27 @@ awk -F, 'BEGIN { OFS = "," } { print $0, (NR == 1 ? "segment" : "v" NR % 7 " x")
 expect text_column_ignored "assert r['params'] == json.load(open('$tmp/plain.json'))['params']" \
     --method temperature "$tmp/train_seg.csv"
 
+# --online: the rows in order, one step each; the map ends near the batch
+# fit's (a regret of O(log n) leaves the last map close to the best one)
+"$CALIBCTL" fit --method temperature "$tmp/train.csv" > "$tmp/batch.json" 2> /dev/null
+expect online_temperature "b = json.load(open('$tmp/batch.json'))['params']['T']; o = r['online']; assert o['pairs'] == 20000 and o['refused'] == 0; assert abs(r['params']['T'] / b - 1) < 0.05, (r['params'], b); assert r['test']['log']['ci'][0] > 0" \
+    --online --method temperature --test "$tmp/test.csv" "$tmp/train.csv"
+"$CALIBCTL" fit --method platt "$tmp/binary.csv" > "$tmp/batch.json" 2> /dev/null
+expect online_platt "b = json.load(open('$tmp/batch.json'))['params']; p = r['params']; assert abs(p['a'] - b['a']) < 0.05 and abs(p['b'] - b['b']) < 0.07, (p, b)" \
+    --online --method platt "$tmp/binary.csv"
+# variance: w alone (b = 0), the mean of (y - mu)^2 / var with one
+# pseudo-pair at w = 1, to the last digits
+python3 - "$tmp" > "$tmp/w.txt" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1] + "/gauss.csv")))
+print(repr((1 + sum((float(r["y"]) - float(r["mean"])) ** 2 / float(r["var"]) for r in rows)) / (1 + len(rows))))
+PY
+expect online_variance "w = float(open('$tmp/w.txt').read()); p = r['params']; assert abs(p['w'] / w - 1) < 1e-9 and p['b'] == 0, (p, w); assert r['objective'] == 'dss'" \
+    --online --method variance "$tmp/gauss.csv"
+"$CALIBCTL" fit --online --method temperature "$tmp/train.csv" > "$tmp/a.json" 2> /dev/null
+expect online_replays_the_same "assert r == json.load(open('$tmp/a.json'))" \
+    --online --method temperature "$tmp/train.csv"
+
 # refusals: exit 2 and a message
 refuse() {
     local name=$1 pattern=$2
@@ -89,6 +111,11 @@ refuse subset_of_variance "only location_scale fits a subset" --method variance 
 refuse subset_unknown "d is not a parameter of method location_scale" --method location_scale --fit-params a,d "$tmp/gauss.csv"
 refuse test_differs "outputs differ" --method temperature --test "$tmp/binary.csv" "$tmp/train.csv"
 refuse no_method "usage" "$tmp/train.csv"
+refuse online_platt_k10 "online learns temperature, platt (binary or K = 2)" --online --method platt "$tmp/train.csv"
+refuse online_plugin "online learns" --online --method ets --plugin-dir "$BUILDDIR/plugins/.libs" "$tmp/train.csv"
+refuse online_loss "no --loss" --online --method temperature --loss brier "$tmp/train.csv"
+refuse gamma_not_online "--gamma and --eps are --online's" --method temperature --gamma 1 "$tmp/train.csv"
+refuse bad_gamma "--gamma: expected a number > 0" --online --method temperature --gamma -1 "$tmp/train.csv"
 printf 'y,z0,z1\n0,1\n' > "$tmp/ragged.csv"
 refuse bad_file "ragged.csv:2: row has 2 fields" --method temperature "$tmp/ragged.csv"
 
