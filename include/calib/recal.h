@@ -228,6 +228,12 @@ int calib_recal_check_dataset(const calib_dataset *ds, unsigned forms);
 const double *calib_recal_row_logits(int form, size_t k, const double *x,
                                      double *buf);
 
+/* One labelled pair's checks, as every fit (and calib_online) applies
+ * them: the outputs x by the form's calib_check_* (score.h), then y, a
+ * class in [0, k) (k = 2 for a binary p), or finite for a Gaussian.
+ * CALIB_OK, or the first check's code. */
+int calib_recal_check_pair(int form, size_t k, const double *x, double y);
+
 /* Where a 1-D minimisation ended. */
 typedef struct calib_recal_min1d {
     double x;       /* the minimiser found */

@@ -8,6 +8,7 @@
 #include "calib/online.h"
 #include "calib/recal.h"
 #include "calib/score.h"
+#include "logistic.h"
 
 /* ------------------------------------------------------------ set-up */
 
@@ -58,31 +59,9 @@ void calib_online_free(calib_online *o)
 
 /* ------------------------------------------------------------ the maps */
 
-static double sigmoid(double u)
-{
-    if (u >= 0)
-        return 1 / (1 + exp(-u));
-    double e = exp(u);
-    return e / (1 + e);
-}
-
-static double softplus(double u)
-{
-    return (u > 0 ? u : 0) + log1p(exp(-fabs(u)));
-}
-
 static int check(const calib_online *o, const double *x, double y)
 {
-    int rc;
-    switch (o->form) {
-    case CALIB_FORM_LOGITS: rc = calib_check_logits(x, o->k); break;
-    case CALIB_FORM_PROBS: rc = calib_check_probs(x, o->k); break;
-    case CALIB_FORM_BINARY: rc = calib_check_binary(x[0]); break;
-    default:
-        rc = calib_check_gaussian(x[0], x[1]);
-        return rc ? rc : isfinite(y) ? CALIB_OK : CALIB_ENONFINITE;
-    }
-    return rc ? rc : calib_check_label(y, o->k);
+    return calib_recal_check_pair(o->form, o->k, x, y);
 }
 
 /* Platt's s, recal.h's: the logits' difference, kept finite */

@@ -15,6 +15,7 @@
 
 #include "calib/recal.h"
 #include "expk.h"
+#include "logistic.h"
 #include "softmax.h"
 
 #define LOG_FLOOR CALIB_LOG_FLOOR  /* probabilities are clamped at 1e-15 */
@@ -90,18 +91,23 @@ static const double *row_at(const calib_dataset *ds, size_t i)
     return ds->rec + i * ds->stride;
 }
 
-static int check_record(const calib_dataset *ds, const double *x, double y)
+int calib_recal_check_pair(int form, size_t k, const double *x, double y)
 {
     int rc;
-    switch (ds->form) {
-    case CALIB_FORM_LOGITS: rc = calib_check_logits(x, ds->k); break;
-    case CALIB_FORM_PROBS: rc = calib_check_probs(x, ds->k); break;
+    switch (form) {
+    case CALIB_FORM_LOGITS: rc = calib_check_logits(x, k); break;
+    case CALIB_FORM_PROBS: rc = calib_check_probs(x, k); break;
     case CALIB_FORM_BINARY: rc = calib_check_binary(x[0]); break;
     default:
         rc = calib_check_gaussian(x[0], x[1]);
         return rc ? rc : isfinite(y) ? CALIB_OK : CALIB_ENONFINITE;
     }
-    return rc ? rc : calib_check_label(y, ds->k);
+    return rc ? rc : calib_check_label(y, form == CALIB_FORM_BINARY ? 2 : k);
+}
+
+static int check_record(const calib_dataset *ds, const double *x, double y)
+{
+    return calib_recal_check_pair(ds->form, ds->k, x, y);
 }
 
 int calib_recal_check_dataset(const calib_dataset *ds, unsigned forms)
@@ -536,21 +542,6 @@ static double platt_s(int form, const double *x)
         return isinf(s) ? copysign(DBL_MAX, s) : s;
     }
     return log_floor(x[1]) - log_floor(x[0]);
-}
-
-/* sigmoid(u) without overflow for either sign of u. */
-static double sigmoid(double u)
-{
-    if (u >= 0)
-        return 1 / (1 + exp(-u));
-    double e = exp(u);
-    return e / (1 + e);
-}
-
-/* ln(1 + e^u) without overflow. */
-static double softplus(double u)
-{
-    return (u > 0 ? u : 0) + log1p(exp(-fabs(u)));
 }
 
 /* A two-parameter objective at one point: its mean, gradient and (for
