@@ -31,8 +31,10 @@
 
 /* The step's constants; 0 takes the default. */
 typedef struct calib_online_cfg {
-    double gamma; /* ONS's step: theta -= A^-1 g / gamma (default 0.1) */
-    double eps;   /* A starts at eps I; variance: pseudo-pairs (default 1) */
+    double gamma; /* ONS's step: theta -= A^-1 g / gamma, in [1e-6, 1e6]
+                     (default 0.1) */
+    double eps;   /* A starts at eps I; variance: pseudo-pairs; in [1e-9,
+                     1e9] (default 1) */
 } calib_online_cfg;
 
 enum calib_online_method {
@@ -48,13 +50,16 @@ enum calib_online_method {
 #define CALIB_ONLINE_A_MAX 100.0
 #define CALIB_ONLINE_B_MAX 100.0    /* |b| <= 100 */
 #define CALIB_ONLINE_U_MAX 9.21     /* |ln w| <= 9.21: w in [1e-4, 1e4] */
+#define CALIB_ONLINE_G_MAX 1e6      /* a larger gradient is refused */
 
 typedef struct calib_online {
     int method, form;  /* calib_online_method, CALIB_FORM_* */
     size_t k;
     unsigned d;        /* parameters learned: 1, or 2 (platt) */
     double theta[2];   /* the learner's coordinates: beta; a, b; u */
-    double a[3];       /* A: a11, a12, a22 (d = 1: a11 only) */
+    double a[3];       /* A: a11, a12, a22 (d = 1: a11 only; variance: the
+                          running sums) */
+    double ainv[3];    /* A^-1, the same way (d = 2) */
     double lo[2], hi[2];
     double gamma, eps;
     uint64_t n;        /* pairs learned from */
@@ -65,16 +70,18 @@ typedef struct calib_online {
 
 /* Starts a learner of method ("temperature", "platt", "variance") for
  * outputs of form and K, at the identity map (T = 1; a = 1, b = 0;
- * w = 1). CALIB_EINVAL for a method the form does not take, or a cfg
- * value not finite and > 0; CALIB_ENOMEM. */
+ * w = 1). CALIB_EINVAL for a method the form does not take, an unknown
+ * form, or a cfg value outside its range; CALIB_ENOMEM. */
 int calib_online_init(calib_online *o, const char *method, int form, size_t k,
                       const calib_online_cfg *cfg);
 void calib_online_free(calib_online *o);
 
 /* One pair: the outputs x (as calib_check_* accepts them for the form)
  * and the outcome y (a class, or a real number). Adds its loss under the
- * map in force to `loss`, then takes one step. CALIB_OK, or the check's
- * error with nothing changed. */
+ * map in force to `loss`, then takes one step. CALIB_OK; or, with nothing
+ * changed, the check's error, CALIB_ENONFINITE for a loss or gradient
+ * that overflows, CALIB_EINVAL for a gradient beyond CALIB_ONLINE_G_MAX
+ * (temperature and Platt: outputs 1e6 apart). */
 int calib_online_update(calib_online *o, const double *x, double y);
 
 /* The map in force, in recal.h's order for the method (2 doubles). */

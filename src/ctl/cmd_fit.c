@@ -159,9 +159,10 @@ static int parse_fit_args(int argc, char **argv, fit_args *a)
         case 'e': {
             char *end;
             double v = strtod(optarg, &end);
-            if (end == optarg || *end || !(isfinite(v) && v > 0)) {
-                ctl_error(NULL, 0, "--%s: expected a number > 0, not '%s'",
-                          o == 'g' ? "gamma" : "eps", optarg);
+            double lo = o == 'g' ? 1e-6 : 1e-9, hi = o == 'g' ? 1e6 : 1e9;
+            if (end == optarg || *end || !(v >= lo && v <= hi)) {
+                ctl_error(NULL, 0, "--%s: expected a number in [%g, %g], not '%s'",
+                          o == 'g' ? "gamma" : "eps", lo, hi, optarg);
                 return -1;
             }
             *(o == 'g' ? &a->ocfg.gamma : &a->ocfg.eps) = v;
@@ -300,7 +301,13 @@ int cmd_fit(int argc, char **argv)
     uint64_t learned = 0, refused = 0;
     int e = a.online ? fit_online(&train, &a, &res, &learned, &refused)
                      : m->fit(&train.ds, &opts, &res);
-    if (a.online && e != CALIB_OK && e != CALIB_EEMPTY) {
+    if (a.online && e == CALIB_EEMPTY) {
+        ctl_error(a.file, 0, "--online learned from none of its %zu rows (each refused: "
+                  "a gradient past the learner's bound, or outputs its checks refuse)",
+                  train.ds.n);
+        goto out;
+    }
+    if (a.online && e != CALIB_OK) {
         rc = e == CALIB_ENOMEM ? CTL_FAIL : CTL_BADINPUT;
         goto out;
     }

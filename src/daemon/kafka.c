@@ -998,7 +998,6 @@ int kafka_start(calibd *d, char *err, size_t errlen)
         return -1;
     }
     d->kafka_fig = &k->fig;
-    d->may_act = kafka_may_act;
     /* the group's directory, made if missing (a shared one usually exists) */
     if (mkdir(c->state_dir, 0750) != 0 && errno != EEXIST) {
         snprintf(err, errlen, "[kafka] state_dir %s: %s", c->state_dir, strerror(errno));
@@ -1061,6 +1060,7 @@ int kafka_start(calibd *d, char *err, size_t errlen)
         return -1;
     }
     k->next_due = tick_now(d) + d->cfg.snapshot_interval;
+    d->may_act = kafka_may_act; /* a member now: its consumer exists */
     log_msg(&d->log, LOG_INFO, "kafka", "consumer of group %s on %s (%zu topics); partition "
             "state in %s", c->group, c->brokers, c->ntopics, c->state_dir);
     /* what librdkafka queued before the pipe was set */

@@ -19,7 +19,8 @@ int calib_online_init(calib_online *o, const char *method, int form, size_t k,
     c.gamma = c.gamma == 0 ? 0.1 : c.gamma;
     c.eps = c.eps == 0 ? 1.0 : c.eps;
     memset(o, 0, sizeof *o);
-    if (!method || !(isfinite(c.gamma) && c.gamma > 0) || !(isfinite(c.eps) && c.eps > 0))
+    if (!method || !(c.gamma >= 1e-6 && c.gamma <= 1e6) || !(c.eps >= 1e-9 && c.eps <= 1e9) ||
+        form < CALIB_FORM_LOGITS || form > CALIB_FORM_GAUSSIAN)
         return CALIB_EINVAL;
     int gauss = form == CALIB_FORM_GAUSSIAN;
     int classes = form == CALIB_FORM_LOGITS || form == CALIB_FORM_PROBS;
@@ -46,6 +47,7 @@ int calib_online_init(calib_online *o, const char *method, int form, size_t k,
     o->gamma = c.gamma;
     o->eps = c.eps;
     o->a[0] = o->a[2] = c.eps;
+    o->ainv[0] = o->ainv[2] = 1 / c.eps;
     if (!gauss && !(o->buf = malloc(k * sizeof *o->buf)))
         return CALIB_ENOMEM;
     return CALIB_OK;
@@ -177,13 +179,14 @@ int calib_online_update(calib_online *o, const double *x, double y)
         return rc;
     double g[2] = {0, 0};
     double f = loss_grad(o, o->theta, x, y, g);
-    /* A + g g^T, refused (the learner unchanged) where it overflows: a
-     * gradient of 1e154 (Platt's s of two logits that far apart) */
-    double a[3] = {o->a[0] + g[0] * g[0], o->a[1] + g[0] * g[1], o->a[2] + g[1] * g[1]};
-    double det = a[0] * a[2] - a[1] * a[1];
-    if (!isfinite(f) || !isfinite(a[0]) || !isfinite(a[1]) || !isfinite(a[2]) ||
-        !(o->d == 1 || (isfinite(det) && det > 0)))
+    if (!isfinite(f) || !isfinite(g[0]) || !isfinite(g[1]))
         return CALIB_ENONFINITE;
+    /* ONS's bound needs bounded gradients; one far beyond the bound (Platt's
+     * s of two logits 1e6 apart) would also make A so large that the steps
+     * after it stop */
+    if (o->method != CALIB_ONLINE_VARIANCE &&
+        (fabs(g[0]) > CALIB_ONLINE_G_MAX || fabs(g[1]) > CALIB_ONLINE_G_MAX))
+        return CALIB_EINVAL;
     calib_ksum_add(&o->loss, f);
     o->n++;
     if (o->method == CALIB_ONLINE_VARIANCE) {
@@ -199,14 +202,24 @@ int calib_online_update(calib_online *o, const double *x, double y)
         o->theta[0] = clamp(log(o->a[0] / o->a[2]), o->lo[0], o->hi[0]);
         return CALIB_OK;
     }
-    memcpy(o->a, a, sizeof a);
+    o->a[0] += g[0] * g[0];
     if (o->d == 1) {
-        o->theta[0] = clamp(o->theta[0] - g[0] / (o->gamma * a[0]), o->lo[0], o->hi[0]);
+        o->theta[0] = clamp(o->theta[0] - g[0] / (o->gamma * o->a[0]), o->lo[0], o->hi[0]);
         return CALIB_OK;
     }
-    /* A^-1 g = (a22 g0 - a12 g1, a11 g1 - a12 g0) / det */
-    double p[2] = {o->theta[0] - (a[2] * g[0] - a[1] * g[1]) / (det * o->gamma),
-                   o->theta[1] - (a[0] * g[1] - a[1] * g[0]) / (det * o->gamma)};
-    project2(a, o->lo, o->hi, p, o->theta);
+    o->a[1] += g[0] * g[1];
+    o->a[2] += g[1] * g[1];
+    /* A^-1 kept by Sherman-Morrison: with u = A^-1 g, (A + g g^T)^-1 =
+     * A^-1 - u u^T / (1 + g^T u), and its product with g is u / (1 + g^T
+     * u). No determinant, which cancels when A is nearly of rank 1 (a
+     * constant p, a small eps) and overflows after a large gradient. */
+    double *b = o->ainv;
+    double u[2] = {b[0] * g[0] + b[1] * g[1], b[1] * g[0] + b[2] * g[1]};
+    double den = 1 + g[0] * u[0] + g[1] * u[1];
+    b[0] -= u[0] * u[0] / den;
+    b[1] -= u[0] * u[1] / den;
+    b[2] -= u[1] * u[1] / den;
+    double p[2] = {o->theta[0] - u[0] / (den * o->gamma), o->theta[1] - u[1] / (den * o->gamma)};
+    project2(o->a, o->lo, o->hi, p, o->theta);
     return CALIB_OK;
 }

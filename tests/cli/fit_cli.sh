@@ -115,7 +115,9 @@ refuse online_platt_k10 "online learns temperature, platt (binary or K = 2)" --o
 refuse online_plugin "online learns" --online --method ets --plugin-dir "$BUILDDIR/plugins/.libs" "$tmp/train.csv"
 refuse online_loss "no --loss" --online --method temperature --loss brier "$tmp/train.csv"
 refuse gamma_not_online "--gamma and --eps are --online's" --method temperature --gamma 1 "$tmp/train.csv"
-refuse bad_gamma "--gamma: expected a number > 0" --online --method temperature --gamma -1 "$tmp/train.csv"
+refuse bad_gamma "--gamma: expected a number in \[1e-06, 1e+06\]" --online --method temperature --gamma -1 "$tmp/train.csv"
+printf 'y,z0,z1\n0,0,2e6\n0,-2e6,0\n' > "$tmp/far.csv"
+refuse online_all_refused "learned from none of its 2 rows" --online --method platt "$tmp/far.csv"
 printf 'y,z0,z1\n0,1\n' > "$tmp/ragged.csv"
 refuse bad_file "ragged.csv:2: row has 2 fields" --method temperature "$tmp/ragged.csv"
 

@@ -332,13 +332,42 @@ static void refusals(void **state)
     calib_online_cfg neg = {.gamma = -1};
     assert_int_equal(calib_online_init(&o, "temperature", CALIB_FORM_LOGITS, 3, &neg),
                      CALIB_EINVAL);
-    /* Platt's s of logits 1e200 apart: a gradient whose square overflows */
+    /* Platt's s of logits 1e200 apart: a gradient past the bound */
     assert_int_equal(calib_online_init(&o, "platt", CALIB_FORM_LOGITS, 2, NULL), 0);
     double far[2] = {-1e200, 1e200};
-    assert_int_equal(calib_online_update(&o, far, 0), CALIB_ENONFINITE);
+    assert_int_equal(calib_online_update(&o, far, 0), CALIB_EINVAL);
     assert_int_equal(o.n, 0);
     assert_close(o.theta[0], 1, 0);
+    /* one large gradient within the bound, then ordinary pairs: every one
+     * is learned from (a version that tracked A's determinant overflowed
+     * after it and refused every pair that followed) */
+    double big[2] = {0, 9e5};
+    assert_int_equal(calib_online_update(&o, big, 0), 0);
+    calib_rng r;
+    calib_rng_seed(&r, 3);
+    for (int i = 0; i < 5000; i++) {
+        double z[2] = {0, 2 * calib_rng_normal(&r)};
+        assert_int_equal(calib_online_update(&o, z, calib_rng_uniform(&r) < 0.5), 0);
+    }
+    assert_int_equal(o.n, 5001);
+    assert_true(isfinite(o.theta[0]) && isfinite(o.theta[1]));
     calib_online_free(&o);
+    /* a constant p and a tiny eps: A of rank nearly 1, every pair learned */
+    calib_online_cfg tiny = {.eps = 1e-9};
+    assert_int_equal(calib_online_init(&o, "platt", CALIB_FORM_BINARY, 0, &tiny), 0);
+    for (int i = 0; i < 20000; i++) {
+        double p = 0.999999999999999;
+        assert_int_equal(calib_online_update(&o, &p, i % 3 != 0), 0);
+    }
+    assert_true(isfinite(o.theta[0]) && isfinite(o.theta[1]));
+    calib_online_free(&o);
+    /* constants outside their ranges, an unknown form */
+    calib_online_cfg under = {.gamma = 1e-7}, eps0 = {.eps = 1e-320};
+    assert_int_equal(calib_online_init(&o, "temperature", CALIB_FORM_LOGITS, 3, &under),
+                     CALIB_EINVAL);
+    assert_int_equal(calib_online_init(&o, "temperature", CALIB_FORM_LOGITS, 3, &eps0),
+                     CALIB_EINVAL);
+    assert_int_equal(calib_online_init(&o, "temperature", 99, 3, NULL), CALIB_EINVAL);
 }
 
 int main(void)
