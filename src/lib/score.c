@@ -64,8 +64,10 @@ int calib_check_label(double y, size_t k)
 
 /* ------------------------------------------------------------------ softmax */
 
+/* (the clones are static: clang 14 leaves an exported function with
+ * target_clones undefined) */
 CALIB_CLONES
-double calib_row_max(const double *z, size_t k)
+static double row_max(const double *z, size_t k)
 {
     /* four independent maxima: a single chain is latency-bound. A NaN is
      * never taken (x > NaN and NaN > x are false) unless z[0] is one. In
@@ -93,6 +95,11 @@ double calib_row_max(const double *z, size_t k)
     m[0] = m[1] > m[0] ? m[1] : m[0];
     m[2] = m[3] > m[2] ? m[3] : m[2];
     return m[2] > m[0] ? m[2] : m[0];
+}
+
+double calib_row_max(const double *z, size_t k)
+{
+    return row_max(z, k);
 }
 
 /* exp(x) for x <= 0: EXP_NEG (expk.h: within 1 ulp) in its range, and
@@ -227,7 +234,7 @@ double calib_log_softmax_at(const double *z, size_t k, size_t y)
 }
 
 CALIB_CLONES
-size_t calib_argmax(const double *p, size_t k)
+static size_t argmax(const double *p, size_t k)
 {
     /* the first index holding the maximum, as a scan keeping the first
      * strictly greater value finds it (a NaN is never the maximum unless
@@ -235,7 +242,7 @@ size_t calib_argmax(const double *p, size_t k)
      * vectors (vec4.h), four at a time to the first four that hold it */
     if (k == 0)
         return 0;
-    double m = calib_row_max(p, k);
+    double m = row_max(p, k);
     size_t i = 0;
 #ifdef CALIB_VEC4
     const calib_vec4 vm = {m, m, m, m};
@@ -251,6 +258,11 @@ size_t calib_argmax(const double *p, size_t k)
         if (p[i] == m)
             return i;
     return 0;
+}
+
+size_t calib_argmax(const double *p, size_t k)
+{
+    return argmax(p, k);
 }
 
 /* ------------------------------------------------------------------ scores */
