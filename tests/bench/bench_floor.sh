@@ -16,7 +16,10 @@
 #           label-free estimates, reservoir, ring), the model's stored
 #           T = 1.5 applied so that both views are scored; periodic
 #           snapshots off, as in bench_throughput.sh (their CPU would land
-#           on whichever case is running)
+#           on whichever case is running); measured twice on one model:
+#           its first predictions (its rings filling), then as many again
+#           ("warm", floor/warm: the rings full where the count is at
+#           least their 10,000)
 # Cases: K = 10 rows, K = 10 batches of 64, K = 1000 rows (and, asked by
 # CASES, 32768/1: a token vocabulary, rows). CPU is user +
 # system seconds of the consumer's process (every thread: libzmq's I/O
@@ -71,8 +74,8 @@ consume() {
     sed -n 's/.* cpu=\([0-9.]*\).*/\1/p' "$out"
 }
 
-printf '%-8s %10s %10s %10s %10s %12s %12s %14s\n' case "null ns" "floor ns" "calibd ns" \
-    "python ns" floor/calibd python/calibd "calibd-null ns"
+printf '%-8s %10s %10s %10s %10s %12s %12s %14s %11s %11s\n' case "null ns" "floor ns" "calibd ns" \
+    "python ns" floor/calibd python/calibd "calibd-null ns" "warm ns" floor/warm
 for c in $cases; do
     IFS=/ read -r k b <<< "$c"
     declare -A ns=()
@@ -84,12 +87,21 @@ for c in $cases; do
     done
     n=$(count "$k" "$b" calibd)
     model=k$k-b$b
-    c0=$(proc_cpu "$pid")
-    "$rate" send --endpoint "$pull" --model "$model" --k "$k" --batch "$b" --count "$n" > /dev/null
-    "$rate" wait --control "$ctl" --model "$model" --scored "$n" > /dev/null ||
-        { echo "calibd did not score $n pairs of $model"; tail "$work/log"; exit 1; }
-    c1=$(proc_cpu "$pid")
-    ns[calibd]=$(awk -v a="$c0" -v b="$c1" -v n="$n" 'BEGIN {printf "%.0f", (b - a) / n * 1e9}')
+    # calibd twice on the same model: its first n predictions (the model
+    # made, its ring, reservoir and label-free ring filling: 10,000 records
+    # each on the defaults, memory touched for the first time), then n more
+    # ("warm": full when n >= 10,000, as at K = 10 and 1000)
+    for phase in calibd warm; do
+        c0=$(proc_cpu "$pid")
+        first=$([ "$phase" = calibd ] && echo 1 || echo $((n + 1)))
+        "$rate" send --endpoint "$pull" --model "$model" --k "$k" --batch "$b" --count "$n" \
+            --first "$first" > /dev/null
+        "$rate" wait --control "$ctl" --model "$model" --scored $((first - 1 + n)) > /dev/null ||
+            { echo "calibd did not score $((first - 1 + n)) pairs of $model"; tail "$work/log"; exit 1; }
+        c1=$(proc_cpu "$pid")
+        ns[$phase]=$(awk -v a="$c0" -v b="$c1" -v n="$n" 'BEGIN {printf "%.0f", (b - a) / n * 1e9}')
+    done
     awk -v c="$c" -v nu="${ns[null]}" -v f="${ns[floor]}" -v d="${ns[calibd]}" -v p="${ns[python]}" \
-        'BEGIN {printf "%-8s %10d %10d %10d %10d %12.2f %12.1f %14d\n", c, nu, f, d, p, f / d, p / d, d - nu}'
+        -v w="${ns[warm]}" 'BEGIN {printf "%-8s %10d %10d %10d %10d %12.2f %12.1f %14d %11d %11.2f\n",
+            c, nu, f, d, p, f / d, p / d, d - nu, w, f / w}'
 done
